@@ -1,0 +1,320 @@
+"""Validated experiment configs (DESIGN: Contracts / Config).
+
+One pydantic model per experiment kind, joined in a discriminated union on ``kind``.
+Ranges are enforced here and nowhere else; :class:`ConfigError` turns pydantic's errors into
+one line per problem that names the field, the value given and the allowed range, e.g.
+
+    tradeoff_lambda: got 1.5; allowed range 0 <= value <= 1
+
+Configs load from YAML (``yaml.safe_load``) or JSON; :func:`cache_key` is the sha256 of the
+canonical JSON of the validated config plus the engine version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from annotated_types import Ge, Gt, Le, Lt
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from core import ENGINE_VERSION
+
+# Names of every data set the registry knows (core.data.registry must agree; a test checks).
+DatasetName = Literal[
+    "digits", "mnist5k", "faces", "synthetic", "adult", "mnist", "fashion_mnist", "cifar10", "celeba"
+]
+Split = Literal["train", "test", "aux", "all"]
+
+
+class _Model(BaseModel):
+    """Base for every config block: unknown keys are errors, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class DataSpec(_Model):
+    """Which data set, which private attribute, and how it is split.
+
+    Splits are deterministic from the experiment's ``seed``: *train* (the devices' / model
+    owner's data), *test* (utility and attack scoring) and *aux* (the attacker's auxiliary data).
+    """
+
+    name: DatasetName = "synthetic"
+    private_attribute: str | None = Field(
+        None, description="private attribute to protect and attack; None = the data set's default"
+    )
+    data_dir: str | None = Field(
+        None, description="directory of real data files; None = $PRIVLAB_DATA_DIR or the user data dir"
+    )
+    max_samples: Annotated[int, Ge(50), Le(1_000_000)] | None = Field(
+        None, description="seeded subsample cap on the whole data set (speed)"
+    )
+    test_fraction: Annotated[float, Ge(0.05), Le(0.5)] = 0.2
+    aux_fraction: Annotated[float, Ge(0.05), Le(0.5)] = 0.2
+    # synthetic only
+    n_samples: Annotated[int, Ge(100), Le(200_000)] = 4000
+    dependence: Annotated[float, Ge(0.0), Le(1.0)] = Field(
+        0.6, description="synthetic: how strongly the task label depends on the private attribute"
+    )
+
+    @model_validator(mode="after")
+    def _check_attribute(self) -> "DataSpec":
+        if self.test_fraction + self.aux_fraction > 0.8:
+            raise ValueError(
+                f"test_fraction + aux_fraction: got {self.test_fraction + self.aux_fraction:g}; "
+                "allowed range <= 0.8 (the rest is the training split)"
+            )
+        if self.private_attribute is not None:
+            from core.data.registry import dataset_attributes
+
+            allowed = dataset_attributes(self.name)
+            if self.private_attribute not in allowed:
+                raise ValueError(
+                    f"private_attribute: got {self.private_attribute!r}; allowed for "
+                    f"{self.name!r}: {', '.join(allowed)}"
+                )
+        return self
+
+
+class _Experiment(_Model):
+    seed: Annotated[int, Ge(0), Le(2**31 - 1)] = 0
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+
+
+# ---------------------------------------------------------------------------------------------
+# projection
+
+
+class ProjectionConfig(_Experiment):
+    """2-D projection (PCA / t-SNE / UMAP) of a data set's raw features."""
+
+    kind: Literal["projection"] = "projection"
+    data: DataSpec = DataSpec()
+    method: Literal["pca", "tsne", "umap"] = "pca"
+    split: Split = "train"
+    max_points: Annotated[int, Ge(10), Le(20_000)] = 2000
+    perplexity: Annotated[float, Ge(2.0), Le(100.0)] = 30.0
+    n_neighbors: Annotated[int, Ge(2), Le(200)] = 15
+    min_dist: Annotated[float, Ge(0.0), Le(1.0)] = 0.1
+
+
+# ---------------------------------------------------------------------------------------------
+# tappfl (federated attribute privacy)
+
+
+class FedAvgSpec(_Model):
+    """FedAvg simulation settings (Flower's vocabulary: clients, rounds, fraction_fit)."""
+
+    num_devices: Annotated[int, Ge(1), Le(1000)] = 20
+    fraction_fit: Annotated[float, Gt(0.0), Le(1.0)] = 0.2
+    rounds: Annotated[int, Ge(1), Le(200)] = 5
+    local_epochs: Annotated[int, Ge(1), Le(100)] = 1
+    batch_size: Annotated[int, Ge(1), Le(4096)] = 10
+    lr: Annotated[float, Gt(0.0), Le(10.0)] = 0.01
+    partition: Literal["iid", "dirichlet", "attribute"] = "iid"
+    alpha: Annotated[float, Gt(0.0), Le(1000.0)] = 0.5
+    vectorised: bool = True
+
+
+class DPSpec(_Model):
+    """Noise on the uploaded (shared) parameters: clip the update, add Gaussian or Laplace noise
+    calibrated from a per-round (epsilon, delta)."""
+
+    epsilon: Annotated[float, Gt(0.0), Le(10_000.0)] = 1.0
+    delta: Annotated[float, Gt(0.0), Lt(1.0)] = 1e-5
+    clip_norm: Annotated[float, Gt(0.0), Le(1000.0)] = 1.0
+
+
+class AttackSpec(_Model):
+    """Fresh attribute-inference attackers trained by the server on frozen representations."""
+
+    attackers: tuple[Literal["logreg", "mlp"], ...] = ("logreg", "mlp")
+    mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
+    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = 60
+    max_train: Annotated[int, Ge(50), Le(1_000_000)] = 10_000
+
+
+class TappflConfig(_Experiment):
+    """TAPPFL (AAAI 2024) and its baselines in one FedAvg loop (spec B5-B10)."""
+
+    kind: Literal["tappfl"] = "tappfl"
+    data: DataSpec = DataSpec()
+    defense: Literal["none", "tappfl", "dp_gaussian", "dp_laplace", "pruning"] = "tappfl"
+    tradeoff_lambda: Annotated[float, Ge(0.0), Le(1.0)] = Field(
+        0.5, description="TAPPFL privacy weight λ (Eq. 7): 0 = utility only, 1 = privacy only"
+    )
+    adversary_steps: Annotated[int, Ge(1), Le(20)] = Field(
+        1, description="attribute-adversary (Ψ) steps per extractor (Θ) step"
+    )
+    pretrain_epochs: Annotated[int, Ge(0), Le(100)] = 1
+    representation_dim: Annotated[int, Ge(2), Le(1024)] = 128
+    hidden_dim: Annotated[int, Ge(2), Le(4096)] = 64
+    critic_hidden: Annotated[int, Ge(2), Le(4096)] = 64
+    fl: FedAvgSpec = FedAvgSpec()
+    dp: DPSpec = DPSpec()
+    pruning_rate: Annotated[float, Ge(0.0), Lt(1.0)] = 0.5
+    attack: AttackSpec = AttackSpec()
+    utility_epochs: Annotated[int, Ge(1), Le(1000)] = 30
+    projection_points: Annotated[int, Ge(0), Le(5000)] = 1000
+
+
+# ---------------------------------------------------------------------------------------------
+# the union
+
+Config = Annotated[Union[ProjectionConfig, TappflConfig], Field(discriminator="kind")]
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(Config)
+CONFIG_MODELS: dict[str, type[_Experiment]] = {
+    "projection": ProjectionConfig,
+    "tappfl": TappflConfig,
+}
+
+
+class ConfigError(ValueError):
+    """A config failed validation. ``str(err)`` has one line per problem; ``problems`` the list."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems) if len(problems) == 1 else "\n".join(problems))
+
+
+def _field_info(model: type[BaseModel] | None, loc: tuple[Any, ...]):
+    """Walk ``loc`` through nested models; return the FieldInfo of the last field or None."""
+    info = None
+    for part in loc:
+        if model is None or not isinstance(part, str):
+            return info if isinstance(part, int) else None
+        info = model.model_fields.get(part)
+        if info is None:
+            return None
+        ann = info.annotation
+        model = None
+        for cand in getattr(ann, "__args__", (ann,)):
+            if isinstance(cand, type) and issubclass(cand, BaseModel):
+                model = cand
+    return info
+
+
+def _allowed_range(info) -> str | None:
+    if info is None:
+        return None
+    lo = hi = None
+    metas = list(info.metadata)
+    for arg in getattr(info.annotation, "__args__", ()):  # Optional[Annotated[...]]
+        metas.extend(getattr(arg, "__metadata__", ()))
+    for m in metas:
+        if isinstance(m, Ge):
+            lo = f"{m.ge} <= "
+        elif isinstance(m, Gt):
+            lo = f"{m.gt} < "
+        elif isinstance(m, Le):
+            hi = f" <= {m.le}"
+        elif isinstance(m, Lt):
+            hi = f" < {m.lt}"
+    if lo is None and hi is None:
+        return None
+    return f"allowed range {lo or ''}value{hi or ''}"
+
+
+def format_validation_error(err: ValidationError, model: type[BaseModel] | None = None) -> list[str]:
+    """One line per error: ``field.path: got <value>; <allowed range or pydantic's reason>``."""
+    lines = []
+    for e in err.errors(include_url=False):
+        loc = tuple(e.get("loc", ()))
+        # the discriminated union puts the tag first: ('tappfl', 'fl', 'rounds')
+        m = model
+        if loc and isinstance(loc[0], str) and loc[0] in CONFIG_MODELS and model is None:
+            m, loc = CONFIG_MODELS[loc[0]], loc[1:]
+        name = ".".join(str(p) for p in loc) or "config"
+        msg = e.get("msg", "invalid")
+        if msg.startswith("Value error, "):
+            # model validators already name their field; prefix the enclosing block (``data.``)
+            msg = msg[len("Value error, "):]
+            lines.append(f"{name}.{msg}" if loc else msg)
+            continue
+        given = e.get("input")
+        given_s = repr(given) if not isinstance(given, dict) else "{...}"
+        if len(given_s) > 60:
+            given_s = given_s[:57] + "..."
+        rng = _allowed_range(_field_info(m, loc))
+        if e.get("type") == "missing":
+            lines.append(f"{name}: required field is missing")
+        elif e.get("type") == "extra_forbidden":
+            lines.append(f"{name}: unknown field (got {given_s})")
+        elif e.get("type") == "union_tag_invalid":
+            tag = (e.get("ctx") or {}).get("tag", given_s)
+            lines.append(f"kind: got {tag!r}; allowed: {', '.join(CONFIG_MODELS)}")
+        elif rng and e.get("type") in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
+            lines.append(f"{name}: got {given_s}; {rng}")
+        else:
+            extra = f" ({rng})" if rng else ""
+            lines.append(f"{name}: got {given_s}; {msg}{extra}")
+    return lines
+
+
+def parse_config(obj: dict[str, Any] | BaseModel) -> Any:
+    """Validate a mapping (or re-validate a model) into the config model for its ``kind``."""
+    if isinstance(obj, BaseModel):
+        obj = obj.model_dump(mode="json")
+    if not isinstance(obj, dict):
+        raise ConfigError([f"config: got {type(obj).__name__}; expected a mapping with a 'kind' key"])
+    if "kind" not in obj:
+        raise ConfigError([f"kind: required field is missing; allowed: {', '.join(CONFIG_MODELS)}"])
+    try:
+        return _ADAPTER.validate_python(obj)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err)) from None
+
+
+def set_path(obj: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``a.b.c = value`` inside nested dicts (for ``--set`` overrides)."""
+    parts = dotted.split(".")
+    cur = obj
+    for p in parts[:-1]:
+        nxt = cur.get(p)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            cur[p] = nxt
+        cur = nxt
+    cur[parts[-1]] = value
+
+
+def apply_overrides(obj: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``key=value`` strings; values are parsed as YAML scalars (``1e-3``, ``true``, ``[a, b]``)."""
+    out = json.loads(json.dumps(obj))
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError([f"--set: got {item!r}; expected key=value, e.g. tradeoff_lambda=0.5"])
+        key, raw = item.split("=", 1)
+        set_path(out, key.strip(), yaml.safe_load(raw))
+    return out
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> Any:
+    """Load YAML or JSON from ``path``, apply ``--set`` overrides, validate."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError([f"config file: cannot read {str(p)!r} ({exc.strerror})"]) from None
+    try:
+        obj = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError([f"config file: {p.name} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}"]) from None
+    if not isinstance(obj, dict):
+        raise ConfigError([f"config file: {p.name} must hold a mapping with a 'kind' key"])
+    return parse_config(apply_overrides(obj, overrides or []))
+
+
+def canonical_json(config: BaseModel) -> str:
+    """Sorted-key, compact JSON of the validated config with every default filled in."""
+    return json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def cache_key(config: BaseModel) -> str:
+    """sha256 of the canonical JSON of the validated config + engine version (DESIGN: Cache key)."""
+    payload = canonical_json(config) + "|engine=" + ENGINE_VERSION
+    return hashlib.sha256(payload.encode()).hexdigest()

@@ -1,0 +1,82 @@
+"""The Result of one experiment run (DESIGN: Contracts / Result).
+
+Flat ``metrics`` (name -> float), ``curves`` (name -> series, e.g. per round), ``artifacts``
+(name -> numpy array), ``info`` (small JSON-able facts: column names, the accountant's name,
+warnings), plus ``config``, ``seed``, ``engine_version`` and ``timings``. Serialised as
+``result.json`` + ``artifacts.npz``; never pickle.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from core import ENGINE_VERSION
+
+
+def _clean_float(x: Any) -> float | None:
+    v = float(x)
+    return None if math.isnan(v) else v
+
+
+@dataclass
+class Result:
+    kind: str
+    config: dict[str, Any]
+    seed: int
+    metrics: dict[str, float] = field(default_factory=dict)
+    curves: dict[str, list[float]] = field(default_factory=dict)
+    artifacts: dict[str, np.ndarray] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    engine_version: str = ENGINE_VERSION
+    key: str | None = None
+    from_cache: bool = False
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Everything but the arrays, JSON-able (NaN becomes null)."""
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "config": self.config,
+            "seed": int(self.seed),
+            "engine_version": self.engine_version,
+            "metrics": {k: _clean_float(v) for k, v in self.metrics.items()},
+            "curves": {k: [_clean_float(v) for v in vs] for k, vs in self.curves.items()},
+            "info": self.info,
+            "timings": {k: float(v) for k, v in self.timings.items()},
+            "artifact_names": sorted(self.artifacts),
+        }
+
+    def artifacts_npz_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **{k: np.asarray(v) for k, v in self.artifacts.items()})
+        return buf.getvalue()
+
+    @classmethod
+    def from_parts(cls, meta: dict[str, Any], npz: bytes | None) -> "Result":
+        arts: dict[str, np.ndarray] = {}
+        if npz:
+            with np.load(io.BytesIO(npz), allow_pickle=False) as z:
+                arts = {k: z[k] for k in z.files}
+        nan = float("nan")
+        return cls(
+            kind=meta["kind"],
+            key=meta.get("key"),
+            config=meta["config"],
+            seed=int(meta["seed"]),
+            engine_version=meta.get("engine_version", ENGINE_VERSION),
+            metrics={k: (nan if v is None else float(v)) for k, v in meta.get("metrics", {}).items()},
+            curves={k: [nan if v is None else float(v) for v in vs] for k, vs in meta.get("curves", {}).items()},
+            info=meta.get("info", {}),
+            timings=meta.get("timings", {}),
+            artifacts=arts,
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_json_dict(), sort_keys=True)

@@ -1,0 +1,1 @@
+"""Experiment runners, one module per config kind (registered in core.experiments)."""
