@@ -1,0 +1,121 @@
+"""Config validation: every invalid value raises a ConfigError that names the field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.config import (
+    ConfigError,
+    ProjectionConfig,
+    TappflConfig,
+    apply_overrides,
+    cache_key,
+    load_config,
+    parse_config,
+)
+
+# (dotted field, strategy of invalid values, the range text the message must carry)
+OUT_OF_RANGE = [
+    ("tradeoff_lambda", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0.0 <= value <= 1.0"),
+    ("adversary_steps", st.integers(21, 10**6) | st.integers(-10**6, 0), "1 <= value <= 20"),
+    ("fl.num_devices", st.integers(1001, 10**7) | st.integers(-10**6, 0), "1 <= value <= 1000"),
+    ("fl.fraction_fit", st.floats(1.0001, 1e6) | st.floats(-1e6, 0.0), "0.0 < value <= 1.0"),
+    ("fl.rounds", st.integers(201, 10**6) | st.integers(-10**6, 0), "1 <= value <= 200"),
+    ("fl.lr", st.floats(10.0001, 1e9) | st.floats(-1e6, 0.0), "0.0 < value <= 10.0"),
+    ("dp.epsilon", st.floats(-1e6, 0.0), "0.0 < value"),
+    ("dp.delta", st.floats(1.0, 1e6) | st.floats(-1e6, 0.0), "0.0 < value < 1.0"),
+    ("pruning_rate", st.floats(1.0, 1e6) | st.floats(-1e6, -1e-6), "0.0 <= value < 1.0"),
+    ("seed", st.integers(2**31, 2**40) | st.integers(-10**6, -1), "0 <= value"),
+    ("data.dependence", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0.0 <= value <= 1.0"),
+    ("data.max_samples", st.integers(-10**6, 49), "50 <= value"),
+]
+
+
+def _nest(dotted: str, value) -> dict:
+    obj: dict = {"kind": "tappfl"}
+    parts = dotted.split(".")
+    cur = obj
+    for p in parts[:-1]:
+        cur = cur.setdefault(p, {})
+    cur[parts[-1]] = value
+    return obj
+
+
+@pytest.mark.parametrize("field,strategy,rng", OUT_OF_RANGE, ids=[f for f, _, _ in OUT_OF_RANGE])
+def test_out_of_range_names_field_value_and_range(field, strategy, rng):
+    @settings(max_examples=25, deadline=None)
+    @given(strategy)
+    def check(value):
+        with pytest.raises(ConfigError) as exc:
+            parse_config(_nest(field, value))
+        msg = str(exc.value)
+        assert msg.startswith(field + ":"), msg
+        assert rng in msg, msg
+        assert "got" in msg
+
+    check()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(min_size=1, max_size=12).filter(lambda s: s not in {"pca", "tsne", "umap"}))
+def test_bad_literal_names_field_and_allowed_values(method):
+    with pytest.raises(ConfigError) as exc:
+        parse_config({"kind": "projection", "method": method})
+    msg = str(exc.value)
+    assert msg.startswith("method:") and "'pca'" in msg
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.text(min_size=1, max_size=10).filter(lambda s: s not in {"projection", "tappfl"}))
+def test_unknown_kind(kind):
+    with pytest.raises(ConfigError, match="kind: got"):
+        parse_config({"kind": kind})
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["abc", [1], {"a": 1}, None]))
+def test_wrong_types_name_the_field(value):
+    with pytest.raises(ConfigError) as exc:
+        parse_config({"kind": "projection", "max_points": value})
+    assert str(exc.value).startswith("max_points:")
+
+
+def test_unknown_field_and_bad_attribute():
+    with pytest.raises(ConfigError, match="bogus: unknown field"):
+        parse_config({"kind": "projection", "bogus": 1})
+    with pytest.raises(ConfigError, match=r"data.private_attribute: got 'zzz'; allowed for 'adult': sex"):
+        parse_config({"kind": "tappfl", "data": {"name": "adult", "private_attribute": "zzz"}})
+    with pytest.raises(ConfigError, match="kind: required"):
+        parse_config({"method": "pca"})
+
+
+def test_defaults_valid_and_key_stable():
+    a = parse_config({"kind": "tappfl"})
+    b = parse_config({"kind": "tappfl", "tradeoff_lambda": 0.5, "fl": {"rounds": a.fl.rounds}})
+    assert isinstance(a, TappflConfig)
+    assert cache_key(a) == cache_key(b)
+    c = parse_config({"kind": "tappfl", "tradeoff_lambda": 0.25})
+    assert cache_key(a) != cache_key(c)
+    assert isinstance(parse_config(ProjectionConfig()), ProjectionConfig)
+
+
+def test_yaml_json_and_overrides(tmp_path):
+    y = tmp_path / "c.yaml"
+    y.write_text("kind: projection\nmethod: tsne\ndata:\n  name: digits\n")
+    cfg = load_config(y, ["max_points=300", "data.name=mnist5k"])
+    assert cfg.method == "tsne" and cfg.max_points == 300 and cfg.data.name == "mnist5k"
+    j = tmp_path / "c.json"
+    j.write_text(json.dumps({"kind": "projection", "method": "umap"}))
+    assert load_config(j).method == "umap"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="expected key=value"):
+        apply_overrides({}, ["novalue"])
