@@ -1,0 +1,182 @@
+"""The SQLite index of stored runs (``root/index.sqlite``, WAL mode): one row per run.
+
+Connections are opened one per thread (and re-opened after a fork); writes run in short
+``BEGIN IMMEDIATE`` transactions, and ``busy_timeout`` makes concurrent writers wait.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    key            TEXT PRIMARY KEY,
+    kind           TEXT NOT NULL,
+    created        TEXT NOT NULL,
+    seconds        REAL,
+    engine_version TEXT NOT NULL,
+    config         TEXT NOT NULL,
+    metrics        TEXT NOT NULL,
+    sha_result     TEXT NOT NULL,
+    sha_artifacts  TEXT NOT NULL,
+    label          TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS runs_kind_created ON runs(kind, created);
+CREATE INDEX IF NOT EXISTS runs_created ON runs(created);
+"""
+BUSY_TIMEOUT_MS = 30_000
+MIN_PREFIX = 6
+_HEX = set("0123456789abcdef")
+
+
+@dataclass
+class RunRecord:
+    """One index row, as the History page and ``privlab list`` show it."""
+
+    key: str
+    kind: str
+    created: str
+    seconds: float | None
+    metrics: dict[str, float | None]
+    config: dict[str, Any]
+    label: str = ""
+    engine_version: str = ""
+
+
+@dataclass
+class IndexRow:
+    key: str
+    kind: str
+    created: str
+    seconds: float | None
+    engine_version: str
+    config: dict[str, Any]
+    metrics: dict[str, float | None]
+    sha_result: str
+    sha_artifacts: str
+    label: str = ""
+
+
+def check_key_or_prefix(key: str) -> str:
+    """A full key or a prefix of >= 6 lowercase hex characters; else a ValueError naming it."""
+    if not isinstance(key, str):
+        raise ValueError(f"key: got {type(key).__name__}; expected a hex string")
+    k = key.strip().lower()
+    if len(k) < MIN_PREFIX or len(k) > 64 or not set(k) <= _HEX:
+        raise ValueError(
+            f"key: got {key!r}; allowed: a run key or a unique prefix of {MIN_PREFIX} to 64 hex characters"
+        )
+    return k
+
+
+class RunIndex:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self.conn().executescript(SCHEMA)
+
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (a new one after ``fork``: sqlite handles must not cross)."""
+        loc = self._local
+        c = getattr(loc, "conn", None)
+        if c is None or loc.pid != os.getpid():
+            c = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            c.row_factory = sqlite3.Row
+            c.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                c.execute("PRAGMA journal_mode=WAL")
+            c.execute("PRAGMA synchronous=NORMAL")
+            loc.conn, loc.pid = c, os.getpid()
+        return c
+
+    def close(self) -> None:
+        c = getattr(self._local, "conn", None)
+        if c is not None and self._local.pid == os.getpid():
+            c.close()
+        self._local.conn = None
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def checksums(self, key: str) -> tuple[str, str] | None:
+        row = self.conn().execute(
+            "SELECT sha_result, sha_artifacts FROM runs WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def resolve(self, key_or_prefix: str) -> str | None:
+        """Full key for a key or unique prefix; None if absent; ValueError if ambiguous."""
+        k = check_key_or_prefix(key_or_prefix)
+        if len(k) == 64:
+            row = self.conn().execute("SELECT key FROM runs WHERE key = ?", (k,)).fetchone()
+            return None if row is None else row[0]
+        rows = self.conn().execute(
+            "SELECT key FROM runs WHERE key >= ? AND key < ? ORDER BY key LIMIT 6",
+            (k, k + "g"),
+        ).fetchall()
+        if len(rows) > 1:
+            shown = ", ".join(r[0][:12] for r in rows[:5])
+            raise ValueError(
+                f"key: prefix {key_or_prefix!r} is ambiguous; it matches {shown}"
+                f"{', ...' if len(rows) > 5 else ''}; give more characters"
+            )
+        return rows[0][0] if rows else None
+
+    def records(self, kind: str | None = None, limit: int | None = None) -> list[RunRecord]:
+        sql = "SELECT key, kind, created, seconds, metrics, config, label, engine_version FROM runs"
+        args: list[Any] = []
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            args.append(kind)
+        sql += " ORDER BY created DESC, rowid DESC"
+        if limit is not None:
+            if not isinstance(limit, int) or limit < 0:
+                raise ValueError(f"limit: got {limit!r}; allowed range 0 <= value (or None for all)")
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [
+            RunRecord(
+                key=r["key"], kind=r["kind"], created=r["created"], seconds=r["seconds"],
+                metrics=json.loads(r["metrics"]), config=json.loads(r["config"]),
+                label=r["label"], engine_version=r["engine_version"],
+            )
+            for r in self.conn().execute(sql, args)
+        ]
+
+    def all_keys(self) -> list[str]:
+        return [r[0] for r in self.conn().execute("SELECT key FROM runs")]
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> int:
+        c = self.conn()
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            n = c.execute(sql, args).rowcount
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        return n
+
+    def put(self, row: IndexRow) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO runs (key, kind, created, seconds, engine_version, config, "
+            "metrics, sha_result, sha_artifacts, label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.key, row.kind, row.created, row.seconds, row.engine_version,
+                json.dumps(row.config, sort_keys=True), json.dumps(row.metrics, sort_keys=True),
+                row.sha_result, row.sha_artifacts, row.label,
+            ),
+        )
+
+    def delete(self, key: str) -> bool:
+        return self._write("DELETE FROM runs WHERE key = ?", (key,)) > 0
+
+    def set_label(self, key: str, label: str) -> bool:
+        return self._write("UPDATE runs SET label = ? WHERE key = ?", (label, key)) > 0
