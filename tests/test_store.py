@@ -288,3 +288,43 @@ def test_two_processes_same_key_compute_once(tmp_path):
     store = ResultStore(tmp_path / "s")
     assert len(store.list()) == 1 and len(entry_files(store)) == 2
     assert list(store.tmp_dir.iterdir()) == []
+
+
+def test_threads_share_one_store_and_compute_once(tmp_path):
+    """The dashboard shares one store across session threads: one run per key, no errors."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store, run = default_store(tmp_path), CountingRunner()
+
+    def slow(c, progress=None, cancel=None):
+        time.sleep(0.3)
+        return run(c)
+
+    with ThreadPoolExecutor(4) as ex:
+        results = list(ex.map(lambda _: store.get_or_run(cfg(), runner=slow), range(4)))
+    assert run.calls == 1 and sorted(r.from_cache for r in results) == [False, True, True, True]
+    assert len(store.list()) == 1
+
+
+def test_cancel_while_waiting_for_another_writer(tmp_path):
+    """Waiting on another process's lock stays cancellable; nothing is stored."""
+    import threading
+
+    from cache.lock import key_lock
+    from core.config import cache_key
+
+    store, token, errors = ResultStore(tmp_path), CancelToken(), []
+
+    def wait_then_fail():
+        try:
+            store.get_or_run(cfg(), runner=CountingRunner(), cancel=token)
+        except Cancelled as exc:
+            errors.append(exc)
+
+    with key_lock(store.locks_dir / f"{cache_key(cfg())}.lock"):
+        t = threading.Thread(target=wait_then_fail)
+        t.start()
+        time.sleep(0.2)
+        token.cancel()
+        t.join(timeout=5)
+    assert len(errors) == 1 and store.list() == [] and entry_files(store) == []
