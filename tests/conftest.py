@@ -1,0 +1,24 @@
+"""Shared fixtures: the shared Adult files, and a private result cache for the whole session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def adult_dir() -> Path:
+    """../shared/data/adult next to the repo (tests and benchmarks read Adult from there)."""
+    d = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+    if not d.is_dir():
+        pytest.skip(f"Adult files not found in {d}")
+    return d
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_dir(tmp_path_factory):
+    """No test writes to the user's cache: PRIVLAB_CACHE_DIR points at a session tmp dir."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PRIVLAB_CACHE_DIR", str(tmp_path_factory.mktemp("privlab-cache")))
+        yield
