@@ -123,7 +123,7 @@ def read_verified(entry_dir: Path, *, key: str, sha_result: str, sha_artifacts: 
     try:
         meta = json.loads(meta_bytes)
         result = Result.from_parts(meta, npz_bytes)
-    except Exception as exc:  # unreadable JSON/npz, missing fields, pickled arrays
+    except Exception as exc:  # noqa: BLE001 -- unreadable JSON/npz, missing fields, pickled arrays
         raise CorruptEntry(f"{key[:12]}: unreadable entry ({type(exc).__name__}: {exc})") from None
     if meta.get("key") != key:
         raise CorruptEntry(f"{key[:12]}: stored key {str(meta.get('key'))[:12]} does not match")

@@ -66,7 +66,7 @@ class IndexRow:
 def check_key_or_prefix(key: str) -> str:
     """A full key or a prefix of >= 6 lowercase hex characters; else a ValueError naming it."""
     if not isinstance(key, str):
-        raise ValueError(f"key: got {type(key).__name__}; expected a hex string")
+        raise TypeError(f"key: got {type(key).__name__}; expected a hex string")
     k = key.strip().lower()
     if len(k) < MIN_PREFIX or len(k) > 64 or not set(k) <= _HEX:
         raise ValueError(

@@ -17,10 +17,12 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +32,7 @@ from cache.entry import CorruptEntry, encode, read_verified, remove_dir, write_a
 from cache.export import write_table
 from cache.index import IndexRow, RunIndex, RunRecord, check_key_or_prefix
 from cache.lock import key_lock
+from cache.recover import reindex
 from core.config import cache_key, parse_config
 from core.progress import CancelToken, Progress, ProgressCallback
 from core.result import Result
@@ -50,7 +53,7 @@ def resolve_root(root: str | Path | None = None) -> Path:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class ResultStore:
@@ -63,7 +66,37 @@ class ResultStore:
         self.locks_dir = self.root / "locks"
         for d in (self.root, self.runs_dir, self.tmp_dir, self.locks_dir):
             d.mkdir(parents=True, exist_ok=True)
-        self.index = RunIndex(self.root / "index.sqlite")
+        self.index = self._open_index()
+
+    def _open_index(self) -> RunIndex:
+        """Open the index. If it is not a readable SQLite file it is set aside as
+        ``index.sqlite.corrupt-<time>``; if it is unreadable or missing while entries exist, it
+        is rebuilt from them (under a global lock), so history survives a lost index."""
+        path = self.root / "index.sqlite"
+        if path.exists():
+            try:
+                return RunIndex(path)
+            except sqlite3.DatabaseError:
+                pass
+        elif not any(self.runs_dir.glob("??/*")):
+            return RunIndex(path)
+        with key_lock(self.locks_dir / "index.lock"):
+            if path.exists():
+                try:
+                    return RunIndex(path)  # fine, or another process rebuilt it meanwhile
+                except sqlite3.DatabaseError:
+                    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+                    for suffix in ("", "-wal", "-shm"):
+                        old = Path(f"{path}{suffix}")
+                        if old.exists():
+                            os.replace(old, path.with_name(f"index.sqlite.corrupt-{stamp}{suffix}"))
+            index = RunIndex(path)
+            n = reindex(index, self.runs_dir, self.tmp_dir)
+            warnings.warn(
+                f"result store: {path} was missing or unreadable; rebuilt it from {n} stored runs",
+                RuntimeWarning, stacklevel=3,
+            )
+            return index
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.root)!r})"

@@ -14,7 +14,7 @@ import pytest
 
 from cache.store import ResultStore, default_store
 from core.config import ConfigError, ProjectionConfig
-from core.progress import CancelToken, Cancelled
+from core.progress import Cancelled, CancelToken
 from core.result import Result
 
 
@@ -87,7 +87,7 @@ def test_failing_run_stores_nothing(tmp_path):
 def test_crash_during_write_leaves_no_entry(tmp_path, monkeypatch):
     """A failure while writing the files (e.g. disk full) leaves neither row, entry nor tmp."""
     store = ResultStore(tmp_path)
-    import cache.entry as entry
+    from cache import entry
 
     def failing_rename(src, dst):
         raise OSError(28, "No space left on device")
@@ -263,7 +263,7 @@ def _worker(root: str, counter: str, barrier, queue) -> None:
     try:
         r = ResultStore(root).get_or_run(cfg(), runner=slow_runner)
         queue.put(("ok", r.key, r.metrics, r.artifacts["a"].tolist(), r.from_cache))
-    except BaseException as exc:  # report instead of dying silently
+    except BaseException as exc:  # noqa: BLE001 -- report instead of dying silently
         queue.put(("error", repr(exc)))
 
 
@@ -328,3 +328,20 @@ def test_cancel_while_waiting_for_another_writer(tmp_path):
         token.cancel()
         t.join(timeout=5)
     assert len(errors) == 1 and store.list() == [] and entry_files(store) == []
+
+
+@pytest.mark.parametrize("how", ["garbage", "missing"])
+def test_lost_index_is_rebuilt_from_entries(tmp_path, how):
+    store, run = ResultStore(tmp_path), CountingRunner()
+    keys = {store.get_or_run(cfg(seed=s), runner=run).key for s in range(2)}
+    store.index.close()
+    idx = tmp_path / "index.sqlite"
+    for p in tmp_path.glob("index.sqlite*"):
+        p.unlink()
+    if how == "garbage":
+        idx.write_bytes(b"this is not a database" * 100)
+    with pytest.warns(RuntimeWarning, match="rebuilt it from 2 stored runs"):
+        fresh = ResultStore(tmp_path)
+    assert {r.key for r in fresh.list()} == keys
+    assert fresh.get_or_run(cfg(seed=1), runner=run).from_cache and run.calls == 2
+    assert (how == "garbage") == bool(list(tmp_path.glob("index.sqlite.corrupt-*")))
