@@ -156,9 +156,6 @@ class ResultStore:
             return None
         return self._read_or_repair(full, wait=False)
 
-    def __contains__(self, key: str) -> bool:
-        return self.index.resolve(key) is not None
-
     # -- get or run -------------------------------------------------------------------------
 
     def get_or_run(
