@@ -1,0 +1,269 @@
+"""The one metrics module of privlab (DESIGN: Metrics). numpy + scikit-learn (+ scikit-image for SSIM).
+
+Attack metrics take the attacker's *probabilities* so every view (accuracy, balanced accuracy,
+AUC, advantage, cross-entropy, ROC) comes from the same numbers:
+
+- binary: ``proba`` of shape (n,) (positive-class probability) or (n, 2);
+- multi-class: ``proba`` of shape (n, k); column j is the probability of class code j.
+
+Class codes are integers 0..k-1. A class absent from ``y_true`` is skipped where a metric is
+undefined for it (its one-vs-rest AUC / advantage), never an error.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from sklearn.metrics import balanced_accuracy_score, roc_auc_score, roc_curve
+
+_PROB_FLOOR = 1e-12  # clip p(true) before the log: CE of a single sample is at most ~27.6 nats
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _as_labels(y: np.ndarray, name: str = "y_true") -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name}: got shape {y.shape}; expected a 1-D array of integer class codes")
+    if y.size and not np.all(np.equal(np.mod(y, 1), 0)):
+        raise ValueError(f"{name}: got non-integer values; expected integer class codes 0..k-1")
+    y = y.astype(np.int64)
+    if y.size and y.min() < 0:
+        raise ValueError(f"{name}: got a negative class code {int(y.min())}; allowed range 0 <= code")
+    return y
+
+
+def _as_proba_matrix(proba: np.ndarray, n: int) -> np.ndarray:
+    """(n,) positive-class probabilities -> (n, 2); (n, k) unchanged. Checks the range [0, 1]."""
+    p = np.asarray(proba, dtype=np.float64)
+    if p.ndim == 1:
+        p = np.stack([1.0 - p, p], axis=1)
+    if p.ndim != 2 or p.shape[0] != n:
+        raise ValueError(f"proba: got shape {np.shape(proba)}; expected ({n},) or ({n}, k) to match y_true")
+    if p.shape[1] < 2:
+        raise ValueError(f"proba: got {p.shape[1]} column(s); expected k >= 2 classes")
+    if p.size and (np.nanmin(p) < -1e-9 or np.nanmax(p) > 1 + 1e-9):
+        raise ValueError("proba: got values outside [0, 1]; expected probabilities (apply softmax/sigmoid first)")
+    return p
+
+
+def _advantage_binary(y01: np.ndarray, score: np.ndarray) -> float:
+    """max over thresholds of TPR - FPR (0 when only one class is present)."""
+    if y01.min() == y01.max():
+        return float("nan")
+    fpr, tpr, _ = roc_curve(y01, score, drop_intermediate=False)
+    return float(np.max(tpr - fpr))
+
+
+def _auc_binary(y01: np.ndarray, score: np.ndarray) -> float:
+    if y01.min() == y01.max():
+        return float("nan")
+    return float(roc_auc_score(y01, score))
+
+
+# ---------------------------------------------------------------------------------------------
+# attack metrics
+
+
+def accuracy(y: np.ndarray, pred: np.ndarray) -> float:
+    """Fraction of predictions equal to the labels."""
+    y = np.asarray(y)
+    pred = np.asarray(pred)
+    if y.shape != pred.shape:
+        raise ValueError(f"pred: got shape {pred.shape}; expected {y.shape} to match y")
+    return float(np.mean(y == pred)) if y.size else float("nan")
+
+
+def cross_entropy_nats(y_true: np.ndarray, proba: np.ndarray) -> float:
+    """Mean -ln p(true class), with p clipped below at 1e-12 (nats)."""
+    y = _as_labels(y_true)
+    p = _as_proba_matrix(proba, y.size)
+    if y.size and y.max() >= p.shape[1]:
+        raise ValueError(f"y_true: got class code {int(y.max())}; proba has only {p.shape[1]} columns")
+    pt = np.clip(p[np.arange(y.size), y], _PROB_FLOOR, 1.0)
+    return float(-np.mean(np.log(pt))) if y.size else float("nan")
+
+
+def attack_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, float]:
+    """Scores of an inference attack from its probabilities.
+
+    Returns ``accuracy`` (argmax), ``balanced_accuracy`` (mean recall over the classes present
+    in ``y_true``), ``auc`` (binary ROC AUC; multi-class: one-vs-rest macro AUC over the classes
+    present, sklearn ``roc_auc_score(multi_class='ovr')`` when all k are present),
+    ``advantage`` (binary: max_t TPR - FPR; multi-class: mean one-vs-rest advantage over present
+    classes), ``cross_entropy_nats`` (mean -ln p(true), clipped), ``chance`` (1/k) and ``n``.
+    Undefined values (e.g. AUC when ``y_true`` holds one class) are NaN.
+    """
+    y = _as_labels(y_true)
+    p = _as_proba_matrix(proba, y.size)
+    k = p.shape[1]
+    if y.size and y.max() >= k:
+        raise ValueError(f"y_true: got class code {int(y.max())}; proba has only {k} columns (codes 0..{k - 1})")
+    out: dict[str, float] = {"n": float(y.size), "chance": 1.0 / k}
+    if y.size == 0:
+        nan = float("nan")
+        out.update(accuracy=nan, balanced_accuracy=nan, auc=nan, advantage=nan, cross_entropy_nats=nan)
+        return out
+    pred = np.argmax(p, axis=1)
+    out["accuracy"] = accuracy(y, pred)
+    with warnings.catch_warnings():  # one class present: sklearn warns, the value is still defined
+        warnings.simplefilter("ignore", UserWarning)
+        out["balanced_accuracy"] = float(balanced_accuracy_score(y, pred))
+    if k == 2:
+        y01 = (y == 1).astype(np.int64)
+        out["auc"] = _auc_binary(y01, p[:, 1])
+        out["advantage"] = _advantage_binary(y01, p[:, 1])
+    else:
+        present = np.unique(y)
+        rows_sum_to_one = np.allclose(p.sum(axis=1), 1.0, atol=1e-6)
+        if present.size == k and rows_sum_to_one:
+            out["auc"] = float(roc_auc_score(y, p, multi_class="ovr", average="macro", labels=np.arange(k)))
+        elif present.size >= 2:
+            out["auc"] = float(np.mean([_auc_binary((y == c).astype(np.int64), p[:, c]) for c in present]))
+        else:
+            out["auc"] = float("nan")
+        if present.size >= 2:
+            out["advantage"] = float(np.mean([_advantage_binary((y == c).astype(np.int64), p[:, c]) for c in present]))
+        else:
+            out["advantage"] = float("nan")
+    out["cross_entropy_nats"] = cross_entropy_nats(y, p)
+    return {k_: out[k_] for k_ in ("accuracy", "balanced_accuracy", "auc", "advantage", "cross_entropy_nats", "chance", "n")}
+
+
+def prior_proba(y_train: np.ndarray, n: int, n_classes: int | None = None) -> np.ndarray:
+    """The no-model attacker's probabilities: train class frequencies (add-one smoothed so a
+    class unseen in training keeps a small mass), the same row repeated ``n`` times -> (n, k)."""
+    y = _as_labels(y_train, "y_train")
+    k = int(n_classes) if n_classes is not None else int(max(2, y.max() + 1 if y.size else 2))
+    if y.size and y.max() >= k:
+        raise ValueError(f"n_classes: got {k}; y_train holds class code {int(y.max())}")
+    counts = np.bincount(y, minlength=k).astype(np.float64)
+    freq = (counts + 1.0) / (counts.sum() + k)
+    return np.tile(freq, (int(n), 1))
+
+
+def prior_scores(y_train: np.ndarray, y_test: np.ndarray, n_classes: int | None = None) -> dict[str, float]:
+    """The no-model baseline as an :func:`attack_scores` dict: always predict the train-majority
+    class (accuracy = that class's test share, balanced accuracy = 1/#present classes, AUC 0.5,
+    advantage 0); ``cross_entropy_nats`` is the test labels' CE under the train frequencies
+    (~ H(u) in nats); ``chance`` = 1/k."""
+    y_tr = _as_labels(y_train, "y_train")
+    y_te = _as_labels(y_test, "y_test")
+    if n_classes is None:
+        hi = max(int(y_tr.max()) if y_tr.size else 0, int(y_te.max()) if y_te.size else 0)
+        n_classes = max(2, hi + 1)
+    return attack_scores(y_te, prior_proba(y_tr, y_te.size, n_classes))
+
+
+# ---------------------------------------------------------------------------------------------
+# ROC views (membership and binary attribute attacks)
+
+
+def roc_curve_points(y: np.ndarray, score: np.ndarray, *, drop_intermediate: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """ROC points (fpr, tpr), increasing, from (0, 0) to (1, 1), for a binary label and a score
+    (higher = more likely positive). For both the linear and the log-log plot."""
+    y = _as_labels(y, "y")
+    if y.size == 0 or np.unique(y).size != 2 or y.max() > 1:
+        raise ValueError("y: expected binary labels 0/1 with both classes present")
+    fpr, tpr, _ = roc_curve(y, np.asarray(score, dtype=np.float64), drop_intermediate=drop_intermediate)
+    return fpr, tpr
+
+
+def tpr_at_fpr(y: np.ndarray, score: np.ndarray, fpr_target: float) -> float:
+    """Largest TPR over thresholds whose FPR <= ``fpr_target`` (the LiRA convention)."""
+    if not 0.0 <= fpr_target <= 1.0:
+        raise ValueError(f"fpr_target: got {fpr_target}; allowed range 0 <= value <= 1")
+    fpr, tpr = roc_curve_points(y, score, drop_intermediate=False)
+    ok = fpr <= fpr_target + 1e-15
+    return float(np.max(tpr[ok])) if np.any(ok) else 0.0
+
+
+def empirical_epsilon_lower_bound(
+    fpr: np.ndarray,
+    tpr: np.ndarray,
+    delta: float,
+    *,
+    n_neg: int | None = None,
+    n_pos: int | None = None,
+    confidence: float = 0.95,
+) -> float:
+    """Empirical ε from an attack's ROC: max over thresholds of
+    ln((TPR − δ)/FPR) and ln((1 − FPR − δ)/(1 − TPR)) (the (ε, δ)-DP hypothesis-testing region,
+    Kairouz et al. 2015; as used by Jagielski et al. 2020 / Nasr et al. 2021). Points with a zero
+    denominator or non-positive numerator are skipped; the result is >= 0.
+
+    Caveat: from point estimates of FPR/TPR this is an *estimate*, not a certified lower bound.
+    Pass the counts ``n_neg`` / ``n_pos`` to replace FPR and 1 − TPR by their one-sided
+    Clopper–Pearson upper limits (each at level ``(1 + confidence) / 2``, so the pair holds
+    jointly at ``confidence`` by the union bound), which gives a lower bound that holds with
+    that confidence.
+    """
+    fpr = np.asarray(fpr, dtype=np.float64)
+    tpr = np.asarray(tpr, dtype=np.float64)
+    if fpr.shape != tpr.shape:
+        raise ValueError(f"tpr: got shape {tpr.shape}; expected {fpr.shape} to match fpr")
+    if not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta: got {delta}; allowed range 0 <= value < 1")
+    if (n_neg is None) != (n_pos is None):
+        raise ValueError("n_neg, n_pos: give both counts (for Clopper-Pearson limits) or neither")
+    if n_neg is not None:
+        if not 0.0 < confidence < 1.0:
+            raise ValueError(f"confidence: got {confidence}; allowed range 0 < value < 1")
+        from scipy.stats import beta
+
+        a = 1.0 - (1.0 + confidence) / 2.0  # one-sided tail per rate
+
+        def upper(rate: np.ndarray, n: int) -> np.ndarray:
+            k = np.rint(rate * n)
+            return np.where(k >= n, 1.0, beta.ppf(1.0 - a, k + 1, np.maximum(n - k, 1e-300)))
+
+        fpr_u = upper(fpr, int(n_neg))
+        fnr_u = upper(1.0 - tpr, int(n_pos))
+        fpr, tpr = fpr_u, 1.0 - fnr_u
+    with np.errstate(divide="ignore", invalid="ignore"):
+        num1, den1 = tpr - delta, fpr
+        num2, den2 = 1.0 - fpr - delta, 1.0 - tpr
+        e1 = np.where((num1 > 0) & (den1 > 0), np.log(num1 / den1), -np.inf)
+        e2 = np.where((num2 > 0) & (den2 > 0), np.log(num2 / den2), -np.inf)
+    best = max(float(np.max(e1, initial=-np.inf)), float(np.max(e2, initial=-np.inf)))
+    return max(0.0, best)
+
+
+# ---------------------------------------------------------------------------------------------
+# reconstruction (thin wrappers; images scaled to [0, data_range])
+
+
+def mse(x: np.ndarray, y: np.ndarray) -> float:
+    """Mean squared error between two arrays of the same shape."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"y: got shape {y.shape}; expected {x.shape} to match x")
+    return float(np.mean((x - y) ** 2))
+
+
+def psnr(x: np.ndarray, y: np.ndarray, *, data_range: float = 1.0) -> float:
+    """Peak signal-to-noise ratio 10·log10(data_range² / MSE) in dB (inf for identical inputs)."""
+    m = mse(x, y)
+    return float("inf") if m == 0 else float(10.0 * math.log10(data_range**2 / m))
+
+
+def ssim(x: np.ndarray, y: np.ndarray, *, data_range: float = 1.0, channel_axis: int | None = None) -> float:
+    """Structural similarity (skimage.metrics.structural_similarity) of two images (H, W) or with
+    a channel axis; the window shrinks to the largest odd size <= 7 that fits small images."""
+    from skimage.metrics import structural_similarity
+
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"y: got shape {y.shape}; expected {x.shape} to match x")
+    spatial = [s for i, s in enumerate(x.shape) if channel_axis is None or i != channel_axis % x.ndim]
+    win = min(7, min(spatial))
+    win = win if win % 2 == 1 else win - 1
+    if win < 3:
+        raise ValueError(f"x: got image shape {x.shape}; SSIM needs spatial sides >= 3")
+    return float(structural_similarity(x, y, data_range=data_range, channel_axis=channel_axis, win_size=win))
