@@ -1,0 +1,442 @@
+"""TAPPFL: task-agnostic attribute privacy in federated learning (AAAI 2024; spec B5, B6, B8).
+
+Each device k trains the shared feature extractor r = f(x; Θ) against two local networks that
+stay on the device and persist across rounds (full-version Algorithm 1):
+
+- the attribute adversary g_Ψ (privacy term, Eq. 4): CE = mean_j CE(g_Ψ(r_j), u_j);
+- the conditional-MI critic T_Ω (utility term, Eq. 6 with the JSD estimator of spec B6):
+  I_JSD = mean_j[−sp(−T_Ω(x_j, r_j, u_j))] − mean_j[sp(T_Ω(x'_j, r_j, u_j))], x' = batch rolled
+  by one ((j + 1) mod m).
+
+Per local batch, in this order (the "cleaner alternative" of spec B6):
+
+1. Ψ ← Ψ − lr·∇_Ψ CE on r.detach(), ``adversary_steps`` times;
+2. Ω ← Ω − lr·∇_Ω(−I_JSD) on r.detach() (together with the last Ψ step);
+3. Θ ← Θ − lr·∇_Θ[−λ·CE − (1−λ)·I_JSD] with the updated Ψ, Ω (Eq. 7; Algorithm 1 line 18 has a
+   sign typo that would make Θ *help* the attacker, spec B8).
+
+Task-agnostic: the task label y is never read while training the extractor (the FedAvg loop
+only receives x and u). λ = 0 is the no-defense baseline (utility term only); the DP and
+pruning baselines are λ = 0 plus an upload transform (core.defenses.dp / compression).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from core.config import ConfigError, DataSpec, FedAvgSpec, TappflConfig
+from core.data.base import Dataset
+from core.device import get_device
+from core.fl.fedavg import (
+    DeviceBatch,
+    FedAvgState,
+    Params,
+    StackedBatch,
+    UploadTransform,
+    run_fedavg,
+)
+from core.nn import AttributeAdversary, Encoder, MICritic, jsd_mi
+from core.progress import Progress
+
+#: central pretraining (spec B8 step 0): batch size and Adam learning rate
+PRETRAIN_BATCH = 128
+PRETRAIN_LR = 1e-3
+
+
+def paper_preset(data: DataSpec) -> TappflConfig:
+    """The paper's setting (spec B10): 100 devices, 10 % per round, 20 rounds, local SGD with
+    batch 10, 10 local epochs, lr 0.01, IID split, pretrained extractor (5 epochs as the
+    authors' code), λ = 0.5."""
+    return TappflConfig(
+        data=data, defense="tappfl", tradeoff_lambda=0.5, pretrain_epochs=5,
+        representation_dim=128, hidden_dim=64, critic_hidden=64,
+        fl=FedAvgSpec(num_devices=100, fraction_fit=0.1, rounds=20, local_epochs=10,
+                      batch_size=10, lr=0.01, partition="iid"),
+    )
+
+
+def quick_preset(data: DataSpec) -> TappflConfig:
+    """A dashboard-sized run (seconds on 2 CPU cores): 10 devices, half per round, 4 rounds,
+    2 local epochs, batch 32, lr 0.05, 1 pretraining epoch, λ = 0.5."""
+    return TappflConfig(
+        data=data, defense="tappfl", tradeoff_lambda=0.5, pretrain_epochs=1,
+        representation_dim=64, hidden_dim=64, critic_hidden=64,
+        fl=FedAvgSpec(num_devices=10, fraction_fit=0.5, rounds=4, local_epochs=2,
+                      batch_size=32, lr=0.05, partition="iid"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the local objective
+
+
+def _sgd_(params: list[Tensor], grads: tuple[Tensor, ...], lr: float) -> None:
+    with torch.no_grad():
+        torch._foreach_add_(params, list(grads), alpha=-lr)
+
+
+class TappflObjective:
+    """TAPPFL's local update (module docstring) for :func:`core.fl.fedavg.run_fedavg`.
+
+    Statistics per step (sums over valid rows, from the adversary's first pass on r.detach()
+    before its update, i.e. on data it has not yet trained on in this step):
+    ``ce_sum``, ``jsd_sum``, ``rows``, ``correct_by_class`` and ``rows_by_class`` (n_values,).
+    """
+
+    def __init__(self, extractor: nn.Module, adversary: AttributeAdversary, critic: MICritic, *,
+                 tradeoff_lambda: float, adversary_steps: int = 1) -> None:
+        self.shared = extractor
+        self.private = {"adversary": adversary, "critic": critic}
+        self.lam = float(tradeoff_lambda)
+        self.adversary_steps = int(adversary_steps)
+        self.n_values = critic.n_values
+
+    # -- vectorised form ------------------------------------------------------------------
+    def stacked_step(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
+                     lr: float) -> dict[str, Tensor]:
+        enc, advm, crit = self.shared, self.private["adversary"], self.private["critic"]
+        adv, cri = private["adversary"], private["critic"]
+        x, u, w, mask = batch.fields["x"], batch.fields["u"], batch.weight, batch.mask
+        k, b = u.shape
+        oh = F.one_hot(u, self.n_values).to(x.dtype)
+        roll = batch.roll.unsqueeze(-1)
+        r = enc.fforward(theta, x, batch.dropout)
+        rd = r.detach()
+        adv_list, cri_list = list(adv.values()), list(cri.values())
+        stats: dict[str, Tensor] = {}
+        for a in range(self.adversary_steps):
+            logits = advm.fforward(adv, rd)
+            ce_rows = F.cross_entropy(logits.reshape(k * b, -1), u.reshape(-1), reduction="none").view(k, b)
+            ce = (ce_rows * w).sum(1)
+            if a == 0:
+                with torch.no_grad():
+                    hit = (logits.argmax(-1) == u).to(x.dtype) * mask
+                    stats["ce_sum"] = (ce_rows * mask).sum(1)
+                    stats["rows"] = mask.sum(1)
+                    stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(1)
+                    stats["rows_by_class"] = (oh * mask.unsqueeze(-1)).sum(1)
+            if a < self.adversary_steps - 1:
+                _sgd_(adv_list, torch.autograd.grad(ce.sum(), adv_list), lr)
+                continue
+            ex = crit.fembed_x(cri, x)
+            er = crit.fembed_r(cri, rd)
+            t_joint = crit.fscore(cri, ex, er, oh)
+            t_marg = crit.fscore(cri, torch.take_along_dim(ex, roll, dim=1), er, oh)
+            jsd = jsd_mi(t_joint, t_marg, w)
+            grads = torch.autograd.grad((ce - jsd).sum(), adv_list + cri_list)
+            _sgd_(adv_list, grads[: len(adv_list)], lr)
+            _sgd_(cri_list, grads[len(adv_list):], lr)
+            stats["jsd_sum"] = jsd.detach() * mask.sum(1)
+        # extractor step with the updated Ψ, Ω: minimise −λ·CE − (1−λ)·I_JSD
+        loss = torch.zeros((), dtype=x.dtype, device=x.device)
+        if self.lam > 0:
+            logits = advm.fforward(adv, r)
+            ce_rows = F.cross_entropy(logits.reshape(k * b, -1), u.reshape(-1), reduction="none").view(k, b)
+            loss = loss - self.lam * (ce_rows * w).sum()
+        if self.lam < 1:
+            with torch.no_grad():
+                ex = crit.fembed_x(cri, x)
+                exm = torch.take_along_dim(ex, roll, dim=1)
+            er = crit.fembed_r(cri, r)
+            jsd = jsd_mi(crit.fscore(cri, ex, er, oh), crit.fscore(cri, exm, er, oh), w)
+            loss = loss - (1 - self.lam) * jsd.sum()
+        th_list = list(theta.values())
+        _sgd_(th_list, torch.autograd.grad(loss, th_list), lr)
+        return stats
+
+    # -- reference form: plain modules, one device ----------------------------------------
+    def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
+                    lr: float) -> dict[str, Tensor]:
+        adv, crit = private["adversary"], private["critic"]
+        x, u = batch.fields["x"], batch.fields["u"]
+        oh = F.one_hot(u, self.n_values).to(x.dtype)
+        r = theta(x, batch.dropout)
+        rd = r.detach()
+        opt_adv = torch.optim.SGD(adv.parameters(), lr=lr)
+        opt_crit = torch.optim.SGD(crit.parameters(), lr=lr)
+        opt_th = torch.optim.SGD(theta.parameters(), lr=lr)
+        stats: dict[str, Tensor] = {}
+        for a in range(self.adversary_steps):
+            opt_adv.zero_grad()
+            logits = adv(rd)
+            ce = F.cross_entropy(logits, u)
+            if a == 0:
+                with torch.no_grad():
+                    hit = (logits.argmax(-1) == u).to(x.dtype)
+                    stats["ce_sum"] = F.cross_entropy(logits, u, reduction="sum")
+                    stats["rows"] = torch.tensor(float(len(u)), device=x.device)
+                    stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(0)
+                    stats["rows_by_class"] = oh.sum(0)
+            if a < self.adversary_steps - 1:
+                ce.backward()
+                opt_adv.step()
+                continue
+            opt_crit.zero_grad()
+            ex, er = crit.embed_x(x), crit.embed_r(rd)
+            jsd = jsd_mi(crit.score(ex, er, oh), crit.score(ex[batch.roll], er, oh))
+            (ce - jsd).backward()
+            opt_adv.step()
+            opt_crit.step()
+            stats["jsd_sum"] = jsd.detach() * len(u)
+        opt_th.zero_grad()
+        loss = torch.zeros((), dtype=x.dtype, device=x.device)
+        if self.lam > 0:
+            loss = loss - self.lam * F.cross_entropy(adv(r), u)
+        if self.lam < 1:
+            with torch.no_grad():
+                ex = crit.embed_x(x)
+            er = crit.embed_r(r)
+            loss = loss - (1 - self.lam) * jsd_mi(crit.score(ex, er, oh), crit.score(ex[batch.roll], er, oh))
+        theta_params = list(theta.parameters())
+        grads = torch.autograd.grad(loss, theta_params)
+        for p, g in zip(theta_params, grads):
+            p.grad = g
+        opt_th.step()
+        return stats
+
+    def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
+        """Mean adversary CE (nats) and accuracy / balanced accuracy on the round's batches,
+        mean JSD-MI estimate (nats)."""
+        rows = float(totals["rows"])
+        if rows <= 0:
+            nan = float("nan")
+            return {"adversary_ce": nan, "adversary_acc": nan, "adversary_bacc": nan, "jsd_mi": nan}
+        by = totals["rows_by_class"].cpu().numpy()
+        cor = totals["correct_by_class"].cpu().numpy()
+        present = by > 0
+        return {
+            "adversary_ce": float(totals["ce_sum"]) / rows,
+            "adversary_acc": float(cor.sum()) / rows,
+            "adversary_bacc": float(np.mean(cor[present] / by[present])),
+            "jsd_mi": float(totals["jsd_sum"]) / rows,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# training
+
+
+@dataclass
+class TappflState:
+    """Everything a TAPPFL run leaves behind.
+
+    ``extractor`` is the global f(·; Θ) (eval mode); ``adversary`` / ``critic`` are template
+    modules whose per-device parameters live in ``fed.private['adversary'|'critic']``
+    (stacked over all N devices); ``partition[k]`` holds row indices into the data set (its
+    train split) of device k; ``curves`` are per-round series (adversary_ce, adversary_acc,
+    adversary_bacc, jsd_mi, round_seconds, device_updates) and ``pretrain_curves`` the central
+    pretraining's per-epoch JSD estimate.
+    """
+
+    extractor: nn.Module
+    adversary: AttributeAdversary
+    critic: MICritic
+    fed: FedAvgState
+    partition: list[np.ndarray]
+    attribute: str
+    n_values: int
+    curves: dict[str, list[float]]
+    pretrain_curves: dict[str, list[float]] = field(default_factory=dict)
+    device: torch.device = torch.device("cpu")
+
+    @property
+    def last_devices(self) -> np.ndarray:
+        return self.fed.last_devices
+
+    @property
+    def rounds_trained(self) -> np.ndarray:
+        return self.fed.rounds_trained
+
+
+def pretrain_extractor(extractor: nn.Module, critic: MICritic, X: Tensor, u: Tensor, *,
+                       epochs: int, seed: int, progress: Progress | None = None) -> dict[str, list[float]]:
+    """Central pretraining of Θ⁰ (spec B8 step 0) with the **utility term only**: Θ and Ω
+    jointly maximise the JSD estimate of I(x; r | u) (the λ = 0 objective), Adam lr 1e-3,
+    batch 128, on the whole train split.
+
+    The authors' code instead pretrains the extractor with a CE head on the *private* label,
+    which plants u in r before the privacy game starts (and would make λ = 0 look leakier than
+    it is); pretraining on the utility term is task-agnostic and attribute-neutral.
+    Returns the per-epoch mean JSD estimate (``pretrain_jsd_mi``).
+    """
+    n = X.shape[0]
+    gen = torch.Generator().manual_seed(int(seed))
+    opt = torch.optim.Adam(list(extractor.parameters()) + list(critic.parameters()), lr=PRETRAIN_LR)
+    curve: list[float] = []
+    extractor.train()
+    for e in range(epochs):
+        perm = torch.randperm(n, generator=gen).to(X.device)
+        tot, cnt = 0.0, 0
+        for i in range(0, n, PRETRAIN_BATCH):
+            idx = perm[i:i + PRETRAIN_BATCH]
+            x, uu = X[idx], u[idx]
+            m = len(idx)
+            roll = (torch.arange(m, device=X.device) + 1) % m
+            oh = F.one_hot(uu, critic.n_values).to(x.dtype)
+            r = extractor(x)
+            ex, er = critic.embed_x(x), critic.embed_r(r)
+            jsd = jsd_mi(critic.score(ex, er, oh), critic.score(ex[roll], er, oh))
+            opt.zero_grad()
+            (-jsd).backward()
+            opt.step()
+            tot += float(jsd.detach()) * m
+            cnt += m
+        curve.append(tot / max(cnt, 1))
+        if progress is not None:
+            progress.update((e + 1) / epochs, f"pretraining epoch {e + 1}/{epochs}")
+    return {"pretrain_jsd_mi": curve}
+
+
+def _check_devices(cfg: TappflConfig, n_train: int) -> None:
+    if cfg.fl.num_devices > n_train:
+        raise ConfigError([
+            f"fl.num_devices: got {cfg.fl.num_devices}; allowed range 1 <= value <= {n_train} "
+            "(the number of training rows; every device needs data)"
+        ])
+
+
+def build_partition(cfg: TappflConfig, ds: Dataset) -> list[np.ndarray]:
+    """Split the train split's rows over ``cfg.fl.num_devices`` devices (cfg.fl.partition);
+    returns dataset row indices per device."""
+    from core.data import partition
+
+    train = ds.split("train")
+    _check_devices(cfg, len(train))
+    u = ds.attribute(cfg.data.private_attribute)[train]
+    parts = partition(ds.y[train], num_clients=cfg.fl.num_devices, scheme=cfg.fl.partition,
+                      alpha=cfg.fl.alpha, attribute=u, seed=cfg.seed)
+    return [train[p] for p in parts]
+
+
+def _init_stacked(make: Callable[[], nn.Module], n: int) -> Params:
+    from torch.func import stack_module_state
+
+    params, _ = stack_module_state([make() for _ in range(n)])
+    return {k: v.detach().clone() for k, v in params.items()}
+
+
+def train_tappfl(
+    cfg: TappflConfig,
+    ds: Dataset,
+    *,
+    upload_transform: UploadTransform | None = None,
+    progress: Progress | None = None,
+    on_round: Callable[[int, TappflState], None] | None = None,
+    partition: list[np.ndarray] | None = None,
+    vectorised: bool | None = None,
+) -> TappflState:
+    """Pretrain Θ⁰ centrally (``cfg.pretrain_epochs``, utility term only), then run
+    ``cfg.fl.rounds`` FedAvg rounds of the TAPPFL local objective at λ = ``cfg.tradeoff_lambda``.
+
+    The extractor is :class:`core.nn.Encoder` on the flattened features (also for images);
+    each device's Ψ_k is initialised independently and its Ω_k from the pretrained critic.
+    ``upload_transform`` (DP noise, pruning) acts on the uploaded updates;
+    ``on_round(r, state)`` runs after each round; ``progress`` gets 10 % for pretraining and
+    the rest for the rounds. ``vectorised`` overrides ``cfg.fl.vectorised``.
+    Raises :class:`ConfigError` if ``fl.num_devices`` exceeds the number of training rows.
+    """
+    dev = get_device(cfg.device)
+    parts = partition if partition is not None else build_partition(cfg, ds)
+    train = ds.split("train")
+    _check_devices(cfg, len(train))
+    attr = cfg.data.private_attribute or ds.default_attribute
+    u_all = ds.attribute(attr)
+    n_values = len(ds.attribute_values[attr])
+    d = ds.X.shape[1]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        extractor = Encoder(d, hidden=cfg.hidden_dim, rep_dim=cfg.representation_dim).to(dev)
+        critic0 = MICritic(d, cfg.representation_dim, n_values, hidden=cfg.critic_hidden).to(dev)
+        make_adv = lambda: AttributeAdversary(cfg.representation_dim, n_values, hidden=cfg.hidden_dim)  # noqa: E731
+        adv_stack = _init_stacked(make_adv, cfg.fl.num_devices)
+        adversary = make_adv().to(dev)
+    pre_prog = None if progress is None else progress.sub(0.0, 0.1)
+    fl_prog = None if progress is None else progress.sub(0.1 if cfg.pretrain_epochs else 0.0, 1.0)
+    X_t = torch.tensor(np.asarray(ds.X), dtype=torch.float32, device=dev)
+    u_t = torch.tensor(np.asarray(u_all), dtype=torch.long, device=dev)
+    pre_curves: dict[str, list[float]] = {}
+    if cfg.pretrain_epochs > 0:
+        tr = torch.tensor(np.asarray(train), dtype=torch.long, device=dev)
+        pre_curves = pretrain_extractor(extractor, critic0, X_t[tr], u_t[tr], epochs=cfg.pretrain_epochs,
+                                        seed=cfg.seed, progress=pre_prog)
+    critic = MICritic(d, cfg.representation_dim, n_values, hidden=cfg.critic_hidden).to(dev)
+    critic.load_state_dict(critic0.state_dict())
+    n_dev = cfg.fl.num_devices
+    private = {
+        "adversary": {k: v.to(dev) for k, v in adv_stack.items()},
+        "critic": {k: v.detach().unsqueeze(0).repeat(n_dev, *([1] * v.dim())).contiguous()
+                   for k, v in critic0.named_parameters()},
+    }
+    objective = TappflObjective(extractor, adversary, critic, tradeoff_lambda=cfg.tradeoff_lambda,
+                                adversary_steps=cfg.adversary_steps)
+    fed = FedAvgState(shared=extractor, private=private, partition=parts)
+    state = TappflState(extractor=extractor, adversary=adversary, critic=critic, fed=fed,
+                        partition=parts, attribute=attr, n_values=n_values, curves=fed.curves,
+                        pretrain_curves=pre_curves, device=dev)
+    cb = None if on_round is None else (lambda r, _fed: on_round(r, state))
+    run_fedavg(
+        objective, fed, {"x": X_t, "u": u_t},
+        rounds=cfg.fl.rounds, fraction_fit=cfg.fl.fraction_fit, local_epochs=cfg.fl.local_epochs,
+        batch_size=cfg.fl.batch_size, lr=cfg.fl.lr, seed=cfg.seed,
+        vectorised=cfg.fl.vectorised if vectorised is None else vectorised,
+        upload_transform=upload_transform, progress=fl_prog, on_round=cb,
+    )
+    extractor.eval()
+    return state
+
+
+# ---------------------------------------------------------------------------------------------
+# using a trained state
+
+
+@torch.no_grad()
+def encode(extractor: nn.Module, X: np.ndarray, batch: int = 4096) -> np.ndarray:
+    """Frozen representations r = f(X; Θ) as float32 numpy (n, rep_dim)."""
+    was = extractor.training
+    extractor.eval()
+    dev = next(extractor.parameters()).device
+    out = []
+    for i in range(0, len(X), batch):
+        xb = torch.as_tensor(np.asarray(X[i:i + batch]), dtype=torch.float32, device=dev)
+        out.append(extractor(xb).cpu().numpy())
+    extractor.train(was)
+    rep = getattr(extractor, "rep_dim", None)
+    return np.concatenate(out) if out else np.zeros((0, rep or 0), dtype=np.float32)
+
+
+@torch.no_grad()
+def adversary_proba(state: TappflState, R: np.ndarray, *, devices: np.ndarray | str | None = None,
+                    average: bool = True, batch: int = 8192) -> np.ndarray:
+    """Class probabilities of the in-training adversaries g_Ψk on representations ``R``.
+
+    ``devices``: ``None`` = the devices sampled in the last round (their Ψ_k trained against the
+    newest extractor; the paper evaluates the selected devices' privacy heads), ``"all"`` =
+    every device that trained at least once, or an explicit id array. Returns the mean over
+    those devices (n, n_values), or per device (D, n, n_values) with ``average=False``.
+    """
+    if devices is None:
+        ids = state.last_devices
+    elif isinstance(devices, str):
+        if devices != "all":
+            raise ValueError(f"devices: got {devices!r}; allowed: None, 'all' or an array of device ids")
+        ids = np.flatnonzero(state.rounds_trained > 0)
+    else:
+        ids = np.asarray(devices, dtype=np.int64)
+    if len(ids) == 0:
+        raise ValueError("devices: no trained device to evaluate (run at least one round)")
+    dev = state.device
+    rows = torch.as_tensor(ids, dtype=torch.long, device=dev)
+    params = {n: v.index_select(0, rows) for n, v in state.fed.private["adversary"].items()}
+    outs = []
+    for i in range(0, len(R), batch):
+        rb = torch.as_tensor(np.asarray(R[i:i + batch]), dtype=torch.float32, device=dev)
+        rb = rb.unsqueeze(0).expand(len(ids), -1, -1)
+        outs.append(torch.softmax(state.adversary.fforward(params, rb), dim=-1).cpu().numpy())
+    probs = np.concatenate(outs, axis=1) if outs else np.zeros((len(ids), 0, state.n_values), np.float32)
+    return probs.mean(0) if average else probs

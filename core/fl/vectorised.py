@@ -1,0 +1,81 @@
+"""Vectorised FedAvg round: all K sampled devices train at once on device-stacked parameters.
+
+Θ is copied K times into tensors with a leading device dimension, the sampled devices' rows of
+the private parameters (Ψ, Ω) are gathered likewise, and every local step is a handful of
+batched products over (K, B, ·) tensors (the objective's ``stacked_step``, which uses the
+modules' ``fforward`` → ``torch.baddbmm``). Because the devices' losses are independent, the
+gradient of their **sum** w.r.t. the stacked parameters is each device's own gradient, so one
+``torch.autograd.grad`` call serves all K devices.
+
+Unequal local data sizes: every device's step s uses ``plan.index[:, s]`` with a mask; a
+partial batch is averaged over its valid rows (``weight`` = mask / count) and a device with no
+batch left gets zero gradient. With plain SGD (no momentum, no weight decay) a zero gradient is
+exactly "no update", so the result equals the sequential reference (:mod:`core.fl.sequential`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from core.fl.fedavg import FedAvgState, LocalObjective, Params, RoundPlan, StackedBatch
+from core.progress import Progress
+
+
+def stack_rows(params: Params, rows: Tensor) -> Params:
+    """Copy of the given device rows of stacked parameters, as fresh leaves requiring grad."""
+    return {n: v.index_select(0, rows).clone().requires_grad_(True) for n, v in params.items()}
+
+
+def repeat_params(params: Params, k: int) -> Params:
+    """K copies of one parameter set, stacked, as fresh leaves requiring grad."""
+    return {n: v.detach().unsqueeze(0).repeat(k, *([1] * v.dim())).requires_grad_(True) for n, v in params.items()}
+
+
+def _progress_every(t: int) -> int:
+    return max(1, t // 20)
+
+
+def train_round_vectorised(
+    objective: LocalObjective,
+    state: FedAvgState,
+    glob: Params,
+    plan: RoundPlan,
+    data: dict[str, Tensor],
+    *,
+    lr: float,
+    progress: Progress | None = None,
+) -> tuple[Params, dict[str, Tensor]]:
+    """Train the plan's devices in parallel; returns their stacked Θ_k and summed statistics.
+    The sampled rows of ``state.private`` are written back (Ψ_k, Ω_k persist)."""
+    k = len(plan.devices)
+    dev = plan.index.device
+    rows = torch.as_tensor(plan.devices, dtype=torch.long, device=dev)
+    theta = repeat_params(glob, k)
+    private = {name: stack_rows(p, rows) for name, p in state.private.items()}
+    totals: dict[str, Tensor] = {}
+    t_max = int(np.max(plan.steps)) if k else 0
+    every = _progress_every(t_max)
+    maskf = plan.mask.to(torch.float32)
+    weight = maskf / plan.count.clamp(min=1).unsqueeze(-1).to(torch.float32)
+    for s in range(t_max):
+        idx = plan.index[:, s]
+        batch = StackedBatch(
+            fields={n: v[idx] for n, v in data.items()},
+            mask=maskf[:, s],
+            weight=weight[:, s],
+            roll=plan.roll[:, s],
+            dropout=None if plan.dropout is None else plan.dropout[:, s],
+        )
+        stats = objective.stacked_step(theta, private, batch, lr)
+        for n, v in stats.items():
+            totals[n] = totals[n] + v if n in totals else v
+        if progress is not None and (s + 1) % every == 0:
+            progress.update((s + 1) / t_max, f"round {plan.round}: local step {s + 1}/{t_max}")
+    with torch.no_grad():
+        for name, p in private.items():
+            for n, v in p.items():
+                state.private[name][n].index_copy_(0, rows, v.detach())
+    totals = {n: v.detach().sum(0) for n, v in totals.items()}
+    return {n: v.detach() for n, v in theta.items()}, totals

@@ -1,0 +1,222 @@
+"""Small networks: encoders, task heads, attribute adversaries and MI critics (DESIGN: nn.py).
+
+The one place for architectures. Everything is a plain ``nn.Module`` so the same module serves
+the sequential FedAvg path (one module per device) and the vectorised path (parameters stacked
+over devices, see :mod:`core.fl.vectorised`).
+
+Shapes follow TAPPFL's tabular networks (spec B7, Table 3), shrunk for a 2-core CPU (spec B12):
+
+- feature extractor ``f(x; Θ)``: linear-64 (+dropout) → ReLU → linear-128 (as Table 3);
+- attacker ``q_Ψ(u | r)``: 64 → 32 → #values (Table 3 has 64-128-4-#values);
+- utility critic ``T_Ω(x, r, u)``: small x- and r-embeddings with one *shared* layer, concat
+  with one-hot u, then a hidden layer and a scalar (Table 3 has a 512-wide shared stack and a
+  1025 → 4096 → 512 → 1 head, far too costly on a CPU).
+
+**No BatchNorm anywhere.** Table 3's MLPs use BN, but BN's running-statistics buffers make a
+per-device vmapped update non-functional (buffers are mutated in place) and FedAvg over BN
+statistics is its own research question; the networks here use no normalisation at all.
+
+Every module also has a functional form ``fforward(params, ...)`` taking a name → tensor dict.
+With ordinary parameters it equals ``forward``; with parameters **stacked over devices**
+(leading dim K, inputs shaped (K, B, ·)) each ``nn.Linear`` becomes one ``torch.baddbmm``, so K
+devices' networks run in a single batched product. For these tiny layers that is 2-4x faster
+than ``torch.vmap(functional_call(...))`` (measured on 2 CPU cores); the conv encoder, which
+has no hand-written batched form, uses ``torch.vmap``. The ordinary ``forward`` uses the
+layer modules directly, so the sequential FedAvg path is an independent reference.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def flinear(x: Tensor, params: dict[str, Tensor], name: str) -> Tensor:
+    """``nn.Linear`` ``name`` applied functionally; stacked weights (K, out, in) use ``baddbmm``
+    on x of shape (K, B, in)."""
+    w, b = params[f"{name}.weight"], params[f"{name}.bias"]
+    if w.dim() == 3:
+        return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
+    return F.linear(x, w, b)
+
+
+def is_stacked(params: dict[str, Tensor], module: nn.Module) -> bool:
+    """True when ``params`` carry one extra leading (device) dimension over ``module``'s."""
+    name, p = next(iter(module.named_parameters()))
+    return params[name].dim() == p.dim() + 1
+
+
+class Encoder(nn.Module):
+    """TAPPFL tabular feature extractor ``r = f(x; Θ)`` (Table 3): linear-``hidden`` (+dropout)
+    → ReLU → linear-``rep_dim``. No normalisation layer (see the module docstring).
+
+    ``forward(x, dropout_mask=None)``: with a pre-drawn mask (values 0 or 1/(1-p), shape of
+    the hidden layer) dropout is applied deterministically, so the vectorised and sequential
+    federated paths can share one random draw; without a mask, ordinary ``F.dropout`` runs
+    in training mode.
+    """
+
+    def __init__(self, in_dim: int, hidden: int = 64, rep_dim: int = 128, dropout: float = 0.0) -> None:
+        super().__init__()
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout: got {dropout}; allowed range 0 <= value < 1")
+        self.in_dim, self.hidden, self.rep_dim, self.dropout = in_dim, hidden, rep_dim, dropout
+        self.fc1 = nn.Linear(in_dim, hidden)
+        self.fc2 = nn.Linear(hidden, rep_dim)
+
+    def forward(self, x: Tensor, dropout_mask: Tensor | None = None) -> Tensor:
+        h = self.fc1(x)
+        if dropout_mask is not None:
+            h = h * dropout_mask
+        elif self.dropout > 0:
+            h = F.dropout(h, self.dropout, self.training)
+        return self.fc2(F.relu(h))
+
+    def fforward(self, params: dict[str, Tensor], x: Tensor, dropout_mask: Tensor | None = None) -> Tensor:
+        h = flinear(x, params, "fc1")
+        if dropout_mask is not None:
+            h = h * dropout_mask
+        elif self.dropout > 0:
+            h = F.dropout(h, self.dropout, self.training)
+        return flinear(F.relu(h), params, "fc2")
+
+
+class ConvEncoder(nn.Module):
+    """Small CPU-cheap image encoder: two stride-2 3×3 convolutions (16, 32 channels, ReLU) and
+    a linear map to ``rep_dim``. Takes flattened rows (n, C·H·W) like every :class:`Dataset`
+    (the TAPPFL CIFAR extractor, 4 conv3 layers of 64/128 channels with BN, is too costly here).
+    Runs in the vectorised FedAvg path through ``torch.vmap`` (no hand-written batched form)."""
+
+    def __init__(self, image_shape: tuple[int, int, int], rep_dim: int = 128, channels: int = 16) -> None:
+        super().__init__()
+        c, h, w = image_shape
+        self.image_shape = tuple(image_shape)
+        self.in_dim, self.rep_dim = c * h * w, rep_dim
+        self.conv1 = nn.Conv2d(c, channels, 3, stride=2, padding=1)
+        self.conv2 = nn.Conv2d(channels, 2 * channels, 3, stride=2, padding=1)
+        h2, w2 = math.ceil(math.ceil(h / 2) / 2), math.ceil(math.ceil(w / 2) / 2)
+        self.fc = nn.Linear(2 * channels * h2 * w2, rep_dim)
+
+    def forward(self, x: Tensor, dropout_mask: Tensor | None = None) -> Tensor:
+        z = x.reshape(-1, *self.image_shape)
+        z = F.relu(self.conv1(z))
+        z = F.relu(self.conv2(z))
+        return self.fc(z.flatten(1))
+
+    def fforward(self, params: dict[str, Tensor], x: Tensor, dropout_mask: Tensor | None = None) -> Tensor:
+        from torch.func import functional_call, vmap
+
+        if is_stacked(params, self):
+            return vmap(lambda p, xx: functional_call(self, p, (xx,)))(params, x)
+        return functional_call(self, params, (x,))
+
+
+class TaskHead(nn.Module):
+    """Utility head on representations: linear, or one hidden ReLU layer when ``hidden``."""
+
+    def __init__(self, rep_dim: int, n_classes: int, hidden: int | None = None) -> None:
+        super().__init__()
+        if hidden:
+            self.net = nn.Sequential(nn.Linear(rep_dim, hidden), nn.ReLU(), nn.Linear(hidden, n_classes))
+        else:
+            self.net = nn.Sequential(nn.Linear(rep_dim, n_classes))
+
+    def forward(self, r: Tensor) -> Tensor:
+        return self.net(r)
+
+    def fforward(self, params: dict[str, Tensor], r: Tensor) -> Tensor:
+        return _fsequential(self.net, params, "net", r)
+
+
+def _fsequential(seq: nn.Sequential, params: dict[str, Tensor], prefix: str, x: Tensor) -> Tensor:
+    """Functional ``nn.Sequential`` of Linear / ReLU layers."""
+    for i, layer in enumerate(seq):
+        if isinstance(layer, nn.Linear):
+            x = flinear(x, params, f"{prefix}.{i}")
+        elif isinstance(layer, nn.ReLU):
+            x = F.relu(x)
+        else:  # pragma: no cover - only Linear/ReLU are built here
+            raise TypeError(f"_fsequential: unsupported layer {type(layer).__name__}")
+    return x
+
+
+class AttributeAdversary(nn.Module):
+    """Attribute-inference network ``g_Ψ(r)`` → logits over the private values (TAPPFL's privacy
+    network q_Ψ(u|r), Table 3 shrunk): ``hidden`` → ``hidden // 2`` → ``n_values`` with ReLU."""
+
+    def __init__(self, rep_dim: int, n_values: int, hidden: int = 64) -> None:
+        super().__init__()
+        h2 = max(hidden // 2, 2)
+        self.net = nn.Sequential(
+            nn.Linear(rep_dim, hidden), nn.ReLU(), nn.Linear(hidden, h2), nn.ReLU(), nn.Linear(h2, n_values)
+        )
+
+    def forward(self, r: Tensor) -> Tensor:
+        return self.net(r)
+
+    def fforward(self, params: dict[str, Tensor], r: Tensor) -> Tensor:
+        return _fsequential(self.net, params, "net", r)
+
+
+class MICritic(nn.Module):
+    """Conditional-MI critic ``T_Ω(x, r, u) ∈ ℝ`` for the JSD estimator of I(x; r | u) (spec B6).
+
+    As in TAPPFL's utility network, x and r are embedded separately and then pass through a
+    layer **shared** between the two streams; the head sees concat[x_feat, r_feat, onehot(u)]:
+
+        x_feat = relu(S · relu(A x)),  r_feat = relu(S · relu(C r))      (S shared)
+        T = w · relu(H [x_feat, r_feat, onehot(u)]) + b
+
+    All widths are ``hidden`` (the paper's 512-wide stack and 1025 → 4096 → 512 → 1 head are
+    shrunk for CPU use, spec B12). The pieces are separate methods so the JSD estimator can
+    embed a batch once and pair it with its rolled copy x' without a second x-embedding.
+    """
+
+    def __init__(self, x_dim: int, rep_dim: int, n_values: int, hidden: int = 64) -> None:
+        super().__init__()
+        self.n_values = n_values
+        self.x_in = nn.Linear(x_dim, hidden)
+        self.r_in = nn.Linear(rep_dim, hidden)
+        self.shared = nn.Linear(hidden, hidden)
+        self.head = nn.Linear(2 * hidden + n_values, hidden)
+        self.out = nn.Linear(hidden, 1)
+
+    def embed_x(self, x: Tensor) -> Tensor:
+        return F.relu(self.shared(F.relu(self.x_in(x))))
+
+    def embed_r(self, r: Tensor) -> Tensor:
+        return F.relu(self.shared(F.relu(self.r_in(r))))
+
+    def score(self, ex: Tensor, er: Tensor, u_onehot: Tensor) -> Tensor:
+        """T from precomputed embeddings; returns shape ``ex.shape[:-1]``."""
+        return self.out(F.relu(self.head(torch.cat([ex, er, u_onehot], dim=-1)))).squeeze(-1)
+
+    def forward(self, x: Tensor, r: Tensor, u: Tensor) -> Tensor:
+        return self.score(self.embed_x(x), self.embed_r(r), F.one_hot(u, self.n_values).to(x.dtype))
+
+    # functional (possibly device-stacked) forms of the three pieces
+    def fembed_x(self, p: dict[str, Tensor], x: Tensor) -> Tensor:
+        return F.relu(flinear(F.relu(flinear(x, p, "x_in")), p, "shared"))
+
+    def fembed_r(self, p: dict[str, Tensor], r: Tensor) -> Tensor:
+        return F.relu(flinear(F.relu(flinear(r, p, "r_in")), p, "shared"))
+
+    def fscore(self, p: dict[str, Tensor], ex: Tensor, er: Tensor, u_onehot: Tensor) -> Tensor:
+        h = F.relu(flinear(torch.cat([ex, er, u_onehot], dim=-1), p, "head"))
+        return flinear(h, p, "out").squeeze(-1)
+
+
+def jsd_mi(t_joint: Tensor, t_marginal: Tensor, weight: Tensor | None = None) -> Tensor:
+    """Deep InfoMax JSD MI estimate (spec B6): mean(−softplus(−T(x, r, u))) − mean(softplus(T(x', r, u))).
+
+    With ``weight`` (same shape, rows of a padded batch: 1 valid / 0 padding, already divided
+    by the valid count along the last axis) the means are weighted sums over the last axis.
+    """
+    pos = -F.softplus(-t_joint)
+    neg = F.softplus(t_marginal)
+    if weight is None:
+        return pos.mean(-1) - neg.mean(-1)
+    return ((pos - neg) * weight).sum(-1)
