@@ -76,10 +76,26 @@ def check_key_or_prefix(key: str) -> str:
 
 
 class RunIndex:
-    def __init__(self, path: Path) -> None:
+    """The ``runs`` table. ``init_lock``: a lock file held while switching to WAL and creating
+    the schema (SQLite answers "database is locked" at once, without waiting, when two fresh
+    processes switch the journal mode together); None if the caller already holds it."""
+
+    def __init__(self, path: Path, *, init_lock: Path | None = None) -> None:
         self.path = Path(path)
         self._local = threading.local()
-        self.conn().executescript(SCHEMA)
+        if init_lock is None:
+            self._initialise()
+        else:
+            from cache.lock import key_lock
+
+            with key_lock(init_lock):
+                self._initialise()
+
+    def _initialise(self) -> None:
+        c = self.conn()
+        if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            c.execute("PRAGMA journal_mode=WAL")  # persistent in the file
+        c.executescript(SCHEMA)
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection (a new one after ``fork``: sqlite handles must not cross)."""
@@ -89,8 +105,6 @@ class RunIndex:
             c = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             c.row_factory = sqlite3.Row
             c.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                c.execute("PRAGMA journal_mode=WAL")
             c.execute("PRAGMA synchronous=NORMAL")
             loc.conn, loc.pid = c, os.getpid()
         return c

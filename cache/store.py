@@ -72,15 +72,15 @@ class ResultStore:
         """Open the index. If it is not a readable SQLite file it is set aside as
         ``index.sqlite.corrupt-<time>``; if it is unreadable or missing while entries exist, it
         is rebuilt from them (under a global lock), so history survives a lost index."""
-        path = self.root / "index.sqlite"
+        path, lock = self.root / "index.sqlite", self.locks_dir / "index.lock"
         if path.exists():
             try:
-                return RunIndex(path)
+                return RunIndex(path, init_lock=lock)
             except sqlite3.DatabaseError:
                 pass
         elif not any(self.runs_dir.glob("??/*")):
-            return RunIndex(path)
-        with key_lock(self.locks_dir / "index.lock"):
+            return RunIndex(path, init_lock=lock)
+        with key_lock(lock):
             if path.exists():
                 try:
                     return RunIndex(path)  # fine, or another process rebuilt it meanwhile

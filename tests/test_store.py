@@ -267,13 +267,15 @@ def _worker(root: str, counter: str, barrier, queue) -> None:
         queue.put(("error", repr(exc)))
 
 
-def test_two_processes_same_key_compute_once(tmp_path):
+def test_processes_same_key_compute_once(tmp_path):
+    """Three processes open a fresh store at once (concurrent index creation) and ask for the
+    same key: one computes, the others wait on the key lock and read its entry."""
     ctx = mp.get_context("spawn")
     counter = tmp_path / "counter.txt"
-    barrier, queue = ctx.Barrier(2), ctx.Queue()
+    barrier, queue = ctx.Barrier(3), ctx.Queue()
     procs = [
         ctx.Process(target=_worker, args=(str(tmp_path / "s"), str(counter), barrier, queue))
-        for _ in range(2)
+        for _ in range(3)
     ]
     for p in procs:
         p.start()
@@ -282,8 +284,8 @@ def test_two_processes_same_key_compute_once(tmp_path):
         p.join(timeout=60)
         assert p.exitcode == 0
     assert all(o[0] == "ok" for o in out), out
-    assert out[0][1:4] == out[1][1:4]  # same key, metrics, artifacts
-    assert sorted(o[4] for o in out) == [False, True]  # one computed, the other waited and read
+    assert out[0][1:4] == out[1][1:4] == out[2][1:4]  # same key, metrics, artifacts
+    assert sorted(o[4] for o in out) == [False, True, True]  # one computed, others waited, read
     assert len(counter.read_text().splitlines()) == 1
     store = ResultStore(tmp_path / "s")
     assert len(store.list()) == 1 and len(entry_files(store)) == 2
