@@ -62,6 +62,7 @@ def test_miss_then_hit(tmp_path):
     rec = store.list()[0]
     assert rec.key == first.key and rec.kind == "projection" and rec.metrics["x"] == 100.0
     assert rec.created.endswith("+00:00") and rec.seconds is not None
+    assert store.index.conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_root_from_env_and_default_store_shared(tmp_path, monkeypatch):
