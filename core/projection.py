@@ -90,7 +90,7 @@ def _validate(X: Any, method: str, seed: Any, max_points: Any, perplexity: float
         raise ValueError(f"min_dist: got {min_dist!r}; allowed range 0 <= value <= 1")
     try:
         arr = np.asarray(X)
-    except Exception as exc:  # ragged lists etc.
+    except (ValueError, TypeError) as exc:  # ragged lists etc.
         raise ValueError(f"X: cannot be read as a numeric array ({exc})") from None
     if arr.ndim != 2:
         raise ValueError(f"X: got an array of shape {arr.shape}; expected 2-D (n_points, n_features)")
@@ -111,7 +111,7 @@ def _import_backend(method: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba / pynndescent import chatter
         if method == "pca":
-            import sklearn.decomposition  # noqa: F401
+            import sklearn.decomposition
         elif method == "tsne":
             import sklearn.manifold  # noqa: F401
         else:

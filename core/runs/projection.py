@@ -90,7 +90,7 @@ def run_projection(cfg: ProjectionConfig, progress: Progress) -> Result:
         "default_attribute": ds.default_attribute,
         "image_shape": list(ds.image_shape) if ds.image_shape is not None else None,
         "split": cfg.split,
-        "split_rows": int(len(rows)),
+        "split_rows": len(rows),
         "method": cfg.method,
         "params": params,
         "effective_perplexity": params.get("perplexity"),
