@@ -1,0 +1,398 @@
+"""Attribute privacy in federated learning: TAPPFL against DP-Gaussian, DP-Laplace and pruning.
+
+Every number comes from a stored ``tappfl`` Result (contract: notes/TAPPFL_RESULT.md) or from
+the closed-form bounds of :mod:`core.bounds.tappfl`. A λ sweep stores one Result per grid point,
+so moving the λ slider afterwards shows the nearest cached point at once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from core.bounds.tappfl import thm1_tradeoff, thm2_exact_bound, thm2_paper_bound
+from core.config import TappflConfig
+from dashboard import state
+from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
+from dashboard.widgets import (
+    attack_bars_figure,
+    bounds_curve_figure,
+    get_store,
+    lines_figure,
+    result_caption,
+    run_many_with_progress,
+    run_with_progress,
+    running_jobs_panel,
+    scatter_figure,
+    tradeoff_figure,
+    validate,
+)
+
+DATASETS = ["synthetic", "adult", "digits", "mnist5k"]
+DEFENSES = {
+    "none": "none (plain FedAvg encoder)",
+    "tappfl": "TAPPFL (λ)",
+    "dp_gaussian": "DP-Gaussian on uploads",
+    "dp_laplace": "DP-Laplace on uploads",
+    "pruning": "magnitude pruning of uploads",
+}
+LAMBDA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+# preset -> widget values; "paper" is TAPPFL's setting (spec B8/B10: N=100, C=0.1, T=20, E=10,
+# B=10, lr=0.01); "quick" is sized for a 2-core CPU.
+PRESETS: dict[str, dict[str, Any]] = {
+    "quick": {"ap_devices": 10, "ap_rounds": 3, "ap_fraction": 0.5, "ap_epochs": 1,
+              "ap_adv_steps": 1, "ap_batch": 32, "ap_lr": 0.01, "ap_max_samples": 4000},
+    "paper": {"ap_devices": 100, "ap_rounds": 20, "ap_fraction": 0.1, "ap_epochs": 10,
+              "ap_adv_steps": 1, "ap_batch": 10, "ap_lr": 0.01, "ap_max_samples": 0},
+}
+ATTACKERS = {
+    "in_training": "in-training adversary Ψ",
+    "logreg": "fresh logistic regression",
+    "mlp": "fresh MLP",
+    "prior": "prior (no model)",
+    "raw_logreg": "raw x · logistic regression",
+    "raw_mlp": "raw x · MLP",
+}
+FRESH = ("in_training", "logreg", "mlp")
+_DEFAULTS = TappflConfig()
+
+
+def _apply_preset() -> None:
+    st.session_state.update(PRESETS[st.session_state["ap_preset"]])
+
+
+def _init_state() -> None:
+    ss = st.session_state
+    if "ap_preset" not in ss:
+        ss["ap_preset"] = "quick"
+        ss.update(PRESETS["quick"])
+    defaults = {
+        "ap_lambda": _DEFAULTS.tradeoff_lambda, "ap_defense": "tappfl",
+        "ap_eps": _DEFAULTS.dp.epsilon, "ap_delta": _DEFAULTS.dp.delta,
+        "ap_clip": _DEFAULTS.dp.clip_norm, "ap_prune": _DEFAULTS.pruning_rate,
+        "ap_partition": _DEFAULTS.fl.partition,
+    }
+    for k, v in defaults.items():
+        ss.setdefault(k, v)
+
+
+def metric(result, name: str) -> float | None:
+    v = result.metrics.get(name)
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def fmt(v: float | None, digits: int = 3) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+# --------------------------------------------------------------------------------------------
+# controls
+
+st.title("Attribute privacy in federated learning")
+st.caption("TAPPFL trains each device's encoder with −λ·CE(adversary) − (1−λ)·I_JSD(x; r | u) "
+           "and federates it with FedAvg; baselines perturb or prune the uploads instead. "
+           "λ here is TAPPFL's privacy weight (not FIL's regulariser).")
+_init_state()
+s = state.settings()
+rows = {r["name"]: r for r in dataset_rows()}
+state.follow_sidebar("ap_dataset", DATASETS, "synthetic")
+
+c1, c2, c3, c4 = st.columns([1.2, 1, 1.3, 1])
+name = c1.selectbox("Data set", DATASETS, key="ap_dataset",
+                    format_func=lambda n: dataset_label(rows[n]))
+attr = c2.selectbox("Private attribute", list(rows[name]["attributes"]), key=f"ap_attr_{name}")
+defense = c3.selectbox("Defense", list(DEFENSES), key="ap_defense", format_func=DEFENSES.get)
+c4.segmented_control("Preset", ["quick", "paper"], key="ap_preset", on_change=_apply_preset,
+                     required=True,
+                     help="quick: sized for a laptop CPU; paper: TAPPFL's setting (100 devices, "
+                          "10% per round, 20 rounds, 10 local epochs).")
+if not rows[name]["available"]:
+    st.warning(f"**{name}** is a real data set; {missing_reason(name)} A run will fail with a "
+               "message and store nothing.")
+
+f1, f2, f3, f4, f5 = st.columns(5)
+f1.number_input("Devices", 1, 1000, step=1, key="ap_devices")
+f2.number_input("Rounds", 1, 200, step=1, key="ap_rounds")
+f3.number_input("Fraction per round", 0.01, 1.0, step=0.05, key="ap_fraction", format="%.2f")
+f4.number_input("Local epochs", 1, 100, step=1, key="ap_epochs")
+f5.number_input("Adversary steps per encoder step", 1, 20, step=1, key="ap_adv_steps")
+
+lam = st.session_state["ap_lambda"]
+if defense == "tappfl":
+    lam = st.slider("λ (TAPPFL privacy weight): 0 = utility only, 1 = privacy only", 0.0, 1.0,
+                    step=0.05, key="ap_lambda")
+elif defense in ("dp_gaussian", "dp_laplace"):
+    d1, d2, d3 = st.columns(3)
+    d1.number_input("ε per round (DP budget)", min_value=0.01, max_value=10_000.0, step=0.5,
+                    key="ap_eps")
+    d2.number_input("δ", min_value=1e-9, max_value=0.5, step=1e-5, format="%.1e", key="ap_delta",
+                    disabled=defense == "dp_laplace",
+                    help="Gaussian mechanism only; Laplace is pure ε-DP.")
+    d3.number_input("clip norm of the update", min_value=0.01, max_value=1000.0, step=0.1,
+                    key="ap_clip")
+elif defense == "pruning":
+    st.slider("Pruning rate (fraction of upload entries zeroed)", 0.0, 0.95, step=0.05,
+              key="ap_prune")
+
+with st.expander("Advanced"):
+    a1, a2, a3, a4 = st.columns(4)
+    a1.number_input("Local batch size", 1, 4096, step=1, key="ap_batch")
+    a2.number_input("Learning rate", 1e-4, 10.0, step=0.005, format="%.4f", key="ap_lr")
+    a3.selectbox("Partition", ["iid", "dirichlet", "attribute"], key="ap_partition")
+    a4.number_input("Row cap (0 = all rows)", 0, 1_000_000, step=500, key="ap_max_samples",
+                    help="Seeded, stratified subsample of the data set (speed).")
+
+
+def build_config(lam_value: float) -> dict[str, Any]:
+    """The TappflConfig mapping of the current controls (λ given)."""
+    ss = st.session_state
+    cap = int(ss["ap_max_samples"])
+    cfg: dict[str, Any] = {
+        "kind": "tappfl", "seed": s.seed, "device": s.device,
+        "data": {"name": name, "private_attribute": attr,
+                 "max_samples": cap if cap > 0 else None},
+        "defense": defense,
+        "adversary_steps": int(ss["ap_adv_steps"]),
+        "fl": {"num_devices": int(ss["ap_devices"]), "rounds": int(ss["ap_rounds"]),
+               "fraction_fit": float(ss["ap_fraction"]), "local_epochs": int(ss["ap_epochs"]),
+               "batch_size": int(ss["ap_batch"]), "lr": float(ss["ap_lr"]),
+               "partition": ss["ap_partition"]},
+    }
+    if defense == "tappfl":
+        cfg["tradeoff_lambda"] = float(lam_value)
+    if defense in ("dp_gaussian", "dp_laplace"):
+        cfg["dp"] = {"epsilon": float(ss["ap_eps"]), "clip_norm": float(ss["ap_clip"])}
+        if defense == "dp_gaussian":
+            cfg["dp"]["delta"] = float(ss["ap_delta"])
+    if defense == "pruning":
+        cfg["pruning_rate"] = float(ss["ap_prune"])
+    return cfg
+
+
+config = build_config(lam)
+if validate(config, label="Attribute privacy") is None:
+    st.stop()
+
+b1, b2, _ = st.columns([1, 1, 4])
+run_clicked = b1.button("Run", type="primary", key="ap_run")
+sweep_clicked = b2.button("Run λ sweep", key="ap_sweep", disabled=defense != "tappfl",
+                          help="Precompute λ ∈ {" + ", ".join(f"{g:g}" for g in LAMBDA_GRID)
+                               + "} with the other settings as they are; each point is stored.")
+
+label = f"{DEFENSES[defense]} on {name}/{attr}" + (f", λ={lam:g}" if defense == "tappfl" else "")
+if defense == "tappfl":
+    run_many_with_progress([build_config(g) for g in LAMBDA_GRID], label="λ sweep",
+                           start=sweep_clicked)
+result = run_with_progress(config, label=label, start=run_clicked)
+
+# nearest cached grid point when the current λ has no result yet
+store = get_store()
+grid_results = {g: store.peek(build_config(g)) for g in LAMBDA_GRID} if defense == "tappfl" else {}
+shown_lam = lam
+if result is None and defense == "tappfl":
+    cached = [g for g, r in grid_results.items() if r is not None]
+    if cached:
+        shown_lam = min(cached, key=lambda g: (abs(g - lam), g))
+        result = grid_results[shown_lam]
+        st.info(f"No run for λ = {lam:g} yet: showing the nearest cached grid point λ = "
+                f"{shown_lam:g}. Press **Run** to compute λ = {lam:g}.")
+if result is None:
+    st.info("No stored result for these settings yet. Press **Run** (or **Run λ sweep** for the "
+            "TAPPFL tradeoff). Runs are stored: the same settings show at once next time.")
+    running_jobs_panel()
+    st.stop()
+
+# --------------------------------------------------------------------------------------------
+# results
+
+info = result.info
+k = int(metric(result, "n_values") or len(info.get("attribute_values", [])) or 2)
+chance = metric(result, "chance")
+result_caption(result)
+
+st.subheader("Utility")
+u1, u2, u3 = st.columns(3)
+raw = metric(result, "utility_acc_raw")
+for col, key, title, help_ in (
+    (u1, "utility_acc", "task accuracy on r (logistic head)",
+     "Logistic task head trained on the frozen representations r of the train split."),
+    (u2, "utility_acc_paper", "task accuracy on r (paper's MLP eval head)",
+     "TAPPFL's protocol: a separate MLP head on frozen r (Adam 1e-3, 5 epochs)."),
+    (u3, "utility_acc_raw", "reference: logistic head on raw x",
+     "What the data allows without any encoder."),
+):
+    v = metric(result, key)
+    delta = None if (v is None or raw is None or key == "utility_acc_raw") else f"{v - raw:+.3f} vs raw"
+    col.metric(title, fmt(v), delta=delta, help=help_)
+
+st.subheader("Attacks on the private attribute")
+rows_att = []
+for who, title in ATTACKERS.items():
+    vals = {m: metric(result, f"attack_{who}_{m}") for m in ("acc", "bacc", "auc", "adv")}
+    if all(v is None for v in vals.values()):
+        continue
+    gap = metric(result, f"gap_{who}")
+    if gap is None and vals["acc"] is not None and chance is not None:
+        gap = vals["acc"] - chance
+    rows_att.append({"attacker": title, **vals, "gap to chance": gap})
+if rows_att:
+    left, right = st.columns([1.1, 1])
+    table = pd.DataFrame(rows_att).rename(columns={"acc": "accuracy", "bacc": "balanced acc",
+                                                   "auc": "AUC", "adv": "advantage"})
+    left.dataframe(table, hide_index=True, width="stretch", column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in table.columns if c != "attacker"})
+    left.caption(f"Chance = {fmt(chance)} (1/k, k = {k} values of {attr}). The raw-x rows are "
+                 "attacks against the undefended data: the leakage the defense starts from.")
+    right.plotly_chart(attack_bars_figure(rows_att, chance=chance), width="stretch",
+                       key="ap_attack_bars")
+else:
+    st.warning("This result has no attack metrics.")
+st.caption("Why can a fresh attacker beat the in-training adversary? The encoder is trained to "
+           "fool the adversary Ψ it trains against; a fresh non-linear attacker, trained afterwards "
+           "on the frozen representations, can still recover what Ψ no longer sees. That gap is a "
+           "finding about the defense, not a bug.")
+
+# --------------------------------------------------------------------------------------------
+# bounds
+
+st.subheader("Bounds (TAPPFL Theorems 1 and 2)")
+measured = [metric(result, f"attack_{w}_acc") for w in FRESH]
+measured = [v for v in measured if v is not None]
+best_acc = max(measured) if measured else None
+h_est = metric(result, "h_u_given_r_bits")
+thm2_valid = metric(result, "bound_thm2_valid")
+bl, br = st.columns([1, 1.3])
+with bl:
+    if thm2_valid == 0 or k > 2:
+        st.info(info.get("thm2_message") or "Theorem 2 covers binary attributes only "
+                f"({attr} has {k} values): no bound is drawn.")
+    else:
+        st.markdown("**Theorem 2**: no attacker's accuracy exceeds the bound at H(u | r).")
+        t1, t2, t3 = st.columns(3)
+        t1.metric("paper form", fmt(metric(result, "bound_thm2_paper")))
+        t2.metric("exact form", fmt(metric(result, "bound_thm2_exact")))
+        t3.metric("best measured attack", fmt(best_acc))
+        st.caption(f"Ĥ(u | r) = {fmt(h_est)} bits, from the best fresh attacker's cross-entropy. "
+                   + (info.get("bound_caveat") or ""))
+        exact = metric(result, "bound_thm2_exact")
+        if best_acc is not None and exact is not None and best_acc > exact:
+            st.warning(f"The measured accuracy {best_acc:.3f} exceeds the exact bound "
+                       f"{exact:.3f} at Ĥ: Ĥ over-estimates H(u|r), so this bound is optimistic "
+                       "here, not a certificate.")
+        what_if = st.slider("What-if H(u | r) (bits)", 0.0, 1.0,
+                            float(np.clip(h_est if h_est is not None else 1.0, 0.0, 1.0)),
+                            step=0.01, key=f"ap_what_if_h_{result.key}")
+        w1, w2 = st.columns(2)
+        w1.metric("paper bound at what-if H", f"{float(thm2_paper_bound(what_if)):.3f}")
+        w2.metric("exact bound at what-if H", f"{float(thm2_exact_bound(what_if)):.3f}")
+with br:
+    if not (thm2_valid == 0 or k > 2):
+        st.plotly_chart(bounds_curve_figure(h_estimate=h_est, measured_acc=best_acc, chance=chance),
+                        width="stretch", key="ap_bounds_curve")
+
+st.markdown("**Theorem 1**: Err(u=0) + Err(u=1) ≥ Δ(y|u) − 2·R·C_L·Adv for every task "
+            "classifier on r.")
+thm1 = {n: metric(result, f"bound_thm1_{n}") for n in ("rhs", "delta", "R", "CL", "adv", "vacuous")}
+if thm1["rhs"] is None:
+    st.info(info.get("thm1_message") or "Theorem 1 is stated for a binary task and a binary "
+            "attribute; this result has no Theorem 1 numbers.")
+else:
+    h1, h2, h3, h4, h5 = st.columns(5)
+    h1.metric("Δ(y | u)", fmt(thm1["delta"]))
+    h2.metric("R = max‖r‖", fmt(thm1["R"]))
+    h3.metric("C_L (Lipschitz)", fmt(thm1["CL"]))
+    h4.metric("Adv (empirical)", fmt(thm1["adv"]))
+    h5.metric("right-hand side", fmt(thm1["rhs"]))
+    if thm1["vacuous"] == 1:
+        st.warning("Vacuous at this setting: the right-hand side is ≤ 0, so Theorem 1 says "
+                   "nothing about the task error here (2·R·C_L·Adv outweighs Δ(y|u)).")
+    if None not in (thm1["delta"], thm1["R"], thm1["CL"]) and thm1["R"] * thm1["CL"] > 0:
+        adv_star = thm1["delta"] / (2 * thm1["R"] * thm1["CL"])
+        what_adv = st.slider("What-if Adv", 0.0, 1.0, float(np.clip(thm1["adv"] or 0.0, 0, 1)),
+                             step=0.01, key=f"ap_what_if_adv_{result.key}")
+        live = thm1_tradeoff(delta_y_u=thm1["delta"], R=thm1["R"], C_L=thm1["CL"], adv=what_adv)
+        st.caption(f"At Adv = {what_adv:.2f}: right-hand side = {live['rhs']:.3f}"
+                   + (" (vacuous)" if live["vacuous"] else "")
+                   + f". The bound is informative only for Adv < Δ/(2·R·C_L) = {adv_star:.4f}.")
+    if info.get("thm1_caveat"):
+        st.caption(info["thm1_caveat"])
+
+dp_bits = [(n, metric(result, n)) for n in ("dp_sigma", "dp_laplace_b", "dp_epsilon_round",
+                                            "dp_epsilon_total", "dp_delta_total", "pruning_rate")]
+dp_bits = [(n, v) for n, v in dp_bits if v is not None]
+if dp_bits:
+    st.markdown("**Defense parameters**" + (f" (accountant: {info['accountant']})"
+                                             if info.get("accountant") else ""))
+    cols = st.columns(len(dp_bits))
+    for col, (n, v) in zip(cols, dp_bits):
+        col.metric(n, f"{v:.4g}")
+
+# --------------------------------------------------------------------------------------------
+# curves, tradeoff, projections
+
+curves = result.curves
+if curves.get("round"):
+    st.subheader("Per round")
+    x = curves["round"]
+    g1, g2 = st.columns(2)
+    losses = {n: curves[n] for n in ("ce_loss", "jsd_loss") if n in curves}
+    accs = {n: curves[n] for n in ("utility_acc", "in_training_acc", "attack_logreg_auc") if n in curves}
+    if losses:
+        g1.plotly_chart(lines_figure(x, losses, title="losses (mean over sampled devices)",
+                                     x_title="round"), width="stretch", key="ap_curve_losses")
+    if accs:
+        g2.plotly_chart(lines_figure(x, accs, title="utility and attack", x_title="round"),
+                        width="stretch", key="ap_curve_accs")
+
+if defense == "tappfl":
+    st.subheader("λ tradeoff")
+    pts = []
+    lam_results = dict(grid_results)
+    if shown_lam not in lam_results:
+        lam_results[shown_lam] = result
+    y_key = "auc" if k == 2 else "acc"
+    for g, r in sorted(lam_results.items()):
+        if r is None:
+            continue
+        ys = [metric(r, f"attack_{w}_{y_key}") for w in ("logreg", "mlp")]
+        ys = [v for v in ys if v is not None]
+        util = metric(r, "utility_acc")
+        if ys and util is not None:
+            pts.append({"lam": g, "utility": util, "attack": max(ys)})
+    if pts:
+        st.plotly_chart(tradeoff_figure(
+            pts, current=shown_lam, y_title=f"strongest fresh attacker {y_key.upper()}",
+            chance=0.5 if y_key == "auc" else chance), width="stretch", key="ap_tradeoff")
+        missing = [g for g in LAMBDA_GRID if grid_results.get(g) is None]
+        if missing:
+            st.caption("Not cached yet: λ = " + ", ".join(f"{g:g}" for g in missing)
+                       + ". **Run λ sweep** computes them.")
+
+if "proj_raw" in result.artifacts and "proj_repr" in result.artifacts:
+    st.subheader("Raw data vs learned representations")
+    codes = result.artifacts.get("proj_attribute")
+    names = info.get("attribute_values") or [str(v) for v in np.unique(codes)]
+    if isinstance(names, dict):
+        names = names.get(attr, [])
+    p1, p2 = st.columns(2)
+    p1.plotly_chart(scatter_figure(result.artifacts["proj_raw"], codes, names,
+                                   title="raw x (test rows)", legend_title=attr),
+                    width="stretch", key="ap_proj_raw")
+    p2.plotly_chart(scatter_figure(result.artifacts["proj_repr"], codes, names,
+                                   title="learned r (same rows)", legend_title=attr),
+                    width="stretch", key="ap_proj_repr")
+    st.caption(f"Coloured by the private attribute {attr}. Well-separated colours on the right "
+               "mean r still carries it.")
+
+for note in info.get("notes", []):
+    st.caption(f"note: {note}")
+with st.expander("Config and all metrics"):
+    j1, j2 = st.columns(2)
+    j1.json(result.config, expanded=1)
+    j2.dataframe(pd.DataFrame({"metric": list(result.metrics), "value": list(result.metrics.values())}),
+                 hide_index=True, width="stretch")
+running_jobs_panel()

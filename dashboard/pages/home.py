@@ -1,0 +1,84 @@
+"""Landing page: what privlab is, the pages, the data sets, the symbol glossary.
+
+Works with no set-up and no run: it reads only the data-set registry.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.sidebar import dataset_rows, missing_reason
+
+st.title("privlab")
+st.markdown(
+    "An interactive lab for **utility–privacy tradeoffs** in machine learning and federated "
+    "learning. Four papers in one engine — **TAPPFL** (task-agnostic attribute privacy in "
+    "federated learning), **Inf2Guard** (learned defenses against membership, property and "
+    "reconstruction inference), the **channel-capacity κ** defense against data "
+    "reconstruction, and **Fisher information loss** — so that their defenses can be compared "
+    "on the same data. Every number on these pages comes from a stored run (cached by the hash "
+    "of its config) or from a closed-form bound."
+)
+
+st.subheader("Pages")
+PAGE_LINES = [
+    ("pages/data.py", "Data & projections", ":material/scatter_plot:",
+     "sample images or the table, label and private-attribute balance, PCA / t-SNE / UMAP "
+     "coloured by label or attribute."),
+    ("pages/attribute_privacy.py", "Attribute privacy (FL)", ":material/group_work:",
+     "TAPPFL in a FedAvg loop against DP-Gaussian, DP-Laplace and pruning; in-training vs fresh "
+     "attackers; Theorem 1 and 2 bounds; the λ tradeoff."),
+    ("pages/history.py", "History", ":material/history:",
+     "every stored run: inspect its metrics and config, delete, export CSV / JSON."),
+]
+for path, title, icon, line in PAGE_LINES:
+    left, right = st.columns([1, 3], vertical_alignment="center")
+    with left:
+        st.page_link(path, label=title, icon=icon)
+    right.markdown(line)
+st.caption("Planned (not yet built): Membership · Property · Reconstruction (gradient leakage and "
+           "κ channels; representation inversion) · Fisher information · Compare (cross-defense "
+           "tradeoffs).")
+
+st.subheader("Data sets")
+rows = dataset_rows()
+table = pd.DataFrame([
+    {
+        "name": r["name"],
+        "kind": r["kind"],
+        "source": r["source"],
+        "task": r["task"],
+        "private attributes": ", ".join(r["attributes"]),
+        "available": "yes" if r["available"] else "no",
+        "description": r["description"],
+    }
+    for r in rows
+])
+st.dataframe(table, hide_index=True, width="stretch")
+missing = [r["name"] for r in rows if not r["available"]]
+if missing:
+    with st.expander(f"Unavailable real data sets ({', '.join(missing)}): how to add them"):
+        for name in missing:
+            st.markdown(f"- **{name}**: {missing_reason(name)}")
+
+st.subheader("Symbols")
+st.markdown("The papers reuse letters for different things; privlab names them apart.")
+GLOSSARY = [
+    ("λ (TAPPFL, Inf2Guard)", "privacy weight",
+     "weight of the privacy term in the encoder's loss: 0 = utility only, 1 = privacy only."),
+    ("λ (FIL)", "L2 regulariser", "strength of the L2 penalty of the linear / logistic model; "
+     "not a privacy weight."),
+    ("κ (channel capacity)", "capacity in nats", "information the noise channel lets through per "
+     "round; smaller κ = more noise, a higher reconstruction-error floor."),
+    ("ε (Inf2Guard)", "noise scale", "magnitude of the learned perturbation δ = ε·tanh(u) against "
+     "reconstruction; not a privacy budget."),
+    ("ε, δ (DP)", "privacy budget", "differential-privacy guarantee of a mechanism; smaller ε = "
+     "more private; the ε readout names its accountant."),
+    ("H(u | r)", "conditional entropy (bits)", "uncertainty left about the private attribute u "
+     "given the representation r; TAPPFL Theorem 2 bounds any attacker's accuracy by it."),
+    ("η (FIL)", "Fisher information loss", "how much the released model reveals about an example "
+     "or attribute; an unbiased reconstruction has variance ≥ 1/η²."),
+]
+st.dataframe(pd.DataFrame(GLOSSARY, columns=["symbol", "name", "meaning"]), hide_index=True,
+             width="stretch")

@@ -1,0 +1,230 @@
+"""Plotly figures for the dashboard. Pure presentation: inputs are arrays from a Result or the
+values of a closed-form bound; nothing here trains or estimates anything."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import plotly.express as px
+import plotly.graph_objects as go
+
+PALETTE = px.colors.qualitative.Plotly + px.colors.qualitative.D3
+_MARGIN = dict(l=10, r=10, t=40, b=10)
+
+
+def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:
+    fig.update_layout(title=title, height=height, margin=_MARGIN, template="plotly_white",
+                      legend=dict(itemsizing="constant"))
+    return fig
+
+
+def scatter_figure(
+    embedding: np.ndarray,
+    codes: np.ndarray,
+    names: Sequence[str],
+    *,
+    title: str | None = None,
+    legend_title: str = "",
+    height: int = 480,
+    marker_size: int = 5,
+) -> go.Figure:
+    """2-D scatter (WebGL) of an (m, 2) embedding, one trace per category of ``codes``."""
+    emb = np.asarray(embedding, dtype=float)
+    codes = np.asarray(codes).astype(int)
+    fig = go.Figure()
+    for c in np.unique(codes):
+        sel = codes == c
+        name = names[c] if 0 <= c < len(names) else str(c)
+        fig.add_trace(go.Scattergl(
+            x=emb[sel, 0], y=emb[sel, 1], mode="markers", name=f"{name} ({int(sel.sum())})",
+            marker=dict(size=marker_size, opacity=0.75, color=PALETTE[int(c) % len(PALETTE)]),
+            hovertemplate=f"{legend_title or 'value'}: {name}<extra></extra>",
+        ))
+    fig.update_layout(legend_title_text=legend_title)
+    fig.update_xaxes(showticklabels=False, title=None)
+    fig.update_yaxes(showticklabels=False, title=None, scaleanchor=None)
+    return _layout(fig, title, height)
+
+
+def counts_bar_figure(
+    codes: np.ndarray, names: Sequence[str], *, title: str | None = None, height: int = 260
+) -> go.Figure:
+    """Bar chart of how often each value occurs (label or attribute balance)."""
+    codes = np.asarray(codes).astype(int)
+    counts = np.bincount(codes, minlength=len(names))[: len(names)]
+    share = counts / max(int(counts.sum()), 1)
+    fig = go.Figure(go.Bar(
+        x=[str(n) for n in names], y=counts, text=[f"{s:.0%}" for s in share],
+        textposition="auto", marker_color=PALETTE[0],
+        hovertemplate="%{x}: %{y}<extra></extra>",
+    ))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(title="rows")
+    return _layout(fig, title, height)
+
+
+def image_grid_figure(
+    images: np.ndarray, titles: Sequence[str], *, cols: int = 8, tile_px: int = 90
+) -> go.Figure:
+    """Grid of sample images, (n, C, H, W) in [0, 1]; one title per image."""
+    imgs = np.asarray(images, dtype=float)
+    n = imgs.shape[0]
+    if imgs.shape[1] == 1:
+        arr = imgs[:, 0]
+        fig = px.imshow(arr, facet_col=0, facet_col_wrap=cols, zmin=0.0, zmax=1.0,
+                        color_continuous_scale="gray", facet_col_spacing=0.01,
+                        facet_row_spacing=0.06)
+        fig.update_layout(coloraxis_showscale=False)
+    else:
+        arr = (np.clip(np.transpose(imgs, (0, 2, 3, 1)), 0, 1) * 255).astype(np.uint8)
+        fig = px.imshow(arr, facet_col=0, facet_col_wrap=cols, facet_col_spacing=0.01,
+                        facet_row_spacing=0.06)
+    # px numbers facets "facet_col=0"...; replace by the given titles, in facet order
+    for ann in fig.layout.annotations:
+        idx = int(str(ann.text).split("=")[-1])
+        ann.text = titles[idx] if idx < len(titles) else ""
+        ann.font = dict(size=11)
+    fig.update_xaxes(showticklabels=False, showgrid=False)
+    fig.update_yaxes(showticklabels=False, showgrid=False)
+    rows = int(np.ceil(n / cols))
+    fig.update_layout(height=rows * tile_px + 40, margin=dict(l=0, r=0, t=20, b=0),
+                      template="plotly_white")
+    return fig
+
+
+def lines_figure(
+    x: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    *,
+    title: str | None = None,
+    x_title: str = "",
+    y_title: str = "",
+    height: int = 300,
+) -> go.Figure:
+    """Line plot of several series over a shared x (e.g. per-round curves)."""
+    fig = go.Figure()
+    for i, (name, ys) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=list(x), y=list(ys), mode="lines+markers", name=name,
+                                 line=dict(color=PALETTE[i % len(PALETTE)])))
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title=y_title)
+    return _layout(fig, title, height)
+
+
+def attack_bars_figure(
+    rows: Sequence[Mapping[str, float | str]],
+    *,
+    measures: Sequence[str] = ("acc", "bacc", "auc"),
+    chance: float | None = None,
+    title: str | None = None,
+    height: int = 340,
+) -> go.Figure:
+    """Grouped bars: one group per attacker, one bar per measure; the chance level as a line."""
+    labels = {"acc": "accuracy", "bacc": "balanced accuracy", "auc": "AUC"}
+    fig = go.Figure()
+    who = [str(r["attacker"]) for r in rows]
+    for i, m in enumerate(measures):
+        ys = [r.get(m) for r in rows]
+        if all(v is None for v in ys):
+            continue
+        fig.add_trace(go.Bar(
+            x=who, y=[np.nan if v is None else v for v in ys], name=labels.get(m, m),
+            marker_color=PALETTE[i % len(PALETTE)],
+            text=[("" if v is None or not np.isfinite(v) else f"{v:.3f}") for v in ys],
+            textposition="outside",
+        ))
+    if chance is not None:
+        fig.add_hline(y=chance, line_dash="dot", line_color="gray",
+                      annotation_text=f"chance {chance:.3f}", annotation_position="top left")
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(range=[0, 1.08], title="attack score")
+    return _layout(fig, title, height)
+
+
+def _curve(fn: Callable, hs: np.ndarray) -> np.ndarray:
+    try:
+        out = np.asarray(fn(hs), dtype=float)
+        if out.shape == hs.shape:
+            return out
+    except Exception:  # a scalar-only implementation: evaluate point by point
+        pass
+    return np.array([float(fn(float(h))) for h in hs])
+
+
+def bounds_curve_figure(
+    *,
+    h_estimate: float | None = None,
+    measured_acc: float | None = None,
+    chance: float | None = 0.5,
+    paper_bound: Callable | None = None,
+    exact_bound: Callable | None = None,
+    n: int = 201,
+    height: int = 340,
+) -> go.Figure:
+    """TAPPFL Theorem 2 bound on any attacker's accuracy vs H(u|r) in bits, both forms.
+
+    Paper (Calabro) form 1 − H/(2·log2(6/H)) and exact form 1 − H₂⁻¹(H), evaluated by the pure
+    functions of :mod:`core.bounds.tappfl`; the current H estimate is marked on both curves and
+    the measured attack accuracy drawn at that H.
+    """
+    if paper_bound is None or exact_bound is None:
+        from core.bounds.tappfl import thm2_exact_bound, thm2_paper_bound
+
+        paper_bound = paper_bound or thm2_paper_bound
+        exact_bound = exact_bound or thm2_exact_bound
+    hs = np.linspace(1e-4, 1.0, n)
+    paper = _curve(paper_bound, hs)
+    exact = _curve(exact_bound, hs)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=hs, y=paper, mode="lines", name="Thm 2, paper form",
+                             line=dict(color=PALETTE[0])))
+    fig.add_trace(go.Scatter(x=hs, y=exact, mode="lines", name="Thm 2, exact form 1−H₂⁻¹(H)",
+                             line=dict(color=PALETTE[1])))
+    if chance is not None:
+        fig.add_hline(y=chance, line_dash="dot", line_color="gray",
+                      annotation_text="chance", annotation_position="bottom left")
+    if h_estimate is not None and np.isfinite(h_estimate):
+        h = float(np.clip(h_estimate, 1e-4, 1.0))
+        fig.add_vline(x=h, line_dash="dash", line_color="black")
+        pb, eb = float(_curve(paper_bound, np.array([h]))[0]), float(_curve(exact_bound, np.array([h]))[0])
+        fig.add_trace(go.Scatter(x=[h, h], y=[pb, eb], mode="markers", name=f"bounds at Ĥ = {h:.3f}",
+                                 marker=dict(size=10, color="black", symbol="circle-open")))
+        if measured_acc is not None and np.isfinite(measured_acc):
+            fig.add_trace(go.Scatter(x=[h], y=[measured_acc], mode="markers",
+                                     name=f"measured attack acc {measured_acc:.3f}",
+                                     marker=dict(size=12, color=PALETTE[3], symbol="x")))
+    fig.update_xaxes(title="H(u | r) in bits", range=[0, 1])
+    fig.update_yaxes(title="max attack accuracy", range=[0.4, 1.02])
+    return _layout(fig, None, height)
+
+
+def tradeoff_figure(
+    points: Sequence[Mapping[str, float]],
+    *,
+    current: float | None = None,
+    x_key: str = "utility",
+    y_key: str = "attack",
+    x_title: str = "utility (test accuracy)",
+    y_title: str = "attack AUC",
+    chance: float | None = None,
+    height: int = 380,
+) -> go.Figure:
+    """Utility on x, a privacy metric on y, one point per λ (label), the current λ marked."""
+    pts = sorted(points, key=lambda p: p["lam"])
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=[p[x_key] for p in pts], y=[p[y_key] for p in pts], mode="lines+markers+text",
+        text=[f"λ={p['lam']:g}" for p in pts], textposition="top center", name="cached λ",
+        marker=dict(size=9, color=PALETTE[0]), line=dict(dash="dot"),
+    ))
+    cur = [p for p in pts if current is not None and abs(p["lam"] - current) < 1e-9]
+    if cur:
+        fig.add_trace(go.Scatter(x=[cur[0][x_key]], y=[cur[0][y_key]], mode="markers",
+                                 name=f"current λ={current:g}",
+                                 marker=dict(size=18, color=PALETTE[1], symbol="star")))
+    if chance is not None:
+        fig.add_hline(y=chance, line_dash="dot", line_color="gray", annotation_text="chance")
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title=y_title)
+    return _layout(fig, None, height)

@@ -1,0 +1,209 @@
+"""Every dashboard page through streamlit.testing.v1.AppTest (app.py + st.navigation).
+
+Each test gets its own result store (PRIVLAB_CACHE_DIR = a tmp dir), so "nothing stored" can be
+checked exactly. Runs are tiny: digits PCA, or TAPPFL Results pre-populated through the store.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from cache.store import default_store
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "dashboard" / "app.py")
+TIMEOUT = 60
+sys.path.insert(0, str(Path(__file__).parent))
+from _tappfl_contract import contract_runner  # noqa: E402
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVLAB_CACHE_DIR", str(tmp_path / "cache"))
+    return default_store()
+
+
+def open_page(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    if page:
+        at.switch_page(page).run()
+        assert not at.exception, at.exception
+    return at
+
+
+def chart_keys(at: AppTest) -> list[str]:
+    """Keys of the plotly charts on the page (the element ids carry the user key)."""
+    return [str(getattr(c, "id", "")) for c in at.get("plotly_chart")]
+
+
+def has_chart(at: AppTest, key: str) -> bool:
+    return any(key in k for k in chart_keys(at))
+
+
+def tappfl_base(**over) -> dict:
+    """The config the Attribute privacy page builds for its quick preset on synthetic/u."""
+    cfg = {
+        "kind": "tappfl", "seed": 0, "device": "auto",
+        "data": {"name": "synthetic", "private_attribute": "u", "max_samples": 4000},
+        "defense": "tappfl", "adversary_steps": 1,
+        "fl": {"num_devices": 10, "rounds": 3, "fraction_fit": 0.5, "local_epochs": 1,
+               "batch_size": 32, "lr": 0.01, "partition": "iid"},
+    }
+    cfg.update(over)
+    return cfg
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def test_home_renders_without_setup(store):
+    at = open_page()
+    assert [t.value for t in at.title] == ["privlab"]
+    tables = [d.value for d in at.dataframe]
+    names = set(tables[0]["name"])
+    assert {"digits", "mnist5k", "faces", "synthetic", "adult"} <= names
+    glossary = " ".join(tables[1]["symbol"])
+    assert "λ (FIL)" in glossary and "κ" in glossary and "ε (DP)" in glossary.replace(", δ", "")
+    labels = [p.label for p in at.get("page_link")]
+    assert labels == ["Data & projections", "Attribute privacy (FL)", "History"]
+    assert "Planned" in " ".join(c.value for c in at.caption)
+    assert store.list() == []  # the landing page runs nothing
+
+
+def test_sidebar_marks_unavailable_real_data_and_pages_follow_it(store, tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVLAB_DATA_DIR", str(tmp_path / "no-data"))
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["privlab_dataset"] = "adult"  # as if chosen in the sidebar
+    at.run()
+    assert not at.exception
+    box = at.sidebar.selectbox(key="privlab_dataset")
+    assert box.value == "adult"
+    assert "files missing" in box.format_func("adult")
+    warn = " ".join(w.value for w in at.sidebar.warning)
+    assert "adult" in warn and "no-data" in warn
+    # pages default to the sidebar's data set
+    at2 = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at2.session_state["privlab_dataset"] = "synthetic"
+    at2.run()
+    at2.switch_page("pages/attribute_privacy.py").run()
+    assert at2.selectbox(key="ap_dataset").value == "synthetic"
+
+
+def test_data_page_digits_pca_plot(store):
+    t0 = time.perf_counter()
+    at = open_page("pages/data.py")
+    assert not at.error, [e.value for e in at.error]
+    assert at.get("plotly_chart"), "no plot on the Data & projections page"
+    assert has_chart(at, "data_projection"), chart_keys(at)
+    runs = store.list(kind="projection")
+    assert len(runs) == 1 and runs[0].config["method"] == "pca"
+    assert runs[0].config["data"]["name"] == "digits"
+    # a second visit shows the stored result at once (no second run)
+    at2 = open_page("pages/data.py")
+    assert has_chart(at2, "data_projection")
+    assert any("from the cache" in c.value for c in at2.caption)
+    assert len(store.list()) == 1
+    # colour by a private attribute: same stored run, different colouring
+    at2.selectbox(key="data_colour_digits").set_value("parity").run()
+    assert not at2.exception and has_chart(at2, "data_projection")
+    assert len(store.list()) == 1
+    assert time.perf_counter() - t0 < 60
+
+
+def test_data_page_missing_real_data_is_an_error_and_stores_nothing(store, tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVLAB_DATA_DIR", str(tmp_path / "empty"))
+    for var in ("https_proxy", "http_proxy", "HTTPS_PROXY", "HTTP_PROXY"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")  # no network: the download fails at once
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    at = open_page("pages/data.py")
+    at.selectbox(key="data_dataset").set_value("adult").run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "adult" in errors and str(tmp_path / "empty") in errors
+    assert not has_chart(at, "data_projection")
+    assert [r.kind for r in store.list()] == ["projection"]  # only the digits PCA of first load
+
+
+def test_attribute_page_controls(store):
+    at = open_page("pages/attribute_privacy.py")
+    assert not at.error
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    assert at.slider(key="ap_lambda").value == 0.5
+    assert {n.key for n in at.number_input} >= {"ap_devices", "ap_rounds", "ap_fraction",
+                                                 "ap_epochs", "ap_adv_steps"}
+    assert not any(n.key in ("ap_eps", "ap_clip") for n in at.number_input)
+    at.selectbox(key="ap_defense").set_value("dp_gaussian").run()
+    assert {"ap_eps", "ap_delta", "ap_clip"} <= {n.key for n in at.number_input}
+    assert not any(s.key == "ap_lambda" for s in at.slider)
+    at.selectbox(key="ap_defense").set_value("pruning").run()
+    assert any(s.key == "ap_prune" for s in at.slider)
+    at.segmented_control(key="ap_preset").set_value("paper").run()
+    assert at.number_input(key="ap_devices").value == 100
+    assert at.number_input(key="ap_rounds").value == 20
+    assert not at.exception
+    assert any("No stored result" in i.value for i in at.info)
+    assert store.list() == []  # rendering controls runs nothing
+
+
+def test_attribute_page_shows_stored_results_and_nearest_lambda(store):
+    for lam in (0.0, 0.5, 1.0):
+        store.get_or_run(tappfl_base(tradeoff_lambda=lam), runner=contract_runner)
+    at = open_page("pages/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    labels = {m.label for m in at.metric}
+    assert {"task accuracy on r (logistic head)", "paper form", "exact form",
+            "best measured attack", "right-hand side"} <= labels
+    for key in ("ap_attack_bars", "ap_bounds_curve", "ap_curve_losses", "ap_curve_accs",
+                "ap_tradeoff", "ap_proj_raw", "ap_proj_repr"):
+        assert has_chart(at, key), (key, chart_keys(at))
+    assert any("Vacuous at this setting" in w.value for w in at.warning)
+    # λ between grid points: the nearest cached point is shown at once, nothing runs
+    at.slider(key="ap_lambda").set_value(0.35).run()
+    assert any("nearest cached grid point λ = 0.5" in i.value for i in at.info)
+    assert has_chart(at, "ap_tradeoff")
+    assert len(store.list()) == 3
+
+
+def test_attribute_page_missing_real_data_run_errors_and_stores_nothing(store, tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVLAB_DATA_DIR", str(tmp_path / "empty"))
+    for var in ("https_proxy", "http_proxy", "HTTPS_PROXY", "HTTP_PROXY"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    at = open_page("pages/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("adult").run()
+    assert any("adult" in w.value for w in at.warning)
+    at.button(key="ap_run").click().run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "Data problem" in errors and str(tmp_path / "empty") in errors, errors
+    assert "Nothing was stored" in errors
+    assert store.list() == []
+
+
+def test_history_page_lists_inspects_exports_and_deletes(store):
+    store.get_or_run({"kind": "projection", "data": {"name": "digits"}, "max_points": 200})
+    store.get_or_run(tappfl_base(tradeoff_lambda=0.25), runner=contract_runner)
+    at = open_page("pages/history.py")
+    assert not at.error
+    table = at.dataframe[0].value
+    assert set(table["kind"]) == {"projection", "tappfl"}
+    assert len(at.get("download_button")) == 3
+    assert at.json, "config of the selected run not shown"
+    at.selectbox(key="history_kind").set_value("tappfl").run()
+    assert set(at.dataframe[0].value["kind"]) == {"tappfl"}
+    key = at.selectbox(key="history_run").value
+    assert at.button(key="history_delete").disabled
+    at.checkbox(key="history_confirm").check().run()
+    at.button(key="history_delete").click().run()
+    assert not at.exception
+    assert [r.kind for r in store.list()] == ["projection"]
+    assert store.get(key) is None
