@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from core.config import DatasetName, DataSpec
-from core.data import (DATASETS, DataError, clear_memo, describe_datasets, files, load_dataset)
+from core.data import DATASETS, DataError, clear_memo, describe_datasets, files, load_dataset
 from core.data.registry import dataset_attributes
 
 EMBEDDED = ["digits", "mnist5k", "faces", "synthetic"]
@@ -251,3 +251,31 @@ def test_describe_datasets():
         assert set(r) == {"name", "kind", "source", "task", "attributes", "description", "available"}
         if r["source"] == "embedded":
             assert r["available"] is True
+
+
+def _write_idx(path, arr: np.ndarray) -> None:
+    """The MNIST idx format (big-endian dims after a magic of 0x0000 08 <ndim>)."""
+    header = bytes([0, 0, 8, arr.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
+    path.write_bytes(header + arr.astype(np.uint8).tobytes())
+
+
+@pytest.mark.parametrize("name,folder", [("mnist", "MNIST"), ("fashion_mnist", "FashionMNIST")])
+def test_torchvision_idx_files_convert(name, folder, tmp_path, monkeypatch):
+    """Tiny fake idx files in torchvision's layout load offline: float [0, 1], attributes."""
+    _no_network(monkeypatch)
+    raw = tmp_path / folder / "raw"
+    raw.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for prefix, n in (("train", 60), ("t10k", 40)):
+        _write_idx(raw / f"{prefix}-images-idx3-ubyte", rng.integers(0, 256, (n, 28, 28)))
+        _write_idx(raw / f"{prefix}-labels-idx1-ubyte", np.arange(n) % 10)
+    spec = DataSpec(name=name, data_dir=str(tmp_path))
+    ds = load_dataset(spec, 0)
+    _check_common(ds, spec)
+    assert ds.n == 100 and ds.image_shape == (1, 28, 28) and ds.X.max() <= 1.0 and ds.X.max() > 0.99
+    from core.data.torchvision_sets import is_present
+
+    assert is_present(name, str(tmp_path)) and not is_present(name, str(tmp_path / "x"))
+    if name == "fashion_mnist":
+        assert np.array_equal(ds.attributes["footwear"], np.isin(ds.y, [5, 7, 9]))
+        assert np.array_equal(ds.attributes["upper_body"], np.isin(ds.y, [0, 2, 4, 6]))

@@ -21,7 +21,7 @@ def _check_cover(parts, n):
 
 @pytest.mark.parametrize("scheme", ["iid", "dirichlet", "attribute"])
 def test_disjoint_complete_reproducible(scheme):
-    kw = dict(num_clients=20, scheme=scheme, alpha=0.3, attribute=ATTR, min_size=5)
+    kw = {"num_clients": 20, "scheme": scheme, "alpha": 0.3, "attribute": ATTR, "min_size": 5}
     a = partition(LABELS, seed=1, **kw)
     _check_cover(a, len(LABELS))
     assert len(a) == 20 and min(len(p) for p in a) >= 5
@@ -59,14 +59,14 @@ def test_min_size_and_single_client():
 
 
 @pytest.mark.parametrize("kw,field", [
-    (dict(num_clients=0, scheme="iid"), "num_clients"),
-    (dict(num_clients=3001, scheme="iid"), "num_clients"),
-    (dict(num_clients=5, scheme="dirichlet", alpha=0.0), "alpha"),
-    (dict(num_clients=5, scheme="dirichlet", alpha=-1.0), "alpha"),
-    (dict(num_clients=5, scheme="shards"), "scheme"),
-    (dict(num_clients=5, scheme="attribute"), "attribute"),
-    (dict(num_clients=5, scheme="attribute", attribute=np.zeros(3)), "attribute"),
-    (dict(num_clients=5, scheme="iid", min_size=10_000), "min_size"),
+    ({"num_clients": 0, "scheme": "iid"}, "num_clients"),
+    ({"num_clients": 3001, "scheme": "iid"}, "num_clients"),
+    ({"num_clients": 5, "scheme": "dirichlet", "alpha": 0.0}, "alpha"),
+    ({"num_clients": 5, "scheme": "dirichlet", "alpha": -1.0}, "alpha"),
+    ({"num_clients": 5, "scheme": "shards"}, "scheme"),
+    ({"num_clients": 5, "scheme": "attribute"}, "attribute"),
+    ({"num_clients": 5, "scheme": "attribute", "attribute": np.zeros(3)}, "attribute"),
+    ({"num_clients": 5, "scheme": "iid", "min_size": 10_000}, "min_size"),
 ])
 def test_bad_arguments_name_the_argument(kw, field):
     with pytest.raises(ValueError, match=field):

@@ -42,7 +42,7 @@ def _loader(info: DatasetInfo):
 
 
 @lru_cache(maxsize=8)
-def _load(spec: "DataSpec", seed: int, env_data_dir: str | None) -> Dataset:
+def _load(spec: DataSpec, seed: int, env_data_dir: str | None) -> Dataset:
     """Build the Dataset (``env_data_dir`` is only part of the memo key: a changed
     $PRIVLAB_DATA_DIR must not serve a set read from the old directory)."""
     from core.data.splits import encode_tabular, make_splits, subsample
@@ -54,7 +54,7 @@ def _load(spec: "DataSpec", seed: int, env_data_dir: str | None) -> Dataset:
                            f"with the registry's {list(info.attributes)}")
     keep = subsample(raw.y, spec.max_samples, seed)
     whole = len(keep) == len(raw.y)
-    rows = (lambda a: a) if whole else (lambda a: a[keep])  # noqa: E731
+    rows = (lambda a: a) if whole else (lambda a: a[keep])
     y = np.asarray(rows(raw.y), dtype=np.int64)
     fixed = None if raw.fixed_test is None else np.asarray(rows(raw.fixed_test), dtype=bool)
     splits = make_splits(y, test_fraction=spec.test_fraction, aux_fraction=spec.aux_fraction,
@@ -81,7 +81,7 @@ def _load(spec: "DataSpec", seed: int, env_data_dir: str | None) -> Dataset:
     )
 
 
-def load_dataset(spec: "DataSpec", seed: int) -> Dataset:
+def load_dataset(spec: DataSpec, seed: int) -> Dataset:
     """Load ``spec.name``, cap it at ``spec.max_samples`` rows (seeded, stratified by the task
     label), split it into train/test/aux from ``seed`` (stratified; ``test_fraction`` and
     ``aux_fraction`` of all rows; Adult: test = adult.test, see core.data.adult), and

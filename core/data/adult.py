@@ -87,7 +87,7 @@ def read_table(paths: dict[str, Path]):
     """Both files as one DataFrame (adult.data rows first) and the bool mask of adult.test rows."""
     import pandas as pd
 
-    kw = dict(header=None, names=COLUMNS, skipinitialspace=True, dtype=str, na_filter=False)
+    kw = {"header": None, "names": COLUMNS, "skipinitialspace": True, "dtype": str, "na_filter": False}
     train = pd.read_csv(paths["adult.data"], **kw)
     test = pd.read_csv(paths["adult.test"], skiprows=1, **kw)  # line 1: '|1x3 Cross validator'
     is_test = np.r_[np.zeros(len(train), dtype=bool), np.ones(len(test), dtype=bool)]

@@ -31,7 +31,7 @@ def generate(n: int, dependence: float, seed: int):
     agree = rng.random(n) < (1.0 + dependence) / 2.0
     y = np.where(agree, u, 1 - u).astype(np.int64)
     sy, su = 2.0 * y - 1.0, 2.0 * u - 1.0
-    e = lambda: rng.standard_normal(n)  # noqa: E731
+    e = lambda: rng.standard_normal(n)
     cols: dict[str, object] = {}
     for i, a in enumerate((1.0, 0.7, 0.4)):
         cols[f"task_{i}"] = a * sy + e()
