@@ -1,4 +1,5 @@
-"""The one metrics module of privlab (DESIGN: Metrics). numpy + scikit-learn (+ scikit-image for SSIM).
+"""The one metrics module of privlab (DESIGN: Metrics): numpy + scikit-learn (+ scikit-image
+for SSIM).
 
 Attack metrics take the attacker's *probabilities* so every view (accuracy, balanced accuracy,
 AUC, advantage, cross-entropy, ROC) comes from the same numbers:
@@ -28,12 +29,16 @@ _PROB_FLOOR = 1e-12  # clip p(true) before the log: CE of a single sample is at 
 def _as_labels(y: np.ndarray, name: str = "y_true") -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1:
-        raise ValueError(f"{name}: got shape {y.shape}; expected a 1-D array of integer class codes")
+        raise ValueError(
+            f"{name}: got shape {y.shape}; expected a 1-D array of integer class codes"
+        )
     if y.size and not np.all(np.equal(np.mod(y, 1), 0)):
         raise ValueError(f"{name}: got non-integer values; expected integer class codes 0..k-1")
     y = y.astype(np.int64)
     if y.size and y.min() < 0:
-        raise ValueError(f"{name}: got a negative class code {int(y.min())}; allowed range 0 <= code")
+        raise ValueError(
+            f"{name}: got a negative class code {int(y.min())}; allowed range 0 <= code"
+        )
     return y
 
 
@@ -43,11 +48,15 @@ def _as_proba_matrix(proba: np.ndarray, n: int) -> np.ndarray:
     if p.ndim == 1:
         p = np.stack([1.0 - p, p], axis=1)
     if p.ndim != 2 or p.shape[0] != n:
-        raise ValueError(f"proba: got shape {np.shape(proba)}; expected ({n},) or ({n}, k) to match y_true")
+        raise ValueError(
+            f"proba: got shape {np.shape(proba)}; expected ({n},) or ({n}, k) to match y_true"
+        )
     if p.shape[1] < 2:
         raise ValueError(f"proba: got {p.shape[1]} column(s); expected k >= 2 classes")
     if p.size and (np.nanmin(p) < -1e-9 or np.nanmax(p) > 1 + 1e-9):
-        raise ValueError("proba: got values outside [0, 1]; expected probabilities (apply softmax/sigmoid first)")
+        raise ValueError(
+            "proba: got values outside [0, 1]; expected probabilities (apply softmax/sigmoid first)"
+        )
     return p
 
 
@@ -83,7 +92,9 @@ def cross_entropy_nats(y_true: np.ndarray, proba: np.ndarray) -> float:
     y = _as_labels(y_true)
     p = _as_proba_matrix(proba, y.size)
     if y.size and y.max() >= p.shape[1]:
-        raise ValueError(f"y_true: got class code {int(y.max())}; proba has only {p.shape[1]} columns")
+        raise ValueError(
+            f"y_true: got class code {int(y.max())}; proba has only {p.shape[1]} columns"
+        )
     pt = np.clip(p[np.arange(y.size), y], _PROB_FLOOR, 1.0)
     return float(-np.mean(np.log(pt))) if y.size else float("nan")
 
@@ -102,11 +113,15 @@ def attack_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, float]:
     p = _as_proba_matrix(proba, y.size)
     k = p.shape[1]
     if y.size and y.max() >= k:
-        raise ValueError(f"y_true: got class code {int(y.max())}; proba has only {k} columns (codes 0..{k - 1})")
+        raise ValueError(
+            f"y_true: got class code {int(y.max())}; proba has only {k} columns (codes 0..{k - 1})"
+        )
     out: dict[str, float] = {"n": float(y.size), "chance": 1.0 / k}
     if y.size == 0:
         nan = float("nan")
-        out.update(accuracy=nan, balanced_accuracy=nan, auc=nan, advantage=nan, cross_entropy_nats=nan)
+        out.update(
+            accuracy=nan, balanced_accuracy=nan, auc=nan, advantage=nan, cross_entropy_nats=nan
+        )
         return out
     pred = np.argmax(p, axis=1)
     out["accuracy"] = accuracy(y, pred)
@@ -121,17 +136,34 @@ def attack_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, float]:
         present = np.unique(y)
         rows_sum_to_one = np.allclose(p.sum(axis=1), 1.0, atol=1e-6)
         if present.size == k and rows_sum_to_one:
-            out["auc"] = float(roc_auc_score(y, p, multi_class="ovr", average="macro", labels=np.arange(k)))
+            out["auc"] = float(
+                roc_auc_score(y, p, multi_class="ovr", average="macro", labels=np.arange(k))
+            )
         elif present.size >= 2:
-            out["auc"] = float(np.mean([_auc_binary((y == c).astype(np.int64), p[:, c]) for c in present]))
+            out["auc"] = float(
+                np.mean([_auc_binary((y == c).astype(np.int64), p[:, c]) for c in present])
+            )
         else:
             out["auc"] = float("nan")
         if present.size >= 2:
-            out["advantage"] = float(np.mean([_advantage_binary((y == c).astype(np.int64), p[:, c]) for c in present]))
+            out["advantage"] = float(
+                np.mean([_advantage_binary((y == c).astype(np.int64), p[:, c]) for c in present])
+            )
         else:
             out["advantage"] = float("nan")
     out["cross_entropy_nats"] = cross_entropy_nats(y, p)
-    return {k_: out[k_] for k_ in ("accuracy", "balanced_accuracy", "auc", "advantage", "cross_entropy_nats", "chance", "n")}
+    return {
+        k_: out[k_]
+        for k_ in (
+            "accuracy",
+            "balanced_accuracy",
+            "auc",
+            "advantage",
+            "cross_entropy_nats",
+            "chance",
+            "n",
+        )
+    }
 
 
 def prior_proba(y_train: np.ndarray, n: int, n_classes: int | None = None) -> np.ndarray:
@@ -146,7 +178,9 @@ def prior_proba(y_train: np.ndarray, n: int, n_classes: int | None = None) -> np
     return np.tile(freq, (int(n), 1))
 
 
-def prior_scores(y_train: np.ndarray, y_test: np.ndarray, n_classes: int | None = None) -> dict[str, float]:
+def prior_scores(
+    y_train: np.ndarray, y_test: np.ndarray, n_classes: int | None = None
+) -> dict[str, float]:
     """The no-model baseline as an :func:`attack_scores` dict: always predict the train-majority
     class (accuracy = that class's test share, balanced accuracy = 1/#present classes, AUC 0.5,
     advantage 0); ``cross_entropy_nats`` is the test labels' CE under the train frequencies
@@ -163,13 +197,17 @@ def prior_scores(y_train: np.ndarray, y_test: np.ndarray, n_classes: int | None 
 # ROC views (membership and binary attribute attacks)
 
 
-def roc_curve_points(y: np.ndarray, score: np.ndarray, *, drop_intermediate: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def roc_curve_points(
+    y: np.ndarray, score: np.ndarray, *, drop_intermediate: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """ROC points (fpr, tpr), increasing, from (0, 0) to (1, 1), for a binary label and a score
     (higher = more likely positive). For both the linear and the log-log plot."""
     y = _as_labels(y, "y")
     if y.size == 0 or np.unique(y).size != 2 or y.max() > 1:
         raise ValueError("y: expected binary labels 0/1 with both classes present")
-    fpr, tpr, _ = roc_curve(y, np.asarray(score, dtype=np.float64), drop_intermediate=drop_intermediate)
+    fpr, tpr, _ = roc_curve(
+        y, np.asarray(score, dtype=np.float64), drop_intermediate=drop_intermediate
+    )
     return fpr, tpr
 
 
@@ -252,7 +290,9 @@ def psnr(x: np.ndarray, y: np.ndarray, *, data_range: float = 1.0) -> float:
     return float("inf") if m == 0 else float(10.0 * math.log10(data_range**2 / m))
 
 
-def ssim(x: np.ndarray, y: np.ndarray, *, data_range: float = 1.0, channel_axis: int | None = None) -> float:
+def ssim(
+    x: np.ndarray, y: np.ndarray, *, data_range: float = 1.0, channel_axis: int | None = None
+) -> float:
     """Structural similarity (skimage.metrics.structural_similarity) of two images (H, W) or with
     a channel axis; the window shrinks to the largest odd size <= 7 that fits small images."""
     from skimage.metrics import structural_similarity
@@ -261,9 +301,13 @@ def ssim(x: np.ndarray, y: np.ndarray, *, data_range: float = 1.0, channel_axis:
     y = np.asarray(y, dtype=np.float64)
     if x.shape != y.shape:
         raise ValueError(f"y: got shape {y.shape}; expected {x.shape} to match x")
-    spatial = [s for i, s in enumerate(x.shape) if channel_axis is None or i != channel_axis % x.ndim]
+    spatial = [
+        s for i, s in enumerate(x.shape) if channel_axis is None or i != channel_axis % x.ndim
+    ]
     win = min(7, min(spatial))
     win = win if win % 2 == 1 else win - 1
     if win < 3:
         raise ValueError(f"x: got image shape {x.shape}; SSIM needs spatial sides >= 3")
-    return float(structural_similarity(x, y, data_range=data_range, channel_axis=channel_axis, win_size=win))
+    return float(
+        structural_similarity(x, y, data_range=data_range, channel_axis=channel_axis, win_size=win)
+    )

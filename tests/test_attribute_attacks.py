@@ -29,8 +29,12 @@ def test_logreg_finds_a_linearly_encoded_attribute_and_not_an_independent_one():
 
 def test_mlp_is_deterministic_and_learns():
     R, u = _data(900, 8, 2, 0.8, 2)
-    a = fresh_attacker(R[:600], u[:600], R[600:], u[600:], model="mlp", seed=3, mlp_hidden=16, mlp_epochs=30)
-    b = fresh_attacker(R[:600], u[:600], R[600:], u[600:], model="mlp", seed=3, mlp_hidden=16, mlp_epochs=30)
+    a = fresh_attacker(
+        R[:600], u[:600], R[600:], u[600:], model="mlp", seed=3, mlp_hidden=16, mlp_epochs=30
+    )
+    b = fresh_attacker(
+        R[:600], u[:600], R[600:], u[600:], model="mlp", seed=3, mlp_hidden=16, mlp_epochs=30
+    )
     np.testing.assert_array_equal(a.proba, b.proba)
     assert a.scores["auc"] > 0.85 and a.info["epochs_run"] >= 1
 
@@ -43,7 +47,16 @@ def test_seven_values_with_absent_values():
     u_test = u[test].copy()
     u_test[u_test == 5] = 4  # value 5 absent from the test split
     for model in ("logreg", "mlp"):
-        o = fresh_attacker(R[aux][keep], u_aux[keep], R[test], u_test, model=model, seed=0, mlp_epochs=20, n_classes=7)
+        o = fresh_attacker(
+            R[aux][keep],
+            u_aux[keep],
+            R[test],
+            u_test,
+            model=model,
+            seed=0,
+            mlp_epochs=20,
+            n_classes=7,
+        )
         assert o.proba.shape == (400, 7)
         np.testing.assert_allclose(o.proba.sum(1), 1.0, atol=1e-6)
         assert np.all(o.proba[:, 1] == 0)

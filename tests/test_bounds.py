@@ -33,7 +33,9 @@ def test_entropy_inverse_roundtrip_and_monotone():
         assert np.all(np.diff(v) < 0)  # decreasing in H*
         assert f(0.0) == 1.0 and f(1e-9) == pytest.approx(1.0, abs=1e-8)  # limit H -> 0
     assert B.thm2_exact_bound(1.0) == 0.5
-    assert np.all(B.thm2_exact_bound(h[1:]) < B.thm2_paper_bound(h[1:]))  # the exact form is tighter
+    assert np.all(
+        B.thm2_exact_bound(h[1:]) < B.thm2_paper_bound(h[1:])
+    )  # the exact form is tighter
     with pytest.raises(ValueError, match="h_bits"):
         B.thm2_paper_bound(1.5)
 
@@ -42,7 +44,11 @@ def test_thm2_bounds_validity_and_fano():
     ok = B.thm2_bounds(0.5, 2)
     assert ok["valid"] and ok["exact"] == pytest.approx(0.89, abs=1e-4)
     multi = B.thm2_bounds(0.5, 7)
-    assert not multi["valid"] and "binary attributes only" in multi["message"] and math.isnan(multi["exact"])
+    assert (
+        not multi["valid"]
+        and "binary attributes only" in multi["message"]
+        and math.isnan(multi["exact"])
+    )
     h = np.array(H_TABLE)
     np.testing.assert_allclose(B.fano_accuracy_bound(h, 2), B.thm2_exact_bound(h), atol=1e-12)
     assert B.fano_accuracy_bound(math.log2(7), 7) == pytest.approx(1 / 7)
@@ -74,14 +80,27 @@ def test_theorem1_and_ingredients():
 
 def test_tappfl_bounds_flat_and_fast():
     t0 = time.perf_counter()
-    d = B.tappfl_bounds(n_values=2, ce_nats=0.5, delta_y_u=0.2, R=4.0, C_L=0.5, adv=0.3, h_u_bits=1.0, mi_upper_bits=0.4)
+    d = B.tappfl_bounds(
+        n_values=2,
+        ce_nats=0.5,
+        delta_y_u=0.2,
+        R=4.0,
+        C_L=0.5,
+        adv=0.3,
+        h_u_bits=1.0,
+        mi_upper_bits=0.4,
+    )
     dt = time.perf_counter() - t0
     assert all(k.startswith("bound_") and isinstance(v, float) for k, v in d.items())
     assert d["bound_thm1_vacuous"] == 1.0 and d["bound_thm2_valid"] == 1.0
     assert d["bound_thm2_exact"] == pytest.approx(B.thm2_exact_bound(0.5 / math.log(2)))
     assert d["bound_thm2_exact_conservative"] == pytest.approx(B.thm2_exact_bound(0.6))
     m = B.tappfl_bounds(n_values=7, ce_nats=1.2)
-    assert m["bound_thm2_valid"] == 0.0 and math.isnan(m["bound_thm2_exact"]) and 0 < m["bound_fano"] < 1
+    assert (
+        m["bound_thm2_valid"] == 0.0
+        and math.isnan(m["bound_thm2_exact"])
+        and 0 < m["bound_fano"] < 1
+    )
     assert dt < 0.05
     t0 = time.perf_counter()
     for _ in range(50):
@@ -91,7 +110,15 @@ def test_tappfl_bounds_flat_and_fast():
 
 def test_rdp_accountant_monotone():
     def eps(rounds, z):
-        return total_epsilon(mechanism="gaussian", eps_round=1.0, delta=1e-5, rounds=rounds, sample_rate=0.1, noise_multiplier=z)
+        return total_epsilon(
+            mechanism="gaussian",
+            eps_round=1.0,
+            delta=1e-5,
+            rounds=rounds,
+            sample_rate=0.1,
+            noise_multiplier=z,
+        )
+
     r = eps(20, 1.0)
     assert r["accountant"] == "rdp" and r["delta_total"] == 1e-5
     assert eps(10, 1.0)["epsilon_total"] < r["epsilon_total"] < eps(40, 1.0)["epsilon_total"]
@@ -101,10 +128,20 @@ def test_rdp_accountant_monotone():
 
 
 def test_basic_vs_advanced_for_laplace():
-    small_t = total_epsilon(mechanism="laplace", eps_round=1.0, delta=1e-5, rounds=20, sample_rate=0.1)
-    assert small_t["accountant"] == "basic" and small_t["epsilon_total"] == 20.0 and small_t["delta_total"] == 0.0
-    big_t = total_epsilon(mechanism="laplace", eps_round=0.05, delta=1e-5, rounds=2000, sample_rate=0.1)
-    adv = get_accountant("advanced").compose(eps_round=0.05, delta_round=0.0, rounds=2000, delta_prime=1e-5)
+    small_t = total_epsilon(
+        mechanism="laplace", eps_round=1.0, delta=1e-5, rounds=20, sample_rate=0.1
+    )
+    assert (
+        small_t["accountant"] == "basic"
+        and small_t["epsilon_total"] == 20.0
+        and small_t["delta_total"] == 0.0
+    )
+    big_t = total_epsilon(
+        mechanism="laplace", eps_round=0.05, delta=1e-5, rounds=2000, sample_rate=0.1
+    )
+    adv = get_accountant("advanced").compose(
+        eps_round=0.05, delta_round=0.0, rounds=2000, delta_prime=1e-5
+    )
     assert big_t["accountant"] == "advanced" and big_t["epsilon_total"] == pytest.approx(adv[0])
     assert adv[0] < 2000 * 0.05  # advanced beats basic (T·ε = 100) here
     e, T = 0.05, 2000

@@ -2,12 +2,16 @@
 
 import math
 
-import numpy as np
 import pytest
 import torch
 
 from core.defenses.compression import PruneUpload
-from core.defenses.dp import DPUpload, analytic_gaussian_sigma, classic_gaussian_sigma, gaussian_delta
+from core.defenses.dp import (
+    DPUpload,
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+    gaussian_delta,
+)
 from core.defenses.tuning import match_attack_level
 
 
@@ -29,7 +33,9 @@ def test_analytic_sigma_is_exact_and_beats_classic():
     assert gaussian_delta(s, 1.0) == pytest.approx(1e-5, rel=1e-6)
     assert gaussian_delta(s * 0.99, 1.0) > 1e-5
     assert s < classic_gaussian_sigma(1.0, 1e-5, 1.0)
-    assert analytic_gaussian_sigma(2.0, 1e-5, 3.0) == pytest.approx(3 * analytic_gaussian_sigma(2.0, 1e-5, 1.0))
+    assert analytic_gaussian_sigma(2.0, 1e-5, 3.0) == pytest.approx(
+        3 * analytic_gaussian_sigma(2.0, 1e-5, 1.0)
+    )
     assert analytic_gaussian_sigma(5000.0, 1e-5) > 0  # no overflow at huge epsilon
     with pytest.raises(ValueError, match="epsilon"):
         DPUpload("gaussian", epsilon=0.0, delta=1e-5, clip_norm=1.0)
@@ -44,12 +50,16 @@ def test_clipping_bounds_the_norm():
         assert torch.equal(t.clip(d)["steps"], d["steps"])
     # an update already inside the ball is left alone
     small = {"w": torch.full((2, 3), 0.01)}
-    assert torch.equal(DPUpload("gaussian", epsilon=1.0, delta=1e-5, clip_norm=1.0).clip(small)["w"], small["w"])
+    assert torch.equal(
+        DPUpload("gaussian", epsilon=1.0, delta=1e-5, clip_norm=1.0).clip(small)["w"], small["w"]
+    )
     # end to end with negligible noise (huge epsilon): norms stay about clip_norm
     t = DPUpload("gaussian", epsilon=5000.0, delta=1e-5, clip_norm=1.0)
     out = t(d, generator=torch.Generator().manual_seed(0))
     n = _flat(out).norm(dim=1)
-    assert torch.all(n <= 1.0 + 4 * t.sigma * math.sqrt(210)) and torch.equal(out["steps"], d["steps"])
+    assert torch.all(n <= 1.0 + 4 * t.sigma * math.sqrt(210)) and torch.equal(
+        out["steps"], d["steps"]
+    )
 
 
 def test_noise_scales_and_determinism():
@@ -102,16 +112,29 @@ def test_tuning_finds_the_knob_and_flags_unbracketed_targets():
         a = 0.5 + 0.3 / (1 + math.exp(-2 * math.log(eps)))
         return a, 0.6 + 0.3 * (a - 0.5)
 
-    res = match_attack_level(evaluate, target=0.7, lo=0.01, hi=100.0, increasing=True, tol=0.002, max_evals=20, log_scale=True)
+    res = match_attack_level(
+        evaluate,
+        target=0.7,
+        lo=0.01,
+        hi=100.0,
+        increasing=True,
+        tol=0.002,
+        max_evals=20,
+        log_scale=True,
+    )
     true_eps = math.exp(0.5 * math.log(2.0))  # solves 0.3/(1+eps^-2) = 0.2
     assert res.bracketed and res.converged and abs(res.attack - 0.7) <= 0.002
     assert res.knob == pytest.approx(true_eps, rel=0.05) and res.n_evals <= 20
     assert res.history[0][0] == 0.01 and res.history[1][0] == 100.0
     # decreasing knob (pruning rate): attack falls as rate rises
-    dec = match_attack_level(lambda r: (0.8 - 0.3 * r, 1 - r), target=0.65, lo=0.0, hi=0.99, increasing=False, tol=0.005)
+    dec = match_attack_level(
+        lambda r: (0.8 - 0.3 * r, 1 - r), target=0.65, lo=0.0, hi=0.99, increasing=False, tol=0.005
+    )
     assert dec.bracketed and dec.knob == pytest.approx(0.5, abs=0.02)
     # out of reach: no bisection, closest end returned
-    out = match_attack_level(evaluate, target=0.95, lo=0.01, hi=100.0, increasing=True, log_scale=True)
+    out = match_attack_level(
+        evaluate, target=0.95, lo=0.01, hi=100.0, increasing=True, log_scale=True
+    )
     assert not out.bracketed and not out.converged and out.n_evals == 2 and out.knob == 100.0
     with pytest.raises(ValueError, match="lo"):
         match_attack_level(evaluate, target=0.7, lo=0.0, hi=1.0, increasing=True, log_scale=True)

@@ -22,7 +22,7 @@ def test_inverted_and_random_binary_scores():
     y = np.array([0, 0, 1, 1])
     inv = M.attack_scores(y, np.array([0.9, 0.8, 0.2, 0.1]))
     assert inv["accuracy"] == 0.0 and inv["auc"] == 0.0 and inv["advantage"] == 0.0
-    # hand-computed: scores 0.3, 0.6 | 0.4, 0.7 -> pairs (pos > neg): (0.4>0.3), (0.7>0.3), (0.7>0.6) = 3/4
+    # by hand: neg 0.3, 0.6 | pos 0.4, 0.7 -> pairs pos > neg: (.4>.3), (.7>.3), (.7>.6) = 3/4
     s = M.attack_scores(y, np.array([0.3, 0.6, 0.4, 0.7]))
     assert s["auc"] == pytest.approx(0.75)
     # thresholds: >=0.7 -> TPR .5 FPR 0; >=0.6 -> .5,.5; >=0.4 -> 1,.5; max TPR-FPR = 0.5
@@ -77,11 +77,17 @@ def test_roc_tpr_at_fpr_and_epsilon():
     assert M.tpr_at_fpr(y, score, 0.2) == 0.75  # the 0.8 negative sits above the 0.4 positive
     assert M.tpr_at_fpr(y, score, 0.25) == 1.0
     # one ROC point (FPR .1, TPR .9): max(ln(.9/.1), ln(.9/.1)) = ln 9
-    assert M.empirical_epsilon_lower_bound(np.array([0.1]), np.array([0.9]), 0.0) == pytest.approx(math.log(9))
-    assert M.empirical_epsilon_lower_bound(np.array([0.1]), np.array([0.9]), 0.05) == pytest.approx(math.log(0.85 / 0.1))
+    assert M.empirical_epsilon_lower_bound(np.array([0.1]), np.array([0.9]), 0.0) == pytest.approx(
+        math.log(9)
+    )
+    assert M.empirical_epsilon_lower_bound(np.array([0.1]), np.array([0.9]), 0.05) == pytest.approx(
+        math.log(0.85 / 0.1)
+    )
     # chance-level ROC -> 0; Clopper-Pearson limits make it smaller
     assert M.empirical_epsilon_lower_bound(np.array([0, 0.5, 1]), np.array([0, 0.5, 1]), 0.0) == 0.0
-    cp = M.empirical_epsilon_lower_bound(np.array([0.1]), np.array([0.9]), 0.0, n_neg=100, n_pos=100)
+    cp = M.empirical_epsilon_lower_bound(
+        np.array([0.1]), np.array([0.9]), 0.0, n_neg=100, n_pos=100
+    )
     assert 0 < cp < math.log(9)
 
 

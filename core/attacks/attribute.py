@@ -48,13 +48,22 @@ def _n_classes(*arrays: np.ndarray, n_classes: int | None) -> int:
     if n_classes is None:
         return max(2, hi + 1)
     if n_classes < hi + 1 or n_classes < 2:
-        raise ValueError(f"n_classes: got {n_classes}; the data hold code {hi}, so allowed range >= {max(2, hi + 1)}")
+        raise ValueError(
+            f"n_classes: got {n_classes}; the data hold code {hi}, "
+            f"so allowed range >= {max(2, hi + 1)}"
+        )
     return int(n_classes)
 
 
 def _outcome(name: str, u_test: np.ndarray, proba: np.ndarray, **info) -> AttackOutcome:
     scores = attack_scores(u_test, proba)
-    return AttackOutcome(name=name, scores=scores, proba=proba.astype(np.float64), ce_nats=scores["cross_entropy_nats"], info=info)
+    return AttackOutcome(
+        name=name,
+        scores=scores,
+        proba=proba.astype(np.float64),
+        ce_nats=scores["cross_entropy_nats"],
+        info=info,
+    )
 
 
 def _expand(proba_seen: np.ndarray, seen: np.ndarray, k: int) -> np.ndarray:
@@ -64,7 +73,9 @@ def _expand(proba_seen: np.ndarray, seen: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def prior_attack(u_aux: np.ndarray, u_test: np.ndarray, *, n_classes: int | None = None) -> AttackOutcome:
+def prior_attack(
+    u_aux: np.ndarray, u_test: np.ndarray, *, n_classes: int | None = None
+) -> AttackOutcome:
     """No-model baseline: every test point gets the aux class frequencies (add-one smoothed);
     it predicts the aux-majority value. AUC 0.5, advantage 0, CE ≈ H(u) in nats."""
     ua = _labels(u_aux, "u_aux")
@@ -73,7 +84,9 @@ def prior_attack(u_aux: np.ndarray, u_test: np.ndarray, *, n_classes: int | None
     return _outcome("prior", ut, prior_proba(ua, ut.size, k))
 
 
-def score_in_training(proba: np.ndarray, u_test: np.ndarray, *, name: str = "in_training") -> AttackOutcome:
+def score_in_training(
+    proba: np.ndarray, u_test: np.ndarray, *, name: str = "in_training"
+) -> AttackOutcome:
     """Score the in-training adversary's probabilities (n,) binary or (n, k) on test data."""
     ut = _labels(u_test, "u_test")
     p = np.asarray(proba, dtype=np.float64)
@@ -113,13 +126,13 @@ def _mlp_proba(
     rng = np.random.default_rng(seed)
     n = X.shape[0]
     perm = rng.permutation(n)
-    n_val = max(1, int(round(0.1 * n))) if n >= 20 else 0
+    n_val = max(1, round(0.1 * n)) if n >= 20 else 0
     val_idx, tr_idx = perm[:n_val], perm[n_val:]
     mu = X[tr_idx].mean(axis=0)
     sd = X[tr_idx].std(axis=0)
     sd = np.where(sd > 1e-12, sd, 1.0)
 
-    def prep(a: np.ndarray) -> "torch.Tensor":
+    def prep(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(((a - mu) / sd).astype(np.float32), device=dev)
 
     # a model this small trains ~10x faster on one CPU thread than on two busy ones
@@ -127,7 +140,20 @@ def _mlp_proba(
     if dev.type == "cpu":
         torch.set_num_threads(1)
     try:
-        return _mlp_train(X, u, X_test, k, prep, tr_idx, val_idx, n_val, seed=seed, hidden=hidden, epochs=epochs, dev=dev)
+        return _mlp_train(
+            X,
+            u,
+            X_test,
+            k,
+            prep,
+            tr_idx,
+            val_idx,
+            n_val,
+            seed=seed,
+            hidden=hidden,
+            epochs=epochs,
+            dev=dev,
+        )
     finally:
         torch.set_num_threads(threads)
 
@@ -139,7 +165,9 @@ def _mlp_train(X, u, X_test, k, prep, tr_idx, val_idx, n_val, *, seed, hidden, e
     Xva, yva = prep(X[val_idx]), torch.as_tensor(u[val_idx], device=dev)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, k)).to(dev)
+        net = torch.nn.Sequential(
+            torch.nn.Linear(X.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, k)
+        ).to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     ce = torch.nn.functional.cross_entropy
@@ -161,7 +189,10 @@ def _mlp_train(X, u, X_test, k, prep, tr_idx, val_idx, n_val, *, seed, hidden, e
         with torch.no_grad():
             v = float(ce(net(Xva), yva))
         if v < best[0] - 1e-6:
-            best, bad = (v, {kk: t.detach().clone() for kk, t in net.state_dict().items()}, ep + 1), 0
+            best, bad = (
+                (v, {kk: t.detach().clone() for kk, t in net.state_dict().items()}, ep + 1),
+                0,
+            )
         else:
             bad += 1
             if bad >= patience:
@@ -223,5 +254,7 @@ def fresh_attacker(
     # mlp: relabel the seen classes to 0..m-1 so the output layer has no dead classes
     remap = np.full(k, -1, dtype=np.int64)
     remap[seen] = np.arange(seen.size)
-    p_seen, info = _mlp_proba(Ra, remap[ua_fit], Rt, seen.size, seed=seed, hidden=mlp_hidden, epochs=mlp_epochs)
+    p_seen, info = _mlp_proba(
+        Ra, remap[ua_fit], Rt, seen.size, seed=seed, hidden=mlp_hidden, epochs=mlp_epochs
+    )
     return _outcome("mlp", ut, _expand(p_seen, seen, k), n_train=int(ua_fit.size), **info)

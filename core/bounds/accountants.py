@@ -28,8 +28,14 @@ class Accountant(Protocol):
     def compose(self, **kw: Any) -> tuple[float, float]: ...
 
 
-def _check(name: str, value: float, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> None:
-    bad = (value <= lo if lo_open else value < lo) or (value >= hi if hi_open else value > hi) or math.isnan(value)
+def _check(
+    name: str, value: float, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False
+) -> None:
+    bad = (
+        (value <= lo if lo_open else value < lo)
+        or (value >= hi if hi_open else value > hi)
+        or math.isnan(value)
+    )
     if bad:
         lo_s = f"{lo:g} {'<' if lo_open else '<='} "
         hi_s = f" {'<' if hi_open else '<='} {hi:g}" if math.isfinite(hi) else ""
@@ -42,7 +48,9 @@ class BasicComposition:
 
     name: str = "basic"
 
-    def compose(self, *, eps_round: float, delta_round: float, rounds: int, **_: Any) -> tuple[float, float]:
+    def compose(
+        self, *, eps_round: float, delta_round: float, rounds: int, **_: Any
+    ) -> tuple[float, float]:
         return float(rounds * eps_round), float(min(1.0, rounds * delta_round))
 
 
@@ -53,7 +61,9 @@ class AdvancedComposition:
 
     name: str = "advanced"
 
-    def compose(self, *, eps_round: float, delta_round: float, rounds: int, delta_prime: float, **_: Any) -> tuple[float, float]:
+    def compose(
+        self, *, eps_round: float, delta_round: float, rounds: int, delta_prime: float, **_: Any
+    ) -> tuple[float, float]:
         T = rounds
         e = eps_round
         em1 = math.expm1(e) if e < 700 else math.inf
@@ -67,7 +77,9 @@ class RDPGaussian:
 
     name: str = "rdp"
 
-    def compose(self, *, noise_multiplier: float, sample_rate: float, rounds: int, delta: float, **_: Any) -> tuple[float, float]:
+    def compose(
+        self, *, noise_multiplier: float, sample_rate: float, rounds: int, delta: float, **_: Any
+    ) -> tuple[float, float]:
         from opacus.accountants import RDPAccountant
 
         acc = RDPAccountant()
@@ -119,16 +131,25 @@ def total_epsilon(
         if noise_multiplier is not None:
             _check("noise_multiplier", noise_multiplier, 0.0, math.inf, lo_open=True)
             eps, dlt = ACCOUNTANTS["rdp"].compose(
-                noise_multiplier=noise_multiplier, sample_rate=sample_rate, rounds=rounds, delta=delta
+                noise_multiplier=noise_multiplier,
+                sample_rate=sample_rate,
+                rounds=rounds,
+                delta=delta,
             )
             return {"epsilon_total": eps, "delta_total": dlt, "accountant": "rdp"}
-        eps, dlt = ACCOUNTANTS["basic"].compose(eps_round=eps_round, delta_round=delta, rounds=rounds)
+        eps, dlt = ACCOUNTANTS["basic"].compose(
+            eps_round=eps_round, delta_round=delta, rounds=rounds
+        )
         return {"epsilon_total": eps, "delta_total": dlt, "accountant": "basic"}
     if mechanism == "laplace":
         dp = delta if delta_prime is None else delta_prime
         _check("delta_prime", dp, 0.0, 1.0, lo_open=True, hi_open=True)
-        b_eps, b_dlt = ACCOUNTANTS["basic"].compose(eps_round=eps_round, delta_round=0.0, rounds=rounds)
-        a_eps, a_dlt = ACCOUNTANTS["advanced"].compose(eps_round=eps_round, delta_round=0.0, rounds=rounds, delta_prime=dp)
+        b_eps, b_dlt = ACCOUNTANTS["basic"].compose(
+            eps_round=eps_round, delta_round=0.0, rounds=rounds
+        )
+        a_eps, a_dlt = ACCOUNTANTS["advanced"].compose(
+            eps_round=eps_round, delta_round=0.0, rounds=rounds, delta_prime=dp
+        )
         if a_eps < b_eps:
             return {"epsilon_total": a_eps, "delta_total": a_dlt, "accountant": "advanced"}
         return {"epsilon_total": b_eps, "delta_total": b_dlt, "accountant": "basic"}

@@ -9,7 +9,8 @@ Entropies are in **bits**. Theorem 2 and Theorem 1 cover a *binary* private attr
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -107,7 +108,12 @@ def thm2_bounds(h_bits: ArrayLike, n_values: int) -> dict[str, Any]:
     if int(n_values) > 2:
         nan = _out(np.full(np.shape(h_bits), np.nan))
         return {"paper": nan, "exact": nan, "valid": False, "message": THM2_BINARY_ONLY}
-    return {"paper": thm2_paper_bound(h_bits), "exact": thm2_exact_bound(h_bits), "valid": True, "message": ""}
+    return {
+        "paper": thm2_paper_bound(h_bits),
+        "exact": thm2_exact_bound(h_bits),
+        "valid": True,
+        "message": "",
+    }
 
 
 def fano_accuracy_bound(h_bits: ArrayLike, n_values: int) -> ArrayLike:
@@ -132,7 +138,9 @@ def fano_accuracy_bound(h_bits: ArrayLike, n_values: int) -> ArrayLike:
     return _out(1.0 - eps)
 
 
-def conditional_entropy_estimate_bits(ce_nats: ArrayLike, n_values: int = 2) -> tuple[ArrayLike, str]:
+def conditional_entropy_estimate_bits(
+    ce_nats: ArrayLike, n_values: int = 2
+) -> tuple[ArrayLike, str]:
     """Estimate H(u|r) in bits from an attacker's test cross-entropy: CE / ln 2, clipped to
     [0, log₂ k]. Returns ``(h_bits, caveat)``.
 
@@ -152,7 +160,9 @@ def conditional_entropy_estimate_bits(ce_nats: ArrayLike, n_values: int = 2) -> 
 # Theorem 1: Err_0 + Err_1 >= Δ_{y|u} − 2 R C_L Adv
 
 
-def thm1_tradeoff(*, delta_y_u: ArrayLike, R: ArrayLike, C_L: ArrayLike, adv: ArrayLike) -> dict[str, Any]:
+def thm1_tradeoff(
+    *, delta_y_u: ArrayLike, R: ArrayLike, C_L: ArrayLike, adv: ArrayLike
+) -> dict[str, Any]:
     """Theorem 1 (Eq. 9): every task classifier C∘f has
     Err_{u=0} + Err_{u=1} ≥ rhs = Δ_{y|u} − 2·R·C_L·Adv. ``vacuous`` = rhs ≤ 0 (says nothing).
     Returns rhs, the penalty 2·R·C_L·Adv, vacuous, and the inputs echoed."""
@@ -160,9 +170,17 @@ def thm1_tradeoff(*, delta_y_u: ArrayLike, R: ArrayLike, C_L: ArrayLike, adv: Ar
     r = np.asarray(R, dtype=np.float64)
     c = np.asarray(C_L, dtype=np.float64)
     v = np.asarray(adv, dtype=np.float64)
-    for name, x, lo, hi in (("delta_y_u", d, 0.0, 1.0), ("R", r, 0.0, np.inf), ("C_L", c, 0.0, np.inf), ("adv", v, 0.0, 1.0)):
+    for name, x, lo, hi in (
+        ("delta_y_u", d, 0.0, 1.0),
+        ("R", r, 0.0, np.inf),
+        ("C_L", c, 0.0, np.inf),
+        ("adv", v, 0.0, 1.0),
+    ):
         if np.any(np.isnan(x)) or np.any(x < lo) or np.any(x > hi):
-            raise ValueError(f"{name}: got {x.ravel()[0] if x.size == 1 else 'an array with a value'} out of range; allowed range {lo:g} <= value <= {hi:g}")
+            raise ValueError(
+                f"{name}: got {x.ravel()[0] if x.size == 1 else 'an array with a value'} out of "
+                f"range; allowed range {lo:g} <= value <= {hi:g}"
+            )
     penalty = 2.0 * r * c * v
     rhs = d - penalty
     vac = rhs <= 0
@@ -178,7 +196,8 @@ def thm1_tradeoff(*, delta_y_u: ArrayLike, R: ArrayLike, C_L: ArrayLike, adv: Ar
 
 
 def delta_y_given_u(y: np.ndarray, u: np.ndarray) -> float:
-    """Δ_{y|u} = |Pr(y=1 | u=0) − Pr(y=1 | u=1)| from counts (binary y and u, both groups present)."""
+    """Δ_{y|u} = |Pr(y=1 | u=0) − Pr(y=1 | u=1)| from counts (binary y and u, both groups
+    present)."""
     y = np.asarray(y)
     u = np.asarray(u)
     if y.shape != u.shape or y.ndim != 1:
@@ -186,7 +205,9 @@ def delta_y_given_u(y: np.ndarray, u: np.ndarray) -> float:
     for name, x in (("y", y), ("u", u)):
         vals = np.unique(x)
         if not np.all(np.isin(vals, [0, 1])):
-            raise ValueError(f"{name}: got values {vals[:8].tolist()}; Theorem 1 needs binary 0/1 codes")
+            raise ValueError(
+                f"{name}: got values {vals[:8].tolist()}; Theorem 1 needs binary 0/1 codes"
+            )
     if not (np.any(u == 0) and np.any(u == 1)):
         raise ValueError("u: both attribute groups u=0 and u=1 must be present")
     return float(abs(np.mean(y[u == 0]) - np.mean(y[u == 1])))
@@ -291,7 +312,9 @@ def tappfl_bounds(
         out["bound_thm2_exact_conservative"] = float(thm2_exact_bound(hc)) if binary else nan
         out["bound_fano_conservative"] = float(fano_accuracy_bound(hc, k))
     else:
-        out["bound_h_conservative_bits"] = out["bound_thm2_exact_conservative"] = out["bound_fano_conservative"] = nan
+        out["bound_h_conservative_bits"] = out["bound_thm2_exact_conservative"] = out[
+            "bound_fano_conservative"
+        ] = nan
     if None not in (delta_y_u, R, C_L, adv) and binary:
         t = thm1_tradeoff(delta_y_u=delta_y_u, R=R, C_L=C_L, adv=adv)
         out.update(

@@ -33,10 +33,16 @@ class PruneUpload:
         self.target = target
 
     def __call__(
-        self, deltas: Deltas, *, generator: torch.Generator | None = None, reference: Deltas | None = None
+        self,
+        deltas: Deltas,
+        *,
+        generator: torch.Generator | None = None,
+        reference: Deltas | None = None,
     ) -> Deltas:
         if not deltas:
-            raise ValueError("deltas: got an empty dict; expected name -> tensor with a leading device dim K")
+            raise ValueError(
+                "deltas: got an empty dict; expected name -> tensor with a leading device dim K"
+            )
         keys = [k for k, t in deltas.items() if torch.is_floating_point(t)]
         if not keys:
             return dict(deltas)
@@ -45,7 +51,10 @@ class PruneUpload:
             raise ValueError("deltas: every tensor needs the same leading device dim K")
         if self.target == "weights":
             if reference is None:
-                raise ValueError("reference: target='weights' needs the global parameters (name -> tensor without the K dim)")
+                raise ValueError(
+                    "reference: target='weights' needs the global parameters "
+                    "(name -> tensor without the K dim)"
+                )
             missing = [k for k in keys if k not in reference]
             if missing:
                 raise ValueError(f"reference: missing tensors {missing[:5]}")

@@ -58,7 +58,9 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     return float(max(0.0, t1 - math.exp(log_t2))) if log_t2 < 700 else 0.0
 
 
-def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0, *, rtol: float = 1e-12) -> float:
+def analytic_gaussian_sigma(
+    epsilon: float, delta: float, sensitivity: float = 1.0, *, rtol: float = 1e-12
+) -> float:
     """Smallest σ with :func:`gaussian_delta`(σ, ε) ≤ δ: the analytic Gaussian mechanism of
     Balle & Wang (2018), by bisection on log σ (δ(σ) is decreasing). Valid for all ε > 0."""
     _check_eps_delta(epsilon, delta, sensitivity)
@@ -85,11 +87,16 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 
 def _float_keys(deltas: Deltas) -> list[str]:
     if not deltas:
-        raise ValueError("deltas: got an empty dict; expected name -> tensor with a leading device dim K")
+        raise ValueError(
+            "deltas: got an empty dict; expected name -> tensor with a leading device dim K"
+        )
     keys = [k for k, t in deltas.items() if torch.is_floating_point(t)]
     Ks = {int(deltas[k].shape[0]) for k in keys if deltas[k].dim() > 0}
     if any(deltas[k].dim() == 0 for k in keys) or len(Ks) > 1:
-        raise ValueError(f"deltas: every tensor needs the same leading device dim K; got leading dims {sorted(Ks)}")
+        raise ValueError(
+            "deltas: every tensor needs the same leading device dim K; "
+            f"got leading dims {sorted(Ks)}"
+        )
     return keys
 
 
@@ -172,7 +179,8 @@ class DPUpload:
 
     @property
     def noise_multiplier(self) -> float:
-        """Noise scale / sensitivity (σ/Δ₂ for Gaussian, as Opacus' RDP accountant takes it; b/Δ₁ for Laplace)."""
+        """Noise scale / sensitivity: σ/Δ₂ for Gaussian (as Opacus' RDP accountant takes it),
+        b/Δ₁ for Laplace."""
         return self._scale / self.sensitivity
 
     def clip(self, deltas: Deltas) -> Deltas:
@@ -187,7 +195,9 @@ class DPUpload:
                 noise = torch.randn(t.shape, generator=generator, device=t.device, dtype=t.dtype)
                 out[k] = t + self._scale * noise
             else:  # Laplace(0, b) = b·(E₁ − E₂) with E₁, E₂ ~ Exp(1)
-                e = torch.empty((2,) + tuple(t.shape), device=t.device, dtype=t.dtype).exponential_(generator=generator)
+                e = torch.empty((2,) + tuple(t.shape), device=t.device, dtype=t.dtype).exponential_(
+                    generator=generator
+                )
                 out[k] = t + self._scale * (e[0] - e[1])
         return out
 
@@ -201,7 +211,9 @@ class DPUpload:
             "clip_p": 2 if self.mechanism == "gaussian" else 1,
             "neighbouring": self.neighbouring,
             "sensitivity": self.sensitivity,
-            "calibration": self.calibration if self.mechanism == "gaussian" else "laplace b = sensitivity/epsilon",
+            "calibration": self.calibration
+            if self.mechanism == "gaussian"
+            else "laplace b = sensitivity/epsilon",
             "sigma": self.sigma,
             "b": self.b,
             "noise_multiplier": self.noise_multiplier,

@@ -6,8 +6,8 @@ compared"). Bisection on one knob (ε for DP, rate for pruning). Pure Python.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass
@@ -52,7 +52,9 @@ def match_attack_level(
     if log_scale and lo <= 0:
         raise ValueError(f"lo: got {lo!r}; log_scale needs 0 < lo")
     if max_evals < 2:
-        raise ValueError(f"max_evals: got {max_evals}; allowed range >= 2 (both ends are evaluated)")
+        raise ValueError(
+            f"max_evals: got {max_evals}; allowed range >= 2 (both ends are evaluated)"
+        )
     if not tol >= 0:
         raise ValueError(f"tol: got {tol!r}; allowed range 0 <= value")
 
@@ -66,8 +68,13 @@ def match_attack_level(
     def result(bracketed: bool) -> TuneResult:
         best = min(history, key=lambda h: abs(h[1] - target))
         return TuneResult(
-            knob=best[0], attack=best[1], utility=best[2], target=float(target), bracketed=bracketed,
-            converged=abs(best[1] - target) <= tol, history=history,
+            knob=best[0],
+            attack=best[1],
+            utility=best[2],
+            target=float(target),
+            bracketed=bracketed,
+            converged=abs(best[1] - target) <= tol,
+            history=history,
         )
 
     a_lo = ev(lo)
