@@ -55,9 +55,10 @@ def counts_bar_figure(
     counts = np.bincount(codes, minlength=len(names))[: len(names)]
     share = counts / max(int(counts.sum()), 1)
     fig = go.Figure(go.Bar(
-        x=[str(n) for n in names], y=counts, text=[f"{s:.0%}" for s in share],
+        x=[str(n) for n in names], y=counts,
+        text=[f"{s:.0%}" for s in share] if len(names) <= 6 else None,
         textposition="auto", marker_color=PALETTE[0],
-        hovertemplate="%{x}: %{y}<extra></extra>",
+        customdata=share, hovertemplate="%{x}: %{y} rows (%{customdata:.1%})<extra></extra>",
     ))
     fig.update_xaxes(type="category")
     fig.update_yaxes(title="rows")

@@ -1,7 +1,7 @@
 """Settings shared by every page (sidebar: data set, seed, device) kept in st.session_state.
 
 Pages read them through :func:`settings`, which falls back to the defaults so that a page also
-runs on its own (``AppTest.from_file("dashboard/pages/data.py")``) without the sidebar.
+runs on its own (``AppTest.from_file("dashboard/views/data.py")``) without the sidebar.
 """
 
 from __future__ import annotations

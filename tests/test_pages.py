@@ -78,26 +78,28 @@ def test_home_renders_without_setup(store):
 
 def test_sidebar_marks_unavailable_real_data_and_pages_follow_it(store, tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVLAB_DATA_DIR", str(tmp_path / "no-data"))
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.session_state["privlab_dataset"] = "adult"  # as if chosen in the sidebar
-    at.run()
-    assert not at.exception
+    at = open_page()
     box = at.sidebar.selectbox(key="privlab_dataset")
-    assert box.value == "adult"
+    assert box.value == "digits"
     assert "files missing" in box.format_func("adult")
+    box.set_value("adult").run()
+    assert not at.exception
     warn = " ".join(w.value for w in at.sidebar.warning)
     assert "adult" in warn and "no-data" in warn
-    # pages default to the sidebar's data set
-    at2 = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at2.session_state["privlab_dataset"] = "synthetic"
-    at2.run()
-    at2.switch_page("pages/attribute_privacy.py").run()
-    assert at2.selectbox(key="ap_dataset").value == "synthetic"
+    # pages default to the sidebar's data set, and the sidebar stays on every page
+    at.sidebar.selectbox(key="privlab_dataset").set_value("synthetic").run()
+    at.switch_page("views/attribute_privacy.py").run()
+    assert not at.exception
+    assert at.selectbox(key="ap_dataset").value == "synthetic"
+    assert at.sidebar.selectbox(key="privlab_dataset").value == "synthetic"
+    at.sidebar.number_input(key="privlab_seed").set_value(3).run()
+    at.switch_page("views/history.py").run()
+    assert at.sidebar.number_input(key="privlab_seed").value == 3
 
 
 def test_data_page_digits_pca_plot(store):
     t0 = time.perf_counter()
-    at = open_page("pages/data.py")
+    at = open_page("views/data.py")
     assert not at.error, [e.value for e in at.error]
     assert at.get("plotly_chart"), "no plot on the Data & projections page"
     assert has_chart(at, "data_projection"), chart_keys(at)
@@ -105,7 +107,7 @@ def test_data_page_digits_pca_plot(store):
     assert len(runs) == 1 and runs[0].config["method"] == "pca"
     assert runs[0].config["data"]["name"] == "digits"
     # a second visit shows the stored result at once (no second run)
-    at2 = open_page("pages/data.py")
+    at2 = open_page("views/data.py")
     assert has_chart(at2, "data_projection")
     assert any("from the cache" in c.value for c in at2.caption)
     assert len(store.list()) == 1
@@ -122,7 +124,7 @@ def test_data_page_missing_real_data_is_an_error_and_stores_nothing(store, tmp_p
         monkeypatch.setenv(var, "http://127.0.0.1:9")  # no network: the download fails at once
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.delenv("NO_PROXY", raising=False)
-    at = open_page("pages/data.py")
+    at = open_page("views/data.py")
     at.selectbox(key="data_dataset").set_value("adult").run()
     assert not at.exception
     errors = " ".join(e.value for e in at.error)
@@ -132,7 +134,7 @@ def test_data_page_missing_real_data_is_an_error_and_stores_nothing(store, tmp_p
 
 
 def test_attribute_page_controls(store):
-    at = open_page("pages/attribute_privacy.py")
+    at = open_page("views/attribute_privacy.py")
     assert not at.error
     at.selectbox(key="ap_dataset").set_value("synthetic").run()
     assert at.slider(key="ap_lambda").value == 0.5
@@ -155,7 +157,7 @@ def test_attribute_page_controls(store):
 def test_attribute_page_shows_stored_results_and_nearest_lambda(store):
     for lam in (0.0, 0.5, 1.0):
         store.get_or_run(tappfl_base(tradeoff_lambda=lam), runner=contract_runner)
-    at = open_page("pages/attribute_privacy.py")
+    at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("synthetic").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     labels = {m.label for m in at.metric}
@@ -178,7 +180,7 @@ def test_attribute_page_missing_real_data_run_errors_and_stores_nothing(store, t
         monkeypatch.setenv(var, "http://127.0.0.1:9")
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.delenv("NO_PROXY", raising=False)
-    at = open_page("pages/attribute_privacy.py")
+    at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("adult").run()
     assert any("adult" in w.value for w in at.warning)
     at.button(key="ap_run").click().run()
@@ -192,7 +194,7 @@ def test_attribute_page_missing_real_data_run_errors_and_stores_nothing(store, t
 def test_history_page_lists_inspects_exports_and_deletes(store):
     store.get_or_run({"kind": "projection", "data": {"name": "digits"}, "max_points": 200})
     store.get_or_run(tappfl_base(tradeoff_lambda=0.25), runner=contract_runner)
-    at = open_page("pages/history.py")
+    at = open_page("views/history.py")
     assert not at.error
     table = at.dataframe[0].value
     assert set(table["kind"]) == {"projection", "tappfl"}

@@ -59,10 +59,10 @@ m1, m2, m3, m4 = st.columns(4)
 m1.metric("rows", f"{ds.n:,}")
 m2.metric("features", f"{ds.X.shape[1]:,}")
 m3.metric("task", ds.task_name)
-m4.metric("splits train / test / aux",
-          " / ".join(f"{len(ds.split(k)):,}" for k in ("train", "test", "aux")))
-if ds.description:
-    st.caption(ds.description)
+m4.metric("classes", f"{len(ds.label_names)}")
+st.caption((ds.description + " · " if ds.description else "") + "splits: "
+           + " · ".join(f"{k} {len(ds.split(k)):,}" for k in ("train", "test", "aux"))
+           + " (test = utility and attack scoring, aux = the attacker's auxiliary data)")
 
 # --------------------------------------------------------------------------------------------
 # samples

@@ -23,13 +23,13 @@ st.markdown(
 
 st.subheader("Pages")
 PAGE_LINES = [
-    ("pages/data.py", "Data & projections", ":material/scatter_plot:",
+    ("views/data.py", "Data & projections", ":material/scatter_plot:",
      "sample images or the table, label and private-attribute balance, PCA / t-SNE / UMAP "
      "coloured by label or attribute."),
-    ("pages/attribute_privacy.py", "Attribute privacy (FL)", ":material/group_work:",
+    ("views/attribute_privacy.py", "Attribute privacy (FL)", ":material/group_work:",
      "TAPPFL in a FedAvg loop against DP-Gaussian, DP-Laplace and pruning; in-training vs fresh "
      "attackers; Theorem 1 and 2 bounds; the λ tradeoff."),
-    ("pages/history.py", "History", ":material/history:",
+    ("views/history.py", "History", ":material/history:",
      "every stored run: inspect its metrics and config, delete, export CSV / JSON."),
 ]
 for path, title, icon, line in PAGE_LINES:
@@ -55,7 +55,8 @@ table = pd.DataFrame([
     }
     for r in rows
 ])
-st.dataframe(table, hide_index=True, width="stretch")
+st.dataframe(table, hide_index=True, width="stretch",
+             column_config={"description": st.column_config.TextColumn(width="large")})
 missing = [r["name"] for r in rows if not r["available"]]
 if missing:
     with st.expander(f"Unavailable real data sets ({', '.join(missing)}): how to add them"):

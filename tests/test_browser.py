@@ -1,0 +1,150 @@
+"""One real-browser test: `streamlit run dashboard/app.py` driven by Debian's headless chromium.
+
+Starts the server on a free 127.0.0.1 port with a private result store, opens the landing page
+and the Data & projections page, waits for the plotly projection to render, checks it is
+visible and saves screenshots to test-artifacts/ (gitignored). Never runs `playwright install`:
+it uses the system chromium (`make test` installs it). PRIVLAB_SKIP_BROWSER=1 skips it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    # plotly's scattergl needs WebGL; without a GPU chromium provides it through SwiftShader
+    "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200 and r.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not answer {url}/_stcore/health within {timeout:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    env = dict(os.environ, PRIVLAB_CACHE_DIR=str(tmp_path_factory.mktemp("browser-cache")))
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        env.pop(var, None)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
+             "--server.address", "127.0.0.1", "--server.port", str(port),
+             "--server.headless", "true", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(url, proc)
+            yield url
+        except Exception:
+            print(log.read_text(errors="replace")[-4000:])
+            raise
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if os.environ.get("PRIVLAB_SKIP_BROWSER") == "1":
+        pytest.skip("PRIVLAB_SKIP_BROWSER=1")
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.fail("Debian's chromium is not installed (`make test` installs it: "
+                    "apt-get install -y chromium); set PRIVLAB_SKIP_BROWSER=1 to skip this test")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _no_exception(page) -> None:
+    exc = page.locator('[data-testid="stException"]')
+    assert exc.count() == 0, exc.first.inner_text()
+
+
+def _screenshot(page, path: Path) -> None:
+    """The whole page: Streamlit scrolls inside its own container, so grow the viewport to the
+    content's height first."""
+    height = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=\"stMain\"], section.main')]"
+        ".map(e => e.scrollHeight), document.body.scrollHeight)")
+    page.set_viewport_size({"width": 1400, "height": min(int(height) + 40, 6000)})
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_landing_and_data_projection_render(server, browser):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    page.goto(server + "/", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="privlab").wait_for(timeout=60_000)
+    page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
+    assert page.get_by_role("link", name="Data & projections").first.is_visible()
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    assert sidebar.get_by_text("Data set").first.is_visible()
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "landing.png")
+
+    page.goto(server + "/data", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Data & projections").wait_for(timeout=60_000)
+    chart = page.locator(".st-key-data_projection .js-plotly-plot")
+    chart.wait_for(state="visible", timeout=120_000)
+    chart.locator(".main-svg").first.wait_for(state="visible", timeout=30_000)
+    box = chart.bounding_box()
+    assert box is not None and box["width"] > 300 and box["height"] > 300, box
+    # the scatter's legend lists the ten digit classes
+    assert chart.locator(".legend .traces").count() == 10
+    assert page.get_by_text("WebGL is not supported").count() == 0
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "data_projections.png")
+    # the sidebar is still there after navigating (shared settings)
+    assert sidebar.get_by_text("Seed").first.is_visible()
+    assert not errors, errors
