@@ -40,6 +40,7 @@ from core.fl.fedavg import (
     StackedBatch,
     UploadTransform,
     run_fedavg,
+    torch_threads,
 )
 from core.nn import AttributeAdversary, Encoder, MICritic, jsd_mi
 from core.progress import Progress
@@ -330,6 +331,7 @@ def train_tappfl(
     on_round: Callable[[int, TappflState], None] | None = None,
     partition: list[np.ndarray] | None = None,
     vectorised: bool | None = None,
+    num_threads: int | None = 1,
 ) -> TappflState:
     """Pretrain Θ⁰ centrally (``cfg.pretrain_epochs``, utility term only), then run
     ``cfg.fl.rounds`` FedAvg rounds of the TAPPFL local objective at λ = ``cfg.tradeoff_lambda``.
@@ -338,10 +340,17 @@ def train_tappfl(
     each device's Ψ_k is initialised independently and its Ω_k from the pretrained critic.
     ``upload_transform`` (DP noise, pruning) acts on the uploaded updates;
     ``on_round(r, state)`` runs after each round; ``progress`` gets 10 % for pretraining and
-    the rest for the rounds. ``vectorised`` overrides ``cfg.fl.vectorised``.
+    the rest for the rounds. ``vectorised`` overrides ``cfg.fl.vectorised``; ``num_threads``
+    sets the CPU intra-op threads for the run (core.fl.fedavg.torch_threads; None = as is).
     Raises :class:`ConfigError` if ``fl.num_devices`` exceeds the number of training rows.
     """
     dev = get_device(cfg.device)
+    with torch_threads(num_threads, dev):
+        return _train_tappfl(cfg, ds, dev, upload_transform=upload_transform, progress=progress,
+                             on_round=on_round, partition=partition, vectorised=vectorised)
+
+
+def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partition, vectorised) -> TappflState:
     parts = partition if partition is not None else build_partition(cfg, ds)
     train = ds.split("train")
     _check_devices(cfg, len(train))
@@ -385,7 +394,7 @@ def train_tappfl(
         rounds=cfg.fl.rounds, fraction_fit=cfg.fl.fraction_fit, local_epochs=cfg.fl.local_epochs,
         batch_size=cfg.fl.batch_size, lr=cfg.fl.lr, seed=cfg.seed,
         vectorised=cfg.fl.vectorised if vectorised is None else vectorised,
-        upload_transform=upload_transform, progress=fl_prog, on_round=cb,
+        upload_transform=upload_transform, progress=fl_prog, on_round=cb, num_threads=None,
     )
     extractor.eval()
     return state
