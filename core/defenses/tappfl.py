@@ -106,7 +106,6 @@ class TappflObjective:
         x, u, w, mask = batch.fields["x"], batch.fields["u"], batch.weight, batch.mask
         k, b = u.shape
         oh = F.one_hot(u, self.n_values).to(x.dtype)
-        roll = batch.roll.unsqueeze(-1)
         r = enc.fforward(theta, x, batch.dropout)
         rd = r.detach()
         adv_list, cri_list = list(adv.values()), list(cri.values())
@@ -127,9 +126,7 @@ class TappflObjective:
                 continue
             ex = crit.fembed_x(cri, x)
             er = crit.fembed_r(cri, rd)
-            t_joint = crit.fscore(cri, ex, er, oh)
-            t_marg = crit.fscore(cri, torch.take_along_dim(ex, roll, dim=1), er, oh)
-            jsd = jsd_mi(t_joint, t_marg, w)
+            jsd = jsd_mi(*crit.fscore_pair(cri, ex, er, oh, batch.roll), w)
             grads = torch.autograd.grad((ce - jsd).sum(), adv_list + cri_list)
             _sgd_(adv_list, grads[: len(adv_list)], lr)
             _sgd_(cri_list, grads[len(adv_list):], lr)
@@ -143,9 +140,8 @@ class TappflObjective:
         if self.lam < 1:
             with torch.no_grad():
                 ex = crit.fembed_x(cri, x)
-                exm = torch.take_along_dim(ex, roll, dim=1)
             er = crit.fembed_r(cri, r)
-            jsd = jsd_mi(crit.fscore(cri, ex, er, oh), crit.fscore(cri, exm, er, oh), w)
+            jsd = jsd_mi(*crit.fscore_pair(cri, ex, er, oh, batch.roll), w)
             loss = loss - (1 - self.lam) * jsd.sum()
         th_list = list(theta.values())
         _sgd_(th_list, torch.autograd.grad(loss, th_list), lr)
@@ -157,48 +153,36 @@ class TappflObjective:
         adv, crit = private["adversary"], private["critic"]
         x, u = batch.fields["x"], batch.fields["u"]
         oh = F.one_hot(u, self.n_values).to(x.dtype)
+        adv_p, crit_p, th_p = list(adv.parameters()), list(crit.parameters()), list(theta.parameters())
         r = theta(x, batch.dropout)
         rd = r.detach()
-        opt_adv = torch.optim.SGD(adv.parameters(), lr=lr)
-        opt_crit = torch.optim.SGD(crit.parameters(), lr=lr)
-        opt_th = torch.optim.SGD(theta.parameters(), lr=lr)
         stats: dict[str, Tensor] = {}
         for a in range(self.adversary_steps):
-            opt_adv.zero_grad()
             logits = adv(rd)
             ce = F.cross_entropy(logits, u)
             if a == 0:
                 with torch.no_grad():
                     hit = (logits.argmax(-1) == u).to(x.dtype)
-                    stats["ce_sum"] = F.cross_entropy(logits, u, reduction="sum")
+                    stats["ce_sum"] = ce.detach() * len(u)
                     stats["rows"] = torch.tensor(float(len(u)), device=x.device)
                     stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(0)
                     stats["rows_by_class"] = oh.sum(0)
             if a < self.adversary_steps - 1:
-                ce.backward()
-                opt_adv.step()
+                _sgd_(adv_p, torch.autograd.grad(ce, adv_p), lr)
                 continue
-            opt_crit.zero_grad()
-            ex, er = crit.embed_x(x), crit.embed_r(rd)
-            jsd = jsd_mi(crit.score(ex, er, oh), crit.score(ex[batch.roll], er, oh))
-            (ce - jsd).backward()
-            opt_adv.step()
-            opt_crit.step()
+            jsd = jsd_mi(*crit.score_pair(crit.embed_x(x), crit.embed_r(rd), oh, batch.roll))
+            grads = torch.autograd.grad(ce - jsd, adv_p + crit_p)
+            _sgd_(adv_p, grads[: len(adv_p)], lr)
+            _sgd_(crit_p, grads[len(adv_p):], lr)
             stats["jsd_sum"] = jsd.detach() * len(u)
-        opt_th.zero_grad()
         loss = torch.zeros((), dtype=x.dtype, device=x.device)
         if self.lam > 0:
             loss = loss - self.lam * F.cross_entropy(adv(r), u)
         if self.lam < 1:
             with torch.no_grad():
                 ex = crit.embed_x(x)
-            er = crit.embed_r(r)
-            loss = loss - (1 - self.lam) * jsd_mi(crit.score(ex, er, oh), crit.score(ex[batch.roll], er, oh))
-        theta_params = list(theta.parameters())
-        grads = torch.autograd.grad(loss, theta_params)
-        for p, g in zip(theta_params, grads):
-            p.grad = g
-        opt_th.step()
+            loss = loss - (1 - self.lam) * jsd_mi(*crit.score_pair(ex, crit.embed_r(r), oh, batch.roll))
+        _sgd_(th_p, torch.autograd.grad(loss, th_p), lr)
         return stats
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
@@ -281,8 +265,7 @@ def pretrain_extractor(extractor: nn.Module, critic: MICritic, X: Tensor, u: Ten
             roll = (torch.arange(m, device=X.device) + 1) % m
             oh = F.one_hot(uu, critic.n_values).to(x.dtype)
             r = extractor(x)
-            ex, er = critic.embed_x(x), critic.embed_r(r)
-            jsd = jsd_mi(critic.score(ex, er, oh), critic.score(ex[roll], er, oh))
+            jsd = jsd_mi(*critic.score_pair(critic.embed_x(x), critic.embed_r(r), oh, roll))
             opt.zero_grad()
             (-jsd).backward()
             opt.step()

@@ -1,0 +1,122 @@
+"""FedAvg simulator speed: vectorised (all sampled devices in one set of batched tensor ops)
+against the sequential reference loop (one device after another, same modules, same batches),
+in the same process, on Adult-sized data with TAPPFL's local objective (λ = 0.5: adversary,
+critic and extractor steps every batch).
+
+Rows:
+- device-updates/s (one device-update = one device's full local training in a round) with
+  100 devices all training in one round, and with the paper's 10 % fraction (10 of 100);
+  1 local epoch, batch 10; vectorised / sequential ratio (target ≥ 10x at 100 devices);
+- the paper preset end to end (pretraining + 20 rounds × 10 of 100 devices × 10 local epochs
+  × batch 10; target < 2 minutes on 2 cores);
+- Flower's simulation, if installed (extra ``scale``).
+
+Data: real UCI Adult from ``$PRIVLAB_DATA_DIR`` or ``../shared/data/adult`` when present, else
+random data of Adult's shape (26,049 × 94) with a binary attribute.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.config import DataSpec, FedAvgSpec, TappflConfig
+from core.data.base import Dataset
+
+
+def _adult_dir() -> str:
+    env = os.environ.get("PRIVLAB_DATA_DIR")
+    if env:
+        return env
+    return str(Path(__file__).resolve().parents[2] / "shared" / "data" / "adult")
+
+
+def _data() -> tuple[DataSpec, Dataset, str]:
+    from core.data import load_dataset
+
+    spec = DataSpec(name="adult", data_dir=_adult_dir())
+    try:
+        return spec, load_dataset(spec, seed=0), "UCI Adult (real)"
+    except Exception as exc:  # noqa: BLE001 - fall back to Adult-shaped random data
+        rng = np.random.default_rng(0)
+        n, d = 32_561, 94
+        u = rng.integers(0, 2, n)
+        X = (rng.standard_normal((n, d)) + 0.5 * u[:, None] * (np.arange(d) < 5)).astype(np.float32)
+        idx = rng.permutation(n)
+        splits = {"train": np.sort(idx[:26_049]), "test": np.sort(idx[26_049:29_305]), "aux": np.sort(idx[29_305:])}
+        ds = Dataset(name="adult", X=X, y=rng.integers(0, 2, n), task_name="income", label_names=["<=50K", ">50K"],
+                     attributes={"sex": u}, attribute_values={"sex": ["Female", "Male"]},
+                     default_attribute="sex", splits=splits)
+        return spec, ds, f"random data of Adult's shape (Adult not loadable: {type(exc).__name__})"
+
+
+def _round_rate(spec: DataSpec, ds: Dataset, *, fraction: float, vectorised: bool, rounds: int) -> dict[str, float]:
+    """Device-updates/s of one FedAvg round (best of ``rounds`` rounds, after one warm-up)."""
+    from core.defenses.tappfl import train_tappfl
+
+    cfg = TappflConfig(
+        data=spec, tradeoff_lambda=0.5, pretrain_epochs=0,
+        fl=FedAvgSpec(num_devices=100, fraction_fit=fraction, rounds=rounds, local_epochs=1,
+                      batch_size=10, lr=0.01),
+    )
+    st = train_tappfl(cfg, ds, vectorised=vectorised)
+    secs = st.curves["round_seconds"]
+    k = st.curves["device_updates"][0]
+    best = min(secs[1:]) if len(secs) > 1 else secs[0]
+    return {"seconds_per_round": best, "device_updates_per_s": k / best, "devices": k}
+
+
+def main(quick: bool = False) -> dict[str, Any]:
+    import torch
+
+    from core.defenses.tappfl import paper_preset, train_tappfl
+
+    spec, ds, data_note = _data()
+    rows: list[dict[str, Any]] = []
+    ratios = {}
+    for label, frac in (("100 devices, all in one round", 1.0), ("paper fraction: 10 of 100 devices", 0.1)):
+        vec = _round_rate(spec, ds, fraction=frac, vectorised=True, rounds=3)
+        seq = _round_rate(spec, ds, fraction=frac if not quick else 0.1, vectorised=False, rounds=1)
+        ratio = vec["device_updates_per_s"] / seq["device_updates_per_s"]
+        ratios[frac] = ratio
+        rows.append({"case": label, "path": "vectorised", **vec})
+        rows.append({"case": label, "path": "sequential", **seq})
+        rows.append({"case": label, "path": "ratio vectorised/sequential", "device_updates_per_s": ratio})
+    cfg = paper_preset(spec)
+    if quick:
+        cfg = cfg.model_copy(update={"fl": cfg.fl.model_copy(update={"rounds": 2}), "pretrain_epochs": 1})
+    t0 = time.perf_counter()
+    st = train_tappfl(cfg, ds)
+    wall = time.perf_counter() - t0
+    note = "" if not quick else " (quick: 2 rounds, 1 pretraining epoch)"
+    rows.append({"case": "paper preset end to end" + note, "path": "vectorised", "seconds": wall,
+                 "round_seconds_mean": float(np.mean(st.curves["round_seconds"]))})
+    try:
+        import flwr  # noqa: F401
+
+        rows.append({"case": "Flower simulation", "path": "flwr", "note": "installed; adapter not implemented"})
+    except ImportError:
+        rows.append({"case": "Flower simulation", "path": "flwr", "note": "flwr not installed (pip install privlab[scale])"})
+    return {
+        "name": "fedavg_speed",
+        "rows": rows,
+        "notes": (
+            f"data: {data_note}; TAPPFL local objective at lambda=0.5 (Psi, Omega and Theta steps per "
+            f"batch), 1 local epoch, batch 10, torch intra-op threads=1 (the simulator's default), "
+            f"torch {torch.__version__}. Machines are noisy: compare the ratio, not absolute rates."
+        ),
+        "targets": {
+            "ratio_at_100_devices_ge_10": bool(ratios[1.0] >= 10),
+            "paper_preset_under_120_s": bool(wall < 120) if not quick else None,
+        },
+    }
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import json
+
+    print(json.dumps(main(quick=False), indent=1))
