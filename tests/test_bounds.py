@@ -96,11 +96,13 @@ def test_tappfl_bounds_flat_and_fast():
     assert d["bound_thm2_exact"] == pytest.approx(B.thm2_exact_bound(0.5 / math.log(2)))
     assert d["bound_thm2_exact_conservative"] == pytest.approx(B.thm2_exact_bound(0.6))
     m = B.tappfl_bounds(n_values=7, ce_nats=1.2)
-    assert (
-        m["bound_thm2_valid"] == 0.0
-        and math.isnan(m["bound_thm2_exact"])
-        and 0 < m["bound_fano"] < 1
-    )
+    assert m["bound_thm2_valid"] == 0.0 and 0 < m["bound_fano"] < 1
+    # not applicable -> NaN: Thm 2 at k = 7, Thm 1 without its ingredients
+    assert math.isnan(m["bound_thm2_exact"]) and math.isnan(m["bound_thm1_rhs"])
+    assert math.isnan(m["bound_thm1_vacuous"]) and set(m) == set(d)
+    for key in ("bound_thm1_delta", "bound_thm1_R", "bound_thm1_CL", "bound_thm1_adv"):
+        assert key in d  # the contract's names
+    assert d["bound_thm1_rhs"] == pytest.approx(0.2 - 2 * 4.0 * 0.5 * 0.3)
     assert dt < 0.05
     t0 = time.perf_counter()
     for _ in range(50):

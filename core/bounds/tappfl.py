@@ -280,7 +280,9 @@ def tappfl_bounds(
     C_L: float | None = None,
     adv: float | None = None,
 ) -> dict[str, float]:
-    """Flat ``bound_*`` floats for a Result from measured ingredients (missing ones give NaN).
+    """Flat ``bound_*`` floats for a Result from measured ingredients. Every key is always
+    present; values that do not apply (ingredient not given, Theorem 1/2 at k > 2) are NaN
+    (null in the Result JSON), with ``bound_thm2_valid`` 0/1 saying which.
 
     - ``bound_h_bits``: H(u|r) estimate from the attacker CE (optimistic, see caveat);
     - ``bound_thm2_paper`` / ``bound_thm2_exact``: Theorem 2 at that estimate (binary u only;
@@ -288,7 +290,9 @@ def tappfl_bounds(
     - ``bound_h_conservative_bits`` = H(u) − Î_upper and ``bound_thm2_exact_conservative`` when
       ``h_u_bits`` and ``mi_upper_bits`` are given;
     - ``bound_fano``: the k-ary Fano bound at the CE estimate (any k);
-    - ``bound_thm1_rhs``, ``bound_thm1_penalty``, ``bound_thm1_vacuous`` (0/1) and the inputs.
+    - ``bound_thm1_rhs``, ``bound_thm1_penalty``, ``bound_thm1_vacuous`` (0/1) and the inputs
+      ``bound_thm1_delta`` (Δ_{y|u}; alias ``bound_thm1_delta_y_u``), ``bound_thm1_R``,
+      ``bound_thm1_CL``, ``bound_thm1_adv`` (contract names).
     Caveat strings for ``info``: ``H_ESTIMATE_CAVEAT``, ``THM1_CAVEAT``, ``THM2_BINARY_ONLY``.
     """
     nan = float("nan")
@@ -324,6 +328,12 @@ def tappfl_bounds(
         )
     else:
         out.update(bound_thm1_rhs=nan, bound_thm1_penalty=nan, bound_thm1_vacuous=nan)
-    for name, v in (("delta_y_u", delta_y_u), ("R", R), ("C_L", C_L), ("adv", adv)):
+    for name, v in (
+        ("delta", delta_y_u),
+        ("delta_y_u", delta_y_u),
+        ("R", R),
+        ("CL", C_L),
+        ("adv", adv),
+    ):
         out[f"bound_thm1_{name}"] = nan if v is None else float(v)
     return out
