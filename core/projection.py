@@ -19,6 +19,7 @@ Numpy in, numpy out; no torch.
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 import warnings
@@ -110,12 +111,9 @@ def _validate(X: Any, method: str, seed: Any, max_points: Any, perplexity: float
 def _import_backend(method: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba / pynndescent import chatter
-        if method == "pca":
-            import sklearn.decomposition
-        elif method == "tsne":
-            import sklearn.manifold  # noqa: F401
-        else:
-            import umap  # noqa: F401
+        importlib.import_module(
+            {"pca": "sklearn.decomposition", "tsne": "sklearn.manifold", "umap": "umap"}[method]
+        )
 
 
 def _pca(X: np.ndarray, seed: int, out: Projection) -> np.ndarray:

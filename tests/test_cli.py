@@ -1,0 +1,174 @@
+"""The ``privlab`` command line: a few real subprocesses (exit codes, stdout/stderr contract)
+plus cheap in-process calls of ``core.cli.main`` for the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.cli import main
+from core.config import load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+DIGITS_PCA = str(ROOT / "examples" / "projection_digits_pca.yaml")
+MNIST_TSNE = str(ROOT / "examples" / "projection_mnist5k_tsne.yaml")
+
+
+def _console_script() -> list[str]:
+    script = Path(sys.executable).with_name("privlab")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "core.cli"]
+
+
+def cli(cache: Path, *args: str, module: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "core.cli"] if module else _console_script()
+    env = {**os.environ, "PRIVLAB_CACHE_DIR": str(cache)}
+    return subprocess.run([*cmd, *args], check=False, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def stored_runs(cache: Path) -> list[Path]:
+    return [p for p in (cache / "runs").glob("??/*")] if (cache / "runs").exists() else []
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_examples_validate(path):
+    assert load_config(path).kind in {"projection", "tappfl"}
+
+
+def test_run_cache_list_show_export(tmp_path):
+    cache = tmp_path / "cache"
+    first = cli(cache, "run", DIGITS_PCA, "--json")
+    assert first.returncode == 0, first.stderr
+    out = json.loads(first.stdout)  # stdout is JSON only
+    assert set(out) == {"key", "kind", "from_cache", "metrics"}
+    assert len(out["key"]) == 64 and out["kind"] == "projection" and out["from_cache"] is False
+    assert out["metrics"]["n_points"] == 1000 and 0 < out["metrics"]["trustworthiness"] <= 1
+
+    second = cli(cache, "run", DIGITS_PCA, "--json", module=True)  # also `python -m core.cli`
+    assert second.returncode == 0, second.stderr
+    again = json.loads(second.stdout)
+    assert again["from_cache"] is True and again["key"] == out["key"]
+    assert again["metrics"] == out["metrics"]
+    assert len(stored_runs(cache)) == 1
+
+    listed = cli(cache, "list", "--json")
+    assert listed.returncode == 0 and [r["key"] for r in json.loads(listed.stdout)] == [out["key"]]
+
+    shown = cli(cache, "show", out["key"][:8], "--json")
+    assert shown.returncode == 0, shown.stderr
+    meta = json.loads(shown.stdout)
+    assert meta["key"] == out["key"] and meta["config"]["method"] == "pca"
+    assert meta["artifacts"]["embedding"] == {"shape": [1000, 2], "dtype": "float32"}
+    assert meta["artifacts"]["label"]["shape"] == [1000]
+
+    csv = tmp_path / "runs.csv"
+    exported = cli(cache, "export", str(csv), "--format", "csv")
+    assert exported.returncode == 0, exported.stderr
+    lines = csv.read_text().splitlines()
+    assert len(lines) == 2 and "metrics.trustworthiness" in lines[0] and out["key"] in lines[1]
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["run", DIGITS_PCA, "--set", "method=bogus"], "method: got 'bogus'"),
+        (["run", "no/such/config.yaml"], "no/such/config.yaml"),
+        (["run", DIGITS_PCA, "--set", "max_points=5"], "max_points: got 5; allowed range 10 <= value"),
+    ],
+    ids=["bad-set", "missing-file", "out-of-range"],
+)
+def test_bad_input_is_one_line_exit_2_nothing_stored(tmp_path, args, needle):
+    cache = tmp_path / "cache"
+    proc = cli(cache, *args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("privlab: error: ") and needle in lines[0]
+    assert stored_runs(cache) == []
+
+
+def test_datasets_json(tmp_path):
+    proc = cli(tmp_path, "datasets", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert {"digits", "mnist5k", "faces", "synthetic", "adult"} <= set(rows)
+    assert rows["digits"]["available"] is True and rows["digits"]["kind"] == "image"
+    assert rows["adult"]["attributes"][0] == "sex"
+
+
+def test_ctrl_c_exits_130_and_stores_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    cmd = [*_console_script(), "run", MNIST_TSNE, "--progress", "lines"]
+    env = {**os.environ, "PRIVLAB_CACHE_DIR": str(cache)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:  # wait until the (multi-second) t-SNE has started
+            if "t-SNE on" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and out == ""
+    assert stored_runs(cache) == []
+
+
+# -- in-process (no subprocess start-up cost) -------------------------------------------------
+
+
+def test_in_process_errors_and_help(tmp_path, capsys):
+    cache = str(tmp_path / "c")
+    assert main(["show", "abcdef12", "--cache-dir", cache]) == 2
+    assert "privlab: error: key: no stored run matches 'abcdef12'" in capsys.readouterr().err
+    assert main(["show", "xyz", "--cache-dir", cache]) == 2  # malformed prefix
+    assert "key: got 'xyz'" in capsys.readouterr().err
+    assert main(["frobnicate"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert main(["run", DIGITS_PCA, "--set", "noequals", "--cache-dir", cache]) == 2
+    assert "--set: got 'noequals'" in capsys.readouterr().err
+    assert main(["run", DIGITS_PCA, "--set", "seed=[", "--cache-dir", cache]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: projection\nmethod: [unclosed\n")
+    assert main(["run", str(bad), "--cache-dir", cache]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+    bad.write_text("kind: projection\nsplitt: train\n")
+    assert main(["run", str(bad), "--cache-dir", cache]) == 2
+    assert "splitt: unknown field" in capsys.readouterr().err
+    assert main(["--help"]) == 0
+    assert "datasets" in capsys.readouterr().out
+    assert main(["list", "--cache-dir", cache]) == 0
+    assert "no stored runs" in capsys.readouterr().out
+
+
+def test_in_process_run_show_delete_export_json(tmp_path, capsys):
+    cache = str(tmp_path / "c")
+    args = ["run", DIGITS_PCA, "--set", "max_points=50", "--set", "split=test", "--cache-dir", cache]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "projection run" in out and "trustworthiness" in out and "key: " in out
+    key = out.rsplit("key: ", 1)[1].strip()
+    assert main(["list", "--cache-dir", cache]) == 0
+    assert key[:12] in capsys.readouterr().out
+    assert main(["show", key[:10], "--cache-dir", cache]) == 0
+    shown = capsys.readouterr().out
+    assert "embedding    float32 (50, 2)" in shown and "max_points: 50" in shown
+    dest = tmp_path / "out" / "runs.json"
+    assert main(["export", str(dest), "--cache-dir", cache]) == 0  # format from the suffix
+    assert "wrote 1 run to" in capsys.readouterr().out
+    assert json.loads(dest.read_text())[0]["key"] == key
+    assert main(["run", *args[1:], "--no-cache", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["from_cache"] is False
+    assert main(["delete", key[:8], "--cache-dir", cache]) == 0
+    capsys.readouterr()
+    assert main(["list", "--json", "--cache-dir", cache]) == 0
+    assert json.loads(capsys.readouterr().out) == []
