@@ -8,7 +8,9 @@ signature ``runner(config, progress: Progress) -> Result``.
 from __future__ import annotations
 
 import importlib
+import os
 import time
+from contextlib import contextmanager
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +34,40 @@ def get_runner(kind: str) -> Runner:
     return getattr(importlib.import_module(module), func)
 
 
+def compute_threads() -> int:
+    """Threads for BLAS / OpenMP / torch inside a run: ``$PRIVLAB_THREADS``, default 1.
+
+    Our problems are small (MLPs, logistic fits on ≤ 25k rows, t-SNE on ≤ 5k points): measured
+    on the 2-core machines, one thread was 3–15× faster than two whenever anything else ran
+    (spin-waiting OpenMP/OpenBLAS workers), and never much slower when idle.
+    """
+    try:
+        return max(1, int(os.environ.get("PRIVLAB_THREADS", "1")))
+    except ValueError:
+        return 1
+
+
+@contextmanager
+def thread_limits(n: int | None = None):
+    """Limit BLAS/OpenMP (threadpoolctl) and torch intra-op threads to ``n``, restoring after."""
+    from threadpoolctl import threadpool_limits
+
+    n = compute_threads() if n is None else n
+    torch = None
+    try:
+        import torch
+        before = torch.get_num_threads()
+        torch.set_num_threads(n)
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+    try:
+        with threadpool_limits(limits=n):
+            yield
+    finally:
+        if torch is not None:
+            torch.set_num_threads(before)
+
+
 def run(
     config: Any,
     progress: Progress | ProgressCallback | None = None,
@@ -47,7 +83,8 @@ def run(
     seed_everything(cfg.seed)
     t0 = time.perf_counter()
     prog.update(0.0, f"starting {cfg.kind}")
-    result = get_runner(cfg.kind)(cfg, prog)
+    with thread_limits():
+        result = get_runner(cfg.kind)(cfg, prog)
     result.timings.setdefault("total_s", time.perf_counter() - t0)
     result.key = cache_key(cfg)
     result.config = cfg.model_dump(mode="json")
