@@ -1,0 +1,13 @@
+"""Benchmarks: ``python -m benchmarks [NAME ...] [--quick]`` (DESIGN: Benchmarks).
+
+Each benchmark is a module with ``main(quick: bool = False) -> dict`` returning
+``{"name": str, "rows": list[dict], "notes": str, "targets": dict (optional)}``. Register it
+here with one line; the harness prints each as a table and writes ``benchmarks/results/NAME.json``.
+"""
+
+BENCHMARKS: dict[str, str] = {
+    "projection": "benchmarks.projection_bench:main",
+    "cache": "benchmarks.cache_bench:main",
+    "fedavg_speed": "benchmarks.fedavg_speed:main",
+    "tappfl_adult": "benchmarks.tappfl_adult:main",
+}
