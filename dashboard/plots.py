@@ -10,12 +10,12 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 PALETTE = px.colors.qualitative.Plotly + px.colors.qualitative.D3
-_MARGIN = dict(l=10, r=10, t=40, b=10)
+_MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 
 
 def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:
     fig.update_layout(title=title, height=height, margin=_MARGIN, template="plotly_white",
-                      legend=dict(itemsizing="constant"))
+                      legend={"itemsizing": "constant"})
     return fig
 
 
@@ -38,7 +38,7 @@ def scatter_figure(
         name = names[c] if 0 <= c < len(names) else str(c)
         fig.add_trace(go.Scattergl(
             x=emb[sel, 0], y=emb[sel, 1], mode="markers", name=f"{name} ({int(sel.sum())})",
-            marker=dict(size=marker_size, opacity=0.75, color=PALETTE[int(c) % len(PALETTE)]),
+            marker={"size": marker_size, "opacity": 0.75, "color": PALETTE[int(c) % len(PALETTE)]},
             hovertemplate=f"{legend_title or 'value'}: {name}<extra></extra>",
         ))
     fig.update_layout(legend_title_text=legend_title)
@@ -85,11 +85,11 @@ def image_grid_figure(
     for ann in fig.layout.annotations:
         idx = int(str(ann.text).split("=")[-1])
         ann.text = titles[idx] if idx < len(titles) else ""
-        ann.font = dict(size=11)
+        ann.font = {"size": 11}
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False)
     rows = int(np.ceil(n / cols))
-    fig.update_layout(height=rows * tile_px + 40, margin=dict(l=0, r=0, t=20, b=0),
+    fig.update_layout(height=rows * tile_px + 40, margin={"l": 0, "r": 0, "t": 20, "b": 0},
                       template="plotly_white")
     return fig
 
@@ -107,7 +107,7 @@ def lines_figure(
     fig = go.Figure()
     for i, (name, ys) in enumerate(series.items()):
         fig.add_trace(go.Scatter(x=list(x), y=list(ys), mode="lines+markers", name=name,
-                                 line=dict(color=PALETTE[i % len(PALETTE)])))
+                                 line={"color": PALETTE[i % len(PALETTE)]}))
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title)
     return _layout(fig, title, height)
@@ -144,13 +144,8 @@ def attack_bars_figure(
 
 
 def _curve(fn: Callable, hs: np.ndarray) -> np.ndarray:
-    try:
-        out = np.asarray(fn(hs), dtype=float)
-        if out.shape == hs.shape:
-            return out
-    except Exception:  # a scalar-only implementation: evaluate point by point
-        pass
-    return np.array([float(fn(float(h))) for h in hs])
+    """Evaluate a vectorised bound (core.bounds.tappfl functions take arrays) on ``hs``."""
+    return np.broadcast_to(np.asarray(fn(hs), dtype=float), hs.shape)
 
 
 def bounds_curve_figure(
@@ -179,9 +174,9 @@ def bounds_curve_figure(
     exact = _curve(exact_bound, hs)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=hs, y=paper, mode="lines", name="Thm 2, paper form",
-                             line=dict(color=PALETTE[0])))
+                             line={"color": PALETTE[0]}))
     fig.add_trace(go.Scatter(x=hs, y=exact, mode="lines", name="Thm 2, exact form 1−H₂⁻¹(H)",
-                             line=dict(color=PALETTE[1])))
+                             line={"color": PALETTE[1]}))
     if chance is not None:
         fig.add_hline(y=chance, line_dash="dot", line_color="gray",
                       annotation_text="chance", annotation_position="bottom left")
@@ -190,11 +185,11 @@ def bounds_curve_figure(
         fig.add_vline(x=h, line_dash="dash", line_color="black")
         pb, eb = float(_curve(paper_bound, np.array([h]))[0]), float(_curve(exact_bound, np.array([h]))[0])
         fig.add_trace(go.Scatter(x=[h, h], y=[pb, eb], mode="markers", name=f"bounds at Ĥ = {h:.3f}",
-                                 marker=dict(size=10, color="black", symbol="circle-open")))
+                                 marker={"size": 10, "color": "black", "symbol": "circle-open"}))
         if measured_acc is not None and np.isfinite(measured_acc):
             fig.add_trace(go.Scatter(x=[h], y=[measured_acc], mode="markers",
                                      name=f"measured attack acc {measured_acc:.3f}",
-                                     marker=dict(size=12, color=PALETTE[3], symbol="x")))
+                                     marker={"size": 12, "color": PALETTE[3], "symbol": "x"}))
     fig.update_xaxes(title="H(u | r) in bits", range=[0, 1])
     fig.update_yaxes(title="max attack accuracy", range=[0.4, 1.02])
     return _layout(fig, None, height)
@@ -217,15 +212,33 @@ def tradeoff_figure(
     fig.add_trace(go.Scatter(
         x=[p[x_key] for p in pts], y=[p[y_key] for p in pts], mode="lines+markers+text",
         text=[f"λ={p['lam']:g}" for p in pts], textposition="top center", name="cached λ",
-        marker=dict(size=9, color=PALETTE[0]), line=dict(dash="dot"),
+        marker={"size": 9, "color": PALETTE[0]}, line={"dash": "dot"},
     ))
     cur = [p for p in pts if current is not None and abs(p["lam"] - current) < 1e-9]
     if cur:
         fig.add_trace(go.Scatter(x=[cur[0][x_key]], y=[cur[0][y_key]], mode="markers",
                                  name=f"current λ={current:g}",
-                                 marker=dict(size=18, color=PALETTE[1], symbol="star")))
+                                 marker={"size": 18, "color": PALETTE[1], "symbol": "star"}))
     if chance is not None:
         fig.add_hline(y=chance, line_dash="dot", line_color="gray", annotation_text="chance")
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title)
     return _layout(fig, None, height)
+
+
+def roc_figure(
+    curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    title: str | None = None,
+    height: int = 340,
+) -> go.Figure:
+    """ROC curves (name -> (fpr, tpr)) with the chance diagonal."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
+                             line={"color": "gray", "dash": "dot"}))
+    for i, (name, (fpr, tpr)) in enumerate(curves.items()):
+        fig.add_trace(go.Scatter(x=list(map(float, fpr)), y=list(map(float, tpr)), mode="lines",
+                                 name=name, line={"color": PALETTE[i % len(PALETTE)]}))
+    fig.update_xaxes(title="false positive rate", range=[0, 1])
+    fig.update_yaxes(title="true positive rate", range=[0, 1])
+    return _layout(fig, title, height)

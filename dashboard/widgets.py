@@ -22,17 +22,25 @@ from typing import Any
 import streamlit as st
 
 from core.config import ConfigError, cache_key, parse_config
-from core.progress import CancelToken, Cancelled
+from core.progress import Cancelled, CancelToken
 from core.result import Result
-from dashboard.plots import (  # noqa: F401  (re-exported plot helpers)
+from dashboard.plots import (
     attack_bars_figure,
     bounds_curve_figure,
     counts_bar_figure,
     image_grid_figure,
     lines_figure,
+    roc_figure,
     scatter_figure,
     tradeoff_figure,
 )
+
+__all__ = [
+    "Job", "attack_bars_figure", "bounds_curve_figure", "counts_bar_figure", "get_store",
+    "image_grid_figure", "is_data_error", "lines_figure", "peek", "result_caption",
+    "roc_figure", "run_many_with_progress", "run_with_progress", "running_jobs_panel",
+    "scatter_figure", "tradeoff_figure", "validate",
+]
 
 _JOBS = "_privlab_jobs"  # cache key -> Job (running or just finished)
 _SLOTS = "_privlab_slots"  # label -> cache key of the slot's newest job
@@ -105,7 +113,7 @@ def _start(key: str, label: str, work: Callable[[Job], Any]) -> Job:
     def target() -> None:
         try:
             job.result = work(job)
-        except BaseException as exc:  # reported to the page by _finish
+        except BaseException as exc:  # noqa: BLE001 - reported to the page by _finish
             job.error = exc
             job.trace = traceback.format_exc()
         finally:

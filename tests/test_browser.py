@@ -31,6 +31,9 @@ CHROMIUM_ARGS = [
 ]
 
 
+_LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # localhost: no proxy
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -43,7 +46,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> No
         if proc.poll() is not None:
             raise RuntimeError(f"streamlit exited with code {proc.returncode}")
         try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+            with _LOCAL.open(url + "/_stcore/health", timeout=2) as r:
                 if r.status == 200 and r.read().strip() == b"ok":
                     return
         except OSError:

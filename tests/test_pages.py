@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
 TIMEOUT = 60
 sys.path.insert(0, str(Path(__file__).parent))
-from _tappfl_contract import contract_runner  # noqa: E402
+from _tappfl_contract import contract_runner
 
 
 @pytest.fixture
@@ -46,12 +46,23 @@ def has_chart(at: AppTest, key: str) -> bool:
     return any(key in k for k in chart_keys(at))
 
 
+def no_real_data(monkeypatch, empty: Path) -> None:
+    """Real data sets point at an empty directory and downloads fail at once (no network)."""
+    import core.data.files
+
+    def offline(url, dest, **kw):
+        raise OSError(f"network disabled in tests (would fetch {url})")
+
+    monkeypatch.setenv("PRIVLAB_DATA_DIR", str(empty))
+    monkeypatch.setattr(core.data.files, "download_file", offline)
+
+
 def tappfl_base(**over) -> dict:
     """The config the Attribute privacy page builds for its quick preset on synthetic/u."""
     cfg = {
         "kind": "tappfl", "seed": 0, "device": "auto",
         "data": {"name": "synthetic", "private_attribute": "u", "max_samples": 4000},
-        "defense": "tappfl", "adversary_steps": 1,
+        "defense": "tappfl", "adversary_steps": 1, "projection_points": 300,
         "fl": {"num_devices": 10, "rounds": 3, "fraction_fit": 0.5, "local_epochs": 1,
                "batch_size": 32, "lr": 0.01, "partition": "iid"},
     }
@@ -119,11 +130,7 @@ def test_data_page_digits_pca_plot(store):
 
 
 def test_data_page_missing_real_data_is_an_error_and_stores_nothing(store, tmp_path, monkeypatch):
-    monkeypatch.setenv("PRIVLAB_DATA_DIR", str(tmp_path / "empty"))
-    for var in ("https_proxy", "http_proxy", "HTTPS_PROXY", "HTTP_PROXY"):
-        monkeypatch.setenv(var, "http://127.0.0.1:9")  # no network: the download fails at once
-    monkeypatch.delenv("no_proxy", raising=False)
-    monkeypatch.delenv("NO_PROXY", raising=False)
+    no_real_data(monkeypatch, tmp_path / "empty")
     at = open_page("views/data.py")
     at.selectbox(key="data_dataset").set_value("adult").run()
     assert not at.exception
@@ -174,12 +181,49 @@ def test_attribute_page_shows_stored_results_and_nearest_lambda(store):
     assert len(store.list()) == 3
 
 
+def _tiny_settings(at: AppTest, **over) -> None:
+    """Page controls for a run of a few seconds: 2 devices, 1 round, 300 rows, no projection."""
+    values = {"ap_devices": 2, "ap_rounds": 1, "ap_fraction": 1.0, "ap_epochs": 1,
+              "ap_max_samples": 300, "ap_proj_points": 0, **over}
+    for key, v in values.items():
+        at.number_input(key=key).set_value(v)
+    at.run()
+    assert not at.exception, at.exception
+
+
+def test_attribute_page_run_button_runs_stores_and_shows(store):
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    _tiny_settings(at)
+    at.button(key="ap_run").click().run(timeout=240)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = store.list(kind="tappfl")
+    assert len(runs) == 1 and runs[0].config["fl"]["num_devices"] == 2
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["task accuracy on r (logistic head)"] != "n/a"
+    assert shown["best measured attack"] != "n/a"
+    for key in ("ap_attack_bars", "ap_roc", "ap_bounds_curve", "ap_curve_accs", "ap_tradeoff"):
+        assert has_chart(at, key), (key, chart_keys(at))
+    assert any("computed now" in c.value for c in at.caption)
+    # the same settings again: shown from the store at once, nothing recomputed
+    at.run()
+    assert any("from the cache" in c.value for c in at.caption)
+    assert len(store.list()) == 1
+
+
+def test_attribute_page_invalid_combination_errors_and_stores_nothing(store):
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    _tiny_settings(at, ap_devices=1000)  # more devices than training rows
+    at.button(key="ap_run").click().run(timeout=120)
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "Invalid settings" in errors and "fl.num_devices: got 1000" in errors, errors
+    assert store.list() == []
+
+
 def test_attribute_page_missing_real_data_run_errors_and_stores_nothing(store, tmp_path, monkeypatch):
-    monkeypatch.setenv("PRIVLAB_DATA_DIR", str(tmp_path / "empty"))
-    for var in ("https_proxy", "http_proxy", "HTTPS_PROXY", "HTTP_PROXY"):
-        monkeypatch.setenv(var, "http://127.0.0.1:9")
-    monkeypatch.delenv("no_proxy", raising=False)
-    monkeypatch.delenv("NO_PROXY", raising=False)
+    no_real_data(monkeypatch, tmp_path / "empty")
     at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("adult").run()
     assert any("adult" in w.value for w in at.warning)

@@ -24,6 +24,7 @@ from dashboard.widgets import (
     get_store,
     lines_figure,
     result_caption,
+    roc_figure,
     run_many_with_progress,
     run_with_progress,
     running_jobs_panel,
@@ -41,13 +42,17 @@ DEFENSES = {
     "pruning": "magnitude pruning of uploads",
 }
 LAMBDA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+_DEFAULTS = TappflConfig()
+_DEFAULTS_PROJ = _DEFAULTS.projection_points
 # preset -> widget values; "paper" is TAPPFL's setting (spec B8/B10: N=100, C=0.1, T=20, E=10,
 # B=10, lr=0.01); "quick" is sized for a 2-core CPU.
 PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"ap_devices": 10, "ap_rounds": 3, "ap_fraction": 0.5, "ap_epochs": 1,
-              "ap_adv_steps": 1, "ap_batch": 32, "ap_lr": 0.01, "ap_max_samples": 4000},
+              "ap_adv_steps": 1, "ap_batch": 32, "ap_lr": 0.01, "ap_max_samples": 4000,
+              "ap_proj_points": 300},
     "paper": {"ap_devices": 100, "ap_rounds": 20, "ap_fraction": 0.1, "ap_epochs": 10,
-              "ap_adv_steps": 1, "ap_batch": 10, "ap_lr": 0.01, "ap_max_samples": 0},
+              "ap_adv_steps": 1, "ap_batch": 10, "ap_lr": 0.01, "ap_max_samples": 0,
+              "ap_proj_points": _DEFAULTS_PROJ},
 }
 ATTACKERS = {
     "in_training": "in-training adversary Ψ",
@@ -58,7 +63,6 @@ ATTACKERS = {
     "raw_mlp": "raw x · MLP",
 }
 FRESH = ("in_training", "logreg", "mlp")
-_DEFAULTS = TappflConfig()
 
 
 def _apply_preset() -> None:
@@ -67,9 +71,9 @@ def _apply_preset() -> None:
 
 def _init_state() -> None:
     ss = st.session_state
-    if "ap_preset" not in ss:
-        ss["ap_preset"] = "quick"
-        ss.update(PRESETS["quick"])
+    ss.setdefault("ap_preset", "quick")
+    for k, v in PRESETS["quick"].items():
+        ss.setdefault(k, v)
     defaults = {
         "ap_lambda": _DEFAULTS.tradeoff_lambda, "ap_defense": "tappfl",
         "ap_eps": _DEFAULTS.dp.epsilon, "ap_delta": _DEFAULTS.dp.delta,
@@ -139,12 +143,14 @@ elif defense == "pruning":
               key="ap_prune")
 
 with st.expander("Advanced"):
-    a1, a2, a3, a4 = st.columns(4)
+    a1, a2, a3, a4, a5 = st.columns(5)
     a1.number_input("Local batch size", 1, 4096, step=1, key="ap_batch")
     a2.number_input("Learning rate", 1e-4, 10.0, step=0.005, format="%.4f", key="ap_lr")
     a3.selectbox("Partition", ["iid", "dirichlet", "attribute"], key="ap_partition")
     a4.number_input("Row cap (0 = all rows)", 0, 1_000_000, step=500, key="ap_max_samples",
                     help="Seeded, stratified subsample of the data set (speed).")
+    a5.number_input("Projection points (0 = none)", 0, 5000, step=100, key="ap_proj_points",
+                    help="Test rows embedded (t-SNE) for the raw vs learned plot.")
 
 
 def build_config(lam_value: float) -> dict[str, Any]:
@@ -157,6 +163,7 @@ def build_config(lam_value: float) -> dict[str, Any]:
                  "max_samples": cap if cap > 0 else None},
         "defense": defense,
         "adversary_steps": int(ss["ap_adv_steps"]),
+        "projection_points": int(ss["ap_proj_points"]),
         "fl": {"num_devices": int(ss["ap_devices"]), "rounds": int(ss["ap_rounds"]),
                "fraction_fit": float(ss["ap_fraction"]), "local_epochs": int(ss["ap_epochs"]),
                "batch_size": int(ss["ap_batch"]), "lr": float(ss["ap_lr"]),
@@ -240,15 +247,20 @@ for who, title in ATTACKERS.items():
         gap = vals["acc"] - chance
     rows_att.append({"attacker": title, **vals, "gap to chance": gap})
 if rows_att:
-    left, right = st.columns([1.1, 1])
     table = pd.DataFrame(rows_att).rename(columns={"acc": "accuracy", "bacc": "balanced acc",
                                                    "auc": "AUC", "adv": "advantage"})
-    left.dataframe(table, hide_index=True, width="stretch", column_config={
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in table.columns if c != "attacker"})
-    left.caption(f"Chance = {fmt(chance)} (1/k, k = {k} values of {attr}). The raw-x rows are "
-                 "attacks against the undefended data: the leakage the defense starts from.")
-    right.plotly_chart(attack_bars_figure(rows_att, chance=chance), width="stretch",
-                       key="ap_attack_bars")
+    st.caption(f"Chance = {fmt(chance)} (1/k, k = {k} values of {attr}). The raw-x rows are "
+               "attacks against the undefended data: the leakage the defense starts from.")
+    left, right = st.columns(2)
+    left.plotly_chart(attack_bars_figure(rows_att, chance=chance, title="attack scores"),
+                      width="stretch", key="ap_attack_bars")
+    rocs = {ATTACKERS[w]: (result.artifacts[f"roc_{w}_fpr"], result.artifacts[f"roc_{w}_tpr"])
+            for w in FRESH if f"roc_{w}_fpr" in result.artifacts and f"roc_{w}_tpr" in result.artifacts}
+    if rocs:
+        right.plotly_chart(roc_figure(rocs, title="ROC on the test representations"),
+                           width="stretch", key="ap_roc")
 else:
     st.warning("This result has no attack metrics.")
 st.caption("Why can a fresh attacker beat the in-training adversary? The encoder is trained to "

@@ -24,11 +24,11 @@ st.markdown(
 st.subheader("Pages")
 PAGE_LINES = [
     ("views/data.py", "Data & projections", ":material/scatter_plot:",
-     "sample images or the table, label and private-attribute balance, PCA / t-SNE / UMAP "
-     "coloured by label or attribute."),
+     ("sample images or the table, label and private-attribute balance, PCA / t-SNE / UMAP "
+     "coloured by label or attribute.")),
     ("views/attribute_privacy.py", "Attribute privacy (FL)", ":material/group_work:",
-     "TAPPFL in a FedAvg loop against DP-Gaussian, DP-Laplace and pruning; in-training vs fresh "
-     "attackers; Theorem 1 and 2 bounds; the λ tradeoff."),
+     ("TAPPFL in a FedAvg loop against DP-Gaussian, DP-Laplace and pruning; in-training vs fresh "
+     "attackers; Theorem 1 and 2 bounds; the λ tradeoff.")),
     ("views/history.py", "History", ":material/history:",
      "every stored run: inspect its metrics and config, delete, export CSV / JSON."),
 ]
@@ -68,18 +68,18 @@ st.markdown("The papers reuse letters for different things; privlab names them a
 GLOSSARY = [
     ("λ (TAPPFL, Inf2Guard)", "privacy weight",
      "weight of the privacy term in the encoder's loss: 0 = utility only, 1 = privacy only."),
-    ("λ (FIL)", "L2 regulariser", "strength of the L2 penalty of the linear / logistic model; "
-     "not a privacy weight."),
-    ("κ (channel capacity)", "capacity in nats", "information the noise channel lets through per "
-     "round; smaller κ = more noise, a higher reconstruction-error floor."),
-    ("ε (Inf2Guard)", "noise scale", "magnitude of the learned perturbation δ = ε·tanh(u) against "
-     "reconstruction; not a privacy budget."),
-    ("ε, δ (DP)", "privacy budget", "differential-privacy guarantee of a mechanism; smaller ε = "
-     "more private; the ε readout names its accountant."),
-    ("H(u | r)", "conditional entropy (bits)", "uncertainty left about the private attribute u "
-     "given the representation r; TAPPFL Theorem 2 bounds any attacker's accuracy by it."),
-    ("η (FIL)", "Fisher information loss", "how much the released model reveals about an example "
-     "or attribute; an unbiased reconstruction has variance ≥ 1/η²."),
+    ("λ (FIL)", "L2 regulariser", ("strength of the L2 penalty of the linear / logistic model; "
+     "not a privacy weight.")),
+    ("κ (channel capacity)", "capacity in nats", ("information the noise channel lets through per "
+     "round; smaller κ = more noise, a higher reconstruction-error floor.")),
+    ("ε (Inf2Guard)", "noise scale", ("magnitude of the learned perturbation δ = ε·tanh(u) against "
+     "reconstruction; not a privacy budget.")),
+    ("ε, δ (DP)", "privacy budget", ("differential-privacy guarantee of a mechanism; smaller ε = "
+     "more private; the ε readout names its accountant.")),
+    ("H(u | r)", "conditional entropy (bits)", ("uncertainty left about the private attribute u "
+     "given the representation r; TAPPFL Theorem 2 bounds any attacker's accuracy by it.")),
+    ("η (FIL)", "Fisher information loss", ("how much the released model reveals about an example "
+     "or attribute; an unbiased reconstruction has variance ≥ 1/η².")),
 ]
 st.dataframe(pd.DataFrame(GLOSSARY, columns=["symbol", "name", "meaning"]), hide_index=True,
              width="stretch")
