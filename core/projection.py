@@ -8,8 +8,8 @@ Thin, validated wrappers over scikit-learn (``PCA``, ``TSNE``) and umap-learn (`
   ``(m - 1) / 3`` (each point needs about 3·perplexity neighbours) and UMAP's ``n_neighbors`` to
   ``m - 1`` — and every clip is recorded as a note;
 - runs are deterministic for a given seed: t-SNE uses PCA initialisation and a fixed
-  ``random_state`` (its Barnes–Hut gradient is exact per point, so using all cores does not
-  change the result); UMAP gets ``random_state=seed``, which makes umap-learn run
+  ``random_state`` (its Barnes–Hut gradient is exact per point, so using all cores — which it
+  does from 1,000 points on — does not change the result); UMAP gets ``random_state=seed``, which makes umap-learn run
   single-threaded (the parallel mode is not reproducible; ``benchmarks/projection_bench.py``
   measures both).
 
@@ -32,6 +32,7 @@ from core.progress import Progress
 
 Method = Literal["pca", "tsne", "umap"]
 METHODS: tuple[str, ...] = ("pca", "tsne", "umap")
+TSNE_PARALLEL_MIN_POINTS = 1000  # t-SNE uses every usable core from this many points on
 
 
 @dataclass
@@ -140,7 +141,9 @@ def _tsne(X: np.ndarray, seed: int, perplexity: float, out: Projection) -> np.nd
     if eff < perplexity:
         out.notes.append(f"perplexity clipped from {perplexity:g} to {eff:.4g} = (m-1)/3 for m={m} points")
     init = "pca" if d >= 2 else "random"
-    jobs = n_cores()
+    # below ~1,000 points the OpenMP overhead outweighs the second core (and spinning threads
+    # suffer badly on a shared, oversubscribed machine); results are identical either way
+    jobs = n_cores() if m >= TSNE_PARALLEL_MIN_POINTS else 1
     tsne = TSNE(n_components=2, perplexity=eff, init=init, learning_rate="auto",
                 random_state=seed, n_jobs=jobs)
     with warnings.catch_warnings():

@@ -172,3 +172,41 @@ def test_in_process_run_show_delete_export_json(tmp_path, capsys):
     capsys.readouterr()
     assert main(["list", "--json", "--cache-dir", cache]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+# -- the benchmark harness (`python -m benchmarks`), with stand-in benchmarks -------------------
+
+
+def test_benchmark_harness_tables_json_and_failures(tmp_path, monkeypatch, capsys):
+    import types
+
+    # opacus ships a top-level `benchmarks` package into site-packages; ours is the repo's
+    # (`python -m benchmarks` run from the repo root finds it first, pytest does not)
+    monkeypatch.syspath_prepend(str(ROOT))
+    for mod in [m for m in sys.modules if m == "benchmarks" or m.startswith("benchmarks.")]:
+        monkeypatch.delitem(sys.modules, mod)
+    from benchmarks import BENCHMARKS
+    from benchmarks.__main__ import main as bench_main
+
+    assert Path(sys.modules["benchmarks"].__file__).parent == ROOT / "benchmarks"
+
+    fake = types.ModuleType("privlab_fake_bench")
+    fake.main = lambda quick=False: {"name": "fake", "rows": [{"case": "a", "seconds": 0.5}],
+                                     "notes": "n", "targets": {"under_1_s": True}}
+    fake.broken = lambda quick=False: 1 / 0
+    monkeypatch.setitem(sys.modules, "privlab_fake_bench", fake)
+    monkeypatch.setitem(BENCHMARKS, "fake", "privlab_fake_bench:main")
+    monkeypatch.setitem(BENCHMARKS, "broken", "privlab_fake_bench:broken")
+    assert all(":" in v for v in BENCHMARKS.values())
+
+    assert bench_main(["fake", "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "== fake ==" in out and "seconds" in out and "under_1_s" in out
+    rec = json.loads((tmp_path / "fake.json").read_text())
+    assert rec["rows"] == [{"case": "a", "seconds": 0.5}] and rec["quick"] is False
+    assert rec["machine"]["cpu_count"] >= 1 and rec["machine"]["numpy"] and "date" in rec["machine"]
+
+    assert bench_main(["fake", "broken", "--quick", "--results-dir", str(tmp_path)]) == 1
+    assert "ZeroDivisionError" in capsys.readouterr().out
+    assert (tmp_path / "fake.quick.json").exists() and not (tmp_path / "broken.quick.json").exists()
+    assert bench_main(["nope", "--results-dir", str(tmp_path)]) == 2
