@@ -1,7 +1,8 @@
 """Vectorised FedAvg round: all K sampled devices train at once on device-stacked parameters.
 
 Θ is copied K times into tensors with a leading device dimension, the sampled devices' rows of
-the private parameters (Ψ, Ω) are gathered likewise, and every local step is a handful of
+the private parameters (Ψ, Ω) are gathered likewise (linear weights transposed to (K, in, out)
+for faster batched products, :func:`core.nn.to_batched_layout`), and every local step is a handful of
 batched products over (K, B, ·) tensors (the objective's ``stacked_step``, which uses the
 modules' ``fforward`` → ``torch.baddbmm``). Because the devices' losses are independent, the
 gradient of their **sum** w.r.t. the stacked parameters is each device's own gradient, so one
@@ -20,17 +21,22 @@ import torch
 from torch import Tensor
 
 from core.fl.fedavg import FedAvgState, LocalObjective, Params, RoundPlan, StackedBatch
+from core.nn import from_batched_layout, to_batched_layout
 from core.progress import Progress
 
 
 def stack_rows(params: Params, rows: Tensor) -> Params:
-    """Copy of the given device rows of stacked parameters, as fresh leaves requiring grad."""
-    return {n: v.index_select(0, rows).clone().requires_grad_(True) for n, v in params.items()}
+    """Copy of the given device rows of stacked parameters."""
+    return {n: v.detach().index_select(0, rows) for n, v in params.items()}
 
 
 def repeat_params(params: Params, k: int) -> Params:
-    """K copies of one parameter set, stacked, as fresh leaves requiring grad."""
-    return {n: v.detach().unsqueeze(0).repeat(k, *([1] * v.dim())).requires_grad_(True) for n, v in params.items()}
+    """K copies of one parameter set, stacked."""
+    return {n: v.detach().unsqueeze(0).repeat(k, *([1] * v.dim())) for n, v in params.items()}
+
+
+def _leaves(params: Params) -> Params:
+    return {n: v.contiguous().requires_grad_(True) for n, v in params.items()}
 
 
 def _progress_every(t: int) -> int:
@@ -52,8 +58,8 @@ def train_round_vectorised(
     k = len(plan.devices)
     dev = plan.index.device
     rows = torch.as_tensor(plan.devices, dtype=torch.long, device=dev)
-    theta = repeat_params(glob, k)
-    private = {name: stack_rows(p, rows) for name, p in state.private.items()}
+    theta = _leaves(to_batched_layout(repeat_params(glob, k)))
+    private = {name: _leaves(to_batched_layout(stack_rows(p, rows))) for name, p in state.private.items()}
     totals: dict[str, Tensor] = {}
     t_max = int(np.max(plan.steps)) if k else 0
     every = _progress_every(t_max)
@@ -75,7 +81,7 @@ def train_round_vectorised(
             progress.update((s + 1) / t_max, f"round {plan.round}: local step {s + 1}/{t_max}")
     with torch.no_grad():
         for name, p in private.items():
-            for n, v in p.items():
-                state.private[name][n].index_copy_(0, rows, v.detach())
+            for n, v in from_batched_layout({n: v.detach() for n, v in p.items()}).items():
+                state.private[name][n].index_copy_(0, rows, v)
     totals = {n: v.detach().sum(0) for n, v in totals.items()}
-    return {n: v.detach() for n, v in theta.items()}, totals
+    return from_batched_layout({n: v.detach() for n, v in theta.items()}), totals
