@@ -28,23 +28,78 @@ layer modules directly, so the sequential FedAvg path is an independent referenc
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 
+_REC = threading.local()
+
+
+@contextmanager
+def record_linear() -> Iterator[list[tuple[dict[str, Tensor], str, Tensor, Tensor]]]:
+    """Record every **stacked** :func:`flinear` call in the block as (params, name, x, y).
+
+    The vectorised FedAvg path trains without parameter gradients: it asks autograd only for
+    dL/dy of each recorded layer output and applies the SGD step fused into the weights,
+    W ← W − lr·xᵀ(dL/dy), with one in-place ``baddbmm_`` (:func:`sgd_from_records`). That
+    never materialises the (K, in, out) gradient tensors, whose allocation and memory traffic
+    dominated a step for batch-10 devices. Recorded outputs are made to require grad.
+    """
+    prev = getattr(_REC, "records", None)
+    _REC.records = []
+    try:
+        yield _REC.records
+    finally:
+        _REC.records = prev
+
+
+def _record(params: dict[str, Tensor], name: str, x: Tensor, y: Tensor) -> Tensor:
+    rec = getattr(_REC, "records", None)
+    if rec is not None and y.dim() == 3 and torch.is_grad_enabled():
+        if not y.requires_grad:
+            y.requires_grad_(True)
+        rec.append((params, name, x, y))
+    return y
+
+
+@torch.no_grad()
+def sgd_from_records(records, grads, lr: float) -> None:
+    """Plain SGD on the stacked layers of ``records`` given dL/dy for each: per layer use,
+    W −= lr·xᵀ·dy and b −= lr·Σ_rows dy (a weight used twice gets both terms, as autograd
+    would sum them). ``grads`` may hold None for unused outputs."""
+    for (params, name, x, _), g in zip(records, grads):
+        if g is None:
+            continue
+        x = x.detach()
+        wt = params.get(f"{name}.weight_t")
+        if wt is not None:
+            wt.baddbmm_(x.transpose(1, 2), g, alpha=-lr)
+        else:
+            params[f"{name}.weight"].baddbmm_(g.transpose(1, 2), x, alpha=-lr)
+        b = params.get(f"{name}.bias")
+        if b is not None:
+            b.sub_(g.sum(1), alpha=lr)
+
+
 def flinear(x: Tensor, params: dict[str, Tensor], name: str) -> Tensor:
     """``nn.Linear`` ``name`` applied functionally. Stacked weights run as one ``baddbmm`` on x
     of shape (K, B, in): either ``name.weight`` (K, out, in) or, faster, ``name.weight_t``
-    (K, in, out) contiguous (see :func:`to_batched_layout`)."""
-    b = params[f"{name}.bias"]
+    (K, in, out) contiguous (see :func:`to_batched_layout`). Stacked calls are recorded
+    inside :func:`record_linear`."""
+    b = params.get(f"{name}.bias")
     wt = params.get(f"{name}.weight_t")
     if wt is not None:
-        return torch.baddbmm(b.unsqueeze(1), x, wt)
+        y = torch.bmm(x, wt) if b is None else torch.baddbmm(b.unsqueeze(1), x, wt)
+        return _record(params, name, x, y)
     w = params[f"{name}.weight"]
     if w.dim() == 3:
-        return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
+        y = torch.bmm(x, w.transpose(1, 2)) if b is None else torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
+        return _record(params, name, x, y)
     return F.linear(x, w, b)
 
 
@@ -252,7 +307,7 @@ class MICritic(nn.Module):
                     roll: Tensor) -> tuple[Tensor, Tensor]:
         """Joint and rolled-marginal scores. Unstacked: ``roll`` (B,) row indices. Stacked
         (ex of shape (K, B, h)): ``roll`` (K, B) row indices within each device's batch."""
-        ax = _flinear_nobias(ex, p, "head_x")
+        ax = flinear(ex, p, "head_x")
         c = flinear(torch.cat([er, u_onehot], dim=-1), p, "head_ru")
         if ax.dim() == 3:
             k, b, h = ax.shape
@@ -261,14 +316,6 @@ class MICritic(nn.Module):
         else:
             ax_m = ax[roll]
         return flinear(F.relu(ax + c), p, "out").squeeze(-1), flinear(F.relu(ax_m + c), p, "out").squeeze(-1)
-
-
-def _flinear_nobias(x: Tensor, params: dict[str, Tensor], name: str) -> Tensor:
-    wt = params.get(f"{name}.weight_t")
-    if wt is not None:
-        return torch.bmm(x, wt)
-    w = params[f"{name}.weight"]
-    return torch.bmm(x, w.transpose(1, 2)) if w.dim() == 3 else F.linear(x, w)
 
 
 def jsd_mi(t_joint: Tensor, t_marginal: Tensor, weight: Tensor | None = None) -> Tensor:

@@ -82,11 +82,9 @@ class _ShiftObjective:
         self.private: dict[str, nn.Module] = {}
 
     def stacked_step(self, theta, private, batch, lr):
-        w = theta["weight"]
-        loss = -((batch.fields["x"] * batch.weight).sum(1) * w.reshape(-1)).sum()  # sum of per-device losses
-        g, = torch.autograd.grad(loss, [w])
-        with torch.no_grad():
-            w -= lr * g
+        w = theta["weight"]  # (K, 1, 1), a plain tensor: the objective does its own SGD
+        g = -(batch.fields["x"] * batch.weight).sum(1)  # per-device d/dθ of −mean(x)·θ
+        w -= lr * g.view(-1, 1, 1)
         return {"rows": batch.mask.sum(1)}
 
     def module_step(self, theta, private, batch, lr):

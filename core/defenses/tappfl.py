@@ -42,7 +42,7 @@ from core.fl.fedavg import (
     run_fedavg,
     torch_threads,
 )
-from core.nn import AttributeAdversary, Encoder, MICritic, jsd_mi
+from core.nn import AttributeAdversary, Encoder, MICritic, jsd_mi, record_linear, sgd_from_records
 from core.progress import Progress
 
 #: central pretraining (spec B8 step 0): batch size and Adam learning rate
@@ -101,19 +101,33 @@ class TappflObjective:
     # -- vectorised form ------------------------------------------------------------------
     def stacked_step(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
                      lr: float) -> dict[str, Tensor]:
+        """All K devices' step at once. Gradients come from autograd w.r.t. each stacked
+        linear layer's output, and SGD is applied fused into the weights
+        (:func:`core.nn.record_linear` / :func:`core.nn.sgd_from_records`); the parameters
+        themselves never require grad."""
         enc, advm, crit = self.shared, self.private["adversary"], self.private["critic"]
         adv, cri = private["adversary"], private["critic"]
         x, u, w, mask = batch.fields["x"], batch.fields["u"], batch.weight, batch.mask
         k, b = u.shape
         oh = F.one_hot(u, self.n_values).to(x.dtype)
-        r = enc.fforward(theta, x, batch.dropout)
+        with record_linear() as enc_rec:
+            r = enc.fforward(theta, x, batch.dropout)
+        if not enc_rec:
+            raise NotImplementedError(
+                "the vectorised TAPPFL step needs an MLP extractor built from core.nn.flinear "
+                "(core.nn.Encoder); set fl.vectorised=false for other extractors")
         rd = r.detach()
-        adv_list, cri_list = list(adv.values()), list(cri.values())
         stats: dict[str, Tensor] = {}
         for a in range(self.adversary_steps):
-            logits = advm.fforward(adv, rd)
-            ce_rows = F.cross_entropy(logits.reshape(k * b, -1), u.reshape(-1), reduction="none").view(k, b)
-            ce = (ce_rows * w).sum(1)
+            last = a == self.adversary_steps - 1
+            with record_linear() as rec:
+                logits = advm.fforward(adv, rd)
+                ce_rows = F.cross_entropy(logits.reshape(k * b, -1), u.reshape(-1), reduction="none").view(k, b)
+                loss = (ce_rows * w).sum()
+                if last:
+                    jsd = jsd_mi(*crit.fscore_pair(cri, crit.fembed_x(cri, x), crit.fembed_r(cri, rd), oh,
+                                                    batch.roll), w)
+                    loss = loss - jsd.sum()
             if a == 0:
                 with torch.no_grad():
                     hit = (logits.argmax(-1) == u).to(x.dtype) * mask
@@ -121,16 +135,10 @@ class TappflObjective:
                     stats["rows"] = mask.sum(1)
                     stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(1)
                     stats["rows_by_class"] = (oh * mask.unsqueeze(-1)).sum(1)
-            if a < self.adversary_steps - 1:
-                _sgd_(adv_list, torch.autograd.grad(ce.sum(), adv_list), lr)
-                continue
-            ex = crit.fembed_x(cri, x)
-            er = crit.fembed_r(cri, rd)
-            jsd = jsd_mi(*crit.fscore_pair(cri, ex, er, oh, batch.roll), w)
-            grads = torch.autograd.grad((ce - jsd).sum(), adv_list + cri_list)
-            _sgd_(adv_list, grads[: len(adv_list)], lr)
-            _sgd_(cri_list, grads[len(adv_list):], lr)
-            stats["jsd_sum"] = jsd.detach() * mask.sum(1)
+            if last:
+                stats["jsd_sum"] = jsd.detach() * mask.sum(1)
+            ys = [y for *_, y in rec]
+            sgd_from_records(rec, torch.autograd.grad(loss, ys, allow_unused=True), lr)
         # extractor step with the updated Ψ, Ω: minimise −λ·CE − (1−λ)·I_JSD
         loss = torch.zeros((), dtype=x.dtype, device=x.device)
         if self.lam > 0:
@@ -143,8 +151,8 @@ class TappflObjective:
             er = crit.fembed_r(cri, r)
             jsd = jsd_mi(*crit.fscore_pair(cri, ex, er, oh, batch.roll), w)
             loss = loss - (1 - self.lam) * jsd.sum()
-        th_list = list(theta.values())
-        _sgd_(th_list, torch.autograd.grad(loss, th_list), lr)
+        ys = [y for *_, y in enc_rec]
+        sgd_from_records(enc_rec, torch.autograd.grad(loss, ys, allow_unused=True), lr)
         return stats
 
     # -- reference form: plain modules, one device ----------------------------------------
@@ -287,14 +295,21 @@ def _check_devices(cfg: TappflConfig, n_train: int) -> None:
 
 def build_partition(cfg: TappflConfig, ds: Dataset) -> list[np.ndarray]:
     """Split the train split's rows over ``cfg.fl.num_devices`` devices (cfg.fl.partition);
-    returns dataset row indices per device."""
+    returns dataset row indices per device. ``iid`` ignores the task label; ``dirichlet``
+    uses it to skew the data layout (label skew) — the training objective never sees it."""
     from core.data import partition
 
     train = ds.split("train")
     _check_devices(cfg, len(train))
     u = ds.attribute(cfg.data.private_attribute)[train]
-    parts = partition(ds.y[train], num_clients=cfg.fl.num_devices, scheme=cfg.fl.partition,
-                      alpha=cfg.fl.alpha, attribute=u, seed=cfg.seed)
+    try:
+        parts = partition(ds.y[train], num_clients=cfg.fl.num_devices, scheme=cfg.fl.partition,
+                          alpha=cfg.fl.alpha, attribute=u, seed=cfg.seed)
+    except ValueError as exc:
+        raise ConfigError([
+            f"fl.partition: {cfg.fl.partition!r} with fl.num_devices={cfg.fl.num_devices} and "
+            f"fl.alpha={cfg.fl.alpha:g} cannot split {len(train)} training rows ({exc})"
+        ]) from None
     return [train[p] for p in parts]
 
 

@@ -186,6 +186,12 @@ class LocalObjective(Protocol):
     statistics (sums over the step's valid rows) as tensors — shape (K, ...) for the stacked
     form, (...) for the module form; the simulator adds them up over the round and
     :meth:`round_metrics` turns the totals into the round's curve values.
+
+    ``stacked_step`` receives plain tensors (not requiring grad) with a leading device dim K;
+    2-D linear weights arrive as ``<layer>.weight_t`` in (K, in, out) layout
+    (:func:`core.nn.to_batched_layout`); the objective computes its gradients as it likes
+    (TAPPFL: autograd w.r.t. layer outputs + fused updates, :func:`core.nn.record_linear`).
+    ``module_step`` receives the ordinary modules loaded with one device's parameters.
     """
 
     shared: nn.Module

@@ -36,7 +36,7 @@ def repeat_params(params: Params, k: int) -> Params:
 
 
 def _leaves(params: Params) -> Params:
-    return {n: v.contiguous().requires_grad_(True) for n, v in params.items()}
+    return {n: v.contiguous() for n, v in params.items()}
 
 
 def _progress_every(t: int) -> int:
