@@ -119,12 +119,13 @@ def attack_bars_figure(
     measures: Sequence[str] = ("acc", "bacc", "auc"),
     chance: float | None = None,
     title: str | None = None,
-    height: int = 340,
+    height: int = 360,
 ) -> go.Figure:
-    """Grouped bars: one group per attacker, one bar per measure; the chance level as a line."""
+    """Grouped bars: one group per attacker (``row["short"]`` or ``row["attacker"]``), one bar
+    per measure; the chance level as a dotted line."""
     labels = {"acc": "accuracy", "bacc": "balanced accuracy", "auc": "AUC"}
     fig = go.Figure()
-    who = [str(r["attacker"]) for r in rows]
+    who = [str(r.get("short") or r["attacker"]) for r in rows]
     for i, m in enumerate(measures):
         ys = [r.get(m) for r in rows]
         if all(v is None for v in ys):
@@ -132,15 +133,17 @@ def attack_bars_figure(
         fig.add_trace(go.Bar(
             x=who, y=[np.nan if v is None else v for v in ys], name=labels.get(m, m),
             marker_color=PALETTE[i % len(PALETTE)],
-            text=[("" if v is None or not np.isfinite(v) else f"{v:.3f}") for v in ys],
-            textposition="outside",
+            hovertemplate="%{x}: %{y:.3f}<extra>" + labels.get(m, m) + "</extra>",
         ))
     if chance is not None:
         fig.add_hline(y=chance, line_dash="dot", line_color="gray",
-                      annotation_text=f"chance {chance:.3f}", annotation_position="top left")
+                      annotation_text=f"chance {chance:.2f}", annotation_position="top left")
     fig.update_layout(barmode="group")
-    fig.update_yaxes(range=[0, 1.08], title="attack score")
-    return _layout(fig, title, height)
+    fig.update_yaxes(range=[0, 1.02], title="attack score")
+    fig.update_xaxes(tickangle=0)
+    _layout(fig, title, height)
+    fig.update_layout(legend={"orientation": "h", "y": -0.15, "x": 0})
+    return fig
 
 
 def _curve(fn: Callable, hs: np.ndarray) -> np.ndarray:
@@ -155,14 +158,15 @@ def bounds_curve_figure(
     chance: float | None = 0.5,
     paper_bound: Callable | None = None,
     exact_bound: Callable | None = None,
+    what_if: float | None = None,
     n: int = 201,
-    height: int = 340,
+    height: int = 400,
 ) -> go.Figure:
     """TAPPFL Theorem 2 bound on any attacker's accuracy vs H(u|r) in bits, both forms.
 
     Paper (Calabro) form 1 − H/(2·log2(6/H)) and exact form 1 − H₂⁻¹(H), evaluated by the pure
     functions of :mod:`core.bounds.tappfl`; the current H estimate is marked on both curves and
-    the measured attack accuracy drawn at that H.
+    the measured attack accuracy drawn at that H; ``what_if`` marks a user-chosen H as well.
     """
     if paper_bound is None or exact_bound is None:
         from core.bounds.tappfl import thm2_exact_bound, thm2_paper_bound
@@ -190,9 +194,16 @@ def bounds_curve_figure(
             fig.add_trace(go.Scatter(x=[h], y=[measured_acc], mode="markers",
                                      name=f"measured attack acc {measured_acc:.3f}",
                                      marker={"size": 12, "color": PALETTE[3], "symbol": "x"}))
-    fig.update_xaxes(title="H(u | r) in bits", range=[0, 1])
+    if what_if is not None and (h_estimate is None or abs(what_if - h_estimate) > 1e-9):
+        w = float(np.clip(what_if, 1e-4, 1.0))
+        wb = [float(_curve(f, np.array([w]))[0]) for f in (paper_bound, exact_bound)]
+        fig.add_trace(go.Scatter(x=[w, w], y=wb, mode="markers", name=f"bounds at what-if H = {w:.2f}",
+                                 marker={"size": 10, "color": PALETTE[4], "symbol": "diamond"}))
+    fig.update_xaxes(title="H(u | r) in bits", range=[0, 1.0])
     fig.update_yaxes(title="max attack accuracy", range=[0.4, 1.02])
-    return _layout(fig, None, height)
+    _layout(fig, None, height)
+    fig.update_layout(legend={"orientation": "h", "y": -0.2, "x": 0})
+    return fig
 
 
 def tradeoff_figure(
@@ -230,7 +241,7 @@ def roc_figure(
     curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     *,
     title: str | None = None,
-    height: int = 340,
+    height: int = 360,
 ) -> go.Figure:
     """ROC curves (name -> (fpr, tpr)) with the chance diagonal."""
     fig = go.Figure()
@@ -241,4 +252,6 @@ def roc_figure(
                                  name=name, line={"color": PALETTE[i % len(PALETTE)]}))
     fig.update_xaxes(title="false positive rate", range=[0, 1])
     fig.update_yaxes(title="true positive rate", range=[0, 1])
-    return _layout(fig, title, height)
+    _layout(fig, title, height)
+    fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
+    return fig

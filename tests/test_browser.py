@@ -151,3 +151,21 @@ def test_landing_and_data_projection_render(server, browser):
     # the sidebar is still there after navigating (shared settings)
     assert sidebar.get_by_text("Seed").first.is_visible()
     assert not errors, errors
+
+
+def test_every_page_renders_in_the_browser(server, browser):
+    """Attribute privacy (no run yet: controls and the Run buttons) and History, on a live server."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "/attribute_privacy", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Attribute privacy in federated learning").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Run λ sweep").wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="Run", exact=True).is_visible()
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "attribute_privacy.png")
+    page.goto(server + "/history", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="History").wait_for(timeout=60_000)
+    _no_exception(page)
+    assert not errors, errors

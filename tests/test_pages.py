@@ -169,7 +169,7 @@ def test_attribute_page_shows_stored_results_and_nearest_lambda(store):
     assert not at.exception and not at.error, [e.value for e in at.error]
     labels = {m.label for m in at.metric}
     assert {"task accuracy on r (logistic head)", "paper form", "exact form",
-            "best measured attack", "right-hand side"} <= labels
+            "measured best", "right-hand side"} <= labels
     for key in ("ap_attack_bars", "ap_bounds_curve", "ap_curve_losses", "ap_curve_accs",
                 "ap_tradeoff", "ap_proj_raw", "ap_proj_repr"):
         assert has_chart(at, key), (key, chart_keys(at))
@@ -201,7 +201,7 @@ def test_attribute_page_run_button_runs_stores_and_shows(store):
     assert len(runs) == 1 and runs[0].config["fl"]["num_devices"] == 2
     shown = {m.label: m.value for m in at.metric}
     assert shown["task accuracy on r (logistic head)"] != "n/a"
-    assert shown["best measured attack"] != "n/a"
+    assert shown["measured best"] != "n/a"
     for key in ("ap_attack_bars", "ap_roc", "ap_bounds_curve", "ap_curve_accs", "ap_tradeoff"):
         assert has_chart(at, key), (key, chart_keys(at))
     assert any("computed now" in c.value for c in at.caption)

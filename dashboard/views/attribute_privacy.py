@@ -62,6 +62,8 @@ ATTACKERS = {
     "raw_logreg": "raw x · logistic regression",
     "raw_mlp": "raw x · MLP",
 }
+SHORT = {"in_training": "in-training Ψ", "logreg": "fresh logreg", "mlp": "fresh MLP",
+         "prior": "prior", "raw_logreg": "raw x<br>logreg", "raw_mlp": "raw x<br>MLP"}
 FRESH = ("in_training", "logreg", "mlp")
 
 
@@ -245,9 +247,9 @@ for who, title in ATTACKERS.items():
     gap = metric(result, f"gap_{who}")
     if gap is None and vals["acc"] is not None and chance is not None:
         gap = vals["acc"] - chance
-    rows_att.append({"attacker": title, **vals, "gap to chance": gap})
+    rows_att.append({"attacker": title, **vals, "gap to chance": gap, "short": SHORT[who]})
 if rows_att:
-    table = pd.DataFrame(rows_att).rename(columns={"acc": "accuracy", "bacc": "balanced acc",
+    table = pd.DataFrame(rows_att).drop(columns="short").rename(columns={"acc": "accuracy", "bacc": "balanced acc",
                                                    "auc": "AUC", "adv": "advantage"})
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in table.columns if c != "attacker"})
@@ -278,6 +280,7 @@ best_acc = max(measured) if measured else None
 h_est = metric(result, "h_u_given_r_bits")
 thm2_valid = metric(result, "bound_thm2_valid")
 bl, br = st.columns([1, 1.3])
+what_if = None
 with bl:
     if thm2_valid == 0 or k > 2:
         st.info(info.get("thm2_message") or "Theorem 2 covers binary attributes only "
@@ -287,7 +290,8 @@ with bl:
         t1, t2, t3 = st.columns(3)
         t1.metric("paper form", fmt(metric(result, "bound_thm2_paper")))
         t2.metric("exact form", fmt(metric(result, "bound_thm2_exact")))
-        t3.metric("best measured attack", fmt(best_acc))
+        t3.metric("measured best", fmt(best_acc),
+                  help="Best accuracy of the in-training adversary and the fresh attackers.")
         st.caption(f"Ĥ(u | r) = {fmt(h_est)} bits, from the best fresh attacker's cross-entropy. "
                    + (info.get("bound_caveat") or ""))
         exact = metric(result, "bound_thm2_exact")
@@ -303,8 +307,9 @@ with bl:
         w2.metric("exact bound at what-if H", f"{float(thm2_exact_bound(what_if)):.3f}")
 with br:
     if not (thm2_valid == 0 or k > 2):
-        st.plotly_chart(bounds_curve_figure(h_estimate=h_est, measured_acc=best_acc, chance=chance),
-                        width="stretch", key="ap_bounds_curve")
+        st.plotly_chart(bounds_curve_figure(h_estimate=h_est, measured_acc=best_acc, chance=chance,
+                                            what_if=what_if), width="stretch",
+                        key="ap_bounds_curve")
 
 st.markdown("**Theorem 1**: Err(u=0) + Err(u=1) ≥ Δ(y|u) − 2·R·C_L·Adv for every task "
             "classifier on r.")
