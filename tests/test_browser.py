@@ -129,7 +129,7 @@ def test_landing_and_data_projection_render(server, browser):
 
     page.goto(server + "/", wait_until="domcontentloaded")
     page.get_by_role("heading", name="privlab").wait_for(timeout=60_000)
-    page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
+    page.locator('[data-testid="stTable"]').first.wait_for(timeout=30_000)
     assert page.get_by_role("link", name="Data & projections").first.is_visible()
     sidebar = page.locator('[data-testid="stSidebar"]')
     assert sidebar.get_by_text("Data set").first.is_visible()

@@ -76,7 +76,7 @@ def tappfl_base(**over) -> dict:
 def test_home_renders_without_setup(store):
     at = open_page()
     assert [t.value for t in at.title] == ["privlab"]
-    tables = [d.value for d in at.dataframe]
+    tables = [d.value for d in at.table]
     names = set(tables[0]["name"])
     assert {"digits", "mnist5k", "faces", "synthetic", "adult"} <= names
     glossary = " ".join(tables[1]["symbol"])

@@ -125,7 +125,8 @@ f1.number_input("Devices", 1, 1000, step=1, key="ap_devices")
 f2.number_input("Rounds", 1, 200, step=1, key="ap_rounds")
 f3.number_input("Fraction per round", 0.01, 1.0, step=0.05, key="ap_fraction", format="%.2f")
 f4.number_input("Local epochs", 1, 100, step=1, key="ap_epochs")
-f5.number_input("Adversary steps per encoder step", 1, 20, step=1, key="ap_adv_steps")
+f5.number_input("Adversary steps", 1, 20, step=1, key="ap_adv_steps",
+                help="Attribute-adversary (Ψ) steps per encoder (Θ) step.")
 
 lam = st.session_state["ap_lambda"]
 if defense == "tappfl":
@@ -186,9 +187,9 @@ config = build_config(lam)
 if validate(config, label="Attribute privacy") is None:
     st.stop()
 
-b1, b2, _ = st.columns([1, 1, 4])
-run_clicked = b1.button("Run", type="primary", key="ap_run")
-sweep_clicked = b2.button("Run λ sweep", key="ap_sweep", disabled=defense != "tappfl",
+buttons = st.container(horizontal=True)
+run_clicked = buttons.button("Run", type="primary", key="ap_run")
+sweep_clicked = buttons.button("Run λ sweep", key="ap_sweep", disabled=defense != "tappfl",
                           help="Precompute λ ∈ {" + ", ".join(f"{g:g}" for g in LAMBDA_GRID)
                                + "} with the other settings as they are; each point is stored.")
 

@@ -55,8 +55,7 @@ table = pd.DataFrame([
     }
     for r in rows
 ])
-st.dataframe(table, hide_index=True, width="stretch",
-             column_config={"description": st.column_config.TextColumn(width="large")})
+st.table(table, hide_index=True, border="horizontal")
 missing = [r["name"] for r in rows if not r["available"]]
 if missing:
     with st.expander(f"Unavailable real data sets ({', '.join(missing)}): how to add them"):
@@ -81,5 +80,5 @@ GLOSSARY = [
     ("η (FIL)", "Fisher information loss", ("how much the released model reveals about an example "
      "or attribute; an unbiased reconstruction has variance ≥ 1/η².")),
 ]
-st.dataframe(pd.DataFrame(GLOSSARY, columns=["symbol", "name", "meaning"]), hide_index=True,
-             width="stretch")
+st.table(pd.DataFrame(GLOSSARY, columns=["symbol", "name", "meaning"]), hide_index=True,
+         border="horizontal")
