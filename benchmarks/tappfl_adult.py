@@ -1,0 +1,149 @@
+"""TAPPFL Table 2 on real UCI Adult (private sex and marital status, λ ∈ {0, .25, .5, .75, 1}),
+paper preset, with the paper's numbers beside ours; then DP-Gaussian, DP-Laplace and pruning
+tuned to the fresh-attacker AUC of TAPPFL at λ = 0.5 (sex) and their utility (the paper's Fig. 4
+protocol). Every run goes through the result store, so a re-run is instant.
+
+Data: ``$PRIVLAB_DATA_DIR`` or ``../shared/data/adult`` beside the repo.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from cache import default_store
+from core.config import DataSpec, TappflConfig
+from core.defenses.tappfl import paper_preset, quick_preset
+from core.defenses.tuning import match_attack_level
+
+LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: TAPPFL Table 2, Adult columns: λ -> (test acc, inference acc, gap) (spec B11)
+PAPER = {
+    "sex": {0.0: (0.825, 0.700, 0.20), 0.25: (0.750, 0.550, 0.05), 0.5: (0.750, 0.550, 0.05),
+            0.75: (0.725, 0.550, 0.05), 1.0: (0.700, 0.525, 0.025)},
+    "marital_status": {0.0: (0.825, 0.375, 0.232), 0.25: (0.800, 0.275, 0.112), 0.5: (0.800, 0.250, 0.107),
+                       0.75: (0.725, 0.243, 0.043), 1.0: (0.700, 0.175, 0.032)},
+}
+
+
+def adult_dir() -> str:
+    env = os.environ.get("PRIVLAB_DATA_DIR")
+    if env:
+        return env
+    return str(Path(__file__).resolve().parents[2] / "shared" / "data" / "adult")
+
+
+def base_config(attribute: str, quick: bool) -> TappflConfig:
+    data = DataSpec(name="adult", private_attribute=attribute, data_dir=adult_dir())
+    cfg = quick_preset(data) if quick else paper_preset(data)
+    return cfg.model_copy(update={"projection_points": 0})
+
+
+def _row(cfg: TappflConfig, r, attribute: str, label: str, seconds: float) -> dict[str, Any]:
+    m = r.metrics
+    paper = PAPER[attribute].get(cfg.tradeoff_lambda) if cfg.defense == "tappfl" else None
+    return {
+        "attribute": attribute, "defense": label, "lambda": cfg.tradeoff_lambda if cfg.defense == "tappfl" else None,
+        "adv_steps": cfg.adversary_steps,
+        "utility": round(m["utility_acc"], 4), "utility_paper_head": round(m["utility_acc_paper"], 4),
+        "paper_test": paper[0] if paper else None,
+        "in_acc": round(m["attack_in_training_acc"], 4), "in_bacc": round(m["attack_in_training_bacc"], 4),
+        "in_auc": round(m["attack_in_training_auc"], 4),
+        "paper_infer": paper[1] if paper else None,
+        "lr_acc": round(m["attack_logreg_acc"], 4), "lr_bacc": round(m["attack_logreg_bacc"], 4),
+        "lr_auc": round(m["attack_logreg_auc"], 4),
+        "mlp_acc": round(m["attack_mlp_acc"], 4), "mlp_bacc": round(m["attack_mlp_bacc"], 4),
+        "mlp_auc": round(m["attack_mlp_auc"], 4),
+        "prior_acc": round(m["attack_prior_acc"], 4),
+        "gap_in": round(m["gap_in_training"], 4), "paper_gap": paper[2] if paper else None,
+        "eps_total": round(m["dp_epsilon_total"], 3) if "dp_epsilon_total" in m else None,
+        "train_s": round(m["seconds_train"], 1), "wall_s": round(seconds, 1),
+        "cached": r.from_cache,
+    }
+
+
+def _run(cfg: TappflConfig):
+    t = time.perf_counter()
+    r = default_store().get_or_run(cfg)
+    return r, time.perf_counter() - t
+
+
+def main(quick: bool = False) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    results: dict[tuple[str, float], Any] = {}
+    for attribute in ("sex", "marital_status"):
+        base = base_config(attribute, quick)
+        for lam in LAMBDAS:
+            cfg = base.model_copy(update={"tradeoff_lambda": lam})
+            r, s = _run(cfg)
+            results[(attribute, lam)] = r
+            rows.append(_row(cfg, r, attribute, "tappfl", s))
+            print(f"  {attribute} λ={lam}: utility {r.metrics['utility_acc']:.3f}, "
+                  f"MLP AUC {r.metrics['attack_mlp_auc']:.3f} ({s:.0f} s)", flush=True)
+    # the knob the issue asks to show: more adversary steps per encoder step, at high λ
+    base = base_config("sex", quick)
+    for lam in (0.75, 1.0):
+        cfg = base.model_copy(update={"tradeoff_lambda": lam, "adversary_steps": 5})
+        r, s = _run(cfg)
+        rows.append(_row(cfg, r, "sex", "tappfl", s))
+
+    # baselines tuned to TAPPFL's fresh-attacker AUC at λ = 0.5 (sex)
+    target = results[("sex", 0.5)].metrics["attack_mlp_auc"]
+    tappfl_utility = results[("sex", 0.5)].metrics["utility_acc"]
+    tuned: dict[str, Any] = {}
+    for defense, lo, hi, inc, log in (
+        ("dp_gaussian", 0.05, 200.0, True, True),
+        ("dp_laplace", 0.05, 200.0, True, True),
+        ("pruning", 0.0, 0.99, False, False),
+    ):
+        made: dict[float, Any] = {}
+
+        def evaluate(knob: float, defense: str = defense, made: dict = made) -> tuple[float, float]:
+            upd: dict[str, Any] = {"defense": defense, "tradeoff_lambda": 0.0}
+            if defense == "pruning":
+                upd["pruning_rate"] = float(knob)
+            else:
+                upd["dp"] = base.dp.model_copy(update={"epsilon": float(knob)})
+            cfg = base.model_copy(update=upd)
+            r, s = _run(cfg)
+            made[float(knob)] = (cfg, r, s)
+            return r.metrics["attack_mlp_auc"], r.metrics["utility_acc"]
+
+        res = match_attack_level(evaluate, target=target, lo=lo, hi=hi, increasing=inc, tol=0.01,
+                                 max_evals=4 if quick else 7, log_scale=log)
+        cfg, r, s = made[res.knob]
+        row = _row(cfg, r, "sex", f"{defense} (knob {res.knob:.3g})", s)
+        row["matched"] = bool(res.converged)
+        rows.append(row)
+        tuned[defense] = {"knob": res.knob, "attack_mlp_auc": res.attack, "utility": res.utility,
+                          "bracketed": res.bracketed, "converged": res.converged,
+                          "history": res.history, "tappfl_utility": tappfl_utility,
+                          "tappfl_better": tappfl_utility > res.utility}
+        print(f"  {defense}: knob {res.knob:.3g} → MLP AUC {res.attack:.3f} (target {target:.3f}), "
+              f"utility {res.utility:.3f} vs TAPPFL {tappfl_utility:.3f}", flush=True)
+
+    r0 = results[("sex", 0.0)].metrics
+    hi = [results[("sex", lam)].metrics for lam in (0.75, 1.0)]
+    targets = {
+        "lambda0_utility>=0.82": r0["utility_acc"] >= 0.82,
+        "lambda0_fresh_mlp_auc_sex>=0.85": r0["attack_mlp_auc"] >= 0.85,
+        "high_lambda_in_training_bacc<=0.60_with_utility>=0.78": any(
+            m["attack_in_training_bacc"] <= 0.60 and m["utility_acc"] >= 0.78 for m in hi),
+        "some_lambda_fresh_logreg_auc<=0.70_with_utility>=0.80": any(
+            results[("sex", lam)].metrics["attack_logreg_auc"] <= 0.70
+            and results[("sex", lam)].metrics["utility_acc"] >= 0.80 for lam in LAMBDAS),
+        "tappfl_utility_above_each_baseline_at_equal_auc": all(t["tappfl_better"] for t in tuned.values()),
+    }
+    return {
+        "name": "tappfl_adult",
+        "rows": rows,
+        "targets": targets,
+        "tuned_baselines": tuned,
+        "notes": ("preset=" + ("quick" if quick else "paper") + "; utility = logistic probe on frozen r "
+                  "(utility_paper_head = the authors' MLP eval head); in_* = devices' in-training adversaries, "
+                  "lr_*/mlp_* = fresh server-side attackers on aux-split representations, scored on the "
+                  "test split; paper_* = TAPPFL Table 2 (their 'Infer' is the in-training privacy head). "
+                  f"Baselines tuned to TAPPFL λ=0.5 fresh-MLP AUC {target:.3f}."),
+    }
