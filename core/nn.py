@@ -36,7 +36,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-
 _REC = threading.local()
 
 

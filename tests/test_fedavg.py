@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,7 @@ from torch import nn
 from core.defenses.tappfl import TappflObjective
 from core.fl import FedAvgState, num_sampled, plan_round, run_fedavg
 from core.nn import AttributeAdversary, Encoder, MICritic
-from core.progress import CancelToken, Cancelled, Progress
+from core.progress import Cancelled, CancelToken, Progress
 
 D, REP, V = 6, 8, 3
 
@@ -36,7 +38,7 @@ def _tappfl_state(parts, *, dropout: float = 0.0, lam: float = 0.5, adversary_st
     n = len(parts)
     advs = [AttributeAdversary(REP, V, hidden=8) for _ in range(n)]
     crits = [MICritic(D, REP, V, hidden=8) for _ in range(n)]
-    stack = lambda ms: {k: torch.stack([dict(m.named_parameters())[k].detach() for m in ms])  # noqa: E731
+    stack = lambda ms: {k: torch.stack([dict(m.named_parameters())[k].detach() for m in ms])
                         for k, _ in ms[0].named_parameters()}
     state = FedAvgState(shared=enc, private={"adversary": stack(advs), "critic": stack(crits)}, partition=parts)
     obj = TappflObjective(enc, adv, crit, tradeoff_lambda=lam, adversary_steps=adversary_steps)
@@ -62,7 +64,7 @@ def test_vectorised_equals_sequential(dropout):
     for k in ("adversary_ce", "adversary_acc", "jsd_mi"):
         assert np.allclose(a.curves[k], b.curves[k], atol=1e-5), k
     # the model actually moved, and only sampled devices' private nets changed
-    obj0, state0 = _tappfl_state(parts, dropout=dropout)
+    _, state0 = _tappfl_state(parts, dropout=dropout)
     moved = [not torch.equal(p, q) for p, q in zip(a.shared.parameters(), state0.shared.parameters())]
     assert all(moved)
     trained = np.flatnonzero(a.rounds_trained > 0)
@@ -162,7 +164,7 @@ def test_progress_and_cancel_and_on_round():
                seed=0, progress=Progress(lambda f, m: seen.append(f)),
                on_round=lambda r, s: rounds.append((r, s.round)))
     assert rounds == [(1, 1), (2, 2)]
-    assert seen and seen[-1] == pytest.approx(1.0) and all(b >= a - 1e-12 for a, b in zip(seen, seen[1:]))
+    assert seen and seen[-1] == pytest.approx(1.0) and all(b >= a - 1e-12 for a, b in itertools.pairwise(seen))
     assert len(state.curves["round_seconds"]) == 2
     token = CancelToken()
     token.cancel()

@@ -22,8 +22,8 @@ pruning baselines are λ = 0 plus an upload transform (core.defenses.dp / compre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -236,7 +236,7 @@ class TappflState:
     n_values: int
     curves: dict[str, list[float]]
     pretrain_curves: dict[str, list[float]] = field(default_factory=dict)
-    device: torch.device = torch.device("cpu")
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
     @property
     def last_devices(self) -> np.ndarray:
@@ -287,10 +287,10 @@ def pretrain_extractor(extractor: nn.Module, critic: MICritic, X: Tensor, u: Ten
 
 def _check_devices(cfg: TappflConfig, n_train: int) -> None:
     if cfg.fl.num_devices > n_train:
-        raise ConfigError([
+        raise ConfigError([(
             f"fl.num_devices: got {cfg.fl.num_devices}; allowed range 1 <= value <= {n_train} "
             "(the number of training rows; every device needs data)"
-        ])
+        )])
 
 
 def build_partition(cfg: TappflConfig, ds: Dataset) -> list[np.ndarray]:
@@ -306,10 +306,10 @@ def build_partition(cfg: TappflConfig, ds: Dataset) -> list[np.ndarray]:
         parts = partition(ds.y[train], num_clients=cfg.fl.num_devices, scheme=cfg.fl.partition,
                           alpha=cfg.fl.alpha, attribute=u, seed=cfg.seed)
     except ValueError as exc:
-        raise ConfigError([
+        raise ConfigError([(
             f"fl.partition: {cfg.fl.partition!r} with fl.num_devices={cfg.fl.num_devices} and "
             f"fl.alpha={cfg.fl.alpha:g} cannot split {len(train)} training rows ({exc})"
-        ]) from None
+        )]) from None
     return [train[p] for p in parts]
 
 
@@ -360,7 +360,7 @@ def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partiti
         torch.manual_seed(cfg.seed)
         extractor = Encoder(d, hidden=cfg.hidden_dim, rep_dim=cfg.representation_dim).to(dev)
         critic0 = MICritic(d, cfg.representation_dim, n_values, hidden=cfg.critic_hidden).to(dev)
-        make_adv = lambda: AttributeAdversary(cfg.representation_dim, n_values, hidden=cfg.hidden_dim)  # noqa: E731
+        make_adv = lambda: AttributeAdversary(cfg.representation_dim, n_values, hidden=cfg.hidden_dim)
         adv_stack = _init_stacked(make_adv, cfg.fl.num_devices)
         adversary = make_adv().to(dev)
     pre_prog = None if progress is None else progress.sub(0.0, 0.1)

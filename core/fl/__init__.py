@@ -18,9 +18,10 @@ from core.fl.fedavg import (
     num_sampled,
     plan_round,
     run_fedavg,
+    torch_threads,
 )
 
 __all__ = [
     "DeviceBatch", "FedAvgState", "LocalObjective", "RoundPlan", "StackedBatch", "UploadTransform",
-    "aggregate", "identity_transform", "num_sampled", "plan_round", "run_fedavg",
+    "aggregate", "identity_transform", "num_sampled", "plan_round", "run_fedavg", "torch_threads",
 ]
