@@ -14,7 +14,7 @@ def contract_runner(cfg, progress=None, cancel=None) -> Result:
     """Runner with the store's signature producing a contract-shaped ``tappfl`` Result."""
     rng = np.random.default_rng(cfg.seed)
     lam = float(cfg.tradeoff_lambda) if cfg.defense == "tappfl" else 0.0
-    k = 2
+    k = 7 if cfg.data.private_attribute == "marital_status" else 2
     rounds = cfg.fl.rounds
     chance = 1.0 / k
     util = 0.85 - 0.1 * lam
@@ -29,6 +29,9 @@ def contract_runner(cfg, progress=None, cancel=None) -> Result:
          "bound_thm1_R": 3.0, "bound_thm1_CL": 0.5, "bound_thm1_adv": float(t1["adv"]),
          "bound_thm1_vacuous": float(t1["vacuous"]), "ce_loss": 0.6, "jsd_loss": -0.3,
          "seconds_train": 0.1, "seconds_eval": 0.1}
+    if k > 2:  # the theorems cover binary attributes only: no Thm 1 numbers, Thm 2 not valid
+        m = {n: v for n, v in m.items() if not n.startswith("bound_thm1_")}
+        m.update(bound_thm2_valid=0.0, bound_thm2_paper=float("nan"), bound_thm2_exact=float("nan"))
     for who, a in acc.items():
         m.update({f"attack_{who}_acc": a, f"attack_{who}_bacc": a, f"attack_{who}_auc": min(a + 0.05, 1.0),
                   f"attack_{who}_adv": 2 * a - 1, f"gap_{who}": a - chance})
@@ -39,8 +42,11 @@ def contract_runner(cfg, progress=None, cancel=None) -> Result:
         curves[name] = list(np.linspace(0.5, 0.7, rounds))
     arts = {"proj_raw": rng.normal(size=(n, 2)) + u[:, None], "proj_repr": rng.normal(size=(n, 2)),
             "proj_attribute": u, "proj_label": rng.integers(0, 2, n)}
-    info = {"dataset": cfg.data.name, "private_attribute": "u", "attribute_values": ["u=0", "u=1"],
+    info = {"dataset": cfg.data.name, "private_attribute": cfg.data.private_attribute,
+            "attribute_values": [f"u={i}" for i in range(k)],
             "label_names": ["y=0", "y=1"], "defense": cfg.defense, "notes": [],
             "bound_caveat": "estimate, not a certificate"}
+    if k > 2:
+        info["thm2_message"] = "Theorem 2 covers binary attributes only"
     return Result(kind="tappfl", config=cfg.model_dump(mode="json"), seed=cfg.seed, metrics=m,
                   curves=curves, artifacts=arts, info=info, timings={"total_s": 0.1})

@@ -7,6 +7,7 @@ checked exactly. Runs are tiny: digits PCA, or TAPPFL Results pre-populated thro
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -253,3 +254,47 @@ def test_history_page_lists_inspects_exports_and_deletes(store):
     assert not at.exception
     assert [r.kind for r in store.list()] == ["projection"]
     assert store.get(key) is None
+
+
+def test_attribute_page_multivalued_attribute_says_theorems_are_binary_only(store, tmp_path, monkeypatch):
+    no_real_data(monkeypatch, tmp_path / "empty")
+    cfg = tappfl_base(tradeoff_lambda=0.5)
+    cfg["data"] = {"name": "adult", "private_attribute": "marital_status", "max_samples": 4000}
+    store.get_or_run(cfg, runner=contract_runner)
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("adult").run()
+    at.selectbox(key="ap_attr_adult").set_value("marital_status").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    infos = " ".join(i.value for i in at.info)
+    assert "Theorem 2 covers binary attributes only" in infos
+    assert "Theorem 1" in infos
+    assert not has_chart(at, "ap_bounds_curve")
+    assert has_chart(at, "ap_attack_bars")
+
+
+def test_attribute_page_cancel_stops_the_run_and_stores_nothing(store):
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()  # quick preset: ~10 s or more
+    jobs: dict = {}
+    at.session_state["_privlab_jobs"] = jobs  # the page keeps its running jobs in this dict
+
+    def press_cancel() -> None:  # what the Cancel button does, from another thread mid-run
+        deadline = time.monotonic() + 30
+        while not jobs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        for job in list(jobs.values()):
+            job.token.cancel()
+
+    t = threading.Thread(target=press_cancel)
+    t.start()
+    t0 = time.perf_counter()
+    at.button(key="ap_run").click().run(timeout=120)
+    t.join()
+    assert not at.exception
+    assert any("cancelled" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert time.perf_counter() - t0 < 60
+    assert store.list() == []
+    at.run()  # not restarted on its own: a message and a button to run again
+    assert any("was cancelled" in i.value for i in at.info)
+    assert store.list() == []

@@ -76,7 +76,7 @@ u_names = ds.attribute_values[attr]
 if ds.is_image:
     titles = [f"{ds.label_names[ds.y[i]]} · {u_names[u[i]]}" for i in pick]
     st.plotly_chart(image_grid_figure(ds.images(pick), titles, cols=GRID_COLS),
-                    width="stretch", key="data_samples")
+                    width="stretch", key="data_samples", config={"displayModeBar": False})
     st.caption(f"{len(pick)} random training images; title = task label · {attr}. "
                f"Image shape (C, H, W) = {ds.image_shape}.")
 else:
