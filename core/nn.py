@@ -19,7 +19,7 @@ statistics is its own research question; the networks here use no normalisation 
 Every module also has a functional form ``fforward(params, ...)`` taking a name → tensor dict.
 With ordinary parameters it equals ``forward``; with parameters **stacked over devices**
 (leading dim K, inputs shaped (K, B, ·)) each ``nn.Linear`` becomes one ``torch.baddbmm``, so K
-devices' networks run in a single batched product. For these tiny layers that is 2-4x faster
+devices' networks run in a single batched product. For these tiny layers that is 1.8-4x faster
 than ``torch.vmap(functional_call(...))`` (measured on 2 CPU cores); the conv encoder, which
 has no hand-written batched form, uses ``torch.vmap``. The ordinary ``forward`` uses the
 layer modules directly, so the sequential FedAvg path is an independent reference.

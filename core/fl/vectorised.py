@@ -10,7 +10,7 @@ serves all K devices (TAPPFL takes it w.r.t. each layer's output and fuses the S
 the weights, :func:`core.nn.record_linear`).
 
 Why batched products and not ``torch.vmap(grad(...))``: measured on 2 CPU cores for TAPPFL's
-three networks with K = 100, B = 10, vmap + functional_call was ~4x slower per step than the
+three networks (K = 10 to 100, B = 10), vmap + functional_call was 1.8-4x slower per step than the
 hand-batched ``baddbmm`` forms (its per-op batching overhead dominates for these tiny layers).
 
 Unequal local data sizes: every device's step s uses ``plan.index[:, s]`` with a mask; a
