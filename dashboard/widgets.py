@@ -102,10 +102,11 @@ def _jobs() -> dict[str, Job]:
     return _state(_JOBS, dict)
 
 
-def _start(key: str, label: str, work: Callable[[Job], Any]) -> Job:
+def _start(key: str, label: str, work: Callable[[Job], Any], slot: str | None = None) -> Job:
     """Start ``work(job)`` in a daemon thread; a newer job in the same slot cancels the older."""
     jobs, slots = _jobs(), _state(_SLOTS, dict)
-    old_key = slots.get(label)
+    slot = slot or label
+    old_key = slots.get(slot)
     if old_key and old_key != key and old_key in jobs and not jobs[old_key].done.is_set():
         jobs.pop(old_key).token.cancel()
     job = Job(key=key, label=label)
@@ -121,7 +122,7 @@ def _start(key: str, label: str, work: Callable[[Job], Any]) -> Job:
 
     job.thread = threading.Thread(target=target, name=f"privlab-{label}-{key[:8]}", daemon=True)
     jobs[key] = job
-    slots[label] = key
+    slots[slot] = key
     job.thread.start()
     return job
 
@@ -222,13 +223,17 @@ def is_running(config: Any) -> bool:
     return cache_key(parse_config(config)) in _jobs()
 
 
-def run_with_progress(config: Any, *, label: str, start: bool = True) -> Result | None:
+def run_with_progress(
+    config: Any, *, label: str, start: bool = True, slot: str | None = None
+) -> Result | None:
     """Result of ``config`` through the store, showing progress and a Cancel button.
 
     - cached: returned at once (``result.from_cache`` is True);
     - already running in this session: progress is shown again and the run awaited;
     - otherwise, when ``start`` is True: run in a background thread and await it;
       when ``start`` is False: return None (the page shows its Run button).
+    A new run in the same ``slot`` (default: the label) cancels the slot's older run, e.g. a
+    projection superseded by a change of method.
     Invalid configs, data errors and cancellation show a message and return None.
     """
     cfg = validate(config, label=label)
@@ -243,7 +248,8 @@ def run_with_progress(config: Any, *, label: str, start: bool = True) -> Result 
             return cached
         if not _gate(key, label, start):
             return None
-        job = _start(key, label, lambda j: store.get_or_run(cfg, progress=j.report, cancel=j.token))
+        job = _start(key, label, lambda j: store.get_or_run(cfg, progress=j.report, cancel=j.token),
+                     slot=slot)
     return _await(job)
 
 
@@ -297,9 +303,8 @@ def running_jobs_panel() -> None:
     @st.fragment(run_every=1.0)
     def _panel() -> None:
         live = [j for j in _jobs().values() if not j.done.is_set()]
-        if not live:
-            st.caption("Background runs finished; rerun the page to show their results.")
-            return
+        if not live:  # all stored now: rerun the page so it shows them
+            st.rerun()
         st.caption("Running in the background (results are stored when they finish):")
         for j in live:
             left, right = st.columns([6, 1], vertical_alignment="center")

@@ -127,7 +127,7 @@ config = {
     "data": {"name": name}, "method": method, "split": split, "max_points": max_points, **extra,
 }
 label = f"{method.upper()} of {name} ({split})"
-result = run_with_progress(config, label=label)
+result = run_with_progress(config, label=label, slot="data_projection")
 if result is not None:
     emb = result.artifacts["embedding"]
     if colour == "label":
