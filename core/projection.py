@@ -8,8 +8,10 @@ Thin, validated wrappers over scikit-learn (``PCA``, ``TSNE``) and umap-learn (`
   ``(m - 1) / 3`` (each point needs about 3·perplexity neighbours) and UMAP's ``n_neighbors`` to
   ``m - 1`` — and every clip is recorded as a note;
 - runs are deterministic for a given seed: t-SNE uses PCA initialisation and a fixed
-  ``random_state`` (its Barnes–Hut gradient is exact per point, so using all cores — which it
-  does from 1,000 points on — does not change the result); UMAP gets ``random_state=seed``, which makes umap-learn run
+  ``random_state``; from 1,000 points on it uses the thread budget (inside
+  ``core.experiments.run``: ``$PRIVLAB_THREADS``, default 1; called directly: every usable
+  core). The same thread budget gives the same result; different budgets can differ in the
+  last digits (BLAS summation order); UMAP gets ``random_state=seed``, which makes umap-learn run
   single-threaded (the parallel mode is not reproducible; ``benchmarks/projection_bench.py``
   measures both).
 
@@ -54,6 +56,17 @@ def n_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
         return max(1, os.cpu_count() or 1)
+
+
+def thread_budget() -> int:
+    """OpenMP threads this call may use: the current threadpoolctl limit (``core.experiments.run``
+    pins it from ``$PRIVLAB_THREADS``, default 1), else every usable core."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return n_cores()
+    limits = [d["num_threads"] for d in threadpool_info() if d.get("user_api") == "openmp"]
+    return max(1, min([n_cores(), *limits]))
 
 
 def effective_perplexity(m: int, perplexity: float) -> float:
@@ -141,9 +154,9 @@ def _tsne(X: np.ndarray, seed: int, perplexity: float, out: Projection) -> np.nd
     if eff < perplexity:
         out.notes.append(f"perplexity clipped from {perplexity:g} to {eff:.4g} = (m-1)/3 for m={m} points")
     init = "pca" if d >= 2 else "random"
-    # below ~1,000 points the OpenMP overhead outweighs the second core (and spinning threads
-    # suffer badly on a shared, oversubscribed machine); results are identical either way
-    jobs = n_cores() if m >= TSNE_PARALLEL_MIN_POINTS else 1
+    # below ~1,000 points the OpenMP overhead outweighs a second core (and spinning threads
+    # suffer badly on a shared, oversubscribed machine)
+    jobs = thread_budget() if m >= TSNE_PARALLEL_MIN_POINTS else 1
     tsne = TSNE(n_components=2, perplexity=eff, init=init, learning_rate="auto",
                 random_state=seed, n_jobs=jobs)
     with warnings.catch_warnings():

@@ -34,8 +34,9 @@ def test_shapes_determinism_and_subsample_cap(digits_X, method, m):
     assert emb.std(axis=0).min() > 1e-3
     emb2, idx2 = project(digits_X, method=method, seed=3, max_points=m)
     assert np.array_equal(idx, idx2) and np.array_equal(emb, emb2)  # same seed -> same result
-    _, idx3 = project(digits_X, method=method, seed=4, max_points=m)
-    assert not np.array_equal(idx, idx3)  # the subsample depends on the seed
+    if method == "pca":  # the subsample depends on the seed (same code path for every method)
+        _, idx3 = project(digits_X, method=method, seed=4, max_points=m)
+        assert not np.array_equal(idx, idx3)
 
 
 def test_no_cap_keeps_every_row_in_order(digits_X):
