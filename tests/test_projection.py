@@ -138,3 +138,14 @@ def test_run_projection_tsne_reports_kl_and_effective_perplexity():
     assert res.info["effective_perplexity"] == pytest.approx(13.0)
     assert any("perplexity clipped" in n for n in res.info["notes"])
     assert res.artifacts["attr_bright"].shape == (40,)
+
+
+def test_tsne_thread_budget_follows_run_limits():
+    import sklearn.manifold  # noqa: F401  (loads its OpenMP runtime, as a t-SNE run does)
+
+    from core.experiments import thread_limits
+    from core.projection import n_cores, thread_budget
+
+    with thread_limits(1):
+        assert thread_budget() == 1
+    assert 1 <= thread_budget() <= n_cores()
