@@ -45,13 +45,13 @@ def _tappfl_state(parts, *, dropout: float = 0.0, lam: float = 0.5, adversary_st
     return obj, state
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.3])
-def test_vectorised_equals_sequential(dropout):
+@pytest.mark.parametrize(("dropout", "lam"), [(0.0, 0.5), (0.3, 0.5), (0.0, 0.0), (0.0, 1.0)])
+def test_vectorised_equals_sequential(dropout, lam):
     parts = _unequal_partition()
     data = _data()
     out = []
     for vec in (True, False):
-        obj, state = _tappfl_state(parts, dropout=dropout)
+        obj, state = _tappfl_state(parts, dropout=dropout, lam=lam)
         run_fedavg(obj, state, data, rounds=2, fraction_fit=0.72, local_epochs=2, batch_size=4,
                    lr=0.1, seed=3, vectorised=vec, dropout=(dropout, 10) if dropout else None)
         out.append(state)
