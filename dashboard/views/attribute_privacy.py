@@ -280,37 +280,58 @@ measured = [v for v in measured if v is not None]
 best_acc = max(measured) if measured else None
 h_est = metric(result, "h_u_given_r_bits")
 thm2_valid = metric(result, "bound_thm2_valid")
-bl, br = st.columns([1, 1.3])
-what_if = None
-with bl:
-    if thm2_valid == 0 or k > 2:
-        st.info(info.get("thm2_message") or "Theorem 2 covers binary attributes only "
-                f"({attr} has {k} values): no bound is drawn.")
-    else:
-        st.markdown("**Theorem 2**: no attacker's accuracy exceeds the bound at H(u | r).")
-        t1, t2, t3 = st.columns(3)
-        t1.metric("paper form", fmt(metric(result, "bound_thm2_paper")))
-        t2.metric("exact form", fmt(metric(result, "bound_thm2_exact")))
-        t3.metric("measured best", fmt(best_acc),
-                  help="Best accuracy of the in-training adversary and the fresh attackers.")
-        st.caption(f"Ĥ(u | r) = {fmt(h_est)} bits, from the best fresh attacker's cross-entropy. "
-                   + (info.get("bound_caveat") or ""))
-        exact = metric(result, "bound_thm2_exact")
-        if best_acc is not None and exact is not None and best_acc > exact:
-            st.warning(f"The measured accuracy {best_acc:.3f} exceeds the exact bound "
-                       f"{exact:.3f} at Ĥ: Ĥ over-estimates H(u|r), so this bound is optimistic "
-                       "here, not a certificate.")
+
+
+@st.fragment
+def theorem2_live(h_est: float | None, best_acc: float | None, chance: float | None, key: str) -> None:
+    """What-if H slider, both bound forms at it, and the curve: reruns alone (fragment), so a
+    slider move recomputes only the closed-form bounds."""
+    left, right = st.columns([1, 1.3])
+    with left:
         what_if = st.slider("What-if H(u | r) (bits)", 0.0, 1.0,
                             float(np.clip(h_est if h_est is not None else 1.0, 0.0, 1.0)),
-                            step=0.01, key=f"ap_what_if_h_{result.key}")
+                            step=0.01, key=f"ap_what_if_h_{key}")
         w1, w2 = st.columns(2)
         w1.metric("paper bound at what-if H", f"{float(thm2_paper_bound(what_if)):.3f}")
         w2.metric("exact bound at what-if H", f"{float(thm2_exact_bound(what_if)):.3f}")
-with br:
-    if not (thm2_valid == 0 or k > 2):
-        st.plotly_chart(bounds_curve_figure(h_estimate=h_est, measured_acc=best_acc, chance=chance,
-                                            what_if=what_if), width="stretch",
-                        key="ap_bounds_curve")
+        st.caption("Both forms of Theorem 2 evaluated live by core.bounds.tappfl; the curve marks "
+                   "Ĥ from this run, the measured attack, and the what-if H.")
+    right.plotly_chart(bounds_curve_figure(h_estimate=h_est, measured_acc=best_acc, chance=chance,
+                                           what_if=what_if), width="stretch", key="ap_bounds_curve")
+
+
+if thm2_valid == 0 or k > 2:
+    st.info(info.get("thm2_message") or "Theorem 2 covers binary attributes only "
+            f"({attr} has {k} values): no bound is drawn.")
+else:
+    st.markdown("**Theorem 2**: no attacker's accuracy exceeds the bound at H(u | r).")
+    t0, t1, t2, t3 = st.columns(4)
+    t0.metric("Ĥ(u | r) (bits)", fmt(h_est))
+    t1.metric("paper form", fmt(metric(result, "bound_thm2_paper")))
+    t2.metric("exact form", fmt(metric(result, "bound_thm2_exact")))
+    t3.metric("measured best", fmt(best_acc),
+              help="Best accuracy of the in-training adversary and the fresh attackers.")
+    st.caption("Ĥ(u | r) from the best fresh attacker's cross-entropy. "
+               + (info.get("bound_caveat") or ""))
+    exact = metric(result, "bound_thm2_exact")
+    if best_acc is not None and exact is not None and best_acc > exact:
+        st.warning(f"The measured accuracy {best_acc:.3f} exceeds the exact bound "
+                   f"{exact:.3f} at Ĥ: Ĥ over-estimates H(u|r), so this bound is optimistic "
+                   "here, not a certificate.")
+    theorem2_live(h_est, best_acc, chance, result.key or "")
+
+
+@st.fragment
+def theorem1_live(thm1: dict[str, float | None], key: str) -> None:
+    """What-if Adv: Theorem 1's right-hand side recomputed live (fragment)."""
+    adv_star = thm1["delta"] / (2 * thm1["R"] * thm1["CL"])
+    what_adv = st.slider("What-if Adv", 0.0, 1.0, float(np.clip(thm1["adv"] or 0.0, 0, 1)),
+                         step=0.01, key=f"ap_what_if_adv_{key}")
+    live = thm1_tradeoff(delta_y_u=thm1["delta"], R=thm1["R"], C_L=thm1["CL"], adv=what_adv)
+    st.caption(f"At Adv = {what_adv:.2f}: right-hand side = {live['rhs']:.3f}"
+               + (" (vacuous)" if live["vacuous"] else "")
+               + f". The bound is informative only for Adv < Δ/(2·R·C_L) = {adv_star:.4f}.")
+
 
 st.markdown("**Theorem 1**: Err(u=0) + Err(u=1) ≥ Δ(y|u) − 2·R·C_L·Adv for every task "
             "classifier on r.")
@@ -329,13 +350,7 @@ else:
         st.warning("Vacuous at this setting: the right-hand side is ≤ 0, so Theorem 1 says "
                    "nothing about the task error here (2·R·C_L·Adv outweighs Δ(y|u)).")
     if None not in (thm1["delta"], thm1["R"], thm1["CL"]) and thm1["R"] * thm1["CL"] > 0:
-        adv_star = thm1["delta"] / (2 * thm1["R"] * thm1["CL"])
-        what_adv = st.slider("What-if Adv", 0.0, 1.0, float(np.clip(thm1["adv"] or 0.0, 0, 1)),
-                             step=0.01, key=f"ap_what_if_adv_{result.key}")
-        live = thm1_tradeoff(delta_y_u=thm1["delta"], R=thm1["R"], C_L=thm1["CL"], adv=what_adv)
-        st.caption(f"At Adv = {what_adv:.2f}: right-hand side = {live['rhs']:.3f}"
-                   + (" (vacuous)" if live["vacuous"] else "")
-                   + f". The bound is informative only for Adv < Δ/(2·R·C_L) = {adv_star:.4f}.")
+        theorem1_live(thm1, result.key or "")
     if info.get("thm1_caveat"):
         st.caption(info["thm1_caveat"])
 
