@@ -6,6 +6,7 @@ checked exactly. Runs are tiny: digits PCA, or TAPPFL Results pre-populated thro
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -210,6 +211,27 @@ def test_attribute_page_run_button_runs_stores_and_shows(store):
     at.run()
     assert any("from the cache" in c.value for c in at.caption)
     assert len(store.list()) == 1
+
+
+def test_attribute_page_lambda_sweep_then_slider_scrubs_cached_points(store):
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    _tiny_settings(at)
+    at.button(key="ap_sweep").click().run(timeout=300)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    lams = sorted(r.config["tradeoff_lambda"] for r in store.list(kind="tappfl"))
+    assert lams == [0.0, 0.25, 0.5, 0.75, 1.0]
+    spec = json.loads(next(c for c in at.get("plotly_chart") if "ap_tradeoff" in c.id).proto.spec)
+    assert len(spec["data"][0]["x"]) == 5  # one point per cached λ
+    at.slider(key="ap_lambda").set_value(0.3).run()
+    assert any("nearest cached grid point λ = 0.25" in i.value for i in at.info)
+    assert len(store.list()) == 5
+    # DP baseline on the same tiny setting: its parameters are shown, from the Result
+    at.selectbox(key="ap_defense").set_value("dp_gaussian").run()
+    at.button(key="ap_run").click().run(timeout=120)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    labels = {m.label for m in at.metric}
+    assert {"Gaussian noise σ", "ε per round", "ε total (all rounds)"} <= labels
 
 
 def test_attribute_page_invalid_combination_errors_and_stores_nothing(store):

@@ -65,6 +65,11 @@ ATTACKERS = {
 SHORT = {"in_training": "in-training Ψ", "logreg": "fresh logreg", "mlp": "fresh MLP",
          "prior": "prior", "raw_logreg": "raw x<br>logreg", "raw_mlp": "raw x<br>MLP"}
 FRESH = ("in_training", "logreg", "mlp")
+DEFENSE_METRICS = {
+    "dp_sigma": "Gaussian noise σ", "dp_laplace_b": "Laplace scale b",
+    "dp_epsilon_round": "ε per round", "dp_epsilon_total": "ε total (all rounds)",
+    "dp_delta_total": "δ total", "pruning_rate": "pruning rate",
+}
 
 
 def _apply_preset() -> None:
@@ -362,7 +367,7 @@ if dp_bits:
                                              if info.get("accountant") else ""))
     cols = st.columns(len(dp_bits))
     for col, (n, v) in zip(cols, dp_bits):
-        col.metric(n, f"{v:.4g}")
+        col.metric(DEFENSE_METRICS[n], f"{v:.4g}", help=n)
 
 # --------------------------------------------------------------------------------------------
 # curves, tradeoff, projections
