@@ -155,7 +155,10 @@ def test_attribute_page_controls(store):
     assert not any(s.key == "ap_lambda" for s in at.slider)
     at.selectbox(key="ap_defense").set_value("pruning").run()
     assert any(s.key == "ap_prune" for s in at.slider)
+    at.number_input(key="ap_devices").set_value(4).run()
+    assert any("Edited from the quick preset: devices" in c.value for c in at.caption)
     at.segmented_control(key="ap_preset").set_value("paper").run()
+    assert not any("Edited from" in c.value for c in at.caption)
     assert at.number_input(key="ap_devices").value == 100
     assert at.number_input(key="ap_rounds").value == 20
     assert not at.exception

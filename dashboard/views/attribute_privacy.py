@@ -161,6 +161,16 @@ with st.expander("Advanced"):
                     help="Test rows embedded (t-SNE) for the raw vs learned plot.")
 
 
+PRESET_FIELDS = {"ap_devices": "devices", "ap_rounds": "rounds", "ap_fraction": "fraction",
+                 "ap_epochs": "local epochs", "ap_adv_steps": "adversary steps",
+                 "ap_batch": "batch size", "ap_lr": "learning rate", "ap_max_samples": "row cap",
+                 "ap_proj_points": "projection points"}
+_preset = st.session_state["ap_preset"]
+_edited = [PRESET_FIELDS[k] for k, v in PRESETS[_preset].items() if st.session_state.get(k) != v]
+if _edited:
+    st.caption(f"Edited from the {_preset} preset: {', '.join(_edited)}.")
+
+
 def build_config(lam_value: float) -> dict[str, Any]:
     """The TappflConfig mapping of the current controls (λ given)."""
     ss = st.session_state
