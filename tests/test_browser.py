@@ -121,7 +121,7 @@ def _screenshot(page, path: Path) -> None:
     page.set_viewport_size({"width": 1400, "height": 1000})
 
 
-def test_landing_and_data_projection_render(server, browser):
+def test_landing_and_data_projection_render(browser, server):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
@@ -153,7 +153,7 @@ def test_landing_and_data_projection_render(server, browser):
     assert not errors, errors
 
 
-def test_every_page_renders_in_the_browser(server, browser):
+def test_every_page_renders_in_the_browser(browser, server):
     """Attribute privacy (no run yet: controls and the Run buttons) and History, on a live server."""
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
