@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from annotated_types import Ge, Gt, Le, Lt
@@ -62,7 +62,7 @@ class DataSpec(_Model):
     )
 
     @model_validator(mode="after")
-    def _check_attribute(self) -> "DataSpec":
+    def _check_attribute(self) -> DataSpec:
         if self.test_fraction + self.aux_fraction > 0.8:
             raise ValueError(
                 f"test_fraction + aux_fraction: got {self.test_fraction + self.aux_fraction:g}; "
@@ -165,7 +165,7 @@ class TappflConfig(_Experiment):
 # ---------------------------------------------------------------------------------------------
 # the union
 
-Config = Annotated[Union[ProjectionConfig, TappflConfig], Field(discriminator="kind")]
+Config = Annotated[ProjectionConfig | TappflConfig, Field(discriminator="kind")]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Config)
 CONFIG_MODELS: dict[str, type[_Experiment]] = {
     "projection": ProjectionConfig,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from contextlib import contextmanager
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import Any
 
 from core.config import cache_key, parse_config

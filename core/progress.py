@@ -63,7 +63,7 @@ class Progress:
         f = min(max(float(fraction), 0.0), 1.0)
         self._callback(self._start + f * (self._end - self._start), message)
 
-    def sub(self, start: float, end: float) -> "Progress":
+    def sub(self, start: float, end: float) -> Progress:
         span = self._end - self._start
         return Progress(
             self._callback, self.cancel, self._start + start * span, self._start + end * span

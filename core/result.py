@@ -59,7 +59,7 @@ class Result:
         return buf.getvalue()
 
     @classmethod
-    def from_parts(cls, meta: dict[str, Any], npz: bytes | None) -> "Result":
+    def from_parts(cls, meta: dict[str, Any], npz: bytes | None) -> Result:
         arts: dict[str, np.ndarray] = {}
         if npz:
             with np.load(io.BytesIO(npz), allow_pickle=False) as z:

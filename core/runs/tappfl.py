@@ -74,8 +74,13 @@ def _dp_metrics(cfg: TappflConfig, transform) -> tuple[dict[str, float], dict[st
 def run_tappfl(cfg: TappflConfig, progress: Progress) -> Result:
     from core.attacks.attribute import fresh_attacker, prior_attack, score_in_training
     from core.bounds.tappfl import (
-        H_ESTIMATE_CAVEAT, THM1_CAVEAT, THM2_BINARY_ONLY, delta_y_given_u, lipschitz_logistic,
-        representation_radius, tappfl_bounds,
+        H_ESTIMATE_CAVEAT,
+        THM1_CAVEAT,
+        THM2_BINARY_ONLY,
+        delta_y_given_u,
+        lipschitz_logistic,
+        representation_radius,
+        tappfl_bounds,
     )
     from core.data import load_dataset
     from core.defenses.tappfl import adversary_proba, encode, train_tappfl
