@@ -45,8 +45,12 @@ def _tappfl_state(parts, *, dropout: float = 0.0, lam: float = 0.5, adversary_st
     return obj, state
 
 
-@pytest.mark.parametrize(("dropout", "lam"), [(0.0, 0.5), (0.3, 0.5), (0.0, 0.0), (0.0, 1.0)])
-def test_vectorised_equals_sequential(dropout, lam):
+@pytest.mark.parametrize(("dropout", "lam", "chunk_bytes"),
+                         [(0.0, 0.5, None), (0.3, 0.5, None), (0.0, 0.0, None), (0.0, 1.0, None),
+                          (0.0, 0.5, 1)])  # 1 byte: every device in its own chunk
+def test_vectorised_equals_sequential(dropout, lam, chunk_bytes, monkeypatch):
+    if chunk_bytes is not None:
+        monkeypatch.setattr("core.fl.vectorised.CHUNK_BYTES", chunk_bytes)
     parts = _unequal_partition()
     data = _data()
     out = []
