@@ -122,6 +122,7 @@ def main(quick: bool = False) -> dict[str, Any]:
             f"data: {data_note}; TAPPFL local objective at lambda=0.5 (Psi, Omega and Theta steps per "
             f"batch), 1 local epoch, batch 10, torch intra-op threads=1 (the simulator's default; a "
             f"2-thread vectorised row is informational: on a busy machine it can be far slower), "
+            f"vectorised devices run in cache-sized chunks (core.fl.vectorised.chunk_size); "
             f"best of interleaved repeats; "
             f"torch {torch.__version__}. Machines are noisy: compare the ratio, not absolute rates."
         ),
