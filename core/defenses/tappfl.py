@@ -332,7 +332,7 @@ def train_tappfl(
     on_round: Callable[[int, TappflState], None] | None = None,
     partition: list[np.ndarray] | None = None,
     vectorised: bool | None = None,
-    num_threads: int | None = 1,
+    num_threads: int | None = None,
 ) -> TappflState:
     """Pretrain Θ⁰ centrally (``cfg.pretrain_epochs``, utility term only), then run
     ``cfg.fl.rounds`` FedAvg rounds of the TAPPFL local objective at λ = ``cfg.tradeoff_lambda``.
@@ -342,7 +342,8 @@ def train_tappfl(
     ``upload_transform`` (DP noise, pruning) acts on the uploaded updates;
     ``on_round(r, state)`` runs after each round; ``progress`` gets 10 % for pretraining and
     the rest for the rounds. ``vectorised`` overrides ``cfg.fl.vectorised``; ``num_threads``
-    sets the CPU intra-op threads for the run (core.fl.fedavg.torch_threads; None = as is).
+    sets the CPU intra-op threads for the run (core.fl.fedavg.torch_threads; None = the
+    project budget $PRIVLAB_THREADS, default 1).
     Raises :class:`ConfigError` if ``fl.num_devices`` exceeds the number of training rows.
     """
     dev = get_device(cfg.device)
@@ -395,7 +396,8 @@ def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partiti
         rounds=cfg.fl.rounds, fraction_fit=cfg.fl.fraction_fit, local_epochs=cfg.fl.local_epochs,
         batch_size=cfg.fl.batch_size, lr=cfg.fl.lr, seed=cfg.seed,
         vectorised=cfg.fl.vectorised if vectorised is None else vectorised,
-        upload_transform=upload_transform, progress=fl_prog, on_round=cb, num_threads=None,
+        upload_transform=upload_transform, progress=fl_prog, on_round=cb,
+        num_threads=torch.get_num_threads(),
     )
     extractor.eval()
     return state

@@ -80,17 +80,23 @@ class RoundPlan:
 
 @contextmanager
 def torch_threads(n: int | None, device: torch.device | str = "cpu") -> Iterator[None]:
-    """Run a block with ``n`` intra-op CPU threads (restored afterwards; no-op for None/CUDA).
+    """Run a block with ``n`` intra-op CPU threads (restored afterwards; no-op on CUDA).
+    ``n=None`` uses the project's thread budget, ``core.experiments.compute_threads()``
+    ($PRIVLAB_THREADS, default 1).
 
     The FedAvg tensors are tiny (K·B rows), so intra-op parallelism buys little and, on a busy
     2-core machine, OpenMP threads contending with other processes made a run up to 50x slower
-    (measured: 0.6 s with 1 thread vs 32 s with 2 under load 6). The default is 1 thread.
+    (measured: 0.6 s with 1 thread vs 32 s with 2 under load 6).
     ``torch.set_num_threads`` is process-wide: concurrent torch work in other threads of the
     same process runs with the same setting while the block is active.
     """
-    if n is None or torch.device(device).type != "cpu":
+    if torch.device(device).type != "cpu":
         yield
         return
+    if n is None:
+        from core.experiments import compute_threads
+
+        n = compute_threads()
     old = torch.get_num_threads()
     torch.set_num_threads(int(n))
     try:
@@ -273,7 +279,7 @@ def run_fedavg(
     dropout: tuple[float, int] | None = None,
     progress: Progress | None = None,
     on_round: Callable[[int, FedAvgState], None] | None = None,
-    num_threads: int | None = 1,
+    num_threads: int | None = None,
 ) -> FedAvgState:
     """Run ``rounds`` FedAvg rounds on ``state`` (modified in place and returned).
 
@@ -283,7 +289,7 @@ def run_fedavg(
     vectorised and sequential paths see identical batches. ``progress`` is updated per round
     and every few local steps (and raises :class:`core.progress.Cancelled` when cancelled);
     ``on_round(r, state)`` runs after each round's aggregation. ``num_threads``: CPU
-    intra-op threads during the run (see :func:`torch_threads`; None = leave as is).
+    intra-op threads during the run (see :func:`torch_threads`; None = $PRIVLAB_THREADS, default 1).
     """
     dev = next(iter(data.values())).device
     with torch_threads(num_threads, dev):
