@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cache.store import default_store
+from dashboard.tappfl_settings import build_config, preset_widgets
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -60,14 +61,11 @@ def no_real_data(monkeypatch, empty: Path) -> None:
 
 
 def tappfl_base(**over) -> dict:
-    """The config the Attribute privacy page builds for its quick preset on synthetic/u."""
-    cfg = {
-        "kind": "tappfl", "seed": 0, "device": "auto",
-        "data": {"name": "synthetic", "private_attribute": "u", "max_samples": 4000},
-        "defense": "tappfl", "adversary_steps": 1, "projection_points": 300,
-        "fl": {"num_devices": 10, "rounds": 3, "fraction_fit": 0.5, "local_epochs": 1,
-               "batch_size": 32, "lr": 0.01, "partition": "iid"},
-    }
+    """The config the Attribute privacy page builds for its quick preset on synthetic/u
+    (same function as the page; over: top-level overrides, e.g. tradeoff_lambda)."""
+    cfg = build_config(preset="quick", dataset="synthetic", attribute="u", seed=0, device="auto",
+                       defense="tappfl", lam=over.pop("tradeoff_lambda", 0.5),
+                       values=preset_widgets("quick"))
     cfg.update(over)
     return cfg
 
@@ -159,8 +157,9 @@ def test_attribute_page_controls(store):
     assert any("Edited from the quick preset: devices" in c.value for c in at.caption)
     at.segmented_control(key="ap_preset").set_value("paper").run()
     assert not any("Edited from" in c.value for c in at.caption)
-    assert at.number_input(key="ap_devices").value == 100
-    assert at.number_input(key="ap_rounds").value == 20
+    paper = preset_widgets("paper")  # the engine's paper preset: 100 devices, 20 rounds
+    assert at.number_input(key="ap_devices").value == paper["ap_devices"] == 100
+    assert at.number_input(key="ap_rounds").value == paper["ap_rounds"] == 20
     assert not at.exception
     assert any("No stored result" in i.value for i in at.info)
     assert store.list() == []  # rendering controls runs nothing
@@ -284,7 +283,7 @@ def test_history_page_lists_inspects_exports_and_deletes(store):
 def test_attribute_page_multivalued_attribute_says_theorems_are_binary_only(store, tmp_path, monkeypatch):
     no_real_data(monkeypatch, tmp_path / "empty")
     cfg = tappfl_base(tradeoff_lambda=0.5)
-    cfg["data"] = {"name": "adult", "private_attribute": "marital_status", "max_samples": 4000}
+    cfg["data"] = {"name": "adult", "private_attribute": "marital_status"}
     store.get_or_run(cfg, runner=contract_runner)
     at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("adult").run()

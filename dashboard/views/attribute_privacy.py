@@ -18,6 +18,8 @@ from core.bounds.tappfl import thm1_tradeoff, thm2_exact_bound, thm2_paper_bound
 from core.config import TappflConfig
 from dashboard import state
 from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
+from dashboard.tappfl_settings import LAMBDA_GRID, WIDGETS, preset_widgets
+from dashboard.tappfl_settings import build_config as build_tappfl_config
 from dashboard.widgets import (
     attack_bars_figure,
     bounds_curve_figure,
@@ -41,19 +43,7 @@ DEFENSES = {
     "dp_laplace": "DP-Laplace on uploads",
     "pruning": "magnitude pruning of uploads",
 }
-LAMBDA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 _DEFAULTS = TappflConfig()
-_DEFAULTS_PROJ = _DEFAULTS.projection_points
-# preset -> widget values; "paper" is TAPPFL's setting (spec B8/B10: N=100, C=0.1, T=20, E=10,
-# B=10, lr=0.01); "quick" is sized for a 2-core CPU.
-PRESETS: dict[str, dict[str, Any]] = {
-    "quick": {"ap_devices": 10, "ap_rounds": 3, "ap_fraction": 0.5, "ap_epochs": 1,
-              "ap_adv_steps": 1, "ap_batch": 32, "ap_lr": 0.01, "ap_max_samples": 4000,
-              "ap_proj_points": 300},
-    "paper": {"ap_devices": 100, "ap_rounds": 20, "ap_fraction": 0.1, "ap_epochs": 10,
-              "ap_adv_steps": 1, "ap_batch": 10, "ap_lr": 0.01, "ap_max_samples": 0,
-              "ap_proj_points": _DEFAULTS_PROJ},
-}
 ATTACKERS = {
     "in_training": "in-training adversary Ψ",
     "logreg": "fresh logistic regression",
@@ -73,13 +63,13 @@ DEFENSE_METRICS = {
 
 
 def _apply_preset() -> None:
-    st.session_state.update(PRESETS[st.session_state["ap_preset"]])
+    st.session_state.update(preset_widgets(st.session_state["ap_preset"]))
 
 
 def _init_state() -> None:
     ss = st.session_state
     ss.setdefault("ap_preset", "quick")
-    for k, v in PRESETS["quick"].items():
+    for k, v in preset_widgets(ss["ap_preset"]).items():
         ss.setdefault(k, v)
     defaults = {
         "ap_lambda": _DEFAULTS.tradeoff_lambda, "ap_defense": "tappfl",
@@ -119,8 +109,9 @@ attr = c2.selectbox("Private attribute", list(rows[name]["attributes"]), key=f"a
 defense = c3.selectbox("Defense", list(DEFENSES), key="ap_defense", format_func=DEFENSES.get)
 c4.segmented_control("Preset", ["quick", "paper"], key="ap_preset", on_change=_apply_preset,
                      required=True,
-                     help="quick: sized for a laptop CPU; paper: TAPPFL's setting (100 devices, "
-                          "10% per round, 20 rounds, 10 local epochs).")
+                     help="The engine's presets (core.defenses.tappfl): quick = sized for a "
+                          "laptop CPU; paper = TAPPFL's setting (100 devices, 10% per round, 20 "
+                          "rounds, 10 local epochs).")
 if not rows[name]["available"]:
     st.warning(f"**{name}** is a real data set; {missing_reason(name)} A run will fail with a "
                "message and store nothing.")
@@ -161,12 +152,8 @@ with st.expander("Advanced"):
                     help="Test rows embedded (t-SNE) for the raw vs learned plot.")
 
 
-PRESET_FIELDS = {"ap_devices": "devices", "ap_rounds": "rounds", "ap_fraction": "fraction",
-                 "ap_epochs": "local epochs", "ap_adv_steps": "adversary steps",
-                 "ap_batch": "batch size", "ap_lr": "learning rate", "ap_max_samples": "row cap",
-                 "ap_proj_points": "projection points"}
 _preset = st.session_state["ap_preset"]
-_edited = [PRESET_FIELDS[k] for k, v in PRESETS[_preset].items() if st.session_state.get(k) != v]
+_edited = [WIDGETS[k] for k, v in preset_widgets(_preset).items() if st.session_state.get(k) != v]
 if _edited:
     st.caption(f"Edited from the {_preset} preset: {', '.join(_edited)}.")
 
@@ -174,28 +161,16 @@ if _edited:
 def build_config(lam_value: float) -> dict[str, Any]:
     """The TappflConfig mapping of the current controls (λ given)."""
     ss = st.session_state
-    cap = int(ss["ap_max_samples"])
-    cfg: dict[str, Any] = {
-        "kind": "tappfl", "seed": s.seed, "device": s.device,
-        "data": {"name": name, "private_attribute": attr,
-                 "max_samples": cap if cap > 0 else None},
-        "defense": defense,
-        "adversary_steps": int(ss["ap_adv_steps"]),
-        "projection_points": int(ss["ap_proj_points"]),
-        "fl": {"num_devices": int(ss["ap_devices"]), "rounds": int(ss["ap_rounds"]),
-               "fraction_fit": float(ss["ap_fraction"]), "local_epochs": int(ss["ap_epochs"]),
-               "batch_size": int(ss["ap_batch"]), "lr": float(ss["ap_lr"]),
-               "partition": ss["ap_partition"]},
-    }
-    if defense == "tappfl":
-        cfg["tradeoff_lambda"] = float(lam_value)
+    dp = None
     if defense in ("dp_gaussian", "dp_laplace"):
-        cfg["dp"] = {"epsilon": float(ss["ap_eps"]), "clip_norm": float(ss["ap_clip"])}
+        dp = {"epsilon": ss["ap_eps"], "clip_norm": ss["ap_clip"]}
         if defense == "dp_gaussian":
-            cfg["dp"]["delta"] = float(ss["ap_delta"])
-    if defense == "pruning":
-        cfg["pruning_rate"] = float(ss["ap_prune"])
-    return cfg
+            dp["delta"] = ss["ap_delta"]
+    return build_tappfl_config(
+        preset=ss["ap_preset"], dataset=name, attribute=attr, seed=s.seed, device=s.device,
+        defense=defense, lam=lam_value, values={k: ss[k] for k in WIDGETS},
+        partition=ss["ap_partition"], dp=dp,
+        pruning_rate=ss["ap_prune"] if defense == "pruning" else None)
 
 
 config = build_config(lam)

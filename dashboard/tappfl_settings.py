@@ -1,0 +1,82 @@
+"""Attribute privacy page settings -> TappflConfig mapping (no Streamlit; tests use it too).
+
+The presets are the engine's own (:func:`core.defenses.tappfl.quick_preset` and
+:func:`~core.defenses.tappfl.paper_preset`); the page's widgets override the fields they show,
+and everything else (pretraining epochs, network widths) comes from the chosen preset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.config import DataSpec, TappflConfig
+
+PRESETS = ("quick", "paper")
+LAMBDA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+# t-SNE of the test rows dominates a quick run's time; the quick preset embeds fewer of them
+PROJECTION_POINTS = {"quick": 300, "paper": TappflConfig().projection_points}
+
+# widget key -> human name (for "edited from the preset" and error messages)
+WIDGETS = {
+    "ap_devices": "devices", "ap_rounds": "rounds", "ap_fraction": "fraction per round",
+    "ap_epochs": "local epochs", "ap_adv_steps": "adversary steps", "ap_batch": "batch size",
+    "ap_lr": "learning rate", "ap_max_samples": "row cap", "ap_proj_points": "projection points",
+}
+
+
+def preset_config(preset: str, data: DataSpec | None = None) -> TappflConfig:
+    """The engine's preset config (``quick`` or ``paper``) for ``data``."""
+    from core.defenses.tappfl import paper_preset, quick_preset
+
+    if preset not in PRESETS:
+        raise ValueError(f"preset: got {preset!r}; allowed: {', '.join(PRESETS)}")
+    fn = quick_preset if preset == "quick" else paper_preset
+    return fn(data or DataSpec())
+
+
+def preset_widgets(preset: str) -> dict[str, Any]:
+    """Widget values of a preset (keys of :data:`WIDGETS`)."""
+    cfg = preset_config(preset)
+    fl = cfg.fl
+    return {
+        "ap_devices": fl.num_devices, "ap_rounds": fl.rounds, "ap_fraction": float(fl.fraction_fit),
+        "ap_epochs": fl.local_epochs, "ap_adv_steps": cfg.adversary_steps,
+        "ap_batch": fl.batch_size, "ap_lr": float(fl.lr),
+        "ap_max_samples": int(cfg.data.max_samples or 0),
+        "ap_proj_points": PROJECTION_POINTS[preset],
+    }
+
+
+def build_config(
+    *,
+    preset: str,
+    dataset: str,
+    attribute: str,
+    seed: int,
+    device: str,
+    defense: str,
+    lam: float,
+    values: Mapping[str, Any],
+    partition: str = "iid",
+    dp: Mapping[str, float] | None = None,
+    pruning_rate: float | None = None,
+) -> dict[str, Any]:
+    """The config mapping (validated later by parse_config) of the page's current settings."""
+    cap = int(values["ap_max_samples"])
+    data = DataSpec(name=dataset, private_attribute=attribute, max_samples=cap if cap > 0 else None)
+    cfg = preset_config(preset, data).model_dump(mode="json")
+    cfg.update(seed=int(seed), device=device, defense=defense,
+               adversary_steps=int(values["ap_adv_steps"]),
+               projection_points=int(values["ap_proj_points"]))
+    cfg["fl"].update(num_devices=int(values["ap_devices"]), rounds=int(values["ap_rounds"]),
+                     fraction_fit=float(values["ap_fraction"]), local_epochs=int(values["ap_epochs"]),
+                     batch_size=int(values["ap_batch"]), lr=float(values["ap_lr"]),
+                     partition=partition)
+    if defense == "tappfl":
+        cfg["tradeoff_lambda"] = float(lam)
+    if defense in ("dp_gaussian", "dp_laplace") and dp:
+        cfg["dp"].update({k: float(v) for k, v in dp.items()})
+    if defense == "pruning" and pruning_rate is not None:
+        cfg["pruning_rate"] = float(pruning_rate)
+    return cfg
