@@ -211,30 +211,40 @@ def tradeoff_figure(
     *,
     current: float | None = None,
     x_key: str = "utility",
-    y_key: str = "attack",
+    y_keys: Mapping[str, str] | None = None,
     x_title: str = "utility (test accuracy)",
     y_title: str = "attack AUC",
     chance: float | None = None,
-    height: int = 380,
+    height: int = 400,
 ) -> go.Figure:
-    """Utility on x, a privacy metric on y, one point per λ (label), the current λ marked."""
+    """Utility on x, a privacy metric on y, one point per λ (``p["lam"]``), the current λ
+    marked; ``y_keys`` maps a series name to the point key holding its y value."""
+    y_keys = y_keys or {"attack": "attack"}
     pts = sorted(points, key=lambda p: p["lam"])
     fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=[p[x_key] for p in pts], y=[p[y_key] for p in pts], mode="lines+markers+text",
-        text=[f"λ={p['lam']:g}" for p in pts], textposition="top center", name="cached λ",
-        marker={"size": 9, "color": PALETTE[0]}, line={"dash": "dot"},
-    ))
-    cur = [p for p in pts if current is not None and abs(p["lam"] - current) < 1e-9]
-    if cur:
-        fig.add_trace(go.Scatter(x=[cur[0][x_key]], y=[cur[0][y_key]], mode="markers",
-                                 name=f"current λ={current:g}",
-                                 marker={"size": 18, "color": PALETTE[1], "symbol": "star"}))
+    for i, (name, key) in enumerate(y_keys.items()):
+        sel = [p for p in pts if p.get(key) is not None]
+        if not sel:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[p[x_key] for p in sel], y=[p[key] for p in sel], mode="lines+markers+text",
+            text=[f"λ={p['lam']:g}" for p in sel], textposition="top center", name=name,
+            textfont={"size": 10}, marker={"size": 9, "color": PALETTE[i % len(PALETTE)]},
+            line={"dash": "dot", "color": PALETTE[i % len(PALETTE)]},
+            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + name + " %{y:.3f}<extra></extra>",
+        ))
+        cur = [p for p in sel if current is not None and abs(p["lam"] - current) < 1e-9]
+        if cur:
+            fig.add_trace(go.Scatter(x=[cur[0][x_key]], y=[cur[0][key]], mode="markers",
+                                     name=f"current λ={current:g}", showlegend=i == 0,
+                                     marker={"size": 18, "color": PALETTE[5], "symbol": "star"}))
     if chance is not None:
         fig.add_hline(y=chance, line_dash="dot", line_color="gray", annotation_text="chance")
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title)
-    return _layout(fig, None, height)
+    _layout(fig, None, height)
+    fig.update_layout(legend={"orientation": "h", "y": -0.2, "x": 0})
+    return fig
 
 
 def roc_figure(

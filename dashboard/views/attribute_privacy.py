@@ -384,12 +384,16 @@ if defense == "tappfl":
         ys = [metric(r, f"attack_{w}_{y_key}") for w in ("logreg", "mlp")]
         ys = [v for v in ys if v is not None]
         util = metric(r, "utility_acc")
-        if ys and util is not None:
-            pts.append({"lam": g, "utility": util, "attack": max(ys)})
+        if util is not None:
+            pts.append({"lam": g, "utility": util, "fresh": max(ys) if ys else None,
+                        "in_training": metric(r, f"attack_in_training_{y_key}")})
     if pts:
         st.plotly_chart(tradeoff_figure(
-            pts, current=shown_lam, y_title=f"strongest fresh attacker {y_key.upper()}",
+            pts, current=shown_lam, y_title=f"attack {y_key.upper()}",
+            y_keys={"strongest fresh attacker": "fresh", "in-training adversary Ψ": "in_training"},
             chance=0.5 if y_key == "auc" else chance), width="stretch", key="ap_tradeoff")
+        st.caption("One point per cached λ. The in-training adversary is what TAPPFL optimises "
+                   "against; the fresh attacker is trained afterwards on the frozen r.")
         missing = [g for g in LAMBDA_GRID if grid_results.get(g) is None]
         if missing:
             st.caption("Not cached yet: λ = " + ", ".join(f"{g:g}" for g in missing)
