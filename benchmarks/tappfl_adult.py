@@ -19,6 +19,9 @@ from core.defenses.tappfl import paper_preset, quick_preset
 from core.defenses.tuning import match_attack_level
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: in-training adversary settings: (Ψ steps per Θ step, Ψ learning rate / Θ learning rate).
+#: "paper": one step at the same lr; "strong": Algorithm 1's separate lr1 = 10·lr3 with 5 steps.
+ADVERSARY = {"paper": (1, 1.0), "strong": (5, 10.0)}
 #: TAPPFL Table 2, Adult columns: λ -> (test acc, inference acc, gap) (spec B11)
 PAPER = {
     "sex": {0.0: (0.825, 0.700, 0.20), 0.25: (0.750, 0.550, 0.05), 0.5: (0.750, 0.550, 0.05),
@@ -35,10 +38,11 @@ def adult_dir() -> str:
     return str(Path(__file__).resolve().parents[2] / "shared" / "data" / "adult")
 
 
-def base_config(attribute: str, quick: bool) -> TappflConfig:
+def base_config(attribute: str, quick: bool, adversary: str = "strong") -> TappflConfig:
     data = DataSpec(name="adult", private_attribute=attribute, data_dir=adult_dir())
     cfg = quick_preset(data) if quick else paper_preset(data)
-    return cfg.model_copy(update={"projection_points": 0})
+    steps, scale = ADVERSARY[adversary]
+    return cfg.model_copy(update={"projection_points": 0, "adversary_steps": steps, "adversary_lr_scale": scale})
 
 
 def _row(cfg: TappflConfig, r, attribute: str, label: str, seconds: float) -> dict[str, Any]:
@@ -46,7 +50,7 @@ def _row(cfg: TappflConfig, r, attribute: str, label: str, seconds: float) -> di
     paper = PAPER[attribute].get(cfg.tradeoff_lambda) if cfg.defense == "tappfl" else None
     return {
         "attribute": attribute, "defense": label, "lambda": cfg.tradeoff_lambda if cfg.defense == "tappfl" else None,
-        "adv_steps": cfg.adversary_steps,
+        "adversary": f"{cfg.adversary_steps} step(s), lr x{cfg.adversary_lr_scale:g}",
         "utility": round(m["utility_acc"], 4), "utility_paper_head": round(m["utility_acc_paper"], 4),
         "paper_test": paper[0] if paper else None,
         "in_acc": round(m["attack_in_training_acc"], 4), "in_bacc": round(m["attack_in_training_bacc"], 4),
@@ -73,21 +77,19 @@ def _run(cfg: TappflConfig):
 def main(quick: bool = False) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     results: dict[tuple[str, float], Any] = {}
-    for attribute in ("sex", "marital_status"):
-        base = base_config(attribute, quick)
+    for attribute, adversary in (("sex", "strong"), ("marital_status", "strong"), ("sex", "paper")):
+        base = base_config(attribute, quick, adversary)
         for lam in LAMBDAS:
             cfg = base.model_copy(update={"tradeoff_lambda": lam})
             r, s = _run(cfg)
-            results[(attribute, lam)] = r
+            if adversary == "strong":
+                results[(attribute, lam)] = r
             rows.append(_row(cfg, r, attribute, "tappfl", s))
-            print(f"  {attribute} λ={lam}: utility {r.metrics['utility_acc']:.3f}, "
-                  f"MLP AUC {r.metrics['attack_mlp_auc']:.3f} ({s:.0f} s)", flush=True)
-    # the knob the issue asks to show: more adversary steps per encoder step, at high λ
+            print(f"  {attribute} ({adversary} adversary) λ={lam}: utility {r.metrics['utility_acc']:.3f}, "
+                  f"in-training bacc {r.metrics['attack_in_training_bacc']:.3f}, "
+                  f"LR AUC {r.metrics['attack_logreg_auc']:.3f}, MLP AUC {r.metrics['attack_mlp_auc']:.3f} "
+                  f"({s:.0f} s)", flush=True)
     base = base_config("sex", quick)
-    for lam in (0.75, 1.0):
-        cfg = base.model_copy(update={"tradeoff_lambda": lam, "adversary_steps": 5})
-        r, s = _run(cfg)
-        rows.append(_row(cfg, r, "sex", "tappfl", s))
 
     # baselines tuned to TAPPFL's fresh-attacker AUC at λ = 0.5 (sex)
     target = results[("sex", 0.5)].metrics["attack_mlp_auc"]
@@ -112,7 +114,7 @@ def main(quick: bool = False) -> dict[str, Any]:
             return r.metrics["attack_mlp_auc"], r.metrics["utility_acc"]
 
         res = match_attack_level(evaluate, target=target, lo=lo, hi=hi, increasing=inc, tol=0.01,
-                                 max_evals=4 if quick else 7, log_scale=log)
+                                 max_evals=4 if quick else 5, log_scale=log)
         cfg, r, s = made[res.knob]
         row = _row(cfg, r, "sex", f"{defense} (knob {res.knob:.3g})", s)
         row["matched"] = bool(res.converged)
@@ -141,7 +143,9 @@ def main(quick: bool = False) -> dict[str, Any]:
         "rows": rows,
         "targets": targets,
         "tuned_baselines": tuned,
-        "notes": ("preset=" + ("quick" if quick else "paper") + "; utility = logistic probe on frozen r "
+        "notes": ("preset=" + ("quick" if quick else "paper") + "; adversary 'strong' = Algorithm 1's "
+                  "lr1 = 10 x lr3 with 5 adversary steps per extractor step, 'paper' = 1 step at one lr; "
+                  "targets use the strong sweep; utility = logistic probe on frozen r "
                   "(utility_paper_head = the authors' MLP eval head); in_* = devices' in-training adversaries, "
                   "lr_*/mlp_* = fresh server-side attackers on aux-split representations, scored on the "
                   "test split; paper_* = TAPPFL Table 2 (their 'Infer' is the in-training privacy head). "

@@ -150,6 +150,9 @@ class TappflConfig(_Experiment):
     adversary_steps: Annotated[int, Ge(1), Le(20)] = Field(
         1, description="attribute-adversary (Ψ) steps per extractor (Θ) step"
     )
+    adversary_lr_scale: Annotated[float, Gt(0.0), Le(100.0)] = Field(
+        1.0, description="attribute-adversary (Ψ) learning rate as a multiple of fl.lr (Algorithm 1's lr1/lr3)"
+    )
     pretrain_epochs: Annotated[int, Ge(0), Le(100)] = 1
     representation_dim: Annotated[int, Ge(2), Le(1024)] = 128
     hidden_dim: Annotated[int, Ge(2), Le(4096)] = 64

@@ -94,11 +94,14 @@ class TappflObjective:
     """
 
     def __init__(self, extractor: nn.Module, adversary: AttributeAdversary, critic: MICritic, *,
-                 tradeoff_lambda: float, adversary_steps: int = 1) -> None:
+                 tradeoff_lambda: float, adversary_steps: int = 1, adversary_lr_scale: float = 1.0) -> None:
         self.shared = extractor
         self.private = {"adversary": adversary, "critic": critic}
         self.lam = float(tradeoff_lambda)
         self.adversary_steps = int(adversary_steps)
+        # Algorithm 1's lr1 (Ψ) as a multiple of lr3 (Θ). With plain SGD, scaling Ψ's CE term by
+        # m is exactly a step of m·lr on Ψ (Ω's gradient does not involve the CE term).
+        self.adv_scale = float(adversary_lr_scale)
         self.n_values = critic.n_values
 
     # -- vectorised form ------------------------------------------------------------------
@@ -126,7 +129,7 @@ class TappflObjective:
             with record_linear() as rec:
                 logits = advm.fforward(adv, rd)
                 ce_rows = F.cross_entropy(logits.reshape(k * b, -1), u.reshape(-1), reduction="none").view(k, b)
-                loss = (ce_rows * w).sum()
+                loss = self.adv_scale * (ce_rows * w).sum()
                 if last:
                     jsd = jsd_mi(*crit.fscore_pair(cri, crit.fembed_x(cri, x), crit.fembed_r(cri, rd), oh,
                                                     batch.roll), w)
@@ -179,10 +182,10 @@ class TappflObjective:
                     stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(0)
                     stats["rows_by_class"] = oh.sum(0)
             if a < self.adversary_steps - 1:
-                _sgd_(adv_p, torch.autograd.grad(ce, adv_p), lr)
+                _sgd_(adv_p, torch.autograd.grad(self.adv_scale * ce, adv_p), lr)
                 continue
             jsd = jsd_mi(*crit.score_pair(crit.embed_x(x), crit.embed_r(rd), oh, batch.roll))
-            grads = torch.autograd.grad(ce - jsd, adv_p + crit_p)
+            grads = torch.autograd.grad(self.adv_scale * ce - jsd, adv_p + crit_p)
             _sgd_(adv_p, grads[: len(adv_p)], lr)
             _sgd_(crit_p, grads[len(adv_p):], lr)
             stats["jsd_sum"] = jsd.detach() * len(u)
@@ -385,7 +388,8 @@ def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partiti
                    for k, v in critic0.named_parameters()},
     }
     objective = TappflObjective(extractor, adversary, critic, tradeoff_lambda=cfg.tradeoff_lambda,
-                                adversary_steps=cfg.adversary_steps)
+                                adversary_steps=cfg.adversary_steps,
+                                adversary_lr_scale=cfg.adversary_lr_scale)
     fed = FedAvgState(shared=extractor, private=private, partition=parts)
     state = TappflState(extractor=extractor, adversary=adversary, critic=critic, fed=fed,
                         partition=parts, attribute=attr, n_values=n_values, curves=fed.curves,
