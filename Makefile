@@ -8,6 +8,10 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8501
 PYTEST_ARGS ?=
+# Real data for `make run`: $PRIVLAB_DATA_DIR if set, else ../shared/data when it exists
+# (the developers' checkout layout); embedded data sets need nothing.
+DEFAULT_DATA_DIR := $(if $(wildcard ../shared/data/adult/adult.data),$(abspath ../shared/data),)
+run: export PRIVLAB_DATA_DIR ?= $(DEFAULT_DATA_DIR)
 
 HASH       := $(shell sha256sum pyproject.toml | cut -c1-16)
 STAMP      := $(VENV)/.installed-base-$(HASH)
