@@ -20,7 +20,8 @@ PROJECTION_POINTS = {"quick": 300, "paper": TappflConfig().projection_points}
 # widget key -> human name (for "edited from the preset" and error messages)
 WIDGETS = {
     "ap_devices": "devices", "ap_rounds": "rounds", "ap_fraction": "fraction per round",
-    "ap_epochs": "local epochs", "ap_adv_steps": "adversary steps", "ap_batch": "batch size",
+    "ap_epochs": "local epochs", "ap_adv_steps": "adversary steps",
+    "ap_adv_lr": "adversary lr multiple", "ap_batch": "batch size",
     "ap_lr": "learning rate", "ap_max_samples": "row cap", "ap_proj_points": "projection points",
 }
 
@@ -42,6 +43,7 @@ def preset_widgets(preset: str) -> dict[str, Any]:
     return {
         "ap_devices": fl.num_devices, "ap_rounds": fl.rounds, "ap_fraction": float(fl.fraction_fit),
         "ap_epochs": fl.local_epochs, "ap_adv_steps": cfg.adversary_steps,
+        "ap_adv_lr": float(cfg.adversary_lr_scale),
         "ap_batch": fl.batch_size, "ap_lr": float(fl.lr),
         "ap_max_samples": int(cfg.data.max_samples or 0),
         "ap_proj_points": PROJECTION_POINTS[preset],
@@ -68,6 +70,7 @@ def build_config(
     cfg = preset_config(preset, data).model_dump(mode="json")
     cfg.update(seed=int(seed), device=device, defense=defense,
                adversary_steps=int(values["ap_adv_steps"]),
+               adversary_lr_scale=float(values["ap_adv_lr"]),
                projection_points=int(values["ap_proj_points"]))
     cfg["fl"].update(num_devices=int(values["ap_devices"]), rounds=int(values["ap_rounds"]),
                      fraction_fit=float(values["ap_fraction"]), local_epochs=int(values["ap_epochs"]),

@@ -146,7 +146,7 @@ def test_attribute_page_controls(store):
     at.selectbox(key="ap_dataset").set_value("synthetic").run()
     assert at.slider(key="ap_lambda").value == 0.5
     assert {n.key for n in at.number_input} >= {"ap_devices", "ap_rounds", "ap_fraction",
-                                                 "ap_epochs", "ap_adv_steps"}
+                                                 "ap_epochs", "ap_adv_steps", "ap_adv_lr"}
     assert not any(n.key in ("ap_eps", "ap_clip") for n in at.number_input)
     at.selectbox(key="ap_defense").set_value("dp_gaussian").run()
     assert {"ap_eps", "ap_delta", "ap_clip"} <= {n.key for n in at.number_input}

@@ -142,7 +142,7 @@ elif defense == "pruning":
               key="ap_prune")
 
 with st.expander("Advanced"):
-    a1, a2, a3, a4, a5 = st.columns(5)
+    a1, a2, a3, a4, a5, a6 = st.columns(6)
     a1.number_input("Local batch size", 1, 4096, step=1, key="ap_batch")
     a2.number_input("Learning rate", 1e-4, 10.0, step=0.005, format="%.4f", key="ap_lr")
     a3.selectbox("Partition", ["iid", "dirichlet", "attribute"], key="ap_partition")
@@ -150,6 +150,10 @@ with st.expander("Advanced"):
                     help="Seeded, stratified subsample of the data set (speed).")
     a5.number_input("Projection points (0 = none)", 0, 5000, step=100, key="ap_proj_points",
                     help="Test rows embedded (t-SNE) for the raw vs learned plot.")
+    a6.number_input("Adversary lr ×", 0.01, 100.0, step=0.5, key="ap_adv_lr",
+                    help="The adversary Ψ's learning rate as a multiple of the encoder's "
+                         "(TAPPFL Algorithm 1's lr1 / lr3). A stronger in-training adversary "
+                         "pushes the encoder harder to remove u.")
 
 
 _preset = st.session_state["ap_preset"]
