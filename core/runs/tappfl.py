@@ -1,5 +1,5 @@
 """Runner for ``kind: tappfl`` — TAPPFL and its baselines in one FedAvg loop, then the attacks,
-the utility heads, the bounds and the projections (contract: metrics/curves/artifacts below).
+the utility heads, the bounds and the projections (the Result's contents: :func:`run_tappfl`).
 
 Defenses (spec B10 "Baselines"):
 - ``tappfl``: the extractor trained on −λ·CE(g(f(x)), u) − (1−λ)·I_JSD(x; f(x) | u) (Eq. 7);
@@ -72,6 +72,19 @@ def _dp_metrics(cfg: TappflConfig, transform) -> tuple[dict[str, float], dict[st
 
 
 def run_tappfl(cfg: TappflConfig, progress: Progress) -> Result:
+    """Train, attack, bound. The Result holds
+
+    - metrics: ``utility_acc`` (logistic probe on frozen r), ``utility_acc_paper`` (the authors'
+      eval head), ``utility_acc_raw`` (probe on raw x); ``attack_<who>_<acc|bacc|auc|adv|ce_nats>``
+      and ``gap_<who>`` (accuracy − 1/k) for who ∈ in_training, logreg, mlp, prior, raw_logreg,
+      raw_mlp; ``bound_*`` (Theorem 2 paper/exact forms at the CE estimate of H(u|r), Fano,
+      Theorem 1's right-hand side and constants, validity/vacuity flags); ``dp_*`` or
+      ``pruning_rate``; ``ce_loss``/``jsd_loss``; timings.
+    - curves per round: ``round``, ``ce_loss``, ``jsd_loss``, ``utility_acc``,
+      ``attack_logreg_auc``, ``in_training_acc``, ``seconds``.
+    - artifacts: ``proj_raw``/``proj_repr`` (t-SNE of raw test x and of r, same rows),
+      ``proj_attribute``, ``proj_label``; ``roc_<who>_fpr``/``_tpr`` for binary attributes.
+    """
     from core.attacks.attribute import fresh_attacker, prior_attack, score_in_training
     from core.bounds.tappfl import (
         H_ESTIMATE_CAVEAT,
@@ -145,6 +158,7 @@ def run_tappfl(cfg: TappflConfig, progress: Progress) -> Result:
     metrics["utility_acc_raw"] = linear_probe(X[tr], y[tr], X[te], y[te], seed=cfg.seed).accuracy
 
     ev.update(0.25, "attacks")
+    artifacts: dict[str, np.ndarray] = {}
     outcomes = {
         "in_training": score_in_training(adversary_proba(state, R_te), u[te]),
         "prior": prior_attack(u[ax], u[te], n_classes=k),
@@ -164,8 +178,8 @@ def run_tappfl(cfg: TappflConfig, progress: Progress) -> Result:
         metrics[f"gap_{who}"] = float(s["accuracy"]) - 1.0 / k
         if k == 2 and who in ("in_training", "logreg", "mlp"):
             fpr, tpr = roc_curve_points(u[te], out.proba[:, 1])
-            metrics_roc = {f"roc_{who}_fpr": fpr, f"roc_{who}_tpr": tpr}
-            info.setdefault("_roc", {}).update(metrics_roc)
+            artifacts[f"roc_{who}_fpr"] = np.asarray(fpr, dtype=np.float32)
+            artifacts[f"roc_{who}_tpr"] = np.asarray(tpr, dtype=np.float32)
 
     # -- bounds (Theorem 2 from the best fresh attacker's CE; Theorem 1 with estimated constants)
     ev.update(0.8, "bounds")
@@ -184,9 +198,6 @@ def run_tappfl(cfg: TappflConfig, progress: Progress) -> Result:
     bounds = tappfl_bounds(n_values=k, ce_nats=ce, **thm1)
     metrics.update(bounds)
     metrics["h_u_given_r_bits"] = bounds["bound_h_bits"]
-    # names of the contract
-    for src, dst in (("bound_thm1_delta_y_u", "bound_thm1_delta"),):
-        metrics[dst] = metrics[src]
     info["bound_caveat"] = H_ESTIMATE_CAVEAT
     info["thm1_caveat"] = THM1_CAVEAT
     if k != 2:
@@ -208,9 +219,6 @@ def run_tappfl(cfg: TappflConfig, progress: Progress) -> Result:
         metrics["jsd_loss"] = curves["jsd_loss"][-1]
 
     # -- projections of raw test x and learned r (spec B11 Fig. 3)
-    artifacts: dict[str, np.ndarray] = {}
-    for key, val in info.pop("_roc", {}).items():
-        artifacts[key] = np.asarray(val, dtype=np.float32)
     if cfg.projection_points > 0:
         ev.update(0.85, "projections")
         from core.projection import project
