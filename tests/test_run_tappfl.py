@@ -113,3 +113,14 @@ def test_projections_show_the_attribute_mixing():
     r = run(_cfg(defense="none", projection_points=0, attack={"attackers": ["logreg"]}))
     assert r.metrics["attack_raw_logreg_auc"] > 0.8
     assert np.isfinite(r.metrics["utility_acc_raw"])
+
+
+def test_diverged_extractor_is_reported_not_fatal():
+    """Absurd DP noise blows the extractor up: the run still completes, says so, and the
+    attackers on a NaN representation are no better than the prior."""
+    r = run(_cfg(defense="dp_gaussian", dp={"epsilon": 0.01, "delta": 1e-5, "clip_norm": 1000.0},
+                 fl={"lr": 5.0, "rounds": 3}, projection_points=0, attack={"attackers": ["logreg"]}))
+    m = r.metrics
+    assert m["representation_nonfinite_frac"] > 0
+    assert any("diverged" in n for n in r.info["notes"])
+    assert m["attack_logreg_auc"] <= 0.6

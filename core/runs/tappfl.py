@@ -37,6 +37,27 @@ def _rows(idx: np.ndarray, cap: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(idx, size=cap, replace=False))
 
 
+def finite_representation(R: np.ndarray) -> tuple[np.ndarray, float]:
+    """Replace non-finite entries (a diverged extractor, e.g. under heavy DP noise) by 0.
+
+    A NaN/inf entry carries nothing a head or an attacker can use, so zeroing it measures what
+    the released representation still holds; the returned fraction is reported with the run."""
+    bad = ~np.isfinite(R)
+    frac = float(bad.mean()) if R.size else 0.0
+    return (np.where(bad, 0.0, R).astype(np.float32) if frac else R), frac
+
+
+def finite_proba(P: np.ndarray) -> np.ndarray:
+    """Rows of class probabilities with a NaN/inf (an adversary trained on a diverged
+    representation) become uniform: they carry no information."""
+    bad = ~np.all(np.isfinite(P), axis=1)
+    if not bad.any():
+        return P
+    out = np.array(P, dtype=np.float64, copy=True)
+    out[bad] = 1.0 / P.shape[1]
+    return out
+
+
 def build_upload_transform(cfg: TappflConfig):
     """The upload transform of a baseline defense (None for tappfl / none)."""
     if cfg.defense in ("dp_gaussian", "dp_laplace"):
@@ -133,12 +154,12 @@ def run_tappfl(cfg: TappflConfig, progress: Progress) -> Result:
     per_round: dict[str, list[float]] = {"utility_acc": [], "attack_logreg_auc": [], "in_training_acc": []}
 
     def on_round(r: int, state) -> None:
-        R = encode(state.extractor, X[np.concatenate([ev_tr, ev_ax, ev_te])])
+        R, _ = finite_representation(encode(state.extractor, X[np.concatenate([ev_tr, ev_ax, ev_te])]))
         a, b = len(ev_tr), len(ev_tr) + len(ev_ax)
         per_round["utility_acc"].append(linear_probe(R[:a], y[ev_tr], R[b:], y[ev_te], seed=cfg.seed).accuracy)
         out = fresh_attacker(R[a:b], u[ev_ax], R[b:], u[ev_te], model="logreg", seed=cfg.seed, n_classes=k)
         per_round["attack_logreg_auc"].append(out.scores["auc"])
-        p = adversary_proba(state, R[b:])
+        p = finite_proba(adversary_proba(state, R[b:]))
         per_round["in_training_acc"].append(score_in_training(p, u[ev_te]).scores["accuracy"])
 
     t_train = time.perf_counter()
@@ -150,7 +171,12 @@ def run_tappfl(cfg: TappflConfig, progress: Progress) -> Result:
     t_eval = time.perf_counter()
     ev = progress.sub(0.75, 1.0)
     ev.update(0.0, "encoding")
-    R_tr, R_ax, R_te = (encode(state.extractor, X[s]) for s in (tr, ax, te))
+    (R_tr, f_tr), (R_ax, f_ax), (R_te, f_te) = (finite_representation(encode(state.extractor, X[s]))
+                                                for s in (tr, ax, te))
+    metrics["representation_nonfinite_frac"] = max(f_tr, f_ax, f_te)
+    if metrics["representation_nonfinite_frac"] > 0:
+        notes.append(f"the extractor diverged: {100 * metrics['representation_nonfinite_frac']:.1f} % of "
+                     "representation entries are NaN/inf (set to 0 before the heads and attackers)")
     ev.update(0.1, "utility heads")
     probe = linear_probe(R_tr, y[tr], R_te, y[te], seed=cfg.seed)
     metrics["utility_acc"] = probe.accuracy
@@ -160,7 +186,7 @@ def run_tappfl(cfg: TappflConfig, progress: Progress) -> Result:
     ev.update(0.25, "attacks")
     artifacts: dict[str, np.ndarray] = {}
     outcomes = {
-        "in_training": score_in_training(adversary_proba(state, R_te), u[te]),
+        "in_training": score_in_training(finite_proba(adversary_proba(state, R_te)), u[te]),
         "prior": prior_attack(u[ax], u[te], n_classes=k),
     }
     steps = [(f"{raw}{m}", Ra, Rt, m) for m in cfg.attack.attackers
