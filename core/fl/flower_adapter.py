@@ -35,10 +35,14 @@ Flower's node ids to partition ids) are reported separately as ``setup_seconds``
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import threading
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +205,28 @@ def _write_run_file(path: Path, ds: Dataset, st) -> None:
     np.savez(path, **arrays)
 
 
+@contextmanager
+def _quiet_flower() -> Iterator[None]:
+    """Flower's log at ERROR (its deprecation notice for ``run_simulation`` included), Ray's
+    accelerator FutureWarning off; restores the PYTHONPATH that Flower's Ray backend rewrites."""
+    logger = logging.getLogger("flwr")
+    level = logger.level
+    env = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO")}
+    os.environ["RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"] = "0"
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning, module="ray")
+            yield
+    finally:
+        logger.setLevel(level)
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _wait_for_nodes(grid, n: int, timeout: float = 120.0) -> list[int]:
     t0 = time.perf_counter()
     while True:
@@ -327,15 +353,9 @@ def run_flower_simulation(
                           "logging_level": "ERROR", "log_to_driver": False,
                           "object_store_memory": 200 * 2**20},
         }
-        old_pythonpath = os.environ.get("PYTHONPATH")
-        try:
+        with _quiet_flower():
             run_simulation(server_app=server, client_app=_make_client_app(), num_supernodes=n_dev,
                            backend_name="ray", backend_config=backend_config, verbose_logging=False)
-        finally:  # Flower's Ray backend rewrites PYTHONPATH for its workers
-            if old_pythonpath is None:
-                os.environ.pop("PYTHONPATH", None)
-            else:
-                os.environ["PYTHONPATH"] = old_pythonpath
     if "theta" not in out:
         raise RuntimeError("Flower simulation ended without finishing its rounds")
     secs = out["curves"]["round_seconds"]
