@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("flwr")
 pytest.importorskip("ray")
 
-from core.config import DataSpec, FedAvgSpec, TappflConfig  # noqa: E402
-from core.data import load_dataset  # noqa: E402
-from core.defenses.tappfl import train_tappfl  # noqa: E402
-from core.fl.flower_adapter import run_flower_simulation  # noqa: E402
+from core.config import DataSpec, FedAvgSpec, TappflConfig
+from core.data import load_dataset
+from core.defenses.tappfl import train_tappfl
+from core.fl.flower_adapter import run_flower_simulation
 
 
 @pytest.mark.slow

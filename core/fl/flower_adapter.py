@@ -298,7 +298,7 @@ def run_flower_simulation(
         server = ServerApp()
 
         @server.main()
-        def _main(grid, context) -> None:  # noqa: ARG001 - Flower's signature
+        def _main(grid, context) -> None:  # Flower's ServerApp main signature
             node_ids = _wait_for_nodes(grid, n_dev)
             setup = {"path": path, "cfg": cfg_json}
             replies = _replies(grid, [
