@@ -95,6 +95,9 @@ def _flower_rate(spec: DataSpec, ds: Dataset, *, fraction: float, rounds: int,
     return {"seconds_per_round": secs[best], "device_updates_per_s": ks[best] / secs[best],
             "devices": ks[best], "mean_device_updates_per_s": res["device_updates_per_s"],
             "setup_seconds": res["setup_seconds"], "num_cpus": num_cpus,
+            # per device-update inside the client actors: local training / whole ClientApp call
+            "train_s_per_update": res["train_seconds"] / res["device_updates"],
+            "client_s_per_update": res["client_seconds"] / res["device_updates"],
             "flwr": res["flwr_version"], "ray": res["ray_version"]}
 
 

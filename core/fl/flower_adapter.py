@@ -134,6 +134,7 @@ def _client_train(msg, context):
     from core.fl.fedavg import FedAvgState, RoundPlan, torch_threads
     from core.fl.sequential import train_round_sequential
 
+    t_start = time.perf_counter()
     setup = msg.content["setup"]
     env = _client_env(str(setup["path"]), str(setup["cfg"]))
     pid = int(context.node_config[PARTITION_ID_KEY])
@@ -160,14 +161,17 @@ def _client_train(msg, context):
         roll=torch.from_numpy(p["roll"]).unsqueeze(0), dropout=None, transform_seed=0,
     )
     state = FedAvgState(shared=objective.shared, private=private, partition=[])
+    t_train = time.perf_counter()
     with torch_threads(1):
         local, totals = train_round_sequential(objective, state, glob, plan, env["data"], lr=env["lr"])
+    t_train = time.perf_counter() - t_train
     context.state["private"] = _np_record(
         {f"{name}/{n}": v[0].numpy() for name, ps in private.items() for n, v in ps.items()})
     return msg.create_reply(RecordDict({
         "theta": _np_record({n: v[0].numpy() for n, v in local.items()}),
         "stats": _np_record({n: np.atleast_1d(v.numpy()) for n, v in totals.items()}),
-        "metrics": MetricRecord({"num-examples": int(setup["size"])}),
+        "metrics": MetricRecord({"num-examples": int(setup["size"]), "train-seconds": t_train,
+                                 "client-seconds": time.perf_counter() - t_start}),
     }))
 
 
@@ -263,8 +267,10 @@ def run_flower_simulation(
 
     Returns ``device_updates`` (sampled devices summed over rounds), ``seconds`` (summed round
     wall time), ``device_updates_per_s``, ``round_seconds`` (per round),
-    ``best_round_device_updates_per_s``, ``setup_seconds``, ``wall_seconds``, ``curves``
-    (TAPPFL's per-round metrics), ``extractor`` (the global Θ as name → numpy array),
+    ``best_round_device_updates_per_s``, ``train_seconds`` / ``client_seconds`` (summed over
+    device-updates: local training alone / the whole ClientApp call, measured in the actors),
+    ``setup_seconds``, ``wall_seconds``, ``curves`` (TAPPFL's per-round metrics, with
+    round_seconds, device_updates, train_seconds, client_seconds), ``extractor`` (the global Θ as name → numpy array),
     ``flwr_version``, ``ray_version``, ``backend`` ("ray"), ``num_cpus``, ``api``.
     Raises ImportError without Flower (extra ``scale``).
     """
@@ -341,6 +347,9 @@ def run_flower_simulation(
                         totals[n] = totals[n] + v if n in totals else v
                 metrics = objective.round_metrics(totals)
                 metrics["round_seconds"] = time.perf_counter() - t0
+                for key in ("train-seconds", "client-seconds"):  # summed over the round's devices
+                    metrics[key.replace("-", "_")] = float(sum(float(m.content["metrics"][key])
+                                                               for m in ordered))
                 metrics["device_updates"] = float(len(plan.devices))
                 for name, v in metrics.items():
                     curves.setdefault(name, []).append(float(v))
@@ -368,6 +377,9 @@ def run_flower_simulation(
         "device_updates_per_s": float(np.sum(k)) / total,
         "round_seconds": list(secs),
         "best_round_device_updates_per_s": k[best] / secs[best],
+        # inside the actors: local training alone, and the whole ClientApp call (records, state)
+        "train_seconds": float(np.sum(out["curves"]["train_seconds"])),
+        "client_seconds": float(np.sum(out["curves"]["client_seconds"])),
         "setup_seconds": out["setup_seconds"],
         "wall_seconds": time.perf_counter() - t_wall,
         "curves": out["curves"],
