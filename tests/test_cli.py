@@ -106,8 +106,12 @@ def test_ctrl_c_exits_130_and_stores_nothing(tmp_path):
     cache = tmp_path / "cache"
     cmd = [*_console_script(), "run", MNIST_TSNE, "--progress", "lines"]
     env = {**os.environ, "PRIVLAB_CACHE_DIR": str(cache)}
+    # A terminal delivers Ctrl-C to a process whose SIGINT is at its default; a test runner
+    # launched in the background (CI, nohup …&) inherits SIGINT *ignored*, and Python then never
+    # installs its KeyboardInterrupt handler. Restore the default in the child, as a shell would.
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for line in proc.stderr:  # wait until the (multi-second) t-SNE has started
             if "t-SNE on" in line:
