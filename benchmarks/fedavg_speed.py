@@ -11,7 +11,8 @@ Rows:
   × batch 10; target < 2 minutes on 2 cores);
 - Flower's simulation of the same model, data, partition, batches and rounds, if installed
   (extra ``scale``; :func:`core.fl.flower_adapter.run_flower_simulation`, Ray backend on 2
-  CPUs, one client per CPU): device-updates/s (best round after a warm-up round, and the mean
+  CPUs, one client per CPU, and in full mode also on 1 CPU, the in-process simulators' budget):
+  device-updates/s (best round after a warm-up round, and the mean
   over all rounds) and the ratio vectorised / Flower.
 
 ``PRIVLAB_BENCH_ONLY=flower`` runs only the vectorised and Flower rows (the sequential,
@@ -143,11 +144,13 @@ def main(quick: bool = False) -> dict[str, Any]:
             rows.append({"case": label, "path": "vectorised, 2 threads (info)", **two})
     if have_flower:
         for label, frac in (("100 devices, all in one round", 1.0), ("paper fraction: 10 of 100 devices", 0.1)):
-            fl_rate = _flower_rate(spec, ds, fraction=frac, rounds=2 if quick else 3)
-            rows.append({"case": label, "path": "Flower simulation (Ray, 2 CPUs)", **fl_rate})
-            rows.append({"case": label, "path": "ratio vectorised/Flower",
-                         "device_updates_per_s": vec_rates[frac]["device_updates_per_s"]
-                         / fl_rate["device_updates_per_s"]})
+            for cpus in (2,) if quick else (2, 1):  # 1 CPU: the in-process simulators' budget
+                fl_rate = _flower_rate(spec, ds, fraction=frac, rounds=2 if quick else 3, num_cpus=cpus)
+                s_cpu = "s" if cpus > 1 else ""
+                rows.append({"case": label, "path": f"Flower simulation (Ray, {cpus} CPU{s_cpu})", **fl_rate})
+                rows.append({"case": label, "path": f"ratio vectorised/Flower ({cpus} CPU{s_cpu})",
+                             "device_updates_per_s": vec_rates[frac]["device_updates_per_s"]
+                             / fl_rate["device_updates_per_s"]})
     else:
         rows.append({"case": "Flower simulation", "path": "flwr", "note": "flwr not installed (pip install privlab[scale])"})
     if only_flower:
@@ -182,7 +185,7 @@ def _notes(data_note: str, torch_version: str) -> str:
         f"best of interleaved repeats; "
         f"Flower rows: the same initial model, partition, round plans, local steps and FedAvg "
         f"through flwr.simulation.run_simulation on Ray with 2 CPUs (2 single-threaded client "
-        f"actors, so up to 2x the in-process simulators' 1 core), rate of the best round after a "
+        f"actors, so up to 2x the in-process simulators' 1 core; full mode adds 1 CPU), rate of the best round after a "
         f"warm-up round (mean over all rounds alongside; Ray start-up and actor spawn in "
         f"setup_seconds, excluded); "
         f"torch {torch_version}. Machines are noisy: compare the ratio, not absolute rates."
