@@ -114,15 +114,22 @@ def main(quick: bool = False) -> dict[str, Any]:
             return r.metrics["attack_mlp_auc"], r.metrics["utility_acc"]
 
         res = match_attack_level(evaluate, target=target, lo=lo, hi=hi, increasing=inc, tol=0.01,
-                                 max_evals=4 if quick else 5, log_scale=log)
+                                 max_evals=4 if quick else 8, log_scale=log)
         cfg, r, s = made[res.knob]
         row = _row(cfg, r, "sex", f"{defense} (knob {res.knob:.3g})", s)
         row["matched"] = bool(res.converged)
         rows.append(row)
+        # TAPPFL wins at equal privacy when every baseline setting that pushed the attack down to
+        # TAPPFL's level (or below) kept less utility; with a cliff (DP: divergence) there may be
+        # no setting *at* the level, so this dominance test is the honest comparison
+        private_enough = [h for h in res.history if h[1] <= target + 0.01]
         tuned[defense] = {"knob": res.knob, "attack_mlp_auc": res.attack, "utility": res.utility,
                           "bracketed": res.bracketed, "converged": res.converged,
                           "history": res.history, "tappfl_utility": tappfl_utility,
-                          "tappfl_better": tappfl_utility > res.utility}
+                          "baseline_best_utility_at_or_below_target": max(
+                              (h[2] for h in private_enough), default=None),
+                          "tappfl_better": bool(private_enough)
+                          and all(tappfl_utility > h[2] for h in private_enough)}
         print(f"  {defense}: knob {res.knob:.3g} → MLP AUC {res.attack:.3f} (target {target:.3f}), "
               f"utility {res.utility:.3f} vs TAPPFL {tappfl_utility:.3f}", flush=True)
 

@@ -160,6 +160,9 @@ class TappflConfig(_Experiment):
     fl: FedAvgSpec = FedAvgSpec()
     dp: DPSpec = DPSpec()
     pruning_rate: Annotated[float, Ge(0.0), Lt(1.0)] = 0.5
+    pruning_target: Literal["weights", "update"] = Field(
+        "weights", description="prune the uploaded parameters (TAPPFL's MC baseline) or the update"
+    )
     attack: AttackSpec = AttackSpec()
     utility_epochs: Annotated[int, Ge(1), Le(1000)] = 30
     projection_points: Annotated[int, Ge(0), Le(5000)] = 1000

@@ -32,6 +32,11 @@ class PruneUpload:
         self.rate = float(rate)
         self.target = target
 
+    @property
+    def needs_reference(self) -> bool:
+        """The FL aggregator passes the global parameters as ``reference`` when True."""
+        return self.target == "weights"
+
     def __call__(
         self,
         deltas: Deltas,

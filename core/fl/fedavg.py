@@ -248,7 +248,10 @@ def aggregate(
         return {n: v.clone() for n, v in global_params.items()}
     deltas = {n: local_params[n] - global_params[n].unsqueeze(0) for n in global_params}
     if upload_transform is not None:
-        deltas = upload_transform(deltas, generator=generator)
+        # a transform that acts on the uploaded weights (Θ_k = Θ + Δ_k, e.g. magnitude pruning of
+        # the parameters as TAPPFL's MC baseline) declares ``needs_reference`` and gets Θ
+        extra = {"reference": global_params} if getattr(upload_transform, "needs_reference", False) else {}
+        deltas = upload_transform(deltas, generator=generator, **extra)
         missing = set(global_params) - set(deltas)
         if missing:
             raise ValueError(f"upload_transform: returned no update for {sorted(missing)}")

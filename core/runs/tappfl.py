@@ -68,7 +68,7 @@ def build_upload_transform(cfg: TappflConfig):
     if cfg.defense == "pruning":
         from core.defenses.compression import PruneUpload
 
-        return PruneUpload(cfg.pruning_rate)
+        return PruneUpload(cfg.pruning_rate, target=cfg.pruning_target)
     return None
 
 
