@@ -270,8 +270,8 @@ def run_flower_simulation(
     ``best_round_device_updates_per_s``, ``train_seconds`` / ``client_seconds`` (summed over
     device-updates: local training alone / the whole ClientApp call, measured in the actors),
     ``setup_seconds``, ``wall_seconds``, ``curves`` (TAPPFL's per-round metrics, with
-    round_seconds, device_updates, train_seconds, client_seconds), ``extractor`` (the global Θ as name → numpy array),
-    ``flwr_version``, ``ray_version``, ``backend`` ("ray"), ``num_cpus``, ``api``.
+    round_seconds, device_updates, train_seconds, client_seconds), ``extractor`` (the global
+    Θ as name → numpy array), ``flwr_version``, ``ray_version``, ``backend`` ("ray"), ``num_cpus``, ``api``.
     Raises ImportError without Flower (extra ``scale``).
     """
     flwr = _import_flwr()
@@ -289,6 +289,7 @@ def run_flower_simulation(
                                                       ("local_epochs", local_epochs)) if v is not None})
     cfg = cfg.model_copy(update={"fl": fl, "device": "cpu"})
     cfg = TappflConfig.model_validate_json(cfg.model_dump_json())  # validate the overrides
+    fl = cfg.fl
     t_wall = time.perf_counter()
     st = _initial_state(cfg, ds)
     glob = {n: p.detach().clone() for n, p in st.extractor.named_parameters()}
