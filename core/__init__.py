@@ -4,6 +4,7 @@ The engine never imports streamlit. Everything enters through :func:`core.experi
 with a validated config from :mod:`core.config`.
 """
 
-ENGINE_VERSION = "0.1.0"
+#: part of every cache key: bump whenever a result for the same config would change
+ENGINE_VERSION = "0.1.1"
 
 __all__ = ["ENGINE_VERSION"]

@@ -64,12 +64,12 @@ def test_clipping_bounds_the_norm():
 
 def test_noise_scales_and_determinism():
     big = {"w": torch.zeros(2, 200_000)}
-    t = DPUpload("gaussian", epsilon=1.0, delta=1e-5, clip_norm=1.0)
+    t = DPUpload("gaussian", epsilon=1.0, delta=1e-5, clip_norm=1.0, neighbouring="add_remove")
     noise = t(big, generator=torch.Generator().manual_seed(1))["w"]
     assert noise.std().item() == pytest.approx(t.sigma, rel=0.05)
     assert t.noise_multiplier == pytest.approx(t.sigma)  # clip_norm 1, add/remove -> σ/Δ = σ
     assert t.describe()["sigma"] == t.sigma and t.describe()["clip_p"] == 2
-    lap = DPUpload("laplace", epsilon=2.0, delta=1e-5, clip_norm=1.0)
+    lap = DPUpload("laplace", epsilon=2.0, delta=1e-5, clip_norm=1.0, neighbouring="add_remove")
     assert lap.b == 0.5 and math.isnan(lap.sigma)
     ln = lap(big, generator=torch.Generator().manual_seed(1))["w"]
     assert ln.abs().mean().item() == pytest.approx(lap.b, rel=0.05)  # E|Laplace(b)| = b
@@ -79,7 +79,8 @@ def test_noise_scales_and_determinism():
     b = t(d, generator=torch.Generator().manual_seed(7))
     c = t(d, generator=torch.Generator().manual_seed(8))
     assert torch.equal(a["w"], b["w"]) and not torch.equal(a["w"], c["w"])
-    r = DPUpload("gaussian", epsilon=1.0, delta=1e-5, clip_norm=1.0, neighbouring="replace")
+    # the default is replace-one-update: the server sees each noisy upload on its own
+    r = DPUpload("gaussian", epsilon=1.0, delta=1e-5, clip_norm=1.0)
     assert r.sigma == pytest.approx(2 * t.sigma) and r.describe()["sensitivity"] == 2.0
 
 

@@ -77,6 +77,8 @@ def test_baselines_report_their_knobs(defense, expect):
         assert key in r.metrics and r.metrics[key] > 0, key
     if defense.startswith("dp"):
         assert r.info["accountant"] in {"rdp", "basic", "advanced"}
+        assert "no subsampling amplification" in r.info["dp_threat_model"]
+        assert r.info["dp"]["sensitivity"] == 2.0  # replace-one-update, clip 1
         # composition over 2 rounds can only grow the per-round epsilon (sampling rate 1)
         assert r.metrics["dp_epsilon_total"] >= 2.0 - 1e-9
     assert "proj_raw" not in r.artifacts

@@ -24,7 +24,8 @@ H_ESTIMATE_CAVEAT = (
 )
 THM1_CAVEAT = (
     "Theorem 1 right-hand side from estimated ingredients (empirical Adv is a lower estimate of "
-    "the worst-case advantage; C_L is an upper bound): an estimate of the bound, not a certificate"
+    "the worst-case advantage, the best of several attackers on the test split, so slightly "
+    "optimistic for the attacker; C_L is an upper bound): an estimate of the bound, not a certificate"
 )
 
 
@@ -291,7 +292,7 @@ def tappfl_bounds(
       ``h_u_bits`` and ``mi_upper_bits`` are given;
     - ``bound_fano``: the k-ary Fano bound at the CE estimate (any k);
     - ``bound_thm1_rhs``, ``bound_thm1_penalty``, ``bound_thm1_vacuous`` (0/1) and the inputs
-      ``bound_thm1_delta`` (Δ_{y|u}; alias ``bound_thm1_delta_y_u``), ``bound_thm1_R``,
+      ``bound_thm1_delta`` (Δ_{y|u}), ``bound_thm1_R``,
       ``bound_thm1_CL``, ``bound_thm1_adv`` (contract names).
     Caveat strings for ``info``: ``H_ESTIMATE_CAVEAT``, ``THM1_CAVEAT``, ``THM2_BINARY_ONLY``.
     """
@@ -330,7 +331,6 @@ def tappfl_bounds(
         out.update(bound_thm1_rhs=nan, bound_thm1_penalty=nan, bound_thm1_vacuous=nan)
     for name, v in (
         ("delta", delta_y_u),
-        ("delta_y_u", delta_y_u),
         ("R", R),
         ("CL", C_L),
         ("adv", adv),

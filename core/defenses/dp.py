@@ -5,10 +5,10 @@ dim K). :class:`DPUpload` clips every device's flattened update and adds noise c
 per-round (ε, δ) before the server sees it (the noise is added on the device, so the guarantee
 holds against the honest-but-curious server of the threat model, not only for the aggregate).
 
-Sensitivity. Neighbouring = one device's update present vs absent (``neighbouring=
-'add_remove'``, the user-level notion of DP-FedAvg and of Opacus' accountants): after clipping
-to norm C the sensitivity is C. Under ``'replace'`` (one device's data swapped for any other) it
-is 2C. Gaussian clips in L2 (L2 sensitivity); Laplace clips in **L1** (Laplace calibrates to L1
+Sensitivity. The server sees each device's noisy upload on its own, so the guarantee is about
+one upload: any two clipped updates are neighbours (``neighbouring='replace'``, the default),
+sensitivity 2C. ``'add_remove'`` (sensitivity C) is the user-level notion of DP-FedAvg for the
+*aggregate* only (central DP with a trusted aggregator) — not this threat model. Gaussian clips in L2 (L2 sensitivity); Laplace clips in **L1** (Laplace calibrates to L1
 sensitivity) — note the L1 ball is much smaller than the L2 ball for the same C.
 
 Calibration. Gaussian σ from the analytic Gaussian mechanism (Balle & Wang 2018, Thm 8): the
@@ -142,7 +142,7 @@ class DPUpload:
         epsilon: float,
         delta: float,
         clip_norm: float,
-        neighbouring: Literal["add_remove", "replace"] = "add_remove",
+        neighbouring: Literal["add_remove", "replace"] = "replace",
         calibration: Literal["analytic", "classic"] = "analytic",
     ) -> None:
         if mechanism not in ("gaussian", "laplace"):

@@ -76,7 +76,10 @@ def _dp_metrics(cfg: TappflConfig, transform) -> tuple[dict[str, float], dict[st
     from core.bounds.accountants import total_epsilon
     from core.fl.fedavg import num_sampled
 
-    q = num_sampled(cfg.fl.num_devices, cfg.fl.fraction_fit) / cfg.fl.num_devices
+    # The server samples the devices, so it knows who took part: no amplification by
+    # subsampling against it. A device's worst case is taking part in every round (q = 1).
+    q = 1.0
+    sampled = num_sampled(cfg.fl.num_devices, cfg.fl.fraction_fit) / cfg.fl.num_devices
     if transform.mechanism == "gaussian":
         tot = total_epsilon(mechanism="gaussian", eps_round=cfg.dp.epsilon, delta=cfg.dp.delta,
                             rounds=cfg.fl.rounds, sample_rate=q, noise_multiplier=transform.noise_multiplier)
@@ -87,8 +90,11 @@ def _dp_metrics(cfg: TappflConfig, transform) -> tuple[dict[str, float], dict[st
         m = {"dp_laplace_b": transform.b}
     m.update(dp_epsilon_round=cfg.dp.epsilon, dp_epsilon_total=float(tot["epsilon_total"]),
              dp_delta_total=float(tot["delta_total"]), dp_noise_multiplier=transform.noise_multiplier,
-             dp_sample_rate=q)
-    info = {"accountant": tot["accountant"], "dp": transform.describe()}
+             dp_fraction_sampled=sampled)
+    info = {"accountant": tot["accountant"], "dp": transform.describe(),
+            "dp_threat_model": ("noise added on each device against the honest-but-curious server: "
+                                "replace-one-update sensitivity 2·clip, no subsampling amplification "
+                                "(the server knows who was sampled), worst case all rounds")}
     return m, info
 
 
