@@ -28,12 +28,12 @@ TSNE_TARGET_S = 20.0
 def _load(n: int) -> tuple[np.ndarray, str]:
     from core.config import DataSpec
     from core.data import load_dataset
-    from core.projection import subsample_indices
+    from core.data.splits import subsample
 
     ds = load_dataset(DataSpec(name="mnist5k"), seed=0)
     rows = ds.split("all")  # the train split alone holds fewer than 2,000 rows
     X = ds.X[rows]
-    idx = subsample_indices(len(X), n, seed=0)
+    idx = subsample(len(X), n, seed=0)
     return np.ascontiguousarray(X[idx]), f"mnist5k split 'all', seeded subsample of {len(idx)} of {len(X)}"
 
 

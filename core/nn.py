@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
@@ -134,6 +134,55 @@ def is_stacked(params: dict[str, Tensor], module: nn.Module) -> bool:
     name, p = next(iter(module.named_parameters()))
     v = params[name] if name in params else params[name + "_t"]
     return v.dim() == p.dim() + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# seeded initialisation from a local generator
+
+#: the parameterised layer types used in this module, re-initialised by :func:`init_module_`
+INIT_LAYERS: tuple[type[nn.Module], ...] = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+
+
+@torch.no_grad()
+def init_module_(module: nn.Module, generator: torch.Generator) -> nn.Module:
+    """Re-initialise every parameter of ``module`` exactly as PyTorch's default
+    ``reset_parameters`` of nn.Linear / nn.ConvNd does (weight: ``kaiming_uniform_`` with
+    a = √5; bias: U(−1/√fan_in, 1/√fan_in)), but drawing from ``generator`` (a CPU generator)
+    instead of the global RNG; layers in ``module.modules()`` order, weight before bias.
+
+    The dashboard runs jobs in concurrent threads, so ``torch.manual_seed`` (even inside
+    ``fork_rng``) would race; a local generator does not. ``torch.manual_seed(s)`` followed by
+    building the module gives the same numbers as ``init_module_(module, Generator().manual_seed(s))``.
+    Works for modules already moved to another device (values are drawn on the CPU and copied).
+    Raises TypeError for a module holding parameters of another layer type. Returns ``module``.
+    """
+    for name, m in module.named_modules():
+        own = dict(m.named_parameters(recurse=False))
+        if not own:
+            continue
+        if not isinstance(m, INIT_LAYERS):
+            raise TypeError(f"init_module_: no seeded initialisation for {name or 'the module'} "
+                            f"({type(m).__name__}); supported: "
+                            f"{', '.join(t.__name__ for t in INIT_LAYERS)}")
+        w = torch.empty(m.weight.shape, dtype=m.weight.dtype)
+        nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=generator)
+        m.weight.copy_(w)
+        if m.bias is not None:
+            fan_in, _ = nn.init._calculate_fan_in_and_fan_out(w)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            b = torch.empty(m.bias.shape, dtype=m.bias.dtype)
+            nn.init.uniform_(b, -bound, bound, generator=generator)
+            m.bias.copy_(b)
+    return module
+
+
+def seeded(module: nn.Module | Callable[[], nn.Module], seed: int | torch.Generator) -> nn.Module:
+    """``module`` (or ``module()`` for a factory) initialised by :func:`init_module_` from
+    ``seed`` (an int: a fresh CPU generator seeded with it; or a generator, advanced in place,
+    to draw several modules from one stream)."""
+    m = module if isinstance(module, nn.Module) else module()
+    gen = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(int(seed))
+    return init_module_(m, gen)
 
 
 class Encoder(nn.Module):

@@ -2,8 +2,8 @@
 
 Thin, validated wrappers over scikit-learn (``PCA``, ``TSNE``) and umap-learn (``UMAP``):
 
-- a seeded subsample caps the number of points (``max_points``) and its row indices are
-  returned with the embedding, so callers can colour points by label or private attribute;
+- a seeded subsample (:func:`core.data.splits.subsample`) caps the number of points
+  (``max_points``) and its row indices are returned with the embedding, so callers can colour points by label or private attribute;
 - neighbourhood sizes are clipped to what ``m`` points allow — t-SNE's perplexity to
   ``(m - 1) / 3`` (each point needs about 3·perplexity neighbours) and UMAP's ``n_neighbors`` to
   ``m - 1`` — and every clip is recorded as a note;
@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from core.data.splits import subsample
 from core.progress import Progress
 
 Method = Literal["pca", "tsne", "umap"]
@@ -77,14 +78,6 @@ def effective_perplexity(m: int, perplexity: float) -> float:
 def effective_n_neighbors(m: int, n_neighbors: int) -> int:
     """UMAP ``n_neighbors`` clipped to ``m - 1``."""
     return int(max(2, min(n_neighbors, m - 1)))
-
-
-def subsample_indices(n: int, max_points: int | None, seed: int) -> np.ndarray:
-    """Sorted indices of a seeded subsample of ``range(n)`` of size ``min(n, max_points)``."""
-    if max_points is None or max_points >= n:
-        return np.arange(n, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n, size=max_points, replace=False)).astype(np.int64)
 
 
 def _validate(X: Any, method: str, seed: Any, max_points: Any, perplexity: float,
@@ -203,7 +196,7 @@ def project_detailed(
     t-SNE's final KL divergence, notes about clipped parameters and the wall time."""
     arr = _validate(X, method, seed, max_points, perplexity, n_neighbors, min_dist)
     prog = progress or Progress()
-    idx = subsample_indices(arr.shape[0], max_points, int(seed))
+    idx = subsample(arr.shape[0], max_points, int(seed))
     Xs = arr[idx]
     out = Projection(embedding=np.empty((0, 2), np.float32), indices=idx, method=method)
     if len(idx) < arr.shape[0]:
@@ -261,7 +254,7 @@ def trustworthiness_score(
     embedding = np.asarray(embedding, dtype=np.float32)
     if X.shape[0] != embedding.shape[0]:
         raise ValueError(f"embedding: got {embedding.shape[0]} rows for {X.shape[0]} rows of X")
-    idx = subsample_indices(X.shape[0], max_points, seed)
+    idx = subsample(X.shape[0], max_points, seed)
     m = len(idx)
     k = min(n_neighbors, (m - 1) // 2)
     if k < 1:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.data.splits import subsample
+
 
 @dataclass
 class ProbeResult:
@@ -19,12 +21,6 @@ class ProbeResult:
     #: weight matrix of the head *in the units of the raw representation* (k_out, d) — for
     #: Theorem 1's Lipschitz constant C_L of a logistic head (‖w‖/4).
     weights: np.ndarray
-
-
-def _subsample(n: int, cap: int, seed: int) -> np.ndarray:
-    if n <= cap:
-        return np.arange(n)
-    return np.sort(np.random.default_rng(seed).choice(n, size=cap, replace=False))
 
 
 def linear_probe(
@@ -35,7 +31,7 @@ def linear_probe(
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    rows = _subsample(len(y_train), max_train, seed)
+    rows = subsample(len(y_train), max_train, seed)
     Rt, yt = np.asarray(R_train, np.float64)[rows], np.asarray(y_train)[rows]
     if np.unique(yt).size < 2:
         major = np.bincount(yt).argmax()
@@ -52,28 +48,26 @@ def paper_eval_head(
     *, seed: int, epochs: int = 5, batch_size: int = 128, hidden: int = 64,
 ) -> float:
     """The TAPPFL code's evaluation classifier on frozen features (Adam 1e-3, wd 1e-4,
-    5 epochs, batch 128); returns test accuracy."""
+    5 epochs, batch 128, plain unweighted CE; trained by :func:`core.training.train_classifier`);
+    returns test accuracy."""
     import torch
     from torch import nn
 
+    from core.nn import seeded
+    from core.training import train_classifier
+
     n_cls = int(max(np.max(y_train), np.max(y_test))) + 1
     g = torch.Generator().manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        head = nn.Sequential(nn.Linear(R_train.shape[1], hidden), nn.ReLU(), nn.Linear(hidden, n_cls))
-    opt = torch.optim.Adam(head.parameters(), lr=1e-3, weight_decay=1e-4)
+    # initialised from a local generator, not the global seed (runs share a process)
+    head = seeded(nn.Sequential(nn.Linear(R_train.shape[1], hidden), nn.ReLU(),
+                                nn.Linear(hidden, n_cls)), seed)
     X = torch.as_tensor(np.asarray(R_train), dtype=torch.float32)
     y = torch.as_tensor(np.asarray(y_train), dtype=torch.long)
     mu, sd = X.mean(0), X.std(0).clamp_min(1e-6)
     X = (X - mu) / sd
-    for _ in range(epochs):
-        perm = torch.randperm(len(y), generator=g)
-        for i in range(0, len(y), batch_size):
-            idx = perm[i:i + batch_size]
-            loss = nn.functional.cross_entropy(head(X[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    # NOT class-balanced: it measures task utility as the paper does
+    train_classifier(head, X, y, class_weight=None, epochs=epochs, batch_size=batch_size,
+                     lr=1e-3, weight_decay=1e-4, generator=g)
     with torch.no_grad():
         Xt = (torch.as_tensor(np.asarray(R_test), dtype=torch.float32) - mu) / sd
         pred = head(Xt).argmax(1).numpy()

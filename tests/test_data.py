@@ -124,6 +124,24 @@ def test_max_samples_and_private_attribute():
     assert not np.array_equal(ds.X, other.X)  # a different seed keeps different rows
 
 
+def test_subsample_helper():
+    from core.data.splits import subsample
+
+    a = subsample(1000, 50, 7)
+    assert len(a) == 50 and np.all(np.diff(a) > 0) and a.dtype == np.int64
+    assert np.array_equal(a, subsample(np.arange(1000), 50, 7))  # range(n) == its index array
+    assert not np.array_equal(a, subsample(1000, 50, 8))
+    idx = np.arange(0, 3000, 3)
+    b = subsample(idx, 40, 1)
+    assert np.isin(b, idx).all() and np.array_equal(b, subsample(idx, 40, np.random.default_rng(1)))
+    assert np.array_equal(subsample(idx[::-1], None, 0), idx)  # no cap: all rows, sorted
+    y = np.repeat([0, 1], [900, 100])
+    c = subsample(len(y), 100, [3, 1], strata=y)
+    assert np.bincount(y[c]).tolist() == [90, 10]  # proportions kept
+    with pytest.raises(ValueError, match="strata"):
+        subsample(10, 5, 0, strata=y)
+
+
 def test_synthetic_standardised_and_tunable():
     spec = DataSpec(name="synthetic", n_samples=3000, dependence=0.6)
     ds = load_dataset(spec, 0)

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from core.config import ProjectionConfig
+from core.data.splits import subsample
 from core.projection import (
     effective_n_neighbors,
     effective_perplexity,
     project,
     project_detailed,
-    subsample_indices,
     trustworthiness_score,
 )
 
@@ -83,8 +83,8 @@ def test_bad_input_names_the_argument(X, kw, match):
 def test_one_feature_and_subsample_helper():
     emb, _ = project(np.arange(6, dtype=np.float32)[:, None], method="pca", seed=0)
     assert emb.shape == (6, 2) and np.all(emb[:, 1] == 0) and np.all(np.diff(emb[:, 0]) > 0)
-    a = subsample_indices(1000, 10, seed=7)
-    assert np.array_equal(a, subsample_indices(1000, 10, seed=7)) and len(a) == 10
+    a = subsample(1000, 10, seed=7)
+    assert np.array_equal(a, subsample(1000, 10, seed=7)) and len(a) == 10
 
 
 def test_trustworthiness_separates_good_from_random(digits_X):

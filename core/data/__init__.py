@@ -11,21 +11,18 @@ import os
 from dataclasses import replace
 from functools import lru_cache
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from core.data.base import Dataset
+from core.data.base import Dataset, DataSpecLike
 from core.data.errors import DataError
 from core.data.files import ENV_DATA_DIR
 from core.data.partition import partition, skew
 from core.data.registry import DATASETS, DatasetInfo, dataset_attributes
 
-if TYPE_CHECKING:
-    from core.config import DataSpec
-
 __all__ = [
-    "DATASETS", "DataError", "Dataset", "DatasetInfo", "clear_memo", "dataset_attributes",
+    "DATASETS", "DataError", "DataSpecLike", "Dataset", "DatasetInfo", "clear_memo", "dataset_attributes",
     "describe_datasets", "load_dataset", "partition", "skew",
 ]
 
@@ -42,7 +39,7 @@ def _loader(info: DatasetInfo):
 
 
 @lru_cache(maxsize=8)
-def _load(spec: DataSpec, seed: int, env_data_dir: str | None) -> Dataset:
+def _load(spec: DataSpecLike, seed: int, env_data_dir: str | None) -> Dataset:
     """Build the Dataset (``env_data_dir`` is only part of the memo key: a changed
     $PRIVLAB_DATA_DIR must not serve a set read from the old directory)."""
     from core.data.splits import encode_tabular, make_splits, subsample
@@ -52,7 +49,7 @@ def _load(spec: DataSpec, seed: int, env_data_dir: str | None) -> Dataset:
     if set(raw.attributes) != set(info.attributes):
         raise RuntimeError(f"{spec.name}: loader attributes {sorted(raw.attributes)} disagree "
                            f"with the registry's {list(info.attributes)}")
-    keep = subsample(raw.y, spec.max_samples, seed)
+    keep = subsample(len(raw.y), spec.max_samples, [seed, 1], strata=raw.y)  # stream 1: the cap
     whole = len(keep) == len(raw.y)
     rows = (lambda a: a) if whole else (lambda a: a[keep])
     y = np.asarray(rows(raw.y), dtype=np.int64)
@@ -81,7 +78,7 @@ def _load(spec: DataSpec, seed: int, env_data_dir: str | None) -> Dataset:
     )
 
 
-def load_dataset(spec: DataSpec, seed: int) -> Dataset:
+def load_dataset(spec: DataSpecLike, seed: int) -> Dataset:
     """Load ``spec.name``, cap it at ``spec.max_samples`` rows (seeded, stratified by the task
     label), split it into train/test/aux from ``seed`` (stratified; ``test_fraction`` and
     ``aux_fraction`` of all rows; Adult: test = adult.test, see core.data.adult), and

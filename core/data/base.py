@@ -1,10 +1,31 @@
-"""The Dataset every loader returns (DESIGN: Data)."""
+"""The Dataset every loader returns, and what the data layer reads of a data spec (DESIGN: Data)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
+
+
+class DataSpecLike(Protocol):
+    """The fields of a data spec that the data layer reads (``core.config.DataSpec`` has them;
+    the data layer does not import the config, which imports the data registry). Loaders read
+    the fields of their family (``data_dir``; synthetic: ``n_samples``, ``dependence``).
+    Must be hashable: :func:`core.data.load_dataset` memoises on it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def private_attribute(self) -> str | None: ...
+    @property
+    def data_dir(self) -> str | None: ...
+    @property
+    def max_samples(self) -> int | None: ...
+    @property
+    def test_fraction(self) -> float: ...
+    @property
+    def aux_fraction(self) -> float: ...
 
 
 @dataclass

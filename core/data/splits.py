@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
@@ -30,12 +32,37 @@ def _take(idx: np.ndarray, k: int, strata: np.ndarray | None, rng: np.random.Gen
     return np.sort(np.concatenate(out)).astype(np.int64)
 
 
-def subsample(y: np.ndarray, max_samples: int | None, seed: int) -> np.ndarray:
-    """Row indices kept under a ``max_samples`` cap (stratified by the task label, seeded)."""
-    idx = np.arange(len(y), dtype=np.int64)
-    if max_samples is None or max_samples >= len(y):
-        return idx
-    return _take(idx, max_samples, y, _rng(seed, 1))
+def subsample(
+    rows: int | np.ndarray,
+    cap: int | None,
+    seed: int | Sequence[int] | np.random.Generator,
+    *,
+    strata: np.ndarray | None = None,
+) -> np.ndarray:
+    """The one seeded row subsample: at most ``cap`` entries of ``rows`` (an index array, or
+    ``range(rows)`` for an int), drawn without replacement, returned sorted (int64).
+
+    ``cap`` None (or >= the number of rows) keeps every row. ``seed``: an int or int sequence
+    for ``np.random.default_rng`` (e.g. ``[seed, purpose]`` for an independent stream), or a
+    generator (advanced in place). ``strata``: a label per row of ``rows`` (same length) to keep
+    its proportions to within one row (largest remainder). Unstratified, the draw is
+    ``np.sort(rows[default_rng(seed).choice(len(rows), cap, replace=False)])``.
+    """
+    idx = np.arange(rows, dtype=np.int64) if np.isscalar(rows) else np.asarray(rows, dtype=np.int64)
+    if idx.ndim != 1:
+        raise ValueError(f"rows: got an array of shape {idx.shape}; expected an int or a 1-D index array")
+    if cap is not None and cap < 0:
+        raise ValueError(f"cap: got {cap}; allowed: None or an integer >= 0")
+    if strata is not None and len(strata) != len(idx):
+        raise ValueError(f"strata: got {len(strata)} labels for {len(idx)} rows; expected one per row")
+    if cap is None or cap >= len(idx):
+        return np.sort(idx)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    if strata is None:
+        return np.sort(rng.choice(idx, size=int(cap), replace=False))
+    # _take indexes strata by row value: give it positions 0..n-1, then map back
+    pos = _take(np.arange(len(idx)), int(cap), np.asarray(strata), rng)
+    return np.sort(idx[pos])
 
 
 def make_splits(

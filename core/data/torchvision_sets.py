@@ -150,7 +150,7 @@ def load_celeba(spec, seed: int = 0) -> RawData:
     names = list(ds.attr_names)
     col = {n: names.index(n) for n in ("Smiling", "Male", "Young")}
     y_all = attr[:, col["Smiling"]]
-    keep = subsample(y_all, spec.max_samples or CELEBA_DEFAULT_CAP, seed)
+    keep = subsample(len(y_all), spec.max_samples or CELEBA_DEFAULT_CAP, [seed, 1], strata=y_all)
     img_dir = Path(ds.root) / ds.base_folder / "img_align_celeba"
     X = np.empty((len(keep), 3 * CELEBA_SIDE * CELEBA_SIDE), dtype=np.float32)
     for i, j in enumerate(keep):

@@ -22,87 +22,31 @@ Only the shared part Θ (the feature extractor) is federated.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
+from core.fl.sequential import train_round_sequential
+from core.fl.types import (  # re-exported: the types' old home
+    DeviceBatch,
+    FedAvgState,
+    LocalObjective,
+    Params,
+    RoundPlan,
+    StackedBatch,
+    UploadTransform,
+    identity_transform,
+)
+from core.fl.vectorised import train_round_vectorised
 from core.progress import Progress
 
-Params = dict[str, Tensor]
-
-
-class UploadTransform(Protocol):
-    """Applied to the K sampled devices' updates before aggregation (DP noise, pruning, ...).
-
-    ``deltas`` maps each shared parameter name to a tensor with leading dim K (Δ_k = Θ_k − Θ);
-    the transform returns a dict of the same names and shapes. All randomness must come from
-    ``generator`` (seeded per round by the simulator)."""
-
-    def __call__(self, deltas: dict[str, Tensor], *, generator: torch.Generator) -> dict[str, Tensor]: ...
-
-
-def identity_transform(deltas: dict[str, Tensor], *, generator: torch.Generator) -> dict[str, Tensor]:
-    """The no-op upload transform (no defense on the upload)."""
-    return deltas
-
-
-@dataclass
-class RoundPlan:
-    """Every random choice of one round, drawn before training (shared by both paths).
-
-    ``index[k, s, j]`` is the data row of slot j in local step s of sampled device k (padding
-    slots point at row 0 with ``mask`` False); valid slots come first in each step. Device k
-    runs its E epochs back to back, each epoch cut into ceil(n_k / B) batches (the last one
-    partial), so it has ``steps[k]`` valid steps; later steps are all padding. ``roll[k, s, j]``
-    is the slot of x' for slot j: the next valid slot, cyclically ((j + 1) mod m).
-    """
-
-    round: int
-    devices: np.ndarray  # (K,) sorted device ids
-    sizes: np.ndarray  # (K,) |D_k|
-    steps: np.ndarray  # (K,) valid local steps per device
-    index: Tensor  # (K, T, B) int64
-    mask: Tensor  # (K, T, B) bool
-    count: Tensor  # (K, T) int64 valid rows per step
-    roll: Tensor  # (K, T, B) int64
-    dropout: Tensor | None  # (K, T, B, H) or None
-    transform_seed: int
-
-    @property
-    def num_steps(self) -> int:
-        return int(self.index.shape[1])
-
-
-@contextmanager
-def torch_threads(n: int | None, device: torch.device | str = "cpu") -> Iterator[None]:
-    """Run a block with ``n`` intra-op CPU threads (restored afterwards; no-op on CUDA).
-    ``n=None`` uses the project's thread budget, ``core.experiments.compute_threads()``
-    ($PRIVLAB_THREADS, default 1).
-
-    The FedAvg tensors are tiny (K·B rows), so intra-op parallelism buys little and, on a busy
-    2-core machine, OpenMP threads contending with other processes made a run up to 50x slower
-    (measured: 0.6 s with 1 thread vs 32 s with 2 under load 6).
-    ``torch.set_num_threads`` is process-wide: concurrent torch work in other threads of the
-    same process runs with the same setting while the block is active.
-    """
-    if torch.device(device).type != "cpu":
-        yield
-        return
-    if n is None:
-        from core.experiments import compute_threads
-
-        n = compute_threads()
-    old = torch.get_num_threads()
-    torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+__all__ = [
+    "DeviceBatch", "FedAvgState", "LocalObjective", "Params", "RoundPlan", "StackedBatch",
+    "UploadTransform", "aggregate", "identity_transform", "num_sampled", "plan_round",
+    "run_fedavg", "shared_params",
+]
 
 
 def num_sampled(num_devices: int, fraction_fit: float) -> int:
@@ -162,72 +106,6 @@ def plan_round(
     )
 
 
-@dataclass
-class StackedBatch:
-    """One local step of K devices: ``fields`` (K, B, ...), ``mask`` (K, B) float,
-    ``weight`` = mask / max(count, 1) (a per-device mean over valid rows), ``roll`` (K, B)."""
-
-    fields: dict[str, Tensor]
-    mask: Tensor
-    weight: Tensor
-    roll: Tensor
-    dropout: Tensor | None
-
-
-@dataclass
-class DeviceBatch:
-    """One local step of one device: ``fields`` (m, ...) of the m valid rows, ``roll`` (m,)."""
-
-    fields: dict[str, Tensor]
-    roll: Tensor
-    dropout: Tensor | None
-
-
-class LocalObjective(Protocol):
-    """A device's local update, in a stacked (vectorised) and a per-module (reference) form.
-
-    ``shared`` is the federated module Θ; ``private`` holds templates of the per-device modules
-    (their parameters live stacked over all N devices in the simulator state). Both step
-    functions update parameters in place with plain SGD at ``lr`` and return per-device
-    statistics (sums over the step's valid rows) as tensors — shape (K, ...) for the stacked
-    form, (...) for the module form; the simulator adds them up over the round and
-    :meth:`round_metrics` turns the totals into the round's curve values.
-
-    ``stacked_step`` receives plain tensors (not requiring grad) with a leading device dim K;
-    2-D linear weights arrive as ``<layer>.weight_t`` in (K, in, out) layout
-    (:func:`core.nn.to_batched_layout`); the objective computes its gradients as it likes
-    (TAPPFL: autograd w.r.t. layer outputs + fused updates, :func:`core.nn.record_linear`).
-    ``module_step`` receives the ordinary modules loaded with one device's parameters.
-    """
-
-    shared: nn.Module
-    private: dict[str, nn.Module]
-
-    def stacked_step(self, theta: Params, private: dict[str, Params], batch: StackedBatch, lr: float) -> dict[str, Tensor]: ...
-
-    def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch, lr: float) -> dict[str, Tensor]: ...
-
-    def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]: ...
-
-
-@dataclass
-class FedAvgState:
-    """The simulation's state: the global shared module, every device's private parameters
-    (stacked over all N devices), the partition (row indices into ``data``), and the curves."""
-
-    shared: nn.Module
-    private: dict[str, Params]
-    partition: list[np.ndarray]
-    curves: dict[str, list[float]] = field(default_factory=dict)
-    round: int = 0
-    last_plan: RoundPlan | None = None
-    rounds_trained: np.ndarray | None = None  # (N,) how many rounds each device trained
-
-    @property
-    def last_devices(self) -> np.ndarray:
-        return np.array([], dtype=np.int64) if self.last_plan is None else self.last_plan.devices
-
-
 def shared_params(module: nn.Module) -> Params:
     """A detached copy of the module's parameters."""
     return {n: p.detach().clone() for n, p in module.named_parameters()}
@@ -282,7 +160,6 @@ def run_fedavg(
     dropout: tuple[float, int] | None = None,
     progress: Progress | None = None,
     on_round: Callable[[int, FedAvgState], None] | None = None,
-    num_threads: int | None = None,
 ) -> FedAvgState:
     """Run ``rounds`` FedAvg rounds on ``state`` (modified in place and returned).
 
@@ -291,22 +168,10 @@ def run_fedavg(
     task label). Round r's randomness comes from ``np.random.default_rng([seed, r])``, so the
     vectorised and sequential paths see identical batches. ``progress`` is updated per round
     and every few local steps (and raises :class:`core.progress.Cancelled` when cancelled);
-    ``on_round(r, state)`` runs after each round's aggregation. ``num_threads``: CPU
-    intra-op threads during the run (see :func:`torch_threads`; None = $PRIVLAB_THREADS, default 1).
+    ``on_round(r, state)`` runs after each round's aggregation. Sets no thread counts: the
+    caller's budget applies (:func:`core.threads.thread_limits`, inside
+    :func:`core.experiments.run`).
     """
-    dev = next(iter(data.values())).device
-    with torch_threads(num_threads, dev):
-        return _run_fedavg(objective, state, data, rounds=rounds, fraction_fit=fraction_fit,
-                           local_epochs=local_epochs, batch_size=batch_size, lr=lr, seed=seed,
-                           vectorised=vectorised, upload_transform=upload_transform,
-                           dropout=dropout, progress=progress, on_round=on_round)
-
-
-def _run_fedavg(objective, state, data, *, rounds, fraction_fit, local_epochs, batch_size, lr,
-                seed, vectorised, upload_transform, dropout, progress, on_round) -> FedAvgState:
-    from core.fl.sequential import train_round_sequential
-    from core.fl.vectorised import train_round_vectorised
-
     dev = next(iter(data.values())).device
     n_dev = len(state.partition)
     if state.rounds_trained is None:

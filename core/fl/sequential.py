@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from core.fl.fedavg import DeviceBatch, FedAvgState, LocalObjective, Params, RoundPlan
+from core.fl.types import DeviceBatch, FedAvgState, LocalObjective, Params, RoundPlan
 from core.progress import Progress
 
 

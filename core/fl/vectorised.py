@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from core.fl.fedavg import FedAvgState, LocalObjective, Params, RoundPlan, StackedBatch
+from core.fl.types import FedAvgState, LocalObjective, Params, RoundPlan, StackedBatch
 from core.nn import from_batched_layout, to_batched_layout
 from core.progress import Progress
 
