@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score, roc_curve
@@ -60,12 +61,56 @@ def _as_proba_matrix(proba: np.ndarray, n: int) -> np.ndarray:
     return p
 
 
-def _advantage_binary(y01: np.ndarray, score: np.ndarray) -> float:
-    """max over thresholds of TPR - FPR (0 when only one class is present)."""
-    if y01.min() == y01.max():
+def _resampled_auc_adv(
+    pos: np.ndarray, score: np.ndarray, idx: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Binary AUC and advantage of ``score`` on each resample ``idx[b]`` (rows of original row
+    indices, shape (B, m)); ``pos`` (n,) bool. One sort, then O(B·m) counting: AUC by the rank
+    (Mann-Whitney) formula P(s+ > s-) + ½ P(s+ = s-), advantage = max(0, max over thresholds t
+    of TPR(s >= t) − FPR(s >= t)). NaN for a resample without positives or without negatives."""
+    order = np.argsort(score, kind="mergesort")
+    s = score[order]
+    new_group = np.r_[True, s[1:] != s[:-1]]  # tied scores form one threshold
+    group = np.empty(s.size, dtype=np.int64)
+    group[order] = np.cumsum(new_group) - 1
+    G = int(new_group.sum())
+    key = 2 * group + pos.astype(np.int64)  # (group, is positive) of each original row
+    B = idx.shape[0]
+    flat = (key[idx] + (2 * G) * np.arange(B, dtype=np.int64)[:, None]).ravel()
+    counts = np.bincount(flat, minlength=2 * G * B).reshape(B, G, 2)
+    Wn, Wp = counts[:, :, 0], counts[:, :, 1]
+    cn = np.cumsum(Wn, axis=1)
+    cp = np.cumsum(Wp, axis=1)
+    n0, n1 = cn[:, -1], cp[:, -1]
+    cnb = cn - Wn  # negatives strictly below each group
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = np.einsum("bg,bg->b", Wp, 2 * cnb + Wn) / (2.0 * n1 * n0)
+        # threshold at group g: TPR = 1 − (cp − Wp)/n1, FPR = 1 − cnb/n0
+        adv = np.maximum(np.max(cnb / n0[:, None] - (cp - Wp) / n1[:, None], axis=1), 0.0)
+    bad = (n1 == 0) | (n0 == 0)
+    auc[bad] = np.nan
+    adv[bad] = np.nan
+    return auc, adv
+
+
+def advantage(y01: np.ndarray, score: np.ndarray) -> float:
+    """Attack advantage max over thresholds t of TPR − FPR of "positive iff score >= t" (the
+    all-negative threshold included, so >= 0); NaN when only one class is present.
+
+    Signed on purpose (DESIGN, membership): the attacker must know which direction of the score
+    means "positive"; a score anti-correlated with the label earns no advantage here, as an
+    attacker reading it the stated way would get none (max |TPR − FPR| would credit it)."""
+    y = _as_labels(y01, "y01")
+    s = np.asarray(score, dtype=np.float64)
+    if s.shape != y.shape:
+        raise ValueError(f"score: got shape {s.shape}; expected {y.shape} to match y01")
+    if y.size and y.max() > 1:
+        raise ValueError(f"y01: got class code {int(y.max())}; expected binary 0/1 codes")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("score: got NaN or inf; expected finite scores")
+    if y.size == 0 or y.min() == y.max():
         return float("nan")
-    fpr, tpr, _ = roc_curve(y01, score, drop_intermediate=False)
-    return float(np.max(tpr - fpr))
+    return float(_resampled_auc_adv(y == 1, s, np.arange(y.size)[None, :])[1][0])
 
 
 def _auc_binary(y01: np.ndarray, score: np.ndarray) -> float:
@@ -131,7 +176,7 @@ def attack_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, float]:
     if k == 2:
         y01 = (y == 1).astype(np.int64)
         out["auc"] = _auc_binary(y01, p[:, 1])
-        out["advantage"] = _advantage_binary(y01, p[:, 1])
+        out["advantage"] = advantage(y01, p[:, 1])
     else:
         present = np.unique(y)
         rows_sum_to_one = np.allclose(p.sum(axis=1), 1.0, atol=1e-6)
@@ -147,7 +192,7 @@ def attack_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, float]:
             out["auc"] = float("nan")
         if present.size >= 2:
             out["advantage"] = float(
-                np.mean([_advantage_binary((y == c).astype(np.int64), p[:, c]) for c in present])
+                np.mean([advantage((y == c).astype(np.int64), p[:, c]) for c in present])
             )
         else:
             out["advantage"] = float("nan")
@@ -269,6 +314,156 @@ def empirical_epsilon_lower_bound(
         e2 = np.where((num2 > 0) & (den2 > 0), np.log(num2 / den2), -np.inf)
     best = max(float(np.max(e1, initial=-np.inf)), float(np.max(e2, initial=-np.inf)))
     return max(0.0, best)
+
+
+# ---------------------------------------------------------------------------------------------
+# uncertainty (DESIGN: "near chance" is claimed only by interval)
+
+
+def _check_confidence(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence: got {confidence}; allowed range 0 < value < 1")
+    return float(confidence)
+
+
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper–Pearson) two-sided interval for a binomial proportion k/n: the same as
+    ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method='exact')``."""
+    from scipy.stats import beta
+
+    a = (1.0 - _check_confidence(confidence)) / 2.0
+    if int(n) != n or n < 1:
+        raise ValueError(f"n: got {n}; allowed range 1 <= value (an integer count)")
+    if int(k) != k or not 0 <= k <= n:
+        raise ValueError(f"k: got {k}; allowed range 0 <= value <= n = {n} (an integer count)")
+    k, n = int(k), int(n)
+    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1.0 - a, k + 1, n - k))
+    return lo, hi
+
+
+def _resample_indices(
+    y: np.ndarray, n_boot: int, rng: np.random.Generator, stratified: bool
+) -> np.ndarray:
+    """(n_boot, n) row indices of bootstrap resamples. Stratified: each class keeps its count
+    (columns grouped by class, in sorted class order), so every resample has every class."""
+    if int(n_boot) < 1:
+        raise ValueError(f"n_boot: got {n_boot}; allowed range 1 <= value")
+    n = y.shape[0]
+    if not stratified:
+        return rng.integers(0, n, size=(int(n_boot), n))
+    blocks = []
+    for c in np.unique(y):
+        rows = np.flatnonzero(y == c)
+        blocks.append(rows[rng.integers(0, rows.size, size=(int(n_boot), rows.size))])
+    return np.concatenate(blocks, axis=1)
+
+
+def _percentile_interval(stats: np.ndarray, confidence: float) -> tuple[float, float]:
+    a = (1.0 - confidence) / 2.0
+    stats = np.asarray(stats, dtype=np.float64)
+    stats = stats[~np.isnan(stats)]
+    if stats.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(stats, [a, 1.0 - a])
+    return float(lo), float(hi)
+
+
+def bootstrap_interval(
+    stat_fn: Callable[[np.ndarray, np.ndarray], float],
+    y: np.ndarray,
+    score_or_proba: np.ndarray,
+    *,
+    n_boot: int = 200,
+    confidence: float = 0.95,
+    seed: int = 0,
+    stratified: bool = True,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``stat_fn(y_b, score_b)`` over ``n_boot`` resamples of
+    the rows (stratified by the classes of ``y`` by default, so every resample has every class
+    present). NaN statistics are dropped; (NaN, NaN) when all are NaN or ``y`` is empty.
+    :func:`attack_intervals` draws the same resamples for the same ``seed``."""
+    confidence = _check_confidence(confidence)
+    y = np.asarray(y)
+    s = np.asarray(score_or_proba)
+    if y.ndim != 1 or s.shape[:1] != y.shape:
+        raise ValueError(
+            f"score_or_proba: got shape {s.shape}; expected ({y.shape[0] if y.ndim else '?'}, ...) "
+            f"rows matching a 1-D y of shape {y.shape}"
+        )
+    if y.size == 0:
+        return float("nan"), float("nan")
+    idx = _resample_indices(y, n_boot, np.random.default_rng(seed), stratified)
+    stats = np.array([float(stat_fn(y[i], s[i])) for i in idx])
+    return _percentile_interval(stats, confidence)
+
+
+def attack_intervals(
+    y_true: np.ndarray,
+    proba: np.ndarray,
+    *,
+    n_boot: int = 200,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, tuple[float, float]]:
+    """``confidence`` (95 %) intervals for the :func:`attack_scores` of the same inputs: ``accuracy`` (exact
+    Clopper–Pearson), ``balanced_accuracy``, ``auc`` and ``advantage`` (stratified percentile
+    bootstrap, ``n_boot`` resamples drawn as :func:`bootstrap_interval` draws them).
+
+    Vectorised over resamples: AUC and advantage come from one sort per score column and
+    per-resample counts of (tied-score group, class) by the rank (Mann-Whitney) formula; for
+    k > 2 they are the one-vs-rest means over the classes present, as in :func:`attack_scores`.
+    Undefined intervals (empty input; AUC with one class present) are (NaN, NaN)."""
+    confidence = _check_confidence(confidence)
+    y = _as_labels(y_true)
+    p = _as_proba_matrix(proba, y.size)
+    k = p.shape[1]
+    if y.size and y.max() >= k:
+        raise ValueError(
+            f"y_true: got class code {int(y.max())}; proba has only {k} columns (codes 0..{k - 1})"
+        )
+    nan2 = (float("nan"), float("nan"))
+    if y.size == 0:
+        return {m: nan2 for m in ("accuracy", "balanced_accuracy", "auc", "advantage")}
+    correct = np.argmax(p, axis=1) == y
+    out = {"accuracy": clopper_pearson(int(correct.sum()), y.size, confidence)}
+
+    idx = _resample_indices(y, n_boot, np.random.default_rng(seed), True)
+    present, sizes = np.unique(y, return_counts=True)  # idx columns come in these class blocks
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    recall = np.add.reduceat(correct[idx].astype(np.int64), starts, axis=1) / sizes
+    out["balanced_accuracy"] = _percentile_interval(recall.mean(axis=1), confidence)
+    if present.size < 2 or not np.all(np.isfinite(p)):
+        out["auc"] = out["advantage"] = nan2
+        return out
+    if k == 2:
+        auc, adv = _resampled_auc_adv(y == 1, p[:, 1], idx)
+    else:
+        per = [_resampled_auc_adv(y == c, p[:, c], idx) for c in present]
+        auc = np.mean([a for a, _ in per], axis=0)
+        adv = np.mean([d for _, d in per], axis=0)
+    out["auc"] = _percentile_interval(auc, confidence)
+    out["advantage"] = _percentile_interval(adv, confidence)
+    return out
+
+
+def near_chance(interval: tuple[float, float], chance: float) -> bool:
+    """True iff ``chance`` lies inside the closed ``interval`` (False if anything is NaN)."""
+    lo, hi = (float(v) for v in interval)
+    c = float(chance)
+    if math.isnan(lo) or math.isnan(hi) or math.isnan(c):
+        return False
+    return lo <= c <= hi
+
+
+def within_chance_text(
+    value: float, interval: tuple[float, float], chance: float
+) -> str | None:
+    """"within 0.012 of chance" when ``interval`` contains ``chance`` (the only case in which a
+    page may call a value near chance), else None."""
+    if not near_chance(interval, chance) or math.isnan(float(value)):
+        return None
+    return f"within {abs(float(value) - float(chance)):.3f} of chance"
 
 
 # ---------------------------------------------------------------------------------------------

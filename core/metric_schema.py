@@ -1,0 +1,363 @@
+"""The one metric schema (DESIGN: Architecture, "One metric schema"): every metric name an
+experiment kind emits, with a one-line description, a unit, a direction and, where one exists,
+its chance level; and each kind's headline utility, attack success and budget.
+
+Pages, History, Compare and benchmarks read names from here instead of re-spelling strings;
+``tests/test_metric_schema.py`` checks that every metric the runners emit is registered.
+
+- ``direction``: ``"utility"`` (more = more utility), ``"leakage"`` (more = more leakage) or
+  ``"neither"`` (a setting, a count, a time, or a quantity where *less* means more leakage,
+  such as an attacker's cross-entropy or a reconstruction's MSE; the description says so).
+- ``chance``: the level a know-nothing attacker (or the majority-class predictor) reaches: a
+  float, or the name of the metric that holds it per run (``"chance"``, ``"utility_majority"``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+DIRECTIONS = ("utility", "leakage", "neither")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric: ``name``, a one-line ``description``, a short ``unit``, a ``direction`` in
+    :data:`DIRECTIONS`, its ``chance`` level (float, or the name of the metric holding it per
+    run, or None) and a ``group`` (utility, attack, bound, defense, timing, ...)."""
+
+    name: str
+    description: str
+    unit: str
+    direction: str
+    chance: float | str | None = None
+    group: str = "other"
+
+    def __post_init__(self) -> None:
+        if not self.name or any(c.isspace() for c in self.name):
+            raise ValueError(f"name: got {self.name!r}; expected a non-empty name without spaces")
+        if self.direction not in DIRECTIONS:
+            raise ValueError(
+                f"direction of metric {self.name!r}: got {self.direction!r}; "
+                f"allowed values {', '.join(DIRECTIONS)}"
+            )
+        if not self.description or "\n" in self.description:
+            raise ValueError(f"description of metric {self.name!r}: expected one non-empty line")
+        if self.chance is not None and not isinstance(self.chance, str | int | float):
+            raise ValueError(
+                f"chance of metric {self.name!r}: got {self.chance!r}; expected a float, "
+                "a metric name or None"
+            )
+
+
+class UnknownMetricError(KeyError, ValueError):
+    """An unregistered metric name (a KeyError and a ValueError, with a one-line message)."""
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0]) if self.args else ""
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    """Add ``spec``; registering an identical spec again is a no-op, a different one under a
+    registered name is a ValueError."""
+    if not isinstance(spec, MetricSpec):
+        raise TypeError(f"spec: got {type(spec).__name__}; expected a MetricSpec")
+    old = _REGISTRY.get(spec.name)
+    if old is not None and old != spec:
+        raise ValueError(f"metric {spec.name!r} is already registered with a different spec")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def get(name: str) -> MetricSpec:
+    """The spec of ``name``; an unknown name raises :class:`UnknownMetricError` (KeyError and
+    ValueError) whose one-line message names it and the closest registered names."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownMetricError(
+            f"unknown metric {name!r}: not registered in core.metric_schema{hint}"
+        ) from None
+
+
+def is_registered(name: str) -> bool:
+    return name in _REGISTRY
+
+
+def unregistered(names: Iterable[str]) -> list[str]:
+    """The names (first-seen order, no repeats) that are not registered."""
+    return [n for n in dict.fromkeys(names) if n not in _REGISTRY]
+
+
+def all_specs() -> list[MetricSpec]:
+    """Every registered spec, in registration order."""
+    return list(_REGISTRY.values())
+
+
+def register_family(
+    template: str, values: Mapping[str, Iterable[str]], **spec_fields: Any
+) -> list[MetricSpec]:
+    """Register one spec per combination of ``values`` substituted into ``template``, e.g.
+    ``register_family("gap_{who}", {"who": ["logreg", "mlp"]}, description="... {who}", ...)``.
+
+    String spec fields (description, unit, group, a string chance) are formatted with the same
+    values. When a value list is a mapping (value -> text), ``{<field>_text}`` holds the text,
+    so a description can read better than the raw name."""
+    placeholders = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+    if placeholders != set(values):
+        raise ValueError(
+            f"values: got fields {sorted(values)}; template {template!r} needs {sorted(placeholders)}"
+        )
+    allowed = {f.name for f in fields(MetricSpec)} - {"name"}
+    extra = set(spec_fields) - allowed
+    if extra:
+        raise ValueError(f"spec fields: got unknown {sorted(extra)}; allowed {sorted(allowed)}")
+    keys = list(values)
+    texts = {k: dict(v) if isinstance(v, Mapping) else None for k, v in values.items()}
+    out = []
+    for combo in itertools.product(*(list(values[k]) for k in keys)):
+        ctx = {k: str(v) for k, v in zip(keys, combo, strict=True)}
+        for k, v in zip(keys, combo, strict=True):
+            if texts[k] is not None:
+                ctx[f"{k}_text"] = str(texts[k][v])
+        kw = {f: (v.format(**ctx) if isinstance(v, str) else v) for f, v in spec_fields.items()}
+        out.append(register(MetricSpec(name=template.format(**ctx), **kw)))
+    return out
+
+
+def chance_value(name: str, metrics: Mapping[str, float]) -> float | None:
+    """The chance level of metric ``name`` in a run's ``metrics``: the float, the value of the
+    metric it names (None when the run lacks it or it is NaN), or None."""
+    c = get(name).chance
+    if c is None:
+        return None
+    if isinstance(c, str):
+        v = metrics.get(c)
+        return None if v is None or math.isnan(float(v)) else float(v)
+    return float(c)
+
+
+# ---------------------------------------------------------------------------------------------
+# headlines
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A kind's headline numbers: its ``utility`` and ``attack`` success metric names (None when
+    the kind has none) and its ``budget`` (privacy knob or accounting): a metric name, a mapping
+    defense -> metric name (None for an undefended run), or None when the runner decides."""
+
+    utility: str | None
+    attack: str | None
+    budget: str | Mapping[str, str | None] | None = None
+
+    def budget_for(self, defense: str | None = None) -> str | None:
+        """The budget metric for ``defense`` (the mapping's entry, or the single name)."""
+        if isinstance(self.budget, Mapping):
+            return self.budget.get(defense) if defense is not None else None
+        return self.budget
+
+
+# ---------------------------------------------------------------------------------------------
+# the registry
+
+_S = MetricSpec
+
+# -- utility
+for _spec in (
+    _S("utility_acc", "test accuracy of the task head on the released representation",
+       "fraction", "utility", "utility_majority", "utility"),
+    _S("utility_acc_paper", "test accuracy of the authors' evaluation head on the representation",
+       "fraction", "utility", "utility_majority", "utility"),
+    _S("utility_acc_raw", "test accuracy of the same probe on raw inputs (no defense)",
+       "fraction", "utility", "utility_majority", "utility"),
+    _S("utility_majority", "test share of the train-majority task class (the chance utility)",
+       "fraction", "neither", None, "utility"),
+):
+    register(_spec)
+
+# -- attacks, per attacker (attribute privacy: in-training, fresh, prior and raw-x attackers)
+ATTACKERS = {
+    "in_training": "the in-training adversary",
+    "logreg": "a fresh logistic attacker on r",
+    "mlp": "a fresh MLP attacker on r",
+    "prior": "the no-model prior (train frequencies)",
+    "raw_logreg": "a fresh logistic attacker on raw x",
+    "raw_mlp": "a fresh MLP attacker on raw x",
+}
+_WHO = {"who": ATTACKERS}
+register_family("attack_{who}_acc", _WHO, description="attribute-inference accuracy of {who_text}",
+                unit="fraction", direction="leakage", chance="chance", group="attack")
+register_family("attack_{who}_bacc", _WHO,
+                description="attribute-inference balanced accuracy of {who_text}",
+                unit="fraction", direction="leakage", chance="chance", group="attack")
+register_family("attack_{who}_auc", _WHO,
+                description="attack AUC of {who_text} (OvR macro if k > 2)",
+                unit="AUC", direction="leakage", chance=0.5, group="attack")
+register_family("attack_{who}_adv", _WHO,
+                description="advantage max(TPR − FPR) of {who_text} (OvR mean if k > 2)",
+                unit="fraction", direction="leakage", chance=0.0, group="attack")
+register_family("attack_{who}_ce_nats", _WHO,
+                description="test cross-entropy of {who_text} (lower = more leakage)",
+                unit="nats", direction="neither", chance="attack_prior_ce_nats", group="attack")
+register_family("gap_{who}", _WHO, description="accuracy of {who_text} minus chance 1/k",
+                unit="fraction", direction="leakage", chance=0.0, group="attack")
+
+# -- attacks, cross-paper headline names
+for _spec in (
+    _S("attack_auc_best", "highest attack AUC over the attackers run (the strongest one)",
+       "AUC", "leakage", 0.5, "attack"),
+    _S("attack_bacc_best", "highest attack balanced accuracy over the attackers run",
+       "fraction", "leakage", "chance", "attack"),
+    _S("attack_acc_best", "highest attack accuracy over the attackers run",
+       "fraction", "leakage", "chance", "attack"),
+    _S("advantage_best", "highest attack advantage max(TPR − FPR) over the attackers run",
+       "fraction", "leakage", 0.0, "attack"),
+    _S("tpr_at_1pct_fpr", "attack true-positive rate at 1 % false-positive rate",
+       "fraction", "leakage", 0.01, "attack"),
+    _S("tpr_at_0p1pct_fpr", "attack true-positive rate at 0.1 % false-positive rate",
+       "fraction", "leakage", 0.001, "attack"),
+    _S("chance", "chance accuracy of guessing the private attribute, 1/k",
+       "fraction", "neither", None, "attack"),
+    _S("n_values", "number of values k of the private attribute", "count", "neither", None,
+       "data"),
+):
+    register(_spec)
+
+# -- bounds (core/bounds/tappfl.py::tappfl_bounds)
+for _spec in (
+    _S("bound_n_values", "number of attribute values k the bounds were computed for",
+       "count", "neither", None, "bound"),
+    _S("bound_h_bits", "H(u|r) estimated from the best attacker's cross-entropy (optimistic)",
+       "bits", "neither", None, "bound"),
+    _S("h_u_given_r_bits", "H(u|r) estimate from the best fresh attacker's CE (lower = leakier)",
+       "bits", "neither", None, "bound"),
+    _S("bound_thm2_valid", "1 if Theorem 2 applies (binary attribute), else 0",
+       "flag", "neither", None, "bound"),
+    _S("bound_thm2_paper", "Theorem 2 bound on attack accuracy, the paper's closed form",
+       "fraction", "leakage", "chance", "bound"),
+    _S("bound_thm2_exact", "Theorem 2 bound on attack accuracy, exact form 1 − H₂⁻¹(H)",
+       "fraction", "leakage", "chance", "bound"),
+    _S("bound_fano", "Fano bound on attack accuracy at the CE estimate of H(u|r) (any k)",
+       "fraction", "leakage", "chance", "bound"),
+    _S("bound_h_conservative_bits", "conservative H(u|r) = H(u) − upper estimate of I(u;r)",
+       "bits", "neither", None, "bound"),
+    _S("bound_thm2_exact_conservative", "Theorem 2 exact bound at the conservative H(u|r)",
+       "fraction", "leakage", "chance", "bound"),
+    _S("bound_fano_conservative", "Fano bound at the conservative H(u|r)",
+       "fraction", "leakage", "chance", "bound"),
+    _S("bound_thm1_rhs", "Theorem 1 lower bound on Err(u=0) + Err(u=1) of any task head",
+       "fraction", "neither", None, "bound"),
+    _S("bound_thm1_penalty", "Theorem 1 penalty term 2·R·C_L·Adv", "fraction", "neither", None,
+       "bound"),
+    _S("bound_thm1_vacuous", "1 if Theorem 1's right-hand side is <= 0 (says nothing), else 0",
+       "flag", "neither", None, "bound"),
+    _S("bound_thm1_delta", "Δ(y|u) = |Pr(y=1|u=0) − Pr(y=1|u=1)| on the test split",
+       "fraction", "neither", None, "bound"),
+    _S("bound_thm1_R", "representation radius R = max ‖r‖₂ on the test split",
+       "norm", "neither", None, "bound"),
+    _S("bound_thm1_CL", "Lipschitz constant C_L of the task head", "Lipschitz", "neither", None,
+       "bound"),
+    _S("bound_thm1_adv", "empirical advantage Adv plugged into Theorem 1 (best attacker)",
+       "fraction", "leakage", 0.0, "bound"),
+    _S("bound_thm1_adv_threshold", "Theorem 1 is informative only for Adv below this value",
+       "fraction", "neither", None, "bound"),
+):
+    register(_spec)
+
+# -- defenses and budgets
+for _spec in (
+    _S("tradeoff_lambda", "the privacy weight λ of the defense (the knob, echoed)",
+       "λ", "neither", None, "defense"),
+    _S("pruning_rate", "fraction of each upload's entries zeroed by magnitude pruning",
+       "fraction", "neither", None, "defense"),
+    _S("dp_sigma", "Gaussian noise standard deviation added to each clipped upload",
+       "std", "neither", None, "defense"),
+    _S("dp_laplace_b", "Laplace noise scale b added to each clipped upload",
+       "scale", "neither", None, "defense"),
+    _S("dp_epsilon_round", "per-round ε of each device's noisy upload", "ε", "leakage", None,
+       "defense"),
+    _S("dp_epsilon_total", "total ε over all rounds from the named accountant", "ε", "leakage",
+       None, "defense"),
+    _S("dp_delta_total", "total δ over all rounds", "δ", "leakage", None, "defense"),
+    _S("dp_noise_multiplier", "noise standard deviation divided by the sensitivity",
+       "ratio", "neither", None, "defense"),
+    _S("dp_fraction_sampled", "fraction of devices sampled per round", "fraction", "neither",
+       None, "defense"),
+    _S("epsilon_accountant", "DP ε reported by the privacy accountant for the run", "ε",
+       "leakage", None, "defense"),
+    _S("epsilon_lower_bound", "empirical ε lower bound from the attack's ROC", "ε", "leakage",
+       0.0, "attack"),
+):
+    register(_spec)
+
+# -- training diagnostics and curves (tappfl)
+for _spec in (
+    _S("ce_loss", "in-training adversary's cross-entropy at the last round", "nats", "neither",
+       None, "training"),
+    _S("jsd_loss", "JSD mutual-information term I(x; r | u) at the last round", "nats",
+       "neither", None, "training"),
+    _S("representation_nonfinite_frac", "fraction of representation entries that were NaN/inf",
+       "fraction", "neither", 0.0, "training"),
+    _S("round", "federated round number (curves)", "count", "neither", None, "training"),
+    _S("in_training_acc", "in-training adversary's test accuracy per round (curves)",
+       "fraction", "leakage", "chance", "training"),
+    _S("in_training_bacc_train", "in-training adversary's balanced accuracy on its train batch",
+       "fraction", "leakage", "chance", "training"),
+):
+    register(_spec)
+
+# -- timings
+for _spec in (
+    _S("seconds", "wall-clock time of the step (projection; per round in curves)", "seconds",
+       "neither", None, "timing"),
+    _S("seconds_train", "wall-clock time of training", "seconds", "neither", None, "timing"),
+    _S("seconds_eval", "wall-clock time of the evaluation (heads, attacks, bounds)", "seconds",
+       "neither", None, "timing"),
+    _S("seconds_total", "wall-clock time of the whole run", "seconds", "neither", None, "timing"),
+):
+    register(_spec)
+
+# -- projection (core/runs/projection.py)
+for _spec in (
+    _S("n_points", "number of points projected", "count", "neither", None, "projection"),
+    _S("trustworthiness", "how well the 2-D view keeps 5-nearest neighbours (1 = perfectly)",
+       "score", "utility", None, "projection"),
+    _S("kl_divergence", "t-SNE's final KL divergence", "nats", "neither", None, "projection"),
+):
+    register(_spec)
+
+# -- reconstruction and Fisher information (cross-paper)
+for _spec in (
+    _S("recon_mse", "mean squared error of reconstructions vs targets (lower = leakier)",
+       "MSE", "neither", None, "reconstruction"),
+    _S("recon_psnr", "PSNR of reconstructions vs targets, data range 1", "dB", "leakage", None,
+       "reconstruction"),
+    _S("recon_ssim", "structural similarity of reconstructions vs targets", "SSIM", "leakage",
+       None, "reconstruction"),
+    _S("fil_eta_max", "largest per-example Fisher information loss η", "η", "leakage", None,
+       "fil"),
+):
+    register(_spec)
+
+del _S, _spec
+
+# -- headlines per kind
+_ATTRIBUTE = Headline(utility="utility_acc", attack="attack_auc_best", budget=None)
+HEADLINES: dict[str, Headline] = {
+    # the budget depends on the defense (λ, ε, pruning rate): the runner decides
+    "attribute_privacy": _ATTRIBUTE,
+    "tappfl": _ATTRIBUTE,  # the kind's former name
+    # a projection has no attack; trustworthiness is its quality
+    "projection": Headline(utility="trustworthiness", attack=None, budget=None),
+}
