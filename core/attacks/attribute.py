@@ -18,7 +18,8 @@ from typing import Literal
 
 import numpy as np
 
-from core.metrics import attack_scores, prior_proba
+from core.data.splits import subsample
+from core.metrics import attack_scores, cross_entropy_nats, prior_proba
 
 
 @dataclass
@@ -95,114 +96,158 @@ def score_in_training(
     return _outcome(name, ut, p)
 
 
-def _split_rows(n: int, rng: np.random.Generator, max_train: int) -> np.ndarray:
-    idx = rng.permutation(n)
-    return np.sort(idx[:max_train]) if n > max_train else np.arange(n)
-
-
-def _fit_logreg(X: np.ndarray, u: np.ndarray, seed: int):
+def _fit_logreg(X: np.ndarray, u: np.ndarray, seed: int, *, class_weight=None):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     # lbfgs is multinomial for k > 2 (sklearn >= 1.5 has no multi_class switch any more)
-    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000, random_state=seed))
+    model = make_pipeline(
+        StandardScaler(),
+        LogisticRegression(max_iter=5000, random_state=seed, class_weight=class_weight),
+    )
     model.fit(X, u)
     return model
 
 
+def _mlp_net(d: int, hidden: int, k: int, generator, dev):
+    """The attacker MLP d → hidden → ReLU → k, initialised from ``generator`` by
+    :func:`core.nn.init_module_` (the global torch RNG plays no part in its weights)."""
+    import torch
+
+    from core.nn import init_module_
+
+    net = torch.nn.Sequential(
+        torch.nn.Linear(d, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, k)
+    )
+    return init_module_(net, generator).to(dev)
+
+
 def _mlp_proba(
-    X: np.ndarray, u: np.ndarray, X_test: np.ndarray, k: int, *, seed: int, hidden: int, epochs: int
-) -> tuple[np.ndarray, dict]:
-    """One-hidden-layer ReLU MLP (torch, Adam 1e-3, batch 256), standardised inputs, early
-    stopping on the validation CE of a held-out 10 % of the aux rows (patience 8 epochs; the best
-    epoch's weights are kept). Deterministic from ``seed`` (own RNG; global torch RNG untouched).
-    On CPU it runs with one torch thread (restored afterwards)."""
+    X: np.ndarray,
+    u: np.ndarray,
+    X_test: np.ndarray,
+    k: int,
+    *,
+    seed: int,
+    hidden: int,
+    epochs: int,
+    class_weight: Literal["balanced"] | None = "balanced",
+) -> tuple[np.ndarray, dict, np.ndarray]:
+    """One-hidden-layer ReLU MLP trained by :func:`core.training.train_classifier` (Adam 1e-3,
+    batch 256, cross-entropy weighted by ``class_weight``), standardised inputs, early stopping
+    on the weighted validation CE of a stratified 10 % of the aux rows (patience 8 epochs; the
+    best epoch's weights are kept). Deterministic from ``seed`` (one local torch.Generator for
+    init, split and shuffles). Returns the test probabilities (of the weighted model), the info
+    and the k class weights used."""
     import torch
 
     from core.device import get_device
+    from core.training import train_classifier
 
     dev = get_device("auto")
-    rng = np.random.default_rng(seed)
-    n = X.shape[0]
-    perm = rng.permutation(n)
-    n_val = max(1, round(0.1 * n)) if n >= 20 else 0
-    val_idx, tr_idx = perm[:n_val], perm[n_val:]
-    mu = X[tr_idx].mean(axis=0)
-    sd = X[tr_idx].std(axis=0)
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    mu = X.mean(axis=0)
+    sd = X.std(axis=0)
     sd = np.where(sd > 1e-12, sd, 1.0)
 
     def prep(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(((a - mu) / sd).astype(np.float32), device=dev)
 
-    # a model this small trains ~10x faster on one CPU thread than on two busy ones
-    threads = torch.get_num_threads()
-    if dev.type == "cpu":
-        torch.set_num_threads(1)
-    try:
-        return _mlp_train(
-            X,
-            u,
-            X_test,
-            k,
-            prep,
-            tr_idx,
-            val_idx,
-            n_val,
-            seed=seed,
-            hidden=hidden,
-            epochs=epochs,
-            dev=dev,
-        )
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _mlp_train(X, u, X_test, k, prep, tr_idx, val_idx, n_val, *, seed, hidden, epochs, dev):
-    import torch
-
-    Xtr, ytr = prep(X[tr_idx]), torch.as_tensor(u[tr_idx], device=dev)
-    Xva, yva = prep(X[val_idx]), torch.as_tensor(u[val_idx], device=dev)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        net = torch.nn.Sequential(
-            torch.nn.Linear(X.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, k)
-        ).to(dev)
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    ce = torch.nn.functional.cross_entropy
-    best = (float("inf"), None, 0)
-    patience, bad, ran = 8, 0, 0
-    bs = 256
-    for ep in range(epochs):
-        net.train()
-        order = torch.randperm(Xtr.shape[0], generator=gen).to(dev)
-        for i in range(0, Xtr.shape[0], bs):
-            b = order[i : i + bs]
-            opt.zero_grad(set_to_none=True)
-            ce(net(Xtr[b]), ytr[b]).backward()
-            opt.step()
-        ran = ep + 1
-        if n_val == 0:
-            continue
-        net.eval()
-        with torch.no_grad():
-            v = float(ce(net(Xva), yva))
-        if v < best[0] - 1e-6:
-            best, bad = (
-                (v, {kk: t.detach().clone() for kk, t in net.state_dict().items()}, ep + 1),
-                0,
-            )
-        else:
-            bad += 1
-            if bad >= patience:
-                break
-    if best[1] is not None:
-        net.load_state_dict(best[1])
-    net.eval()
+    net = _mlp_net(X.shape[1], hidden, k, gen, dev)
+    info = train_classifier(
+        net,
+        prep(X),
+        torch.as_tensor(u, device=dev),
+        class_weight=class_weight,
+        epochs=epochs,
+        batch_size=256,
+        lr=1e-3,
+        generator=gen,
+        val_fraction=0.1,
+        patience=8,
+    )
     with torch.no_grad():
         p = torch.softmax(net(prep(X_test)).double(), dim=1).cpu().numpy()
-    return p, {"epochs_run": ran, "best_epoch": best[2], "val_ce_nats": best[0]}
+    out = {
+        "epochs_run": info["epochs_run"],
+        "best_epoch": info["best_epoch"],
+        "val_ce_nats": info["val_ce_nats"] if info["n_val"] else float("inf"),
+    }
+    return p, out, info["class_weight"]
+
+
+def _prior_corrected(p: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Undo the class weighting of a weighted classifier's probabilities: a model fitted with
+    per-class weights w_c estimates the posterior under the reweighted prior π^w_c ∝ π_c·w_c,
+    so p_c ∝ p_c · π_c / π^w_c ∝ p_c / w_c restores the aux class frequencies π. Columns of
+    weight 0 (classes the attacker never saw) stay 0."""
+    inv = np.zeros_like(w, dtype=np.float64)
+    inv[w > 0] = 1.0 / w[w > 0]
+    q = p * inv[None, :]
+    s = q.sum(axis=1, keepdims=True)
+    return np.where(s > 0, q / np.where(s > 0, s, 1.0), p)
+
+
+def fresh_attacker_proba(
+    R_aux: np.ndarray,
+    u_aux: np.ndarray,
+    R_test: np.ndarray,
+    *,
+    model: Literal["logreg", "mlp"],
+    seed: int,
+    mlp_hidden: int = 64,
+    mlp_epochs: int = 60,
+    max_train: int = 10_000,
+    n_classes: int | None = None,
+    class_weight: Literal["balanced"] | None = "balanced",
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The attacker's side of :func:`fresh_attacker`: train on (``R_aux``, ``u_aux``) and
+    return ``(proba, calibrated, info)`` for ``R_test`` — the (balanced) model's probabilities
+    and their prior-corrected version — without ever seeing the targets' attribute.
+    ``n_classes`` defaults to 1 + the largest code in ``u_aux`` (at least 2)."""
+    Ra = np.asarray(R_aux, dtype=np.float64)
+    Rt = np.asarray(R_test, dtype=np.float64)
+    ua = _labels(u_aux, "u_aux")
+    if Ra.ndim != 2 or Ra.shape[0] != ua.size:
+        raise ValueError(f"R_aux: got shape {Ra.shape}; expected (n_aux, d) with n_aux = {ua.size}")
+    if Rt.ndim != 2 or Rt.shape[1] != Ra.shape[1]:
+        raise ValueError(f"R_test: got shape {Rt.shape}; expected (n_test, {Ra.shape[1]})")
+    if model not in ("logreg", "mlp"):
+        raise ValueError(f"model: got {model!r}; allowed: logreg, mlp")
+    if max_train < 2:
+        raise ValueError(f"max_train: got {max_train}; allowed range >= 2")
+    if class_weight not in ("balanced", None):
+        raise ValueError(f"class_weight: got {class_weight!r}; allowed: 'balanced', None")
+    k = _n_classes(ua, n_classes=n_classes)
+    rows = subsample(ua.size, max_train, seed, strata=ua)
+    Ra, ua_fit = Ra[rows], ua[rows]
+    seen = np.unique(ua_fit)
+    if seen.size < 2:
+        p = prior_proba(ua_fit, Rt.shape[0], k)
+        return p, p, {"fallback": "prior"}
+    if not (np.all(np.isfinite(Ra)) and np.all(np.isfinite(Rt))):
+        raise ValueError("R_aux, R_test: got NaN or inf in the representations")
+    cw = "balanced" if class_weight == "balanced" else "none"
+    w = np.zeros(k, dtype=np.float64)
+    if model == "logreg":
+        clf = _fit_logreg(Ra, ua_fit, seed, class_weight=class_weight)
+        p = _expand(clf.predict_proba(Rt), clf.classes_.astype(np.int64), k)
+        w[seen] = 1.0
+        if class_weight == "balanced":  # sklearn's rule, the same as core.training's
+            w[seen] = ua_fit.size / (seen.size * np.bincount(ua_fit)[seen])
+        info: dict = {"n_train": int(ua_fit.size), "class_weight": cw}
+    else:
+        # mlp: relabel the seen classes to 0..m-1 so the output layer has no dead classes
+        remap = np.full(k, -1, dtype=np.int64)
+        remap[seen] = np.arange(seen.size)
+        p_seen, mlp_info, w_seen = _mlp_proba(
+            Ra, remap[ua_fit], Rt, seen.size, seed=seed, hidden=mlp_hidden, epochs=mlp_epochs,
+            class_weight=class_weight)
+        p = _expand(p_seen, seen, k)
+        w[seen] = w_seen
+        info = {"n_train": int(ua_fit.size), "class_weight": cw, **mlp_info}
+    return p, _prior_corrected(p, w), info
 
 
 def fresh_attacker(
@@ -217,44 +262,58 @@ def fresh_attacker(
     mlp_epochs: int = 60,
     max_train: int = 10_000,
     n_classes: int | None = None,
+    class_weight: Literal["balanced"] | None = "balanced",
 ) -> AttackOutcome:
     """Train a fresh attribute classifier u ← r on (``R_aux``, ``u_aux``) and score it on
     (``R_test``, ``u_test``) — the server's post-hoc attacker of spec B8 [MINE].
 
     ``logreg``: StandardScaler + LogisticRegression (lbfgs, multinomial for k > 2, C = 1).
-    ``mlp``: see :func:`_mlp_proba`. At most ``max_train`` aux rows are used (seeded subsample).
+    ``mlp``: see :func:`_mlp_proba`. At most ``max_train`` aux rows are used (seeded subsample,
+    stratified by u: :func:`core.data.splits.subsample`).
     If the aux data hold a single attribute value the attacker cannot be trained and the
-    outcome is the prior baseline (``info['fallback'] = 'prior'``)."""
-    Ra = np.asarray(R_aux, dtype=np.float64)
-    Rt = np.asarray(R_test, dtype=np.float64)
+    outcome is the prior baseline (``info['fallback'] = 'prior'``).
+
+    **Class-balanced** (DESIGN: Metrics): with ``class_weight="balanced"`` (default) both models
+    weigh class c by n / (m · count_c) over the m values present in the aux rows, so an
+    imbalanced attribute cannot collapse the attacker to the majority value; ``None`` trains
+    unweighted. ``proba`` and the accuracy, balanced accuracy, AUC and advantage come from the
+    balanced model, whose probabilities are skewed towards rare values. The cross-entropy
+    (``ce_nats`` = ``scores['cross_entropy_nats']``, used as an upper estimate of H(u|r)) is
+    computed on **prior-corrected** probabilities p_c ∝ p_c · π_c / π^w_c (π = the aux training
+    class frequencies, π^w their weighted version), i.e. a calibrated attacker's CE; the CE of
+    the uncorrected probabilities is ``info['ce_nats_weighted']``."""
     ua = _labels(u_aux, "u_aux")
     ut = _labels(u_test, "u_test")
-    if Ra.ndim != 2 or Ra.shape[0] != ua.size:
-        raise ValueError(f"R_aux: got shape {Ra.shape}; expected (n_aux, d) with n_aux = {ua.size}")
-    if Rt.ndim != 2 or Rt.shape[0] != ut.size or Rt.shape[1] != Ra.shape[1]:
-        raise ValueError(f"R_test: got shape {Rt.shape}; expected ({ut.size}, {Ra.shape[1]})")
-    if model not in ("logreg", "mlp"):
-        raise ValueError(f"model: got {model!r}; allowed: logreg, mlp")
-    if max_train < 2:
-        raise ValueError(f"max_train: got {max_train}; allowed range >= 2")
+    if np.asarray(R_test).ndim != 2 or np.asarray(R_test).shape[0] != ut.size:
+        raise ValueError(f"R_test: got shape {np.shape(R_test)}; expected ({ut.size}, d)")
     k = _n_classes(ua, ut, n_classes=n_classes)
-    rng = np.random.default_rng(seed)
-    rows = _split_rows(ua.size, rng, max_train)
-    Ra, ua_fit = Ra[rows], ua[rows]
-    seen = np.unique(ua_fit)
-    if seen.size < 2:
-        out = _outcome(model, ut, prior_proba(ua_fit, ut.size, k), fallback="prior")
+    p, calibrated, info = fresh_attacker_proba(
+        R_aux, ua, R_test, model=model, seed=seed, mlp_hidden=mlp_hidden, mlp_epochs=mlp_epochs,
+        max_train=max_train, n_classes=k, class_weight=class_weight)
+    out = _outcome(model, ut, p, **info)
+    if info.get("fallback") == "prior":
         return out
-    if not (np.all(np.isfinite(Ra)) and np.all(np.isfinite(Rt))):
-        raise ValueError("R_aux, R_test: got NaN or inf in the representations")
-    if model == "logreg":
-        clf = _fit_logreg(Ra, ua_fit, seed)
-        p = _expand(clf.predict_proba(Rt), clf.classes_.astype(np.int64), k)
-        return _outcome("logreg", ut, p, n_train=int(ua_fit.size))
-    # mlp: relabel the seen classes to 0..m-1 so the output layer has no dead classes
-    remap = np.full(k, -1, dtype=np.int64)
-    remap[seen] = np.arange(seen.size)
-    p_seen, info = _mlp_proba(
-        Ra, remap[ua_fit], Rt, seen.size, seed=seed, hidden=mlp_hidden, epochs=mlp_epochs
-    )
-    return _outcome("mlp", ut, _expand(p_seen, seen, k), n_train=int(ua_fit.size), **info)
+    out.info["ce_nats_weighted"] = out.ce_nats
+    if ut.size:
+        ce = cross_entropy_nats(ut, calibrated)
+        out.scores["cross_entropy_nats"] = ce
+        out.ce_nats = ce
+    return out
+
+
+def strongest(outcomes: dict[str, AttackOutcome], by: str = "auc") -> str:
+    """Name of the strongest attacker in ``outcomes`` by ``scores[by]`` (higher is stronger;
+    for ``cross_entropy_nats`` lower is). NaN scores are ignored, ties go to the first in
+    order; if every score is NaN the first name is returned. Raises ValueError when
+    ``outcomes`` is empty or an outcome lacks ``by``."""
+    if not outcomes:
+        raise ValueError("outcomes: got none; expected at least one attack outcome")
+    sign = -1.0 if by == "cross_entropy_nats" else 1.0
+    best_name, best = next(iter(outcomes)), -np.inf
+    for name, o in outcomes.items():
+        if by not in o.scores:
+            raise ValueError(f"by: got {by!r}; allowed: {', '.join(sorted(o.scores))}")
+        v = float(o.scores[by])
+        if np.isfinite(v) and sign * v > best:
+            best_name, best = name, sign * v
+    return best_name

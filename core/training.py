@@ -1,0 +1,284 @@
+"""The one small Adam training loop of privlab (fresh attackers, evaluation heads, TAPPFL's
+central pretraining).
+
+- :func:`adam_train`: minibatch Adam over row indices, shuffled each epoch by a *local*
+  ``torch.Generator`` (the global torch RNG is never touched), optional early stopping on a
+  validation loss that keeps the best epoch's weights, per-epoch curves in a :class:`TrainLog`;
+- :func:`train_classifier`: a classifier on (X, y) with (class-weighted) cross-entropy built on
+  it: ``class_weight="balanced"`` weighs class c by n / (k · count_c) over the k classes present
+  (scikit-learn's rule), so an imbalanced label cannot collapse the model to the majority class.
+
+Thread counts are not set here: a run's single thread budget is applied once by the engine.
+Initialisation is the caller's business (see ``core.nn``); this module only trains.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = ["TrainLog", "adam_train", "balanced_class_weights", "train_classifier"]
+
+
+@dataclass
+class TrainLog:
+    """Per-epoch curves of :func:`adam_train`.
+
+    ``train_loss[e]``: the mean minibatch loss of epoch e+1, weighted by batch size;
+    ``val_loss[e]``: the validation loss after epoch e+1 (empty without ``val_loss_fn``);
+    ``epochs_run``: epochs actually run (fewer than asked after an early stop);
+    ``best_epoch``: 1-based epoch whose weights were kept (0 when no validation was used, the
+    last weights are then kept); ``best_val_loss``: its validation loss (NaN without one).
+    """
+
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    epochs_run: int = 0
+    best_epoch: int = 0
+    best_val_loss: float = float("nan")
+    stopped_early: bool = False
+
+
+def _params_of(
+    params_or_module: nn.Module | Iterable[Tensor],
+) -> tuple[nn.Module | None, list[Tensor]]:
+    if isinstance(params_or_module, nn.Module):
+        return params_or_module, [p for p in params_or_module.parameters() if p.requires_grad]
+    params = [p for p in params_or_module]
+    if not params or not all(isinstance(p, Tensor) for p in params):
+        raise ValueError(
+            "params_or_module: expected an nn.Module or a non-empty iterable of tensors"
+        )
+    return None, params
+
+
+def _snapshot(module: nn.Module | None, params: list[Tensor]):
+    if module is not None:
+        return {k: t.detach().clone() for k, t in module.state_dict().items()}
+    return [p.detach().clone() for p in params]
+
+
+@torch.no_grad()
+def _restore(module: nn.Module | None, params: list[Tensor], snap) -> None:
+    if module is not None:
+        module.load_state_dict(snap)
+    else:
+        for p, s in zip(params, snap):
+            p.copy_(s)
+
+
+def adam_train(
+    params_or_module: nn.Module | Iterable[Tensor],
+    loss_fn: Callable[[Tensor], Tensor],
+    n: int,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float = 0.0,
+    generator: torch.Generator,
+    val_loss_fn: Callable[[], Tensor | float] | None = None,
+    patience: int | None = None,
+    min_delta: float = 1e-6,
+    on_epoch: Callable[[int, TrainLog], None] | None = None,
+    cancel_check: Callable[[], None] | None = None,
+) -> TrainLog:
+    """Train with Adam (``lr``, ``weight_decay``) for ``epochs`` passes over ``n`` rows.
+
+    Each epoch the rows are shuffled by ``torch.randperm(n, generator=generator)`` and cut into
+    minibatches of ``batch_size`` (the last one may be smaller); ``loss_fn(idx)`` returns the
+    scalar loss of the rows ``idx`` (a LongTensor on the parameters' device). Deterministic for a
+    given generator state (on a given machine).
+
+    With ``val_loss_fn`` (no arguments; called under ``torch.no_grad()`` after every epoch, with
+    a module in eval mode) the weights of the epoch with the lowest validation loss are kept
+    (an improvement must exceed ``min_delta``); with ``patience`` as well, training stops after
+    ``patience`` epochs without improvement. ``on_epoch(epoch, log)`` runs after each epoch
+    (1-based; it may raise to cancel); ``cancel_check()`` runs before each minibatch.
+    A module is put in train mode while training and left in eval mode at the end; for a
+    plain parameter list the caller owns the modes.
+    """
+    if epochs < 0:
+        raise ValueError(f"epochs: got {epochs}; allowed range >= 0")
+    if batch_size < 1:
+        raise ValueError(f"batch_size: got {batch_size}; allowed range >= 1")
+    if n < 1:
+        raise ValueError(f"n: got {n}; allowed range >= 1")
+    if patience is not None and patience < 1:
+        raise ValueError(f"patience: got {patience}; allowed range >= 1 (or None)")
+    module, params = _params_of(params_or_module)
+    dev = params[0].device
+    opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    log = TrainLog()
+    best_val, best_state, bad = math.inf, None, 0
+    for ep in range(1, epochs + 1):
+        if module is not None:
+            module.train()
+        order = torch.randperm(n, generator=generator).to(dev)
+        tot, cnt = 0.0, 0
+        for i in range(0, n, batch_size):
+            if cancel_check is not None:
+                cancel_check()
+            idx = order[i : i + batch_size]
+            loss = loss_fn(idx)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            m = int(idx.numel())
+            tot += float(loss.detach()) * m
+            cnt += m
+        log.train_loss.append(tot / max(cnt, 1))
+        log.epochs_run = ep
+        stop = False
+        if val_loss_fn is not None:
+            if module is not None:
+                module.eval()
+            with torch.no_grad():
+                v = float(val_loss_fn())
+            log.val_loss.append(v)
+            if v < best_val - min_delta:
+                best_val, best_state, bad = v, _snapshot(module, params), 0
+                log.best_epoch, log.best_val_loss = ep, v
+            else:
+                bad += 1
+                stop = patience is not None and bad >= patience
+        if on_epoch is not None:
+            on_epoch(ep, log)
+        if stop:
+            log.stopped_early = True
+            break
+    if best_state is not None:
+        _restore(module, params, best_state)
+    if module is not None:
+        module.eval()
+    return log
+
+
+def balanced_class_weights(y: np.ndarray | Tensor, n_classes: int) -> np.ndarray:
+    """scikit-learn's ``class_weight="balanced"``: w_c = n / (k · count_c) over the k classes
+    present in ``y``; classes absent from ``y`` get weight 0 (they have no rows to weigh)."""
+    yy = y.detach().cpu().numpy() if isinstance(y, Tensor) else np.asarray(y)
+    counts = np.bincount(yy.astype(np.int64), minlength=n_classes).astype(np.float64)
+    present = counts > 0
+    w = np.zeros(n_classes, dtype=np.float64)
+    w[present] = yy.size / (present.sum() * counts[present])
+    return w
+
+
+def _stratified_val(y: np.ndarray, fraction: float, generator: torch.Generator) -> np.ndarray:
+    """A boolean mask of ``round(fraction · count_c)`` rows of every class c (seeded)."""
+    mask = np.zeros(y.size, dtype=bool)
+    perm = torch.randperm(y.size, generator=generator).numpy()
+    ys = y[perm]
+    for c in np.unique(y):
+        rows = perm[ys == c]
+        mask[rows[: round(fraction * rows.size)]] = True
+    return mask
+
+
+def train_classifier(
+    net: nn.Module,
+    X: Tensor | np.ndarray,
+    y: Tensor | np.ndarray,
+    *,
+    class_weight: Literal["balanced"] | None | np.ndarray | list[float] = "balanced",
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float = 0.0,
+    generator: torch.Generator,
+    val_fraction: float = 0.0,
+    patience: int | None = None,
+    on_epoch: Callable[[int, TrainLog], None] | None = None,
+    cancel_check: Callable[[], None] | None = None,
+) -> dict:
+    """Train ``net`` (logits over k = its output width) on ``X`` → ``y`` with Adam and the
+    (weighted) cross-entropy mean_i w_{y_i} · CE_i via :func:`adam_train`; ``net`` is updated in
+    place and left in eval mode. ``X``/``y`` are moved to the device of ``net``.
+
+    ``class_weight``: ``"balanced"`` (n / (k · count_c) over the classes present in ``y``, see
+    :func:`balanced_class_weights`), ``None`` (plain CE) or an array of k per-class weights.
+    ``val_fraction`` > 0 (and n ≥ 20) holds out a stratified, seeded fraction of the rows; its
+    weighted CE drives early stopping (``patience``) and the best epoch's weights are kept.
+
+    Returns ``class_weight`` (the k weights used, a numpy array), ``n_train``, ``n_val``,
+    ``epochs_run``, ``best_epoch``, ``val_ce_nats`` (best weighted validation CE, NaN without
+    validation), ``train_loss`` and ``val_loss`` (per-epoch lists) and ``log`` (the TrainLog).
+    """
+    params = list(net.parameters())
+    dev = params[0].device if params else torch.device("cpu")
+    Xt = torch.as_tensor(X, dtype=torch.float32, device=dev)
+    yt = torch.as_tensor(y, dtype=torch.long, device=dev)
+    if Xt.shape[0] != yt.shape[0] or yt.dim() != 1:
+        raise ValueError(f"y: got shape {tuple(yt.shape)}; expected ({Xt.shape[0]},) to match X")
+    y_np = yt.cpu().numpy()
+    was_training = net.training
+    net.eval()  # the output width, without a random draw (dropout) from the global RNG
+    with torch.no_grad():
+        k = int(net(Xt[:1]).shape[-1])
+    net.train(was_training)
+    if y_np.size and (y_np.min() < 0 or y_np.max() >= k):
+        raise ValueError(f"y: got codes outside 0..{k - 1} (the network has {k} outputs)")
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(
+                f"class_weight: got {class_weight!r}; allowed: 'balanced', None, or k weights"
+            )
+        w = balanced_class_weights(y_np, k)
+    elif class_weight is None:
+        w = np.ones(k, dtype=np.float64)
+    else:
+        w = np.asarray(class_weight, dtype=np.float64)
+        if w.shape != (k,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValueError(f"class_weight: got shape {w.shape}; expected {k} finite weights >= 0")
+    if not 0.0 <= val_fraction < 1.0:
+        raise ValueError(f"val_fraction: got {val_fraction}; allowed range 0 <= value < 1")
+    val = (
+        _stratified_val(y_np, val_fraction, generator)
+        if val_fraction > 0 and y_np.size >= 20
+        else np.zeros(y_np.size, dtype=bool)
+    )
+    tr_rows = torch.as_tensor(np.flatnonzero(~val), device=dev)
+    va_rows = torch.as_tensor(np.flatnonzero(val), device=dev)
+    Xtr, ytr = Xt[tr_rows], yt[tr_rows]
+    Xva, yva = Xt[va_rows], yt[va_rows]
+    weighted = class_weight is not None
+    wt = torch.as_tensor(w, dtype=torch.float32, device=dev)
+
+    def ce(logits: Tensor, target: Tensor) -> Tensor:
+        if not weighted:
+            return F.cross_entropy(logits, target)
+        return (wt[target] * F.cross_entropy(logits, target, reduction="none")).mean()
+
+    log = adam_train(
+        net,
+        lambda idx: ce(net(Xtr[idx]), ytr[idx]),
+        int(ytr.shape[0]),
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        weight_decay=weight_decay,
+        generator=generator,
+        val_loss_fn=(lambda: ce(net(Xva), yva)) if va_rows.numel() else None,
+        patience=patience,
+        on_epoch=on_epoch,
+        cancel_check=cancel_check,
+    )
+    return {
+        "class_weight": w,
+        "n_train": int(ytr.shape[0]),
+        "n_val": int(yva.shape[0]),
+        "epochs_run": log.epochs_run,
+        "best_epoch": log.best_epoch,
+        "val_ce_nats": log.best_val_loss,
+        "train_loss": list(log.train_loss),
+        "val_loss": list(log.val_loss),
+        "log": log,
+    }
