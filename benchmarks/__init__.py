@@ -1,7 +1,8 @@
 """Benchmarks: ``python -m benchmarks [NAME ...] [--quick]`` (DESIGN: Benchmarks).
 
 Each benchmark is a module with ``main(quick: bool = False) -> dict`` returning
-``{"name": str, "rows": list[dict], "notes": str, "targets": dict (optional)}``. Register it
+``{"name": str, "headline": dict, "rows": list[dict], "notes": str, "targets": dict (optional)}``;
+``headline`` holds exactly the figures its issue names. Register it
 here with one line; the harness prints each as a table and writes ``benchmarks/results/NAME.json``.
 """
 

@@ -101,6 +101,8 @@ def format_result(res: dict[str, Any]) -> str:
             lines.append(pd.DataFrame(rows).to_string(index=False))
     else:
         lines.append("(no rows)")
+    if res.get("headline"):
+        lines.append("headline: " + json.dumps(_jsonable(res["headline"])))
     if res.get("targets"):
         lines.append("targets: " + json.dumps(_jsonable(res["targets"])))
     notes = res.get("notes")
@@ -117,6 +119,8 @@ def run_one(name: str, quick: bool) -> tuple[dict[str, Any] | None, str | None, 
         res = getattr(importlib.import_module(module), func)(quick=quick)
         if not isinstance(res, dict) or not isinstance(res.get("rows"), list):
             raise TypeError(f"{BENCHMARKS[name]} returned {type(res).__name__}; expected a dict with 'rows'")
+        if not isinstance(res.get("headline"), dict):
+            raise TypeError(f"{BENCHMARKS[name]} returned no 'headline' dict (the figures its issue names)")
         return res, None, time.perf_counter() - t0
     except Exception:  # noqa: BLE001 - a failing benchmark is reported, the others still run
         return None, traceback.format_exc(), time.perf_counter() - t0

@@ -10,7 +10,7 @@ Rows:
 - the paper preset end to end (pretraining + 20 rounds × 10 of 100 devices × 10 local epochs
   × batch 10; target < 2 minutes on 2 cores);
 - Flower's simulation of the same model, data, partition, batches and rounds, if installed
-  (extra ``scale``; :func:`core.fl.flower_adapter.run_flower_simulation`, Ray backend on 2
+  (extra ``scale``; :func:`core.defenses.tappfl_flower.run_flower_simulation`, Ray backend on 2
   CPUs, one client per CPU, and in full mode also on 1 CPU, the in-process simulators' budget):
   device-updates/s (best round after a warm-up round, and the mean
   over all rounds) and the ratio vectorised / Flower.
@@ -83,7 +83,7 @@ def _flower_rate(spec: DataSpec, ds: Dataset, *, fraction: float, rounds: int,
                  num_cpus: int = 2) -> dict[str, Any]:
     """Flower's simulation of the ``_round_rate`` setting: best round after the first (warm-up)
     and the mean over all rounds (Ray start-up and actor spawn excluded, reported apart)."""
-    from core.fl.flower_adapter import run_flower_simulation
+    from core.defenses.tappfl_flower import run_flower_simulation
 
     cfg = TappflConfig(
         data=spec, tradeoff_lambda=0.5, pretrain_epochs=0,

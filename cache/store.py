@@ -7,6 +7,8 @@ Layout under ``root`` (argument, else ``$PRIVLAB_CACHE_DIR``, else the user cach
     runs/<key[:2]>/<key>/artifacts.npz   Result.artifacts (np.load(..., allow_pickle=False))
     tmp/                                 entries being written, then renamed into runs/
     locks/<key>.lock                     fcntl.flock: one computing process per key
+    stages/<stage>/<key[:2]>/<key>/      cached stages of runs (cache.stages.DirStageStore):
+                                         trained weights, releases, attack outputs
 
 An entry is served only if its row and both files exist, both sha256 checksums match the row
 and the stored key matches; anything else is deleted (under the key's lock) and recomputed.
@@ -33,6 +35,7 @@ from cache.export import write_table
 from cache.index import IndexRow, RunIndex, RunRecord, check_key_or_prefix
 from cache.lock import key_lock
 from cache.recover import reindex
+from cache.stages import DirStageStore
 from core.config import cache_key, parse_config
 from core.progress import CancelToken, Progress, ProgressCallback
 from core.result import Result
@@ -67,6 +70,7 @@ class ResultStore:
         for d in (self.root, self.runs_dir, self.tmp_dir, self.locks_dir):
             d.mkdir(parents=True, exist_ok=True)
         self.index = self._open_index()
+        self.stages = DirStageStore(self.root / "stages")
 
     def _open_index(self) -> RunIndex:
         """Open the index. If it is not a readable SQLite file it is set aside as
@@ -169,7 +173,8 @@ class ResultStore:
         """Return the cached Result for ``config`` (``from_cache=True``) or run and store it.
 
         ``config`` is a config model or a mapping (ConfigError if invalid; nothing touched).
-        ``runner(cfg, progress=..., cancel=...)`` defaults to :func:`core.experiments.run`.
+        ``runner(cfg, progress=..., cancel=...)`` defaults to :func:`core.experiments.run` with
+        this store's stage cache (:attr:`stages`), so runs that share a trained model train once.
         A run that raises (including ``Cancelled``) stores nothing. If another process or
         thread is computing the same key, this waits for it and returns its entry.
         """
@@ -193,10 +198,13 @@ class ResultStore:
             if hit is not None:
                 return hit
             self._clear_tmp(key)
-            if runner is None:
-                from core.experiments import run as runner
             t0 = time.perf_counter()
-            result = runner(cfg, progress=progress, cancel=cancel)
+            if runner is None:
+                from core.experiments import run
+
+                result = run(cfg, progress=progress, cancel=cancel, stages=self.stages)
+            else:
+                result = runner(cfg, progress=progress, cancel=cancel)
             seconds = time.perf_counter() - t0
             self._store(key, cfg, result, seconds)
         result.from_cache = False

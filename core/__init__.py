@@ -5,6 +5,6 @@ with a validated config from :mod:`core.config`.
 """
 
 #: part of every cache key: bump whenever a result for the same config would change
-ENGINE_VERSION = "0.1.1"
+ENGINE_VERSION = "0.2.0"
 
 __all__ = ["ENGINE_VERSION"]

@@ -21,8 +21,6 @@ import yaml
 from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from core import ENGINE_VERSION
-
 # Names of every data set the registry knows (core.data.registry must agree; a test checks).
 DatasetName = Literal[
     "digits", "mnist5k", "faces", "synthetic", "adult", "mnist", "fashion_mnist", "cifar10", "celeba"
@@ -120,62 +118,145 @@ class FedAvgSpec(_Model):
     vectorised: bool = True
 
 
-class DPSpec(_Model):
-    """Noise on the uploaded (shared) parameters: clip the update, add Gaussian or Laplace noise
-    calibrated from a per-round (epsilon, delta)."""
+class AttackSpec(_Model):
+    """Fresh attribute-inference attackers trained by the server on frozen representations
+    (names from :data:`core.parts.ATTACKS`; each runs on the release and on raw x)."""
 
+    attackers: tuple[str, ...] = ("logreg", "mlp")
+    mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
+    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = 60
+    max_train: Annotated[int, Ge(50), Le(1_000_000)] = 10_000
+
+    @model_validator(mode="after")
+    def _check_attackers(self) -> AttackSpec:
+        from core.parts import ATTACKS
+
+        if not self.attackers:
+            raise ValueError("attackers: got an empty list; choose at least one fresh attacker")
+        for a in self.attackers:
+            if a not in ATTACKS or not ATTACKS.get(a).fresh:
+                fresh = [n for n, p in ATTACKS.items() if p.fresh]
+                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(fresh)}")
+        if len(set(self.attackers)) != len(self.attackers):
+            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        return self
+
+
+# -- defense blocks: a tagged block each, carrying only its own parameters ---------------------
+
+
+class NoDefense(_Model):
+    """No defense: plain FedAvg of the encoder (the undefended representation)."""
+
+    kind: Literal["none"] = "none"
+
+
+class TappflDefense(_Model):
+    """TAPPFL (AAAI 2024, Eq. 7): the encoder trained on −λ·CE(adversary) − (1−λ)·I_JSD."""
+
+    kind: Literal["tappfl"] = "tappfl"
+    tradeoff_lambda: Annotated[float, Ge(0.0), Le(1.0)] = Field(
+        0.5, description="TAPPFL privacy weight λ (Eq. 7): 0 = utility only, 1 = privacy only"
+    )
+
+
+class DPGaussianDefense(_Model):
+    """Each device's upload clipped to ``clip_norm`` and noised with the Gaussian mechanism
+    calibrated to a per-round (ε, δ) (analytic calibration)."""
+
+    kind: Literal["dp_gaussian"] = "dp_gaussian"
     epsilon: Annotated[float, Gt(0.0), Le(10_000.0)] = 1.0
     delta: Annotated[float, Gt(0.0), Lt(1.0)] = 1e-5
     clip_norm: Annotated[float, Gt(0.0), Le(1000.0)] = 1.0
 
 
-class AttackSpec(_Model):
-    """Fresh attribute-inference attackers trained by the server on frozen representations."""
+class DPLaplaceDefense(_Model):
+    """Each device's upload clipped to ``clip_norm`` (L1) and noised with the Laplace
+    mechanism for a per-round pure ε; ``delta`` is the δ′ of the advanced-composition
+    accountant over rounds."""
 
-    attackers: tuple[Literal["logreg", "mlp"], ...] = ("logreg", "mlp")
-    mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
-    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = 60
-    max_train: Annotated[int, Ge(50), Le(1_000_000)] = 10_000
+    kind: Literal["dp_laplace"] = "dp_laplace"
+    epsilon: Annotated[float, Gt(0.0), Le(10_000.0)] = 1.0
+    delta: Annotated[float, Gt(0.0), Lt(1.0)] = 1e-5
+    clip_norm: Annotated[float, Gt(0.0), Le(1000.0)] = 1.0
 
 
-class TappflConfig(_Experiment):
-    """TAPPFL (AAAI 2024) and its baselines in one FedAvg loop (spec B5-B10)."""
+class PruningDefense(_Model):
+    """Magnitude pruning: the smallest-magnitude fraction ``rate`` of each upload zeroed."""
 
-    kind: Literal["tappfl"] = "tappfl"
-    data: DataSpec = DataSpec()
-    defense: Literal["none", "tappfl", "dp_gaussian", "dp_laplace", "pruning"] = "tappfl"
-    tradeoff_lambda: Annotated[float, Ge(0.0), Le(1.0)] = Field(
-        0.5, description="TAPPFL privacy weight λ (Eq. 7): 0 = utility only, 1 = privacy only"
+    kind: Literal["pruning"] = "pruning"
+    rate: Annotated[float, Ge(0.0), Lt(1.0)] = 0.5
+    target: Literal["weights", "update"] = Field(
+        "weights", description="prune the uploaded parameters (TAPPFL's MC baseline) or the update"
     )
+
+
+FederatedDefense = Annotated[
+    NoDefense | TappflDefense | DPGaussianDefense | DPLaplaceDefense | PruningDefense,
+    Field(discriminator="kind"),
+]
+
+
+class AttributePrivacyConfig(_Experiment):
+    """Attribute privacy of a federated encoder's representations (TAPPFL, AAAI 2024, and its
+    baselines; spec B5-B10): train with a defense, release r, attack u, score, bound.
+
+    Formerly ``kind: tappfl`` (still accepted: :mod:`core.migrations`)."""
+
+    kind: Literal["attribute_privacy"] = "attribute_privacy"
+    data: DataSpec = DataSpec()
+    defense: FederatedDefense = TappflDefense()
     adversary_steps: Annotated[int, Ge(1), Le(20)] = Field(
-        1, description="attribute-adversary (Ψ) steps per extractor (Θ) step"
+        1, description="in-training attribute-adversary (Ψ) steps per extractor (Θ) step"
     )
     adversary_lr_scale: Annotated[float, Gt(0.0), Le(100.0)] = Field(
-        1.0, description="attribute-adversary (Ψ) learning rate as a multiple of fl.lr (Algorithm 1's lr1/lr3)"
+        1.0, description="in-training adversary (Ψ) learning rate as a multiple of fl.lr "
+        "(Algorithm 1's lr1/lr3)"
     )
     pretrain_epochs: Annotated[int, Ge(0), Le(100)] = 1
     representation_dim: Annotated[int, Ge(2), Le(1024)] = 128
     hidden_dim: Annotated[int, Ge(2), Le(4096)] = 64
     critic_hidden: Annotated[int, Ge(2), Le(4096)] = 64
     fl: FedAvgSpec = FedAvgSpec()
-    dp: DPSpec = DPSpec()
-    pruning_rate: Annotated[float, Ge(0.0), Lt(1.0)] = 0.5
-    pruning_target: Literal["weights", "update"] = Field(
-        "weights", description="prune the uploaded parameters (TAPPFL's MC baseline) or the update"
-    )
     attack: AttackSpec = AttackSpec()
-    utility_epochs: Annotated[int, Ge(1), Le(1000)] = 30
     projection_points: Annotated[int, Ge(0), Le(5000)] = 1000
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate_old_shape(cls, data: Any) -> Any:
+        """Direct construction with the v1 keywords (``defense="dp_gaussian"``,
+        ``tradeoff_lambda=...``) goes through the same migration as stored configs."""
+        if isinstance(data, dict):
+            from core.migrations import migrate
+
+            data, _ = migrate({"kind": "attribute_privacy", **data})
+        return data
+
+    @property
+    def tradeoff_lambda(self) -> float:
+        """λ the encoder trains at: the TAPPFL block's, else 0 (utility term only)."""
+        return float(getattr(self.defense, "tradeoff_lambda", 0.0))
+
+    @model_validator(mode="after")
+    def _check_combination(self) -> AttributePrivacyConfig:
+        from core.parts import check_combination
+
+        check_combination(self.kind, self.defense.kind, self.attack.attackers)
+        return self
+
+
+#: the old name (kind ``tappfl``) for code that imported it
+TappflConfig = AttributePrivacyConfig
 
 
 # ---------------------------------------------------------------------------------------------
 # the union
 
-Config = Annotated[ProjectionConfig | TappflConfig, Field(discriminator="kind")]
+Config = Annotated[ProjectionConfig | AttributePrivacyConfig, Field(discriminator="kind")]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Config)
 CONFIG_MODELS: dict[str, type[_Experiment]] = {
     "projection": ProjectionConfig,
-    "tappfl": TappflConfig,
+    "attribute_privacy": AttributePrivacyConfig,
 }
 
 
@@ -187,21 +268,61 @@ class ConfigError(ValueError):
         super().__init__("; ".join(problems) if len(problems) == 1 else "\n".join(problems))
 
 
-def _field_info(model: type[BaseModel] | None, loc: tuple[Any, ...]):
-    """Walk ``loc`` through nested models; return the FieldInfo of the last field or None."""
+def _union_models(ann: Any) -> list[type[BaseModel]]:
+    """The BaseModel members of an annotation (a model, a union of models, Annotated[...])."""
+    args = getattr(ann, "__args__", None)
+    if args is None and hasattr(ann, "__origin__"):
+        args = (ann.__origin__,)
+    cands = args if args is not None else (ann,)
+    out: list[type[BaseModel]] = []
+    for c in cands:
+        if isinstance(c, type) and issubclass(c, BaseModel):
+            out.append(c)
+        elif getattr(c, "__args__", None) or getattr(c, "__origin__", None):
+            out.extend(_union_models(c))
+    return out
+
+
+def _tag(model: type[BaseModel]) -> str | None:
+    f = model.model_fields.get("kind")
+    return None if f is None else f.default
+
+
+def _walk(model: type[BaseModel] | None, loc: tuple[Any, ...]):
+    """Walk ``loc`` through nested models, dropping the tags pydantic inserts for nested
+    discriminated unions (``defense.tappfl.tradeoff_lambda`` -> ``defense.tradeoff_lambda``).
+    Returns ``(FieldInfo of the last field or None, cleaned loc)``."""
     info = None
-    for part in loc:
+    clean: list[Any] = []
+    parts = list(loc)
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        clean.append(part)
         if model is None or not isinstance(part, str):
-            return info if isinstance(part, int) else None
+            info = info if isinstance(part, int) else None
+            i += 1
+            model = None
+            continue
         info = model.model_fields.get(part)
         if info is None:
-            return None
-        ann = info.annotation
-        model = None
-        for cand in getattr(ann, "__args__", (ann,)):
-            if isinstance(cand, type) and issubclass(cand, BaseModel):
-                model = cand
-    return info
+            model = None
+            i += 1
+            continue
+        cands = _union_models(info.annotation)
+        model = cands[-1] if cands else None
+        if len(cands) > 1 and i + 1 < len(parts):
+            tagged = {_tag(c): c for c in cands}
+            if parts[i + 1] in tagged:
+                model = tagged[parts[i + 1]]
+                i += 1  # skip the tag
+        i += 1
+    return info, tuple(clean)
+
+
+def _field_info(model: type[BaseModel] | None, loc: tuple[Any, ...]):
+    """The FieldInfo of the last field of ``loc`` (None if unknown)."""
+    return _walk(model, loc)[0]
 
 
 def _allowed_range(info) -> str | None:
@@ -234,6 +355,7 @@ def format_validation_error(err: ValidationError, model: type[BaseModel] | None 
         m = model
         if loc and isinstance(loc[0], str) and loc[0] in CONFIG_MODELS and model is None:
             m, loc = CONFIG_MODELS[loc[0]], loc[1:]
+        info, loc = _walk(m, loc)
         name = ".".join(str(p) for p in loc) or "config"
         msg = e.get("msg", "invalid")
         if msg.startswith("Value error, "):
@@ -245,14 +367,18 @@ def format_validation_error(err: ValidationError, model: type[BaseModel] | None 
         given_s = repr(given) if not isinstance(given, dict) else "{...}"
         if len(given_s) > 60:
             given_s = given_s[:57] + "..."
-        rng = _allowed_range(_field_info(m, loc))
+        rng = _allowed_range(info)
         if e.get("type") == "missing":
             lines.append(f"{name}: required field is missing")
         elif e.get("type") == "extra_forbidden":
             lines.append(f"{name}: unknown field (got {given_s})")
         elif e.get("type") == "union_tag_invalid":
-            tag = (e.get("ctx") or {}).get("tag", given_s)
-            lines.append(f"kind: got {tag!r}; allowed: {', '.join(CONFIG_MODELS)}")
+            ctx = e.get("ctx") or {}
+            tag = ctx.get("tag", given_s)
+            if loc:  # a nested tagged block, e.g. defense.kind
+                lines.append(f"{name}.kind: got {tag!r}; allowed: {ctx.get('expected_tags', '')}")
+            else:
+                lines.append(f"kind: got {tag!r}; allowed: {', '.join(CONFIG_MODELS)}")
         elif rng and e.get("type") in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
             lines.append(f"{name}: got {given_s}; {rng}")
         else:
@@ -261,12 +387,20 @@ def format_validation_error(err: ValidationError, model: type[BaseModel] | None 
     return lines
 
 
-def parse_config(obj: dict[str, Any] | BaseModel) -> Any:
-    """Validate a mapping (or re-validate a model) into the config model for its ``kind``."""
+def parse_config(obj: dict[str, Any] | BaseModel, notes: list[str] | None = None) -> Any:
+    """Validate a mapping (or re-validate a model) into the config model for its ``kind``.
+
+    A mapping of an older shape is migrated first (:func:`core.migrations.migrate`); what the
+    migration changed is appended to ``notes`` when a list is given."""
+    from core.migrations import migrate
+
     if isinstance(obj, BaseModel):
         obj = obj.model_dump(mode="json")
     if not isinstance(obj, dict):
         raise ConfigError([f"config: got {type(obj).__name__}; expected a mapping with a 'kind' key"])
+    obj, changed = migrate(obj)
+    if notes is not None:
+        notes.extend(changed)
     if "kind" not in obj:
         raise ConfigError([f"kind: required field is missing; allowed: {', '.join(CONFIG_MODELS)}"])
     try:
@@ -321,6 +455,9 @@ def canonical_json(config: BaseModel) -> str:
 
 
 def cache_key(config: BaseModel) -> str:
-    """sha256 of the canonical JSON of the validated config + engine version (DESIGN: Cache key)."""
-    payload = canonical_json(config) + "|engine=" + ENGINE_VERSION
+    """sha256 of the canonical JSON of the validated config + the engine version and source
+    fingerprint (DESIGN: Cache key): a code change never serves a stale run."""
+    from core.fingerprint import engine_id
+
+    payload = canonical_json(config) + "|engine=" + engine_id()
     return hashlib.sha256(payload.encode()).hexdigest()

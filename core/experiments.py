@@ -1,90 +1,65 @@
 """The single experiment entry point: ``run(config, progress=None, cancel=None) -> Result``.
 
-Runners are registered by ``kind`` and imported lazily (so importing the engine stays cheap
-and the dashboard starts fast). Each runner lives in ``core/runs/<kind>.py`` and has the
-signature ``runner(config, progress: Progress) -> Result``.
+Runners are registered by ``kind`` (:data:`RUNNERS`, a :class:`core.registry.Registry` of
+``"module:function"`` paths) and imported lazily (so importing the engine stays cheap and the
+dashboard starts fast). Each runner lives in ``core/runs/<kind>.py`` and has the signature
+``runner(config, progress: Progress, stages: Stages) -> Result``; ``stages`` is the stage
+cache (:mod:`core.stages`), which the result store hands in.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
 from core.config import cache_key, parse_config
 from core.device import seed_everything
 from core.progress import CancelToken, Progress, ProgressCallback, as_progress
+from core.registry import Registry, load_object
 from core.result import Result
+from core.stages import Stages, StageStore
+from core.threads import compute_threads, thread_limits
+
+__all__ = ["RUNNERS", "Runner", "compute_threads", "get_runner", "run", "thread_limits"]
 
 Runner = Callable[[Any, Progress], Result]
 
-RUNNERS: dict[str, str] = {
-    "projection": "core.runs.projection:run_projection",
-    "tappfl": "core.runs.tappfl:run_tappfl",
-}
+RUNNERS: Registry[str] = Registry("kind")
+RUNNERS.register("projection", "core.runs.projection:run_projection")
+RUNNERS.register("attribute_privacy", "core.runs.attribute_privacy:run_attribute_privacy")
 
 
 def get_runner(kind: str) -> Runner:
     if kind not in RUNNERS:
-        raise ValueError(f"kind: got {kind!r}; allowed: {', '.join(RUNNERS)}")
-    module, func = RUNNERS[kind].split(":")
-    return getattr(importlib.import_module(module), func)
-
-
-def compute_threads() -> int:
-    """Threads for BLAS / OpenMP / torch inside a run: ``$PRIVLAB_THREADS``, default 1.
-
-    Our problems are small (MLPs, logistic fits on ≤ 25k rows, t-SNE on ≤ 5k points): measured
-    on the 2-core machines, one thread was 3–15× faster than two whenever anything else ran
-    (spin-waiting OpenMP/OpenBLAS workers), and never much slower when idle.
-    """
-    try:
-        return max(1, int(os.environ.get("PRIVLAB_THREADS", "1")))
-    except ValueError:
-        return 1
-
-
-@contextmanager
-def thread_limits(n: int | None = None):
-    """Limit BLAS/OpenMP (threadpoolctl) and torch intra-op threads to ``n``, restoring after."""
-    from threadpoolctl import threadpool_limits
-
-    n = compute_threads() if n is None else n
-    torch = None
-    try:
-        import torch
-        before = torch.get_num_threads()
-        torch.set_num_threads(n)
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
-    try:
-        with threadpool_limits(limits=n):
-            yield
-    finally:
-        if torch is not None:
-            torch.set_num_threads(before)
+        raise ValueError(RUNNERS.unknown(kind))
+    return load_object(RUNNERS.get(kind))
 
 
 def run(
     config: Any,
     progress: Progress | ProgressCallback | None = None,
     cancel: CancelToken | None = None,
+    *,
+    stages: StageStore | None = None,
 ) -> Result:
     """Validate ``config`` (a model or a mapping), seed everything, run its kind's runner.
 
-    Raises :class:`core.config.ConfigError` on bad input and :class:`core.progress.Cancelled`
+    ``stages``: where trained models, releases and attack outputs are cached between runs
+    (``cache.store.ResultStore.stages`` on disk, :class:`core.stages.MemoryStageStore` in a
+    notebook; None = no stage cache). Raises :class:`core.config.ConfigError` on bad input and :class:`core.progress.Cancelled`
     when ``cancel`` is set mid-run; a cancelled run returns nothing and stores nothing.
     """
-    cfg = parse_config(config)
+    notes: list[str] = []
+    cfg = parse_config(config, notes)
     prog = as_progress(progress, cancel)
     seed_everything(cfg.seed)
     t0 = time.perf_counter()
     prog.update(0.0, f"starting {cfg.kind}")
-    with thread_limits():
-        result = get_runner(cfg.kind)(cfg, prog)
+    with thread_limits():  # the run's one thread budget (core.threads); nothing below sets threads
+        result = get_runner(cfg.kind)(cfg, prog, Stages(stages))
+    if notes:
+        result.info.setdefault("config_migrated", notes)
     result.timings.setdefault("total_s", time.perf_counter() - t0)
     result.key = cache_key(cfg)
     result.config = cfg.model_dump(mode="json")

@@ -1,6 +1,7 @@
 """The Result of one experiment run (DESIGN: Contracts / Result).
 
-Flat ``metrics`` (name -> float), ``curves`` (name -> series, e.g. per round), ``artifacts``
+Flat ``metrics`` (name -> float), ``intervals`` (metric name -> ``{"lo", "hi", "n"}``: a 95 %
+interval and the number of samples scored, for attack metrics), ``curves`` (name -> series, e.g. per round), ``artifacts``
 (name -> numpy array), ``info`` (small JSON-able facts: column names, the accountant's name,
 warnings), plus ``config``, ``seed``, ``engine_version`` and ``timings``. Serialised as
 ``result.json`` + ``artifacts.npz``; never pickle.
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from core import ENGINE_VERSION
+from core.fingerprint import engine_id
 
 
 def _clean_float(x: Any) -> float | None:
@@ -30,11 +31,12 @@ class Result:
     config: dict[str, Any]
     seed: int
     metrics: dict[str, float] = field(default_factory=dict)
+    intervals: dict[str, dict[str, float]] = field(default_factory=dict)
     curves: dict[str, list[float]] = field(default_factory=dict)
     artifacts: dict[str, np.ndarray] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    engine_version: str = ENGINE_VERSION
+    engine_version: str = field(default_factory=engine_id)
     key: str | None = None
     from_cache: bool = False
 
@@ -47,6 +49,7 @@ class Result:
             "seed": int(self.seed),
             "engine_version": self.engine_version,
             "metrics": {k: _clean_float(v) for k, v in self.metrics.items()},
+            "intervals": {k: {f: _clean_float(x) for f, x in iv.items()} for k, iv in self.intervals.items()},
             "curves": {k: [_clean_float(v) for v in vs] for k, vs in self.curves.items()},
             "info": self.info,
             "timings": {k: float(v) for k, v in self.timings.items()},
@@ -70,13 +73,20 @@ class Result:
             key=meta.get("key"),
             config=meta["config"],
             seed=int(meta["seed"]),
-            engine_version=meta.get("engine_version", ENGINE_VERSION),
+            engine_version=meta.get("engine_version", ""),
             metrics={k: (nan if v is None else float(v)) for k, v in meta.get("metrics", {}).items()},
+            intervals={k: {f: (nan if x is None else float(x)) for f, x in iv.items()}
+                       for k, iv in meta.get("intervals", {}).items()},
             curves={k: [nan if v is None else float(v) for v in vs] for k, vs in meta.get("curves", {}).items()},
             info=meta.get("info", {}),
             timings=meta.get("timings", {}),
             artifacts=arts,
         )
+
+    def interval(self, name: str) -> tuple[float, float] | None:
+        """The 95 % interval of metric ``name`` (None if the run recorded none)."""
+        iv = self.intervals.get(name)
+        return None if iv is None else (float(iv["lo"]), float(iv["hi"]))
 
     def to_json(self) -> str:
         return json.dumps(self.to_json_dict(), sort_keys=True)

@@ -39,7 +39,7 @@ def stored_runs(cache: Path) -> list[Path]:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_examples_validate(path):
-    assert load_config(path).kind in {"projection", "tappfl"}
+    assert load_config(path).kind in {"projection", "attribute_privacy"}
 
 
 def test_run_cache_list_show_export(tmp_path):
@@ -196,11 +196,14 @@ def test_benchmark_harness_tables_json_and_failures(tmp_path, monkeypatch, capsy
 
     fake = types.ModuleType("privlab_fake_bench")
     fake.main = lambda quick=False: {"name": "fake", "rows": [{"case": "a", "seconds": 0.5}],
+                                     "headline": {"seconds": 0.5},
                                      "notes": "n", "targets": {"under_1_s": True}}
+    fake.headless = lambda quick=False: {"name": "headless", "rows": []}
     fake.broken = lambda quick=False: 1 / 0
     monkeypatch.setitem(sys.modules, "privlab_fake_bench", fake)
     monkeypatch.setitem(BENCHMARKS, "fake", "privlab_fake_bench:main")
     monkeypatch.setitem(BENCHMARKS, "broken", "privlab_fake_bench:broken")
+    monkeypatch.setitem(BENCHMARKS, "headless", "privlab_fake_bench:headless")
     assert all(":" in v for v in BENCHMARKS.values())
 
     assert bench_main(["fake", "--results-dir", str(tmp_path)]) == 0
@@ -208,9 +211,13 @@ def test_benchmark_harness_tables_json_and_failures(tmp_path, monkeypatch, capsy
     assert "== fake ==" in out and "seconds" in out and "under_1_s" in out
     rec = json.loads((tmp_path / "fake.json").read_text())
     assert rec["rows"] == [{"case": "a", "seconds": 0.5}] and rec["quick"] is False
+    assert rec["headline"] == {"seconds": 0.5} and "headline:" in out
     assert rec["machine"]["cpu_count"] >= 1 and rec["machine"]["numpy"] and "date" in rec["machine"]
 
     assert bench_main(["fake", "broken", "--quick", "--results-dir", str(tmp_path)]) == 1
     assert "ZeroDivisionError" in capsys.readouterr().out
     assert (tmp_path / "fake.quick.json").exists() and not (tmp_path / "broken.quick.json").exists()
     assert bench_main(["nope", "--results-dir", str(tmp_path)]) == 2
+    # a benchmark without the headline its issue names is a failure, not a silent omission
+    assert bench_main(["headless", "--results-dir", str(tmp_path)]) == 1
+    assert "no 'headline'" in capsys.readouterr().out

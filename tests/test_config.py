@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.config import (
+    AttributePrivacyConfig,
     ConfigError,
     ProjectionConfig,
-    TappflConfig,
     apply_overrides,
     cache_key,
     load_config,
@@ -20,23 +20,30 @@ from core.config import (
 
 # (dotted field, strategy of invalid values, the range text the message must carry)
 OUT_OF_RANGE = [
-    ("tradeoff_lambda", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0.0 <= value <= 1.0"),
+    ("defense.tradeoff_lambda", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0.0 <= value <= 1.0"),
     ("adversary_steps", st.integers(21, 10**6) | st.integers(-10**6, 0), "1 <= value <= 20"),
     ("fl.num_devices", st.integers(1001, 10**7) | st.integers(-10**6, 0), "1 <= value <= 1000"),
     ("fl.fraction_fit", st.floats(1.0001, 1e6) | st.floats(-1e6, 0.0), "0.0 < value <= 1.0"),
     ("fl.rounds", st.integers(201, 10**6) | st.integers(-10**6, 0), "1 <= value <= 200"),
     ("fl.lr", st.floats(10.0001, 1e9) | st.floats(-1e6, 0.0), "0.0 < value <= 10.0"),
-    ("dp.epsilon", st.floats(-1e6, 0.0), "0.0 < value"),
-    ("dp.delta", st.floats(1.0, 1e6) | st.floats(-1e6, 0.0), "0.0 < value < 1.0"),
-    ("pruning_rate", st.floats(1.0, 1e6) | st.floats(-1e6, -1e-6), "0.0 <= value < 1.0"),
+    ("defense.epsilon", st.floats(-1e6, 0.0), "0.0 < value"),
+    ("defense.delta", st.floats(1.0, 1e6) | st.floats(-1e6, 0.0), "0.0 < value < 1.0"),
+    ("defense.rate", st.floats(1.0, 1e6) | st.floats(-1e6, -1e-6), "0.0 <= value < 1.0"),
     ("seed", st.integers(2**31, 2**40) | st.integers(-10**6, -1), "0 <= value"),
     ("data.dependence", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0.0 <= value <= 1.0"),
     ("data.max_samples", st.integers(-10**6, 49), "50 <= value"),
 ]
 
 
+#: the defense block a defense parameter belongs to (each block carries only its own)
+BLOCK_OF = {"tradeoff_lambda": "tappfl", "epsilon": "dp_gaussian", "delta": "dp_gaussian",
+            "rate": "pruning"}
+
+
 def _nest(dotted: str, value) -> dict:
-    obj: dict = {"kind": "tappfl"}
+    obj: dict = {"kind": "attribute_privacy"}
+    if dotted.startswith("defense."):
+        obj["defense"] = {"kind": BLOCK_OF[dotted.split(".")[1]]}
     parts = dotted.split(".")
     cur = obj
     for p in parts[:-1]:
@@ -70,7 +77,8 @@ def test_bad_literal_names_field_and_allowed_values(method):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.text(min_size=1, max_size=10).filter(lambda s: s not in {"projection", "tappfl"}))
+@given(st.text(min_size=1, max_size=10).filter(
+    lambda s: s not in {"projection", "tappfl", "attribute_privacy"}))
 def test_unknown_kind(kind):
     with pytest.raises(ConfigError, match="kind: got"):
         parse_config({"kind": kind})
@@ -88,17 +96,18 @@ def test_unknown_field_and_bad_attribute():
     with pytest.raises(ConfigError, match="bogus: unknown field"):
         parse_config({"kind": "projection", "bogus": 1})
     with pytest.raises(ConfigError, match=r"data.private_attribute: got 'zzz'; allowed for 'adult': sex"):
-        parse_config({"kind": "tappfl", "data": {"name": "adult", "private_attribute": "zzz"}})
+        parse_config({"kind": "attribute_privacy", "data": {"name": "adult", "private_attribute": "zzz"}})
     with pytest.raises(ConfigError, match="kind: required"):
         parse_config({"method": "pca"})
 
 
 def test_defaults_valid_and_key_stable():
-    a = parse_config({"kind": "tappfl"})
-    b = parse_config({"kind": "tappfl", "tradeoff_lambda": 0.5, "fl": {"rounds": a.fl.rounds}})
-    assert isinstance(a, TappflConfig)
+    a = parse_config({"kind": "attribute_privacy"})
+    b = parse_config({"kind": "attribute_privacy", "defense": {"kind": "tappfl", "tradeoff_lambda": 0.5},
+                      "fl": {"rounds": a.fl.rounds}})
+    assert isinstance(a, AttributePrivacyConfig)
     assert cache_key(a) == cache_key(b)
-    c = parse_config({"kind": "tappfl", "tradeoff_lambda": 0.25})
+    c = parse_config({"kind": "attribute_privacy", "defense": {"kind": "tappfl", "tradeoff_lambda": 0.25}})
     assert cache_key(a) != cache_key(c)
     assert isinstance(parse_config(ProjectionConfig()), ProjectionConfig)
 
@@ -119,3 +128,24 @@ def test_yaml_json_and_overrides(tmp_path):
         load_config(tmp_path / "missing.yaml")
     with pytest.raises(ConfigError, match="expected key=value"):
         apply_overrides({}, ["novalue"])
+
+
+def test_defense_blocks_carry_only_their_own_parameters():
+    with pytest.raises(ConfigError, match=r"defense.epsilon: unknown field"):
+        parse_config({"kind": "attribute_privacy", "defense": {"kind": "tappfl", "epsilon": 1.0}})
+    with pytest.raises(ConfigError, match=r"defense.tradeoff_lambda: unknown field"):
+        parse_config({"kind": "attribute_privacy", "defense": {"kind": "dp_gaussian", "tradeoff_lambda": 0.5}})
+    with pytest.raises(ConfigError, match=r"defense.kind: got 'svm'; allowed: .*'tappfl'"):
+        parse_config({"kind": "attribute_privacy", "defense": {"kind": "svm"}})
+    cfg = parse_config({"kind": "attribute_privacy", "defense": {"kind": "dp_laplace", "epsilon": 2}})
+    assert cfg.tradeoff_lambda == 0.0 and cfg.defense.epsilon == 2.0
+
+
+def test_cache_key_holds_the_source_fingerprint(monkeypatch):
+    import core.config as config_mod
+    import core.fingerprint as fp
+
+    cfg = parse_config({"kind": "projection"})
+    before = cache_key(cfg)
+    monkeypatch.setattr(fp, "engine_id", lambda: "9.9.9+000000000000")
+    assert config_mod.cache_key(cfg) != before

@@ -14,7 +14,7 @@ pytest.importorskip("ray")
 from core.config import DataSpec, FedAvgSpec, TappflConfig
 from core.data import load_dataset
 from core.defenses.tappfl import train_tappfl
-from core.fl.flower_adapter import run_flower_simulation
+from core.defenses.tappfl_flower import run_flower_simulation
 
 
 @pytest.mark.slow

@@ -93,3 +93,49 @@ def test_presets_follow_the_paper():
         100, 0.1, 20, 10, 10, 0.01)
     q = quick_preset(SPEC)
     assert q.fl.num_devices <= 20 and q.fl.rounds <= 5 and q.fl.local_epochs <= 2
+
+
+def test_model_init_comes_from_a_local_generator_not_the_global_seed(monkeypatch):
+    """Concurrent runs (dashboard threads) must not share torch's global RNG: the same config
+    gives the same initial and trained weights whatever the global RNG was seeded with, and
+    training never (re)seeds the global RNG."""
+    spec = DataSpec(name="synthetic", n_samples=300, dependence=0.0)
+    small = load_dataset(spec, seed=0)
+    cfg = TappflConfig(data=spec, pretrain_epochs=1, representation_dim=4, hidden_dim=6, critic_hidden=6,
+                       fl=FedAvgSpec(num_devices=3, fraction_fit=1.0, rounds=1, local_epochs=1,
+                                     batch_size=32, lr=0.1))
+    states = []
+    for global_seed in (1, 12345):
+        torch.manual_seed(global_seed)
+        with monkeypatch.context() as mp:
+            def no_global_seed(*_a, **_k):
+                raise AssertionError("train_tappfl seeded torch's global RNG")
+
+            mp.setattr(torch, "manual_seed", no_global_seed)
+            mp.setattr(torch.random, "manual_seed", no_global_seed)
+            states.append(train_tappfl(cfg, small))
+    a, b = states
+    for (n, p), (_, q) in zip(a.extractor.named_parameters(), b.extractor.named_parameters()):
+        assert torch.equal(p, q), n
+    for name in ("adversary", "critic"):
+        for k, v in a.fed.private[name].items():
+            assert torch.equal(v, b.fed.private[name][k]), (name, k)
+    # the devices' adversaries Ψ_k start independent (drawn one after another from the stream)
+    w = a.fed.private["adversary"]["net.0.weight"]
+    assert not torch.equal(w[0], w[1])
+
+
+def test_init_module_reproduces_pytorch_default_init():
+    from torch import nn
+
+    from core.nn import ConvEncoder, MICritic, init_module_, seeded
+
+    for make in (lambda: MICritic(5, 4, 3, hidden=8), lambda: ConvEncoder((1, 8, 8), rep_dim=6)):
+        torch.manual_seed(7)
+        ref = make()  # PyTorch's reset_parameters from the global RNG
+        torch.manual_seed(99)
+        got = seeded(make, 7)
+        for (n, p), (_, q) in zip(ref.named_parameters(), got.named_parameters()):
+            assert torch.equal(p, q), n
+    with pytest.raises(TypeError, match="LayerNorm"):
+        init_module_(nn.Sequential(nn.Linear(3, 3), nn.LayerNorm(3)), torch.Generator())

@@ -22,6 +22,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from core.registry import Registry
+
 
 class Accountant(Protocol):
     name: str
@@ -100,19 +102,17 @@ class RDPGaussian:
             return float(acc.get_epsilon(delta=delta, alphas=RDP_ORDERS)), float(delta)
 
 
-ACCOUNTANTS: dict[str, Accountant] = {
-    "rdp": RDPGaussian(),
-    "basic": BasicComposition(),
-    "advanced": AdvancedComposition(),
-}
+ACCOUNTANTS: Registry[Accountant] = Registry("accountant")
+ACCOUNTANTS.register("rdp", RDPGaussian())
+ACCOUNTANTS.register("basic", BasicComposition())
+ACCOUNTANTS.register("advanced", AdvancedComposition())
 
 
 def get_accountant(name: str) -> Accountant:
     """Accountant by registry name (``rdp``, ``basic``, ``advanced``)."""
-    try:
-        return ACCOUNTANTS[name]
-    except KeyError:
-        raise ValueError(f"accountant: got {name!r}; allowed: {', '.join(ACCOUNTANTS)}") from None
+    if name not in ACCOUNTANTS:
+        raise ValueError(ACCOUNTANTS.unknown(name))
+    return ACCOUNTANTS.get(name)
 
 
 def total_epsilon(
@@ -143,24 +143,24 @@ def total_epsilon(
     if mechanism == "gaussian":
         if noise_multiplier is not None:
             _check("noise_multiplier", noise_multiplier, 0.0, math.inf, lo_open=True)
-            eps, dlt = ACCOUNTANTS["rdp"].compose(
+            eps, dlt = ACCOUNTANTS.get("rdp").compose(
                 noise_multiplier=noise_multiplier,
                 sample_rate=sample_rate,
                 rounds=rounds,
                 delta=delta,
             )
             return {"epsilon_total": eps, "delta_total": dlt, "accountant": "rdp"}
-        eps, dlt = ACCOUNTANTS["basic"].compose(
+        eps, dlt = ACCOUNTANTS.get("basic").compose(
             eps_round=eps_round, delta_round=delta, rounds=rounds
         )
         return {"epsilon_total": eps, "delta_total": dlt, "accountant": "basic"}
     if mechanism == "laplace":
         dp = delta if delta_prime is None else delta_prime
         _check("delta_prime", dp, 0.0, 1.0, lo_open=True, hi_open=True)
-        b_eps, b_dlt = ACCOUNTANTS["basic"].compose(
+        b_eps, b_dlt = ACCOUNTANTS.get("basic").compose(
             eps_round=eps_round, delta_round=0.0, rounds=rounds
         )
-        a_eps, a_dlt = ACCOUNTANTS["advanced"].compose(
+        a_eps, a_dlt = ACCOUNTANTS.get("advanced").compose(
             eps_round=eps_round, delta_round=0.0, rounds=rounds, delta_prime=dp
         )
         if a_eps < b_eps:

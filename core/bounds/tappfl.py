@@ -196,6 +196,12 @@ def thm1_tradeoff(
     }
 
 
+def thm1_informative_below(delta_y_u: float, R: float, C_L: float) -> float:
+    """Theorem 1 says something (right-hand side > 0) only for Adv < Δ_{y|u} / (2·R·C_L)."""
+    denom = 2.0 * float(R) * float(C_L)
+    return float("inf") if denom <= 0 else float(delta_y_u) / denom
+
+
 def delta_y_given_u(y: np.ndarray, u: np.ndarray) -> float:
     """Δ_{y|u} = |Pr(y=1 | u=0) − Pr(y=1 | u=1)| from counts (binary y and u, both groups
     present)."""
@@ -247,23 +253,19 @@ def lipschitz_mlp(weights: Sequence[np.ndarray], *, sigmoid_output: bool = True)
 
 
 def empirical_advantage(u: np.ndarray, score: np.ndarray) -> float:
-    """max over thresholds of |TPR − FPR| of a score for binary u: an empirical *lower* estimate
-    of the worst-case advantage Adv (Eq. 8); balanced accuracy of the best threshold = (1+Adv)/2."""
+    """max over thresholds of TPR − FPR of a score for binary u (:func:`core.metrics.advantage`,
+    the one meaning of advantage in privlab): an empirical *lower* estimate of the worst-case
+    advantage Adv (Eq. 8); balanced accuracy of the best threshold = (1+Adv)/2. Signed: a score
+    anti-correlated with u earns nothing unless the attacker negates it itself."""
+    from core.metrics import advantage
+
     u = np.asarray(u)
     s = np.asarray(score, dtype=np.float64)
     if u.shape != s.shape or u.ndim != 1:
         raise ValueError(f"u, score: got shapes {u.shape} and {s.shape}; expected equal 1-D shapes")
     if not np.all(np.isin(np.unique(u), [0, 1])) or np.unique(u).size != 2:
         raise ValueError("u: expected binary 0/1 codes with both values present")
-    order = np.argsort(-s, kind="mergesort")
-    s_sorted = s[order]
-    pos = (u[order] == 1).astype(np.float64)
-    tp = np.cumsum(pos)
-    fp = np.cumsum(1.0 - pos)
-    last = np.r_[np.diff(s_sorted) != 0, True]  # one point per distinct threshold
-    tpr = tp[last] / pos.sum()
-    fpr = fp[last] / (1.0 - pos).sum()
-    return float(np.max(np.abs(np.r_[0.0, tpr - fpr])))
+    return advantage(u, s)
 
 
 # ---------------------------------------------------------------------------------------------

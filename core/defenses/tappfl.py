@@ -30,20 +30,22 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from core.config import ConfigError, DataSpec, FedAvgSpec, TappflConfig
+from core.config import ConfigError, DataSpec, FedAvgSpec, TappflConfig, TappflDefense
 from core.data.base import Dataset
 from core.device import get_device
-from core.fl.fedavg import (
-    DeviceBatch,
-    FedAvgState,
-    Params,
-    StackedBatch,
-    UploadTransform,
-    run_fedavg,
-    torch_threads,
+from core.fl.fedavg import run_fedavg
+from core.fl.types import DeviceBatch, FedAvgState, Params, StackedBatch, UploadTransform
+from core.nn import (
+    AttributeAdversary,
+    Encoder,
+    MICritic,
+    init_module_,
+    jsd_mi,
+    record_linear,
+    sgd_from_records,
 )
-from core.nn import AttributeAdversary, Encoder, MICritic, jsd_mi, record_linear, sgd_from_records
 from core.progress import Progress
+from core.threads import thread_limits
 
 #: central pretraining (spec B8 step 0): batch size and Adam learning rate
 PRETRAIN_BATCH = 128
@@ -55,7 +57,7 @@ def paper_preset(data: DataSpec) -> TappflConfig:
     batch 10, 10 local epochs, lr 0.01, IID split, pretrained extractor (5 epochs as the
     authors' code), λ = 0.5."""
     return TappflConfig(
-        data=data, defense="tappfl", tradeoff_lambda=0.5, pretrain_epochs=5,
+        data=data, defense=TappflDefense(tradeoff_lambda=0.5), pretrain_epochs=5,
         representation_dim=128, hidden_dim=64, critic_hidden=64,
         fl=FedAvgSpec(num_devices=100, fraction_fit=0.1, rounds=20, local_epochs=10,
                       batch_size=10, lr=0.01, partition="iid"),
@@ -72,7 +74,7 @@ def quick_preset(data: DataSpec) -> TappflConfig:
     logistic-attacker AUC 0.985 / 0.972 / 0.877 at utility 0.946 / 0.929 / 0.896 (with 1 step
     at 1x the fresh attackers hardly moved in so few rounds)."""
     return TappflConfig(
-        data=data, defense="tappfl", tradeoff_lambda=0.5, pretrain_epochs=2,
+        data=data, defense=TappflDefense(tradeoff_lambda=0.5), pretrain_epochs=2,
         adversary_steps=3, adversary_lr_scale=3.0,
         representation_dim=64, hidden_dim=64, critic_hidden=64,
         fl=FedAvgSpec(num_devices=10, fraction_fit=0.5, rounds=5, local_epochs=2,
@@ -268,30 +270,29 @@ def pretrain_extractor(extractor: nn.Module, critic: MICritic, X: Tensor, u: Ten
     it is); pretraining on the utility term is task-agnostic and attribute-neutral.
     Returns the per-epoch mean JSD estimate (``pretrain_jsd_mi``).
     """
+    from core.training import adam_train
+
     n = X.shape[0]
     gen = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.Adam(list(extractor.parameters()) + list(critic.parameters()), lr=PRETRAIN_LR)
-    curve: list[float] = []
-    extractor.train()
-    for e in range(epochs):
-        perm = torch.randperm(n, generator=gen).to(X.device)
-        tot, cnt = 0.0, 0
-        for i in range(0, n, PRETRAIN_BATCH):
-            idx = perm[i:i + PRETRAIN_BATCH]
-            x, uu = X[idx], u[idx]
-            m = len(idx)
-            roll = (torch.arange(m, device=X.device) + 1) % m
-            oh = F.one_hot(uu, critic.n_values).to(x.dtype)
-            r = extractor(x)
-            jsd = jsd_mi(*critic.score_pair(critic.embed_x(x), critic.embed_r(r), oh, roll))
-            opt.zero_grad()
-            (-jsd).backward()
-            opt.step()
-            tot += float(jsd.detach()) * m
-            cnt += m
-        curve.append(tot / max(cnt, 1))
+
+    def neg_jsd(idx: Tensor) -> Tensor:
+        x, uu = X[idx], u[idx]
+        m = len(idx)
+        roll = (torch.arange(m, device=X.device) + 1) % m
+        oh = F.one_hot(uu, critic.n_values).to(x.dtype)
+        r = extractor(x)
+        return -jsd_mi(*critic.score_pair(critic.embed_x(x), critic.embed_r(r), oh, roll))
+
+    def on_epoch(e: int, _log) -> None:
         if progress is not None:
-            progress.update((e + 1) / epochs, f"pretraining epoch {e + 1}/{epochs}")
+            progress.update(e / epochs, f"pretraining epoch {e}/{epochs}")
+
+    extractor.train()
+    critic.train()
+    log = adam_train([*extractor.parameters(), *critic.parameters()], neg_jsd, n, epochs=epochs,
+                     batch_size=PRETRAIN_BATCH, lr=PRETRAIN_LR, generator=gen, on_epoch=on_epoch,
+                     cancel_check=None if progress is None else progress.check_cancel)
+    curve = [-v for v in log.train_loss]  # per-epoch mean JSD estimate (batch-size weighted)
     return {"pretrain_jsd_mi": curve}
 
 
@@ -323,10 +324,12 @@ def build_partition(cfg: TappflConfig, ds: Dataset) -> list[np.ndarray]:
     return [train[p] for p in parts]
 
 
-def _init_stacked(make: Callable[[], nn.Module], n: int) -> Params:
+def _init_stacked(make: Callable[[], nn.Module], n: int, generator: torch.Generator) -> Params:
+    """``n`` independently initialised copies of ``make()``, drawn one after another from
+    ``generator`` (:func:`core.nn.init_module_`), stacked per parameter name (leading dim n)."""
     from torch.func import stack_module_state
 
-    params, _ = stack_module_state([make() for _ in range(n)])
+    params, _ = stack_module_state([init_module_(make(), generator) for _ in range(n)])
     return {k: v.detach().clone() for k, v in params.items()}
 
 
@@ -348,15 +351,20 @@ def train_tappfl(
     each device's Ψ_k is initialised independently and its Ω_k from the pretrained critic.
     ``upload_transform`` (DP noise, pruning) acts on the uploaded updates;
     ``on_round(r, state)`` runs after each round; ``progress`` gets 10 % for pretraining and
-    the rest for the rounds. ``vectorised`` overrides ``cfg.fl.vectorised``; ``num_threads``
-    sets the CPU intra-op threads for the run (core.fl.fedavg.torch_threads; None = the
-    project budget $PRIVLAB_THREADS, default 1).
+    the rest for the rounds. ``vectorised`` overrides ``cfg.fl.vectorised``. Threads: None
+    (default) sets none, the caller's budget applies (:func:`core.experiments.run` sets it);
+    an int runs the call inside ``core.threads.thread_limits(num_threads)`` (benchmarks,
+    direct calls). Models are initialised from a local generator seeded with ``cfg.seed``,
+    never from the global RNG: the same config gives the same model in concurrent threads.
     Raises :class:`ConfigError` if ``fl.num_devices`` exceeds the number of training rows.
     """
     dev = get_device(cfg.device)
-    with torch_threads(num_threads, dev):
-        return _train_tappfl(cfg, ds, dev, upload_transform=upload_transform, progress=progress,
-                             on_round=on_round, partition=partition, vectorised=vectorised)
+    kwargs = {"upload_transform": upload_transform, "progress": progress, "on_round": on_round,
+              "partition": partition, "vectorised": vectorised}
+    if num_threads is None:
+        return _train_tappfl(cfg, ds, dev, **kwargs)
+    with thread_limits(num_threads):
+        return _train_tappfl(cfg, ds, dev, **kwargs)
 
 
 def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partition, vectorised) -> TappflState:
@@ -367,13 +375,12 @@ def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partiti
     u_all = ds.attribute(attr)
     n_values = len(ds.attribute_values[attr])
     d = ds.X.shape[1]
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
-        extractor = Encoder(d, hidden=cfg.hidden_dim, rep_dim=cfg.representation_dim).to(dev)
-        critic0 = MICritic(d, cfg.representation_dim, n_values, hidden=cfg.critic_hidden).to(dev)
-        make_adv = lambda: AttributeAdversary(cfg.representation_dim, n_values, hidden=cfg.hidden_dim)
-        adv_stack = _init_stacked(make_adv, cfg.fl.num_devices)
-        adversary = make_adv().to(dev)
+    gen = torch.Generator().manual_seed(int(cfg.seed))  # one local stream for every init
+    extractor = init_module_(Encoder(d, hidden=cfg.hidden_dim, rep_dim=cfg.representation_dim), gen).to(dev)
+    critic0 = init_module_(MICritic(d, cfg.representation_dim, n_values, hidden=cfg.critic_hidden), gen).to(dev)
+    make_adv = lambda: AttributeAdversary(cfg.representation_dim, n_values, hidden=cfg.hidden_dim)
+    adv_stack = _init_stacked(make_adv, cfg.fl.num_devices, gen)
+    adversary = init_module_(make_adv(), gen).to(dev)
     pre_prog = None if progress is None else progress.sub(0.0, 0.1)
     fl_prog = None if progress is None else progress.sub(0.1 if cfg.pretrain_epochs else 0.0, 1.0)
     X_t = torch.tensor(np.asarray(ds.X), dtype=torch.float32, device=dev)
@@ -405,7 +412,6 @@ def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partiti
         batch_size=cfg.fl.batch_size, lr=cfg.fl.lr, seed=cfg.seed,
         vectorised=cfg.fl.vectorised if vectorised is None else vectorised,
         upload_transform=upload_transform, progress=fl_prog, on_round=cb,
-        num_threads=torch.get_num_threads(),
     )
     extractor.eval()
     return state

@@ -131,8 +131,9 @@ def _client_train(msg, context):
     round plan, via the sequential reference's round function on a one-device plan."""
     from flwr.app import MetricRecord, RecordDict
 
-    from core.fl.fedavg import FedAvgState, RoundPlan, torch_threads
     from core.fl.sequential import train_round_sequential
+    from core.fl.types import FedAvgState, RoundPlan
+    from core.threads import thread_limits
 
     t_start = time.perf_counter()
     setup = msg.content["setup"]
@@ -162,7 +163,9 @@ def _client_train(msg, context):
     )
     state = FedAvgState(shared=objective.shared, private=private, partition=[])
     t_train = time.perf_counter()
-    with torch_threads(1):
+    # the one thread setting outside core.experiments.run: this is a Ray worker process, which
+    # no run() budget reaches (one CPU per client, see run_flower_simulation)
+    with thread_limits(1):
         local, totals = train_round_sequential(objective, state, glob, plan, env["data"], lr=env["lr"])
     t_train = time.perf_counter() - t_train
     context.state["private"] = _np_record(

@@ -15,6 +15,7 @@ k = 5, on at most 1,000 of the points) and, for t-SNE, ``kl_divergence``.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ TRUST_NEIGHBORS = 5
 TRUST_MAX_POINTS = 1000
 
 
-def run_projection(cfg: ProjectionConfig, progress: Progress) -> Result:
+def run_projection(cfg: ProjectionConfig, progress: Progress, stages: Any = None) -> Result:
     """Load ``cfg.data``, take the ``cfg.split`` rows, project them, score trustworthiness."""
     from core.data import load_dataset
 

@@ -1,0 +1,126 @@
+"""One attacker protocol (ML Privacy Meter v2's habit: attacks are functions from what the
+attacker sees to scores; one function from scores to the report).
+
+An attack function takes a release (:mod:`core.releases`), an
+:class:`~core.knowledge.AdversaryKnowledge` and its parameters, and returns an
+:class:`AttackOutput` — class probabilities for the target rows, never a score. Only
+:func:`score_attack` sees the :class:`~core.knowledge.GroundTruth`; it returns the scores with
+the number of rows scored and 95 % intervals. Fresh attackers are class-balanced
+(:func:`core.attacks.attribute.fresh_attacker_proba`) so an imbalanced attribute cannot
+collapse them to the majority class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from core.knowledge import AdversaryKnowledge, GroundTruth
+from core.parts import ATTACKS
+from core.registry import load_object
+
+#: the attack statistics every attribute attacker reports, metric suffix -> attack_scores key
+STATS = {"acc": "accuracy", "bacc": "balanced_accuracy", "auc": "auc", "adv": "advantage",
+         "ce_nats": "cross_entropy_nats"}
+
+
+@dataclass
+class AttackOutput:
+    """An attack's output on the target rows: ``proba`` (n, k) for the decision and the ROC,
+    ``calibrated`` (n, k) prior-corrected probabilities for the cross-entropy (None = proba)."""
+
+    name: str
+    proba: np.ndarray
+    calibrated: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AttackScores:
+    """Scores of one attack: ``values`` (STATS names), ``intervals`` (name -> (lo, hi), 95 %),
+    ``n`` rows scored."""
+
+    name: str
+    values: dict[str, float]
+    intervals: dict[str, tuple[float, float]]
+    n: int
+
+
+def finite_proba(P: np.ndarray) -> np.ndarray:
+    """Rows with a NaN/inf (an adversary trained on a diverged representation) become uniform:
+    they carry no information."""
+    P = np.asarray(P, dtype=np.float64)
+    bad = ~np.all(np.isfinite(P), axis=1)
+    if not bad.any():
+        return P
+    out = P.copy()
+    out[bad] = 1.0 / P.shape[1]
+    return out
+
+
+def in_training_attack(release, knowledge: AdversaryKnowledge, *, proba: np.ndarray, **_: Any) -> AttackOutput:
+    """The adversary the defense trained against: its probabilities on the target rows were
+    produced with the trained defense (they come from the train stage)."""
+    return AttackOutput("in_training", finite_proba(proba))
+
+
+def fresh_attack(release, knowledge: AdversaryKnowledge, *, model: str, seed: int,
+                 mlp_hidden: int = 64, mlp_epochs: int = 60, max_train: int = 10_000,
+                 **_: Any) -> AttackOutput:
+    """A fresh class-balanced attacker trained on the knowledge's aux rows and applied to the
+    release's target rows."""
+    from core.attacks.attribute import fresh_attacker_proba
+
+    if knowledge.aux_features is None:
+        raise ValueError("knowledge.aux_features: a fresh attacker needs auxiliary rows")
+    proba, calibrated, info = fresh_attacker_proba(
+        knowledge.aux_features, knowledge.aux_labels, release.targets, model=model, seed=seed,
+        n_classes=knowledge.n_classes, mlp_hidden=mlp_hidden, mlp_epochs=mlp_epochs,
+        max_train=max_train)
+    return AttackOutput(model, proba, calibrated, info)
+
+
+def prior_attack(release, knowledge: AdversaryKnowledge, **_: Any) -> AttackOutput:
+    """No model: every target gets the aux class frequencies (add-one smoothed)."""
+    from core.metrics import prior_proba
+
+    n = len(release.targets)
+    return AttackOutput("prior", prior_proba(knowledge.aux_labels, n, knowledge.n_classes))
+
+
+def run_attack(name: str, release, knowledge: AdversaryKnowledge, **params: Any) -> AttackOutput:
+    """Run the registered attack ``name`` (its release kind must be one it accepts)."""
+    part = ATTACKS.get(name)
+    if release.kind not in part.accepts:
+        raise ValueError(f"attack: {name!r} accepts {', '.join(part.accepts)} releases; "
+                         f"got a {release.kind} release")
+    if part.fresh:
+        params.setdefault("model", name)
+    return load_object(part.function)(release, knowledge, **params)
+
+
+def score_attack(out: AttackOutput, truth: GroundTruth, *, n_boot: int = 200, seed: int = 0) -> AttackScores:
+    """Scores (accuracy, balanced accuracy, AUC, advantage from ``proba``; cross-entropy from
+    the prior-corrected ``calibrated``) with 95 % intervals."""
+    from core.metrics import attack_intervals, attack_scores, cross_entropy_nats
+
+    y = np.asarray(truth.labels)
+    s = attack_scores(y, out.proba)
+    if out.calibrated is not None:
+        s["cross_entropy_nats"] = cross_entropy_nats(y, out.calibrated)
+    values = {suffix: float(s[key]) for suffix, key in STATS.items()}
+    iv = attack_intervals(y, out.proba, n_boot=n_boot, seed=seed)
+    intervals = {suffix: tuple(map(float, iv[key])) for suffix, key in STATS.items() if key in iv}
+    return AttackScores(out.name, values, intervals, int(y.size))
+
+
+def strongest(scores: dict[str, AttackScores], by: str = "auc") -> str | None:
+    """The name of the attack with the highest ``by`` (NaN ignored; ties -> first listed)."""
+    best, best_v = None, -np.inf
+    for name, sc in scores.items():
+        v = sc.values.get(by, np.nan)
+        if np.isfinite(v) and v > best_v:
+            best, best_v = name, v
+    return best

@@ -1,0 +1,151 @@
+"""Defenses and attacks as registered parts (DESIGN: Architecture).
+
+A :class:`DefensePart` names its config block (a tagged pydantic model carrying only its own
+parameters), the release it produces, its privacy knob and its accounting, and where its
+builder lives. An :class:`AttackPart` names the releases it accepts, its threat-model card and
+its function. :func:`check_combination` runs at config validation (one-line errors), and the
+pages read the same entries to grey out what does not apply.
+
+This module is light (no torch): builders and attack functions are ``"module:attr"`` strings
+imported on use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from core.knowledge import ThreatModel
+from core.registry import Registry
+
+Direction = Literal["higher_is_more_private", "lower_is_more_private"]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A defense's privacy knob: the block ``field``, its symbol and range, the slider scale,
+    and which way is more private."""
+
+    field: str
+    symbol: str
+    label: str
+    low: float
+    high: float
+    scale: Literal["linear", "log"]
+    direction: Direction
+    #: the metric a run reports the knob's effective budget under (Compare's x axis)
+    budget_metric: str | None = None
+
+
+@dataclass(frozen=True)
+class DefensePart:
+    name: str
+    title: str
+    families: tuple[str, ...]
+    release: str
+    knob: Knob | None
+    #: accountant name (:data:`core.bounds.accountants.ACCOUNTANTS`) or None for defenses with
+    #: no formal guarantee, measured by attacks only
+    accounting: str | None
+    builder: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class AttackPart:
+    name: str
+    title: str
+    accepts: tuple[str, ...]
+    threat: ThreatModel
+    function: str
+    #: a fresh attacker the config's ``attack.attackers`` may list (trained after the defense)
+    fresh: bool = False
+    #: what kind of adversary: "in_training" (the one the defense trained against), "fresh",
+    #: "baseline" (no model)
+    role: Literal["in_training", "fresh", "baseline"] = "fresh"
+    params: tuple[str, ...] = field(default_factory=tuple)
+
+
+DEFENSES: Registry[DefensePart] = Registry("defense")
+ATTACKS: Registry[AttackPart] = Registry("attack")
+
+# -- defenses of the federated attribute-privacy family ----------------------------------------
+
+_FL = ("attribute_privacy",)
+DEFENSES.register("none", DefensePart(
+    name="none", title="none (plain FedAvg encoder)", families=_FL, release="representation",
+    knob=None, accounting=None, builder="core.defenses.federated:build_none",
+    description="The encoder trained on the utility term only (λ = 0): the undefended release."))
+DEFENSES.register("tappfl", DefensePart(
+    name="tappfl", title="TAPPFL (λ)", families=_FL, release="representation",
+    knob=Knob("tradeoff_lambda", "λ", "TAPPFL privacy weight", 0.0, 1.0, "linear",
+              "higher_is_more_private", budget_metric="tradeoff_lambda"),
+    accounting=None, builder="core.defenses.federated:build_tappfl",
+    description="Encoder trained on −λ·CE(adversary) − (1−λ)·I_JSD(x; r | u) (Eq. 7); "
+                "no formal guarantee: measured by attacks."))
+DEFENSES.register("dp_gaussian", DefensePart(
+    name="dp_gaussian", title="DP-Gaussian on uploads", families=_FL, release="representation",
+    knob=Knob("epsilon", "ε", "per-round DP budget", 0.01, 10_000.0, "log",
+              "lower_is_more_private", budget_metric="epsilon_accountant"),
+    accounting="rdp", builder="core.defenses.federated:build_dp",
+    description="Each device's update clipped and noised (Gaussian, per-round (ε, δ))."))
+DEFENSES.register("dp_laplace", DefensePart(
+    name="dp_laplace", title="DP-Laplace on uploads", families=_FL, release="representation",
+    knob=Knob("epsilon", "ε", "per-round DP budget", 0.01, 10_000.0, "log",
+              "lower_is_more_private", budget_metric="epsilon_accountant"),
+    accounting="basic", builder="core.defenses.federated:build_dp",
+    description="Each device's update clipped (L1) and noised (Laplace, per-round pure ε)."))
+DEFENSES.register("pruning", DefensePart(
+    name="pruning", title="magnitude pruning of uploads", families=_FL, release="representation",
+    knob=Knob("rate", "p", "pruning rate", 0.0, 0.99, "linear", "higher_is_more_private",
+              budget_metric="pruning_rate"),
+    accounting=None, builder="core.defenses.federated:build_pruning",
+    description="The smallest-magnitude fraction of each upload zeroed (TAPPFL's MC baseline)."))
+
+# -- attribute-inference attacks ---------------------------------------------------------------
+
+_SEES_R = "the released representations r of the target rows (test split) and the encoder"
+_KNOWS_AUX = "auxiliary rows (aux split) with their attribute values, encoded with the released encoder"
+_GOAL_U = "infer each target row's private attribute u"
+ATTACKS.register("in_training", AttackPart(
+    name="in_training", title="in-training adversary Ψ", accepts=("representation",),
+    threat=ThreatModel(sees="r of the target rows",
+                       knows="nothing beyond its training: the devices' own Ψ_k, trained during "
+                             "FedAvg against the encoder (the adversary the defense fights)",
+                       goal=_GOAL_U),
+    function="core.attacks.protocol:in_training_attack", role="in_training"))
+ATTACKS.register("logreg", AttackPart(
+    name="logreg", title="fresh logistic regression", accepts=("representation", "raw"),
+    threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
+    function="core.attacks.protocol:fresh_attack", fresh=True, params=("max_train",)))
+ATTACKS.register("mlp", AttackPart(
+    name="mlp", title="fresh MLP", accepts=("representation", "raw"),
+    threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
+    function="core.attacks.protocol:fresh_attack", fresh=True,
+    params=("mlp_hidden", "mlp_epochs", "max_train")))
+ATTACKS.register("prior", AttackPart(
+    name="prior", title="prior (no model)", accepts=("representation", "raw", "model", "update"),
+    threat=ThreatModel(sees="nothing", knows="the attribute's frequencies in the aux rows",
+                       goal=_GOAL_U),
+    function="core.attacks.protocol:prior_attack", role="baseline"))
+
+
+def applicable_attacks(release: str) -> list[str]:
+    """Attack names that accept ``release``."""
+    return [n for n, a in ATTACKS.items() if release in a.accepts]
+
+
+def check_combination(family: str, defense: str, attackers: tuple[str, ...]) -> None:
+    """Raise ValueError (one line naming the field) if the defense does not belong to the
+    family or an attacker does not accept the defense's release."""
+    part = DEFENSES.get(defense)
+    if family not in part.families:
+        allowed = [n for n, d in DEFENSES.items() if family in d.families]
+        raise ValueError(f"defense.kind: got {defense!r}; allowed for {family}: {', '.join(allowed)}")
+    for name in attackers:
+        att = ATTACKS.get(name)
+        if part.release not in att.accepts:
+            raise ValueError(
+                f"attack.attackers: {name!r} attacks {' or '.join(att.accepts)} releases; "
+                f"defense {defense!r} releases {part.release}s (allowed here: "
+                f"{', '.join(a for a in applicable_attacks(part.release) if ATTACKS.get(a).fresh)})")

@@ -1,0 +1,86 @@
+"""One small generic registry (Opacus' habit: a registry behind one typed interface), reused
+for defenses, attacks, accountants and runners.
+
+Entries are registered once at import time of a light module (no torch); an unknown name is a
+one-line error naming what was asked for and what exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar, overload
+
+T = TypeVar("T")
+
+
+class UnknownName(KeyError):
+    """An unknown registry name; ``str()`` is the one-line message (no KeyError quoting)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class Registry(Generic[T]):
+    """Name -> entry. ``what`` names the registry in errors (``"defense"``, ``"attack"``)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._entries: dict[str, T] = {}
+
+    @overload
+    def register(self, name: str, entry: T) -> T: ...
+    @overload
+    def register(self, name: str) -> Callable[[T], T]: ...
+
+    def register(self, name: str, entry: T | None = None):
+        """Register ``entry`` under ``name`` (or use as a decorator). A name is registered once."""
+
+        def _add(obj: T) -> T:
+            if name in self._entries:
+                raise ValueError(f"{self.what}: {name!r} is already registered")
+            self._entries[name] = obj
+            return obj
+
+        return _add if entry is None else _add(entry)
+
+    def unregister(self, name: str) -> None:
+        """Remove an entry (tests that register a temporary part)."""
+        self._entries.pop(name, None)
+
+    def get(self, name: str) -> T:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise UnknownName(self.unknown(name)) from None
+
+    def unknown(self, name: object) -> str:
+        return f"{self.what}: got {name!r}; allowed: {', '.join(self._entries) or '(none registered)'}"
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._entries)
+
+    def items(self) -> Iterator[tuple[str, T]]:
+        return iter(list(self._entries.items()))
+
+    def values(self) -> Iterator[T]:
+        return iter(list(self._entries.values()))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._entries))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.what!r}, {list(self._entries)})"
+
+
+def load_object(path: str):
+    """Import ``"package.module:attr"`` lazily (runners and attack functions pull in torch)."""
+    import importlib
+
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)

@@ -1,0 +1,227 @@
+"""Runner for ``kind: attribute_privacy`` (formerly ``tappfl``): compose the stages
+train → release → attack → score, then utility, bounds and projections.
+
+Privacy is measured three ways, side by side: the adversary the defense trained against
+(in-training Ψ), fresh class-balanced attackers trained afterwards on the aux split's
+representations (registered in :data:`core.parts.ATTACKS`), and the no-model prior; the
+``raw_*`` attackers read raw x, the undefended reference. Fresh attackers are often much
+stronger than the in-training adversary: a finding the page shows, not a bug.
+
+The Result holds ``attack_<who>_<acc|bacc|auc|adv|ce_nats>`` with 95 % intervals, the
+strongest attacker under fixed names (``attack_auc_best``, ``attack_bacc_best``,
+``attack_acc_best``, ``advantage_best``, ``tpr_at_1pct_fpr``, ``tpr_at_0p1pct_fpr``),
+``utility_acc`` (logistic probe on r), ``utility_acc_paper``, ``utility_acc_raw``,
+``utility_majority``, the defense's budget metrics, ``bound_*`` (TAPPFL Theorems 1 and 2),
+per-round curves, ROC arrays and the raw vs learned projections; ``info["stages"]`` says which
+stages came from the stage cache.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from core.attacks.protocol import AttackOutput, score_attack, strongest
+from core.config import AttributePrivacyConfig
+from core.data.splits import subsample
+from core.knowledge import AdversaryKnowledge, GroundTruth
+from core.progress import Progress
+from core.releases import RawRelease, RepresentationRelease
+from core.result import Result
+from core.runs import attribute_stages as S
+from core.stages import Stages
+
+#: the attackers that read the release (the strongest is reported as ``*_best``)
+ON_RELEASE = ("in_training", "logreg", "mlp")
+
+
+def _attack_params(cfg: AttributePrivacyConfig, name: str) -> dict[str, Any]:
+    from core.parts import ATTACKS
+
+    return {p: getattr(cfg.attack, p) for p in ATTACKS.get(name).params}
+
+
+def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stages: Stages | None = None) -> Result:
+    from core.bounds.tappfl import H_ESTIMATE_CAVEAT, THM1_CAVEAT, THM2_BINARY_ONLY
+    from core.data import load_dataset
+    from core.defenses.federated import build_defense
+    from core.device import get_device
+
+    stages = stages or Stages(None)
+    t0 = time.perf_counter()
+    progress.update(0.01, f"loading {cfg.data.name}")
+    ds = load_dataset(cfg.data, cfg.seed)
+    attr = cfg.data.private_attribute or ds.default_attribute
+    X, y, u = np.asarray(ds.X), np.asarray(ds.y), np.asarray(ds.attribute(attr))
+    k = len(ds.attribute_values[attr])
+    tr, ax, te = ds.split("train"), ds.split("aux"), ds.split("test")
+    dev = get_device(cfg.device)
+    stages.map_location = str(dev)
+    defense = build_defense(cfg.defense, cfg.fl)
+    notes: list[str] = []
+    if cfg.defense.kind != "tappfl":
+        notes.append(f"defense {cfg.defense.kind!r} trains the encoder at λ = 0 (utility term only)")
+
+    # -- train -> release
+    trained, train_key = stages.get("train", S.train_part(cfg, dev.type),
+                                    lambda: S.train(cfg, ds, defense, progress.sub(0.02, 0.75)))
+    ev = progress.sub(0.75, 1.0)
+    ev.update(0.0, "release")
+    encoder = S.load_encoder(cfg, ds, trained, dev)
+    rel_out, release_key = stages.get("release", {"train": train_key}, lambda: S.release(encoder, ds))
+    R = rel_out.arrays
+    release = RepresentationRelease(targets=R["R_test"], encoder=encoder,
+                                    nonfinite_frac=rel_out.meta["nonfinite_frac"])
+    if release.nonfinite_frac > 0:
+        notes.append(f"the encoder diverged: {100 * release.nonfinite_frac:.1f} % of representation "
+                     "entries are NaN/inf (set to 0 before the heads and attackers)")
+
+    # -- attack (the attackers see the release and their knowledge, never u of the targets)
+    know_r = AdversaryKnowledge(n_classes=k, aux_features=R["R_aux"], aux_labels=u[ax],
+                                training_algorithm="the defense's FedAvg encoder (white-box)")
+    know_x = AdversaryKnowledge(n_classes=k, aux_features=X[ax], aux_labels=u[ax])
+    outputs: dict[str, AttackOutput] = {
+        "in_training": AttackOutput("in_training", trained.arrays["in_training_proba"]),
+        "prior": _run_stage(stages, "prior", RawRelease(X[te]), know_x, {}, cfg,
+                            S.data_part(cfg)),
+    }
+    for j, name in enumerate(cfg.attack.attackers):
+        ev.update(0.05 + 0.6 * j / len(cfg.attack.attackers), f"attack: fresh {name}")
+        params = _attack_params(cfg, name)
+        outputs[name] = _run_stage(stages, name, release, know_r, params, cfg, {"release": release_key})
+        outputs[f"raw_{name}"] = _run_stage(stages, name, RawRelease(X[te]), know_x, params, cfg,
+                                            S.data_part(cfg), label=f"raw_{name}")
+
+    # -- score (the only place that reads the targets' u)
+    ev.update(0.7, "scoring")
+    truth = GroundTruth(u[te])
+    scores = {who: score_attack(out, truth, seed=cfg.seed) for who, out in outputs.items()}
+    metrics: dict[str, float] = {"n_values": float(k), "chance": 1.0 / k, **defense.metrics}
+    intervals: dict[str, dict[str, float]] = {}
+    artifacts: dict[str, np.ndarray] = {}
+    for who, sc in scores.items():
+        for stat, v in sc.values.items():
+            metrics[f"attack_{who}_{stat}"] = v
+            if stat in sc.intervals:
+                lo, hi = sc.intervals[stat]
+                intervals[f"attack_{who}_{stat}"] = {"lo": lo, "hi": hi, "n": sc.n}
+        metrics[f"gap_{who}"] = sc.values["acc"] - 1.0 / k
+    best = strongest({w: scores[w] for w in ON_RELEASE if w in scores})
+    _best_metrics(best, scores, outputs, truth, k, metrics, intervals)
+    for who in ON_RELEASE:
+        if k == 2 and who in outputs:
+            fpr, tpr = _roc(truth.labels, outputs[who].proba[:, 1])
+            artifacts[f"roc_{who}_fpr"], artifacts[f"roc_{who}_tpr"] = fpr, tpr
+
+    # -- utility
+    ev.update(0.8, "utility heads")
+    util, _ = stages.get("utility", {"release": release_key},
+                         lambda: S.utility(R["R_train"], y[tr], R["R_test"], y[te], seed=cfg.seed))
+    raw_util, _ = stages.get("utility", {**S.data_part(cfg), "raw": True},
+                             lambda: S.utility(X[tr], y[tr], X[te], y[te], seed=cfg.seed, paper_head=False),
+                             label="utility_raw")
+    metrics["utility_acc"] = util.meta["utility_acc"]
+    metrics["utility_acc_paper"] = util.meta["utility_acc_paper"]
+    metrics["utility_acc_raw"] = raw_util.meta["utility_acc"]
+    majority = int(np.bincount(y[tr]).argmax())
+    metrics["utility_majority"] = float(np.mean(y[te] == majority))
+
+    # -- bounds (Theorem 2 from the best fresh attacker's CE; Theorem 1 with estimated constants)
+    fresh = [w for w in cfg.attack.attackers if w in scores]
+    ce = min(scores[w].values["ce_nats"] for w in fresh) if fresh else scores["prior"].values["ce_nats"]
+    metrics.update(_bounds(k, ds, ce, y[te], u[te], R["R_test"], util.arrays["probe_weights"],
+                           max(scores[w].values["adv"] for w in ("in_training", *fresh)), notes))
+    info: dict[str, Any] = {
+        "dataset": ds.name, "private_attribute": attr, "attribute_values": ds.attribute_values[attr],
+        "label_names": ds.label_names, "task": ds.task_name, "defense": cfg.defense.kind,
+        "best_attacker": best, "bound_caveat": H_ESTIMATE_CAVEAT, "thm1_caveat": THM1_CAVEAT,
+        "devices": cfg.fl.num_devices, **defense.info,
+    }
+    if k != 2:
+        info["thm2_message"] = THM2_BINARY_ONLY
+
+    # -- projections of raw test x and learned r
+    if cfg.projection_points > 0:
+        ev.update(0.85, "projections")
+        rows = subsample(len(te), cfg.projection_points, cfg.seed)
+        proj, _ = stages.get("projection", {"release": release_key, "points": cfg.projection_points},
+                             lambda: S.projection(X[te][rows], R["R_test"][rows], cfg.seed))
+        artifacts.update(proj.arrays, proj_attribute=u[te][rows].astype(np.int64),
+                         proj_label=y[te][rows].astype(np.int64))
+        info["projection_method"] = proj.meta["method"]
+
+    curves = trained.meta["curves"]
+    for src, dst in (("ce_loss", "ce_loss"), ("jsd_loss", "jsd_loss")):
+        if curves.get(src):
+            metrics[dst] = curves[src][-1]
+    metrics["representation_nonfinite_frac"] = release.nonfinite_frac
+    metrics["seconds_train"] = float(trained.meta["seconds_train"])
+    metrics["seconds_total"] = time.perf_counter() - t0
+    metrics["seconds_eval"] = metrics["seconds_total"] - (
+        metrics["seconds_train"] if stages.log.get("train") == "computed" else 0.0)
+    info["notes"] = notes
+    info["stages"] = dict(stages.log)
+    metrics = {n: (float(v) if v is not None else math.nan) for n, v in metrics.items()}
+    ev.update(1.0, "done")
+    return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed, metrics=metrics,
+                  intervals=intervals, curves=curves, artifacts=artifacts, info=info,
+                  timings={"train_s": metrics["seconds_train"], "eval_s": metrics["seconds_eval"]})
+
+
+def _run_stage(stages: Stages, name: str, release, knowledge, params, cfg, part, label=None) -> AttackOutput:
+    key_part = {**part, "attack": name, "params": params, "seed": cfg.seed, "release_kind": release.kind}
+    out, _ = stages.get("attack", key_part, lambda: S.attack(name, release, knowledge, params, cfg.seed),
+                        label=label or name)
+    return AttackOutput(name, out.arrays["proba"], out.arrays.get("calibrated"), out.meta.get("info", {}))
+
+
+def _roc(labels: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from core.metrics import roc_curve_points
+
+    fpr, tpr = roc_curve_points(labels, score)
+    return np.asarray(fpr, np.float32), np.asarray(tpr, np.float32)
+
+
+def _best_metrics(best, scores, outputs, truth, k, metrics, intervals) -> None:
+    """The strongest attacker on the release under fixed names (by AUC)."""
+    from core.metrics import tpr_at_fpr
+
+    if best is None:
+        return
+    sc = scores[best]
+    for stat, name in (("auc", "attack_auc_best"), ("bacc", "attack_bacc_best"),
+                       ("acc", "attack_acc_best"), ("adv", "advantage_best")):
+        metrics[name] = sc.values[stat]
+        if stat in sc.intervals:
+            lo, hi = sc.intervals[stat]
+            intervals[name] = {"lo": lo, "hi": hi, "n": sc.n}
+    if k == 2:
+        s = outputs[best].proba[:, 1]
+        metrics["tpr_at_1pct_fpr"] = tpr_at_fpr(truth.labels, s, 0.01)
+        metrics["tpr_at_0p1pct_fpr"] = tpr_at_fpr(truth.labels, s, 0.001)
+
+
+def _bounds(k, ds, ce, y_te, u_te, R_te, probe_weights, adv, notes) -> dict[str, float]:
+    from core.bounds.tappfl import (
+        delta_y_given_u,
+        lipschitz_logistic,
+        representation_radius,
+        tappfl_bounds,
+        thm1_informative_below,
+    )
+
+    thm1: dict[str, float | None] = {"delta_y_u": None, "R": None, "C_L": None, "adv": None}
+    if k == 2 and len(ds.label_names) == 2:
+        thm1 = {"delta_y_u": delta_y_given_u(y_te, u_te), "R": representation_radius(R_te),
+                "C_L": lipschitz_logistic(probe_weights), "adv": adv}
+    else:
+        notes.append("Theorem 1 needs a binary task and a binary attribute; not computed here")
+    out = tappfl_bounds(n_values=k, ce_nats=ce, **thm1)
+    out["h_u_given_r_bits"] = out["bound_h_bits"]
+    out["bound_thm1_adv_threshold"] = (
+        thm1_informative_below(thm1["delta_y_u"], thm1["R"], thm1["C_L"])
+        if thm1["R"] is not None else math.nan)
+    return out
