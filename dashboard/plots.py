@@ -114,7 +114,7 @@ def lines_figure(
 
 
 def attack_bars_figure(
-    rows: Sequence[Mapping[str, float | str]],
+    rows: Sequence[Mapping[str, float | str | None]],
     *,
     measures: Sequence[str] = ("acc", "bacc", "auc"),
     chance: float | None = None,
@@ -122,7 +122,8 @@ def attack_bars_figure(
     height: int = 360,
 ) -> go.Figure:
     """Grouped bars: one group per attacker (``row["short"]`` or ``row["attacker"]``), one bar
-    per measure; the chance level as a dotted line."""
+    per measure; ``row[f"{m}_lo"]``/``row[f"{m}_hi"]``, when present, draw the 95 % interval as
+    an error bar; the chance level as a dotted line."""
     labels = {"acc": "accuracy", "bacc": "balanced accuracy", "auc": "AUC"}
     fig = go.Figure()
     who = [str(r.get("short") or r["attacker"]) for r in rows]
@@ -130,19 +131,30 @@ def attack_bars_figure(
         ys = [r.get(m) for r in rows]
         if all(v is None for v in ys):
             continue
+        y = [np.nan if v is None else float(v) for v in ys]
+        lo = [r.get(f"{m}_lo") for r in rows]
+        hi = [r.get(f"{m}_hi") for r in rows]
+        error_y = None
+        if any(v is not None for v in lo):
+            error_y = {"type": "data", "symmetric": False, "thickness": 1.2, "width": 3,
+                       "array": [0.0 if h is None or v is None else max(h - v, 0.0)
+                                 for v, h in zip(ys, hi)],
+                       "arrayminus": [0.0 if lw is None or v is None else max(v - lw, 0.0)
+                                      for v, lw in zip(ys, lo)]}
         fig.add_trace(go.Bar(
-            x=who, y=[np.nan if v is None else v for v in ys], name=labels.get(m, m),
+            x=who, y=y, name=labels.get(m, m), error_y=error_y,
             marker_color=PALETTE[i % len(PALETTE)],
             hovertemplate="%{x}: %{y:.3f}<extra>" + labels.get(m, m) + "</extra>",
         ))
-    if chance is not None:
-        fig.add_hline(y=chance, line_dash="dot", line_color="gray",
-                      annotation_text=f"chance {chance:.2f}", annotation_position="top left")
+    if chance is not None:  # the line, named in the legend (a label would sit on the bars)
+        fig.add_hline(y=chance, line_dash="dot", line_color="gray")
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"chance {chance:.2f}",
+                                 line={"color": "gray", "dash": "dot"}))
     fig.update_layout(barmode="group")
-    fig.update_yaxes(range=[0, 1.02], title="attack score")
+    fig.update_yaxes(range=[0, 1.05], title="attack score")
     fig.update_xaxes(tickangle=0)
     _layout(fig, title, height)
-    fig.update_layout(legend={"orientation": "h", "y": -0.15, "x": 0})
+    fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
     return fig
 
 
@@ -207,39 +219,59 @@ def bounds_curve_figure(
 
 
 def tradeoff_figure(
-    points: Sequence[Mapping[str, float]],
+    points: Sequence[object],
     *,
     current: float | None = None,
-    x_key: str = "utility",
-    y_keys: Mapping[str, str] | None = None,
+    undefended: tuple[float, float] | None = None,
+    chance: float | None = None,
+    symbol: str = "λ",
     x_title: str = "utility (test accuracy)",
     y_title: str = "attack AUC",
-    chance: float | None = None,
-    height: int = 400,
+    height: int = 420,
 ) -> go.Figure:
-    """Utility on x, a privacy metric on y, one point per λ (``p["lam"]``), the current λ
-    marked; ``y_keys`` maps a series name to the point key holding its y value."""
-    y_keys = y_keys or {"attack": "attack"}
-    pts = sorted(points, key=lambda p: p["lam"])
+    """Utility on x, attack success on y: one line per series of
+    :class:`core.tradeoff.TradeoffPoint` (``knob, utility, attack, attack_lo, attack_hi,
+    series``) with the 95 % interval as a vertical error bar; the point at ``current`` starred,
+    the undefended run (``(utility, attack)``) as a black cross, the chance level dotted."""
+    series: dict[str, list] = {}
+    for p in sorted(points, key=lambda p: p.knob):
+        series.setdefault(p.series, []).append(p)
     fig = go.Figure()
-    for i, (name, key) in enumerate(y_keys.items()):
-        sel = [p for p in pts if p.get(key) is not None]
-        if not sel:
-            continue
+    for i, (name, sel) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        has_iv = any(p.attack_lo is not None for p in sel)
+        error_y = None
+        if has_iv:
+            error_y = {"type": "data", "symmetric": False, "thickness": 1, "width": 3,
+                       "array": [0.0 if p.attack_hi is None else max(p.attack_hi - p.attack, 0.0)
+                                 for p in sel],
+                       "arrayminus": [0.0 if p.attack_lo is None else max(p.attack - p.attack_lo, 0.0)
+                                      for p in sel]}
+        # knob labels on the first series only (the others share the knob values and would overlap)
         fig.add_trace(go.Scatter(
-            x=[p[x_key] for p in sel], y=[p[key] for p in sel], mode="lines+markers+text",
-            text=[f"λ={p['lam']:g}" for p in sel], textposition="top center", name=name,
-            textfont={"size": 10}, marker={"size": 9, "color": PALETTE[i % len(PALETTE)]},
-            line={"dash": "dot", "color": PALETTE[i % len(PALETTE)]},
+            x=[p.utility for p in sel], y=[p.attack for p in sel],
+            mode="lines+markers+text" if i == 0 else "lines+markers",
+            text=[f"{symbol}={p.knob:g}" for p in sel], textposition="top center", name=name,
+            textfont={"size": 10}, marker={"size": 9, "color": color}, error_y=error_y,
+            line={"dash": "dot", "color": color},
             hovertemplate="%{text}<br>utility %{x:.3f}<br>" + name + " %{y:.3f}<extra></extra>",
         ))
-        cur = [p for p in sel if current is not None and abs(p["lam"] - current) < 1e-9]
+    for i, (name, sel) in enumerate(series.items()):
+        cur = [p for p in sel if current is not None and abs(p.knob - current) < 1e-9]
         if cur:
-            fig.add_trace(go.Scatter(x=[cur[0][x_key]], y=[cur[0][key]], mode="markers",
-                                     name=f"current λ={current:g}", showlegend=i == 0,
+            fig.add_trace(go.Scatter(x=[cur[0].utility], y=[cur[0].attack], mode="markers",
+                                     name=f"current {symbol}={current:g}", showlegend=i == 0,
+                                     legendgroup="current",
                                      marker={"size": 18, "color": PALETTE[5], "symbol": "star"}))
+    if undefended is not None:
+        fig.add_trace(go.Scatter(
+            x=[undefended[0]], y=[undefended[1]], mode="markers+text", name="undefended (no defense)",
+            text=["undefended"], textposition="bottom center", textfont={"size": 10},
+            marker={"size": 13, "color": "black", "symbol": "x"},
+            hovertemplate="undefended<br>utility %{x:.3f}<br>attack %{y:.3f}<extra></extra>"))
     if chance is not None:
-        fig.add_hline(y=chance, line_dash="dot", line_color="gray", annotation_text="chance")
+        fig.add_hline(y=chance, line_dash="dot", line_color="gray",
+                      annotation_text=f"chance {chance:.2f}", annotation_position="bottom right")
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title)
     _layout(fig, None, height)

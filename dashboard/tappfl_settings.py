@@ -7,15 +7,16 @@ and everything else (pretraining epochs, network widths) comes from the chosen p
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from core.config import DataSpec, TappflConfig
+from core.config import AttributePrivacyConfig, DataSpec
 
 PRESETS = ("quick", "paper")
 LAMBDA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 # t-SNE of the test rows dominates a quick run's time; the quick preset embeds fewer of them
-PROJECTION_POINTS = {"quick": 300, "paper": TappflConfig().projection_points}
+PROJECTION_POINTS = {"quick": 300, "paper": AttributePrivacyConfig().projection_points}
 
 # widget key -> human name (for "edited from the preset" and error messages)
 WIDGETS = {
@@ -26,7 +27,22 @@ WIDGETS = {
 }
 
 
-def preset_config(preset: str, data: DataSpec | None = None) -> TappflConfig:
+def with_defense(config: Mapping[str, Any], block: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` with another defense block (e.g. ``{"kind": "none"}``: the
+    undefended run of the same settings)."""
+    out = json.loads(json.dumps(config))
+    out["defense"] = dict(block)
+    return out
+
+
+def with_knob(config: Mapping[str, Any], field: str, value: float) -> dict[str, Any]:
+    """A copy of ``config`` whose defense block has ``field = value`` (a sweep's grid point)."""
+    out = json.loads(json.dumps(config))
+    out["defense"][field] = float(value)
+    return out
+
+
+def preset_config(preset: str, data: DataSpec | None = None) -> AttributePrivacyConfig:
     """The engine's preset config (``quick`` or ``paper``) for ``data``."""
     from core.defenses.tappfl import paper_preset, quick_preset
 
@@ -63,12 +79,16 @@ def build_config(
     partition: str = "iid",
     dp: Mapping[str, float] | None = None,
     pruning_rate: float | None = None,
+    attackers: tuple[str, ...] | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The config mapping (validated later by parse_config) of the page's current settings."""
+    """The config mapping (validated later by parse_config) of the page's current settings:
+    the defense block carries only the chosen defense's parameters (``lam`` for TAPPFL,
+    ``dp`` / ``pruning_rate`` for the baselines, or any block fields in ``params``)."""
     cap = int(values["ap_max_samples"])
     data = DataSpec(name=dataset, private_attribute=attribute, max_samples=cap if cap > 0 else None)
     cfg = preset_config(preset, data).model_dump(mode="json")
-    cfg.update(seed=int(seed), device=device, defense=defense,
+    cfg.update(seed=int(seed), device=device,
                adversary_steps=int(values["ap_adv_steps"]),
                adversary_lr_scale=float(values["ap_adv_lr"]),
                projection_points=int(values["ap_proj_points"]))
@@ -76,10 +96,15 @@ def build_config(
                      fraction_fit=float(values["ap_fraction"]), local_epochs=int(values["ap_epochs"]),
                      batch_size=int(values["ap_batch"]), lr=float(values["ap_lr"]),
                      partition=partition)
+    block: dict[str, Any] = {"kind": defense}
     if defense == "tappfl":
-        cfg["tradeoff_lambda"] = float(lam)
+        block["tradeoff_lambda"] = float(lam)
     if defense in ("dp_gaussian", "dp_laplace") and dp:
-        cfg["dp"].update({k: float(v) for k, v in dp.items()})
+        block.update({k: float(v) for k, v in dp.items()})
     if defense == "pruning" and pruning_rate is not None:
-        cfg["pruning_rate"] = float(pruning_rate)
+        block["rate"] = float(pruning_rate)
+    block.update(params or {})
+    cfg["defense"] = block
+    if attackers is not None:
+        cfg["attack"]["attackers"] = list(attackers)
     return cfg

@@ -1,4 +1,6 @@
-"""Reusable dashboard widgets: run an experiment with progress and cancel; plot helpers.
+"""The background-job runner: run an experiment with progress and cancel (no plots here:
+figures are in :mod:`dashboard.plots`, components that draw a Result in
+:mod:`dashboard.components`).
 
 :func:`run_with_progress` is the one way a page gets a Result. It validates the config, shows a
 cached Result at once (``store.peek``), and otherwise runs ``store.get_or_run`` in a background
@@ -24,22 +26,10 @@ import streamlit as st
 from core.config import ConfigError, cache_key, parse_config
 from core.progress import Cancelled, CancelToken
 from core.result import Result
-from dashboard.plots import (
-    attack_bars_figure,
-    bounds_curve_figure,
-    counts_bar_figure,
-    image_grid_figure,
-    lines_figure,
-    roc_figure,
-    scatter_figure,
-    tradeoff_figure,
-)
 
 __all__ = [
-    "Job", "attack_bars_figure", "bounds_curve_figure", "counts_bar_figure", "get_store",
-    "image_grid_figure", "is_data_error", "lines_figure", "peek", "result_caption",
-    "roc_figure", "run_many_with_progress", "run_with_progress", "running_jobs_panel",
-    "scatter_figure", "tradeoff_figure", "validate",
+    "Job", "get_store", "is_data_error", "is_running", "peek", "run_many_with_progress",
+    "run_with_progress", "running_jobs_panel", "validate",
 ]
 
 _JOBS = "_privlab_jobs"  # cache key -> Job (running or just finished)
@@ -316,12 +306,3 @@ def running_jobs_panel() -> None:
                 st.rerun()
 
     _panel()
-
-
-def result_caption(result: Result) -> None:
-    """One line: cached or computed now, how long it took, the cache key prefix."""
-    secs = result.timings.get("total_s")
-    took = f"{secs:.1f} s" if secs is not None else "n/a"
-    origin = "from the cache" if result.from_cache else "computed now"
-    st.caption(f"Result {origin} · run time {took} · key `{(result.key or '')[:12]}` · "
-               f"engine {result.engine_version} · seed {result.seed}")

@@ -74,8 +74,12 @@ def test_registry_contents():
         if isinstance(spec.chance, str):
             assert S.is_registered(spec.chance), spec.name
     for kind, head in S.HEADLINES.items():
-        for name in (head.utility, head.attack, head.budget):
+        budgets = list(head.budget.values()) if isinstance(head.budget, dict) else [head.budget]
+        for name in (head.utility, head.attack, *budgets):
             assert name is None or S.is_registered(name), (kind, name)
+    # every federated defense's knob reports its budget under a registered metric
+    assert S.HEADLINES["attribute_privacy"].budget_for("dp_gaussian") == "epsilon_accountant"
+    assert S.HEADLINES["attribute_privacy"].budget_for("tappfl") == "tradeoff_lambda"
     assert S.chance_value("attack_mlp_acc", {"chance": 0.25}) == 0.25
     assert S.chance_value("attack_mlp_auc", {}) == 0.5
     assert S.chance_value("utility_acc", {}) is None

@@ -1,11 +1,13 @@
 """Every dashboard page through streamlit.testing.v1.AppTest (app.py + st.navigation).
 
 Each test gets its own result store (PRIVLAB_CACHE_DIR = a tmp dir), so "nothing stored" can be
-checked exactly. Runs are tiny: digits PCA, or TAPPFL Results pre-populated through the store.
+checked exactly. Runs are tiny: digits PCA, or attribute-privacy Results pre-populated through
+the store by the contract runner (tests/_tappfl_contract.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import threading
@@ -13,9 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from streamlit.testing.v1 import AppTest
 
+from cache.entry import encode, write_atomic
+from cache.index import IndexRow
 from cache.store import default_store
+from core.config import parse_config
 from dashboard.tappfl_settings import build_config, preset_widgets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,12 +68,20 @@ def no_real_data(monkeypatch, empty: Path) -> None:
 
 def tappfl_base(**over) -> dict:
     """The config the Attribute privacy page builds for its quick preset on synthetic/u
-    (same function as the page; over: top-level overrides, e.g. tradeoff_lambda)."""
+    (same function as the page; over: top-level overrides, e.g. tradeoff_lambda, attackers)."""
     cfg = build_config(preset="quick", dataset="synthetic", attribute="u", seed=0, device="auto",
                        defense="tappfl", lam=over.pop("tradeoff_lambda", 0.5),
-                       values=preset_widgets("quick"))
+                       values=preset_widgets("quick"), attackers=over.pop("attackers", None))
     cfg.update(over)
     return cfg
+
+
+def code_blocks(at: AppTest, language: str) -> list[str]:
+    return [c.value for c in at.code if c.language == language]
+
+
+def captions(at: AppTest) -> str:
+    return " ".join(c.value for c in at.caption)
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,7 +215,7 @@ def test_attribute_page_run_button_runs_stores_and_shows(store):
     _tiny_settings(at)
     at.button(key="ap_run").click().run(timeout=240)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    runs = store.list(kind="tappfl")
+    runs = store.list(kind="attribute_privacy")
     assert len(runs) == 1 and runs[0].config["fl"]["num_devices"] == 2
     shown = {m.label: m.value for m in at.metric}
     assert shown["task accuracy on r (logistic head)"] != "n/a"
@@ -221,7 +235,8 @@ def test_attribute_page_lambda_sweep_then_slider_scrubs_cached_points(store):
     _tiny_settings(at)
     at.button(key="ap_sweep").click().run(timeout=300)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    lams = sorted(r.config["tradeoff_lambda"] for r in store.list(kind="tappfl"))
+    lams = sorted(r.config["defense"]["tradeoff_lambda"]
+                  for r in store.list(kind="attribute_privacy"))
     assert lams == [0.0, 0.25, 0.5, 0.75, 1.0]
     spec = json.loads(next(c for c in at.get("plotly_chart") if "ap_tradeoff" in c.id).proto.spec)
     assert len(spec["data"][0]["x"]) == 5  # one point per cached λ
@@ -266,11 +281,12 @@ def test_history_page_lists_inspects_exports_and_deletes(store):
     at = open_page("views/history.py")
     assert not at.error
     table = at.dataframe[0].value
-    assert set(table["kind"]) == {"projection", "tappfl"}
+    assert set(table["kind"]) == {"projection", "attribute_privacy"}
+    assert set(table["engine"]) == {"current"}
     assert len(at.get("download_button")) == 3
     assert at.json, "config of the selected run not shown"
-    at.selectbox(key="history_kind").set_value("tappfl").run()
-    assert set(at.dataframe[0].value["kind"]) == {"tappfl"}
+    at.selectbox(key="history_kind").set_value("attribute_privacy").run()
+    assert set(at.dataframe[0].value["kind"]) == {"attribute_privacy"}
     key = at.selectbox(key="history_run").value
     assert at.button(key="history_delete").disabled
     at.checkbox(key="history_confirm").check().run()
@@ -322,3 +338,151 @@ def test_attribute_page_cancel_stops_the_run_and_stores_nothing(store):
     at.run()  # not restarted on its own: a message and a button to run again
     assert any("was cancelled" in i.value for i in at.info)
     assert store.list() == []
+
+
+# --------------------------------------------------------------------------------------------
+# components: intervals, threat models, undefended point, copy as YAML / CLI
+
+
+def attack_frame(at: AppTest):
+    return next(d.value for d in at.dataframe if "attacker" in d.value.columns)
+
+
+def test_attribute_page_intervals_threat_models_and_undefended_point(store):
+    store.get_or_run(tappfl_base(tradeoff_lambda=0.5), runner=contract_runner)
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = attack_frame(at).set_index("attacker")
+    assert table.loc["fresh MLP", "AUC"] == "0.790 [0.750, 0.830]"  # value [95 % interval]
+    # "near chance" only where the interval contains chance (the prior), via within_chance_text
+    near = next(c.value for c in at.caption if c.value.startswith("Near chance"))
+    assert "prior (no model): bacc within 0.000 of chance" in near
+    assert "fresh MLP" not in near and "in-training" not in near
+    shown = {m.label: m.value for m in at.metric}
+    cards = " ".join(md.value for md in at.markdown)
+    assert "Strongest attacker on the release: fresh MLP" in cards  # info["best_attacker"]
+    assert shown["informative for Adv <"] == "0.0667"  # bound_thm1_adv_threshold from the Result
+    assert "sees:" in cards and "knows:" in cards and "goal:" in cards
+    assert "Undefended point not computed yet" in captions(at)
+    assert at.button(key="ap_run_undefended")
+    spec = json.loads(next(c for c in at.get("plotly_chart") if "ap_tradeoff" in c.id).proto.spec)
+    assert not any(t.get("name", "").startswith("undefended") for t in spec["data"])
+    assert any("chance" in str(s.get("annotation", s)) for s in spec["layout"].get("shapes", [])) \
+        or any("chance" in a.get("text", "") for a in spec["layout"].get("annotations", []))
+    # the undefended run of the same settings, once stored, is marked on the plot
+    none_cfg = tappfl_base()
+    none_cfg["defense"] = {"kind": "none"}
+    store.get_or_run(none_cfg, runner=contract_runner)
+    at.run()
+    spec = json.loads(next(c for c in at.get("plotly_chart") if "ap_tradeoff" in c.id).proto.spec)
+    assert any(t.get("name", "").startswith("undefended") for t in spec["data"])
+    assert "Undefended point not computed yet" not in captions(at)
+
+
+def _set_args(command: str) -> list[str]:
+    import shlex
+
+    words = shlex.split(command.replace("\\\n", " "))
+    return [words[i + 1] for i, w in enumerate(words) if w == "--set"]
+
+
+def test_copy_run_yaml_and_cli_give_the_same_config_back(store):
+    from core.config import load_config
+
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    for defense in ("tappfl", "dp_gaussian", "pruning"):
+        at.selectbox(key="ap_defense").set_value(defense).run()
+        assert not at.exception
+        expected = parse_config(build_config(
+            preset="quick", dataset="synthetic", attribute="u", seed=0, device="auto",
+            defense=defense, lam=0.5, values=preset_widgets("quick"),
+            dp={"epsilon": 1.0, "delta": 1e-5, "clip_norm": 1.0} if defense == "dp_gaussian" else None,
+            pruning_rate=0.5 if defense == "pruning" else None))
+        (text,) = code_blocks(at, "yaml")
+        assert parse_config(yaml.safe_load(text)) == expected
+        bash = code_blocks(at, "bash")
+        assert any(b.startswith("privlab run privlab_attribute_privacy_") for b in bash), bash
+        one = next(b for b in bash if b.startswith("privlab run examples/"))
+        example = one.split()[2]
+        assert load_config(ROOT / example, _set_args(one)) == expected, one
+    assert store.list() == []  # copying runs nothing
+
+
+def test_attribute_page_attackers_multiselect_drives_attack_attackers(store):
+    from core.parts import ATTACKS
+
+    store.get_or_run(tappfl_base(tradeoff_lambda=0.5, attackers=("mlp",)), runner=contract_runner)
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    box = at.multiselect(key="ap_attackers")
+    assert set(box.options) == {ATTACKS.get(n).title for n, a in ATTACKS.items() if a.fresh}
+    assert box.value == ["logreg", "mlp"]
+    assert any("No stored result" in i.value for i in at.info)
+    box.set_value(["mlp"]).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert yaml.safe_load(code_blocks(at, "yaml")[0])["attack"]["attackers"] == ["mlp"]
+    # the stored mlp-only run is these settings: shown at once, without the logreg rows
+    assert any("from the cache" in c.value for c in at.caption)
+    rows = set(attack_frame(at)["attacker"])
+    assert "fresh MLP" in rows and "raw x · fresh MLP" in rows
+    assert "fresh logistic regression" not in rows
+    at.multiselect(key="ap_attackers").set_value([]).run()
+    assert "attackers: got an empty list" in " ".join(e.value for e in at.error)
+    assert len(store.list()) == 1
+
+
+def test_history_marks_runs_of_an_older_engine(store):
+    def old_runner(cfg, progress=None, cancel=None):
+        return dataclasses.replace(contract_runner(cfg), engine_version="0.1.0+000000000000")
+
+    store.get_or_run(tappfl_base(tradeoff_lambda=0.0), runner=contract_runner)
+    store.get_or_run(tappfl_base(tradeoff_lambda=1.0), runner=old_runner)
+    at = open_page("views/history.py")
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert len(table) == 2  # shown, not hidden
+    assert sorted(table["engine"]) == ["current", "older engine"]
+    assert "computed by an older engine; rerun to refresh" in captions(at)
+    old_key = next(r.key for r in store.list() if r.engine_version.startswith("0.1.0"))
+    at.selectbox(key="history_run").set_value(old_key).run()
+    assert f"Run {old_key[:12]} was computed by an older engine" in captions(at)
+    # the selected run can be copied as YAML / CLI
+    (text,) = code_blocks(at, "yaml")
+    assert parse_config(yaml.safe_load(text)).tradeoff_lambda == 1.0
+
+
+def test_history_shows_an_old_shape_config(store):
+    """A run stored by engine 0.1 (kind tappfl, defense a string, top-level λ) is listed,
+    summarised through core.migrations and copyable in the current shape."""
+    old_cfg = {"kind": "tappfl", "seed": 0, "data": {"name": "synthetic"}, "defense": "tappfl",
+               "tradeoff_lambda": 0.25, "dp": {"epsilon": 1.0, "delta": 1e-5, "clip_norm": 1.0},
+               "pruning_rate": 0.5, "utility_epochs": 10,
+               "fl": {"num_devices": 10, "rounds": 3}}
+    from core.result import Result
+
+    key = "ab" * 32
+    res = Result(kind="tappfl", config=old_cfg, seed=0, metrics={"utility_acc": 0.8,
+                 "attack_mlp_auc": 0.7}, engine_version="0.1.0", key=key)
+    enc = encode(res)
+    write_atomic(enc, store.entry_dir(key), store.tmp_dir, key)
+    store.index.put(IndexRow(key=key, kind="tappfl", created="2024-01-01T00:00:00", seconds=1.0,
+                             engine_version="0.1.0", config=old_cfg, metrics=res.metrics,
+                             sha_result=enc.sha_result, sha_artifacts=enc.sha_artifacts))
+    store.get_or_run({"kind": "projection", "data": {"name": "digits"}, "max_points": 200})
+    at = open_page("views/history.py")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value.set_index("key")
+    assert table.loc[key[:12], "kind"] == "attribute_privacy"
+    assert table.loc[key[:12], "settings"].startswith("tappfl λ=0.25 · 10 devices × 3 rounds")
+    assert table.loc[key[:12], "engine"] == "older engine"
+    at.selectbox(key="history_kind").set_value("attribute_privacy").run()
+    assert list(at.dataframe[0].value["key"]) == [key[:12]]
+    at.selectbox(key="history_run").set_value(key).run()
+    assert not at.exception and not at.error
+    (text,) = code_blocks(at, "yaml")
+    cfg = parse_config(yaml.safe_load(text))
+    assert cfg.kind == "attribute_privacy" and cfg.defense.kind == "tappfl"
+    assert cfg.tradeoff_lambda == 0.25
+    assert "older config shape" in captions(at)

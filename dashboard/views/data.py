@@ -13,15 +13,10 @@ import streamlit as st
 from core.config import ConfigError, parse_config
 from core.data import DataError, load_dataset
 from dashboard import state
+from dashboard.components import copy_run, result_caption
+from dashboard.plots import counts_bar_figure, image_grid_figure, scatter_figure
 from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
-from dashboard.widgets import (
-    counts_bar_figure,
-    image_grid_figure,
-    result_caption,
-    run_with_progress,
-    running_jobs_panel,
-    scatter_figure,
-)
+from dashboard.widgets import run_with_progress, running_jobs_panel
 
 N_SAMPLES = 24
 GRID_COLS = 12
@@ -150,4 +145,5 @@ if result is not None:
     for note in result.info.get("notes", []):
         st.caption(f"note: {note}")
     result_caption(result)
+copy_run(config)
 running_jobs_panel()

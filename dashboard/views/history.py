@@ -1,55 +1,108 @@
-"""History: every stored run (the store's SQLite index); inspect, delete, export."""
+"""History: every stored run (the store's SQLite index); inspect, copy, delete, export.
+
+Runs of an older engine (another ``engine_version``: version or source fingerprint) are shown
+and marked, not hidden; stored configs of an older shape (``kind: tappfl`` with a defense
+string) are migrated (:func:`core.migrations.migrate`) before they are summarised.
+"""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from cache.export import write_table
+from core.fingerprint import same_engine
+from core.metric_schema import HEADLINES
+from core.migrations import RENAMED_KINDS, migrate
+from core.parts import DEFENSES
+from dashboard.components import copy_run, metrics_frame
 from dashboard.widgets import get_store
 
-MAIN_METRICS = {
-    "projection": ["n_points", "trustworthiness"],
-    "tappfl": ["utility_acc", "attack_in_training_acc", "attack_mlp_auc", "attack_logreg_auc"],
+OLDER = "older engine"
+#: metrics shown in the table beside each kind's headline utility and attack
+EXTRA_METRICS = {
+    "projection": ["n_points"],
+    "attribute_privacy": ["attack_in_training_acc", "attack_mlp_auc"],
 }
 
 
-def _setting(kind: str, cfg: dict) -> str:
-    """The one or two settings that tell runs of a kind apart."""
+def current_kind(kind: str) -> str:
+    """A stored kind under its current name (``tappfl`` -> ``attribute_privacy``)."""
+    return RENAMED_KINDS.get(kind, kind)
+
+
+def stored_kinds(kind: str) -> list[str]:
+    """The names runs of ``kind`` may be stored under (its current name and former ones)."""
+    return [kind, *(old for old, new in RENAMED_KINDS.items() if new == kind)]
+
+
+def defense_summary(block: Any) -> str:
+    """``tappfl λ=0.5``, ``dp_gaussian ε=1``, ``none``: the defense and its knob."""
+    if not isinstance(block, dict):
+        return str(block)
+    kind = str(block.get("kind", "?"))
+    knob = DEFENSES.get(kind).knob if kind in DEFENSES else None
+    if knob is not None and isinstance(block.get(knob.field), int | float):
+        return f"{kind} {knob.symbol}={block[knob.field]:g}"
+    return kind
+
+
+def setting(kind: str, cfg: dict) -> str:
+    """The one or two settings that tell runs of a kind apart (older shapes migrated first)."""
+    cfg, _ = migrate(cfg)
+    kind = current_kind(kind)
     if kind == "projection":
         return f"{cfg.get('method')} · {cfg.get('split')} · ≤{cfg.get('max_points')} pts"
-    if kind == "tappfl":
+    if kind == "attribute_privacy":
         fl = cfg.get("fl", {})
-        lam = f" · λ={cfg.get('tradeoff_lambda')}" if cfg.get("defense") == "tappfl" else ""
-        return (f"{cfg.get('defense')}{lam} · {fl.get('num_devices')} devices × "
-                f"{fl.get('rounds')} rounds")
+        return (f"{defense_summary(cfg.get('defense', {'kind': 'tappfl'}))} · "
+                f"{fl.get('num_devices')} devices × {fl.get('rounds')} rounds")
     return ""
+
+
+def main_metrics(kind: str) -> list[str]:
+    kind = current_kind(kind)
+    head = HEADLINES.get(kind)
+    names = [m for m in ((head.utility, head.attack) if head else ()) if m]
+    return names + [m for m in EXTRA_METRICS.get(kind, []) if m not in names]
+
+
+def engine_label(version: str) -> str:
+    return "current" if same_engine(version) else OLDER
 
 
 def _fmt(v) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def _export_bytes(store, fmt: str, kind: str | None) -> bytes:
+def records_of(store, kind: str, limit: int) -> list:
+    if kind == "all":
+        return store.list(limit=limit)
+    recs = [r for k in stored_kinds(kind) for r in store.list(kind=k, limit=limit)]
+    return sorted(recs, key=lambda r: r.created, reverse=True)[:limit]
+
+
+def export_bytes(records: list, fmt: str) -> bytes:
     with tempfile.TemporaryDirectory() as d:
-        p = store.export(Path(d) / f"runs.{fmt}", fmt=fmt, kind=kind)
-        return Path(p).read_bytes()
+        return Path(write_table(records, Path(d) / f"runs.{fmt}", fmt)).read_bytes()
 
 
 st.title("History")
 store = get_store()
 st.caption(f"Store: `{store.root}` · every run is keyed by the sha256 of its validated config "
-           "and the engine version.")
+           "and the engine's version and source fingerprint; trained models, releases and attack "
+           "outputs are cached by stage underneath, so rerunning with another attacker retrains nothing.")
 
-records_all = store.list()
-kinds = sorted({r.kind for r in records_all})
+kinds = sorted({current_kind(r.kind) for r in store.list()})
 f1, f2 = st.columns([1, 1])
 kind = f1.selectbox("Kind", ["all", *kinds], key="history_kind")
 limit = f2.number_input("Show at most", min_value=1, max_value=10_000, value=200, step=50,
                         key="history_limit")
-records = store.list(kind=None if kind == "all" else kind, limit=int(limit))
+records = records_of(store, kind, int(limit))
 
 if not records:
     st.info("No stored runs yet. Runs appear here as soon as a page computes one (for example "
@@ -58,44 +111,52 @@ if not records:
 
 table = pd.DataFrame([
     {
-        "kind": r.kind,
+        "kind": current_kind(r.kind),
         "key": r.key[:12],
         "created (UTC)": r.created.replace("T", " ")[:19],
+        "engine": engine_label(r.engine_version),
         "seconds": None if r.seconds is None else round(r.seconds, 2),
         "data set": r.config.get("data", {}).get("name", ""),
-        "settings": _setting(r.kind, r.config),
+        "settings": setting(r.kind, r.config),
         "main metrics": ", ".join(f"{m}={_fmt(r.metrics.get(m))}"
-                                  for m in MAIN_METRICS.get(r.kind, []) if m in r.metrics),
+                                  for m in main_metrics(r.kind) if m in r.metrics),
         "label": r.label,
     }
     for r in records
 ])
 st.dataframe(table, hide_index=True, width="stretch")
+n_old = int((table["engine"] == OLDER).sum())
+if n_old:
+    st.caption(f"{n_old} of {len(records)} runs computed by an older engine; rerun to refresh "
+               "(the running engine's version or source differs, so its numbers may too).")
 
 e1, e2, _ = st.columns([1, 1, 4])
-export_kind = None if kind == "all" else kind
-e1.download_button("Download CSV", _export_bytes(store, "csv", export_kind),
+e1.download_button("Download CSV", export_bytes(records, "csv"),
                    file_name="privlab_runs.csv", mime="text/csv", key="history_csv")
-e2.download_button("Download JSON", _export_bytes(store, "json", export_kind),
+e2.download_button("Download JSON", export_bytes(records, "json"),
                    file_name="privlab_runs.json", mime="application/json", key="history_json")
 
 st.subheader("One run")
 by_key = {r.key: r for r in records}
 key = st.selectbox("Run", list(by_key), key="history_run",
-                   format_func=lambda k: f"{k[:12]} · {by_key[k].kind} · "
+                   format_func=lambda k: f"{k[:12]} · {current_kind(by_key[k].kind)} · "
                                          f"{by_key[k].created[:19].replace('T', ' ')} · "
-                                         f"{_setting(by_key[k].kind, by_key[k].config)}")
+                                         f"{setting(by_key[k].kind, by_key[k].config)}")
 rec = by_key[key]
+result = store.get(key)
+if not same_engine(rec.engine_version):
+    st.caption(f"Run {key[:12]} was computed by an older engine ({rec.engine_version or 'unknown'}"
+               "); rerun to refresh.")
+copy_run(rec.config)
 left, right = st.columns(2)
 with left:
     st.markdown("**Metrics**")
-    st.dataframe(pd.DataFrame({"metric": list(rec.metrics), "value": list(rec.metrics.values())}),
-                 hide_index=True, width="stretch", height=420)
+    st.dataframe(metrics_frame(rec.metrics, result), hide_index=True, width="stretch", height=420,
+                 column_config={"value": st.column_config.NumberColumn(format="%.4g")})
 with right:
-    st.markdown("**Config**")
+    st.markdown("**Config** (as stored)")
     st.json(rec.config, expanded=2)
 
-result = store.get(key)
 if result is not None:
     st.download_button("Download this run (JSON)", result.to_json(), file_name=f"{key[:12]}.json",
                        mime="application/json", key="history_one_json")

@@ -28,9 +28,11 @@ PAGE_LINES = [
      "coloured by label or attribute.")),
     ("views/attribute_privacy.py", "Attribute privacy (FL)", ":material/group_work:",
      ("TAPPFL in a FedAvg loop against DP-Gaussian, DP-Laplace and pruning; in-training vs fresh "
-     "attackers; Theorem 1 and 2 bounds; the λ tradeoff.")),
+     "attackers with 95 % intervals and threat models; Theorem 1 and 2 bounds; the λ tradeoff "
+     "against the undefended run.")),
     ("views/history.py", "History", ":material/history:",
-     "every stored run: inspect its metrics and config, delete, export CSV / JSON."),
+     ("every stored run: inspect its metrics and config, copy it as YAML / CLI, delete, export "
+     "CSV / JSON; runs of an older engine are marked.")),
 ]
 for path, title, icon, line in PAGE_LINES:
     left, right = st.columns([1, 3], vertical_alignment="center")

@@ -1,0 +1,96 @@
+"""Small pieces every result page shows: the origin caption, utility, the defense's own
+numbers, and the table of all metrics with their intervals and descriptions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.components._format import describe, fmt, interval, metric, n_scored
+
+#: defense metrics -> labels (the budget and mechanism numbers a defense reports)
+DEFENSE_METRICS = {
+    "tradeoff_lambda": "λ (TAPPFL privacy weight)",
+    "dp_sigma": "Gaussian noise σ", "dp_laplace_b": "Laplace scale b",
+    "dp_epsilon_round": "ε per round", "dp_epsilon_total": "ε total (all rounds)",
+    "dp_delta_total": "δ total", "pruning_rate": "pruning rate",
+}
+UTILITY = {
+    "utility_acc": ("task accuracy on r (logistic head)",
+                    "Logistic task head trained on the frozen representations r of the train split."),
+    "utility_acc_paper": ("task accuracy on r (paper's MLP eval head)",
+                          "TAPPFL's protocol: a separate MLP head on frozen r (Adam 1e-3, 5 epochs)."),
+    "utility_acc_raw": ("reference: logistic head on raw x",
+                        "What the data allows without any encoder."),
+    "utility_majority": ("majority class (chance utility)",
+                         "Test share of the train-majority task class: a head that learned "
+                         + "nothing reaches this."),
+}
+
+
+def result_caption(result: Any) -> None:
+    """One line: cached or computed now, how long it took, the key prefix, the engine; which
+    stages came from the stage cache when the run says so."""
+    from core.fingerprint import same_engine
+
+    secs = result.timings.get("total_s", result.metrics.get("seconds_total"))
+    took = f"{secs:.1f} s" if secs is not None else "n/a"
+    origin = "from the cache" if result.from_cache else "computed now"
+    engine = result.engine_version + ("" if same_engine(result.engine_version) else " (older engine)")
+    line = (f"Result {origin} · run time {took} · key `{(result.key or '')[:12]}` · "
+            f"engine {engine} · seed {result.seed}")
+    stages = result.info.get("stages") or {}
+    if stages and not result.from_cache:
+        hits = [s for s, v in stages.items() if v == "hit"]
+        if hits:
+            line += f" · reused from the stage cache: {', '.join(hits)}"
+    st.caption(line)
+
+
+def utility_panel(result: Any, *, metrics: tuple[str, ...] = tuple(UTILITY)) -> None:
+    """Utility metrics side by side; each against the raw-x reference where there is one."""
+    shown = [m for m in metrics if metric(result, m) is not None or m == "utility_acc"]
+    cols = st.columns(max(len(shown), 1))
+    raw = metric(result, "utility_acc_raw")
+    for col, name in zip(cols, shown):
+        title, help_ = UTILITY.get(name, (name, describe(name)))
+        v = metric(result, name)
+        delta = None
+        if v is not None and raw is not None and name in ("utility_acc", "utility_acc_paper"):
+            delta = f"{v - raw:+.3f} vs raw"
+        col.metric(title, fmt(v), delta=delta, help=help_)
+
+
+def defense_panel(result: Any) -> None:
+    """The defense's knob and mechanism numbers as the run reports them (and its accountant)."""
+    bits = [(n, metric(result, n)) for n in DEFENSE_METRICS]
+    bits = [(n, v) for n, v in bits if v is not None]
+    if not bits:
+        return
+    acc = result.info.get("accountant")
+    st.markdown("**Defense parameters**" + (f" (accountant: {acc})" if acc else ""))
+    cols = st.columns(len(bits))
+    for col, (n, v) in zip(cols, bits):
+        col.metric(DEFENSE_METRICS[n], f"{v:.4g}", help=describe(n) or n)
+
+
+def metrics_frame(metrics: dict[str, float | None], result: Any | None = None) -> pd.DataFrame:
+    """Every metric with its 95 % interval (when the Result has one) and its description."""
+    rows = []
+    for name, v in metrics.items():
+        iv = interval(result, name) if result is not None else None
+        n = n_scored(result, name) if result is not None else None
+        rows.append({"metric": name, "value": v,
+                     "95 % interval": "" if iv is None else f"[{iv[0]:.4g}, {iv[1]:.4g}]",
+                     "n": n, "description": describe(name) or ""})
+    df = pd.DataFrame(rows, columns=["metric", "value", "95 % interval", "n", "description"])
+    df["n"] = df["n"].astype("Int64")
+    return df
+
+
+def metrics_table(result: Any, *, height: int | None = None) -> None:
+    kw = {"height": height} if height else {}
+    st.dataframe(metrics_frame(dict(result.metrics), result), hide_index=True, width="stretch",
+                 column_config={"value": st.column_config.NumberColumn(format="%.4g")}, **kw)
