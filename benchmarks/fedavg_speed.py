@@ -154,8 +154,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     else:
         rows.append({"case": "Flower simulation", "path": "flwr", "note": "flwr not installed (pip install privlab[scale])"})
     if only_flower:
-        return {"name": "fedavg_speed", "rows": rows, "notes": _notes(data_note, torch.__version__),
-                "targets": {}}
+        return {"name": "fedavg_speed", "headline": {}, "rows": rows,
+                "notes": _notes(data_note, torch.__version__), "targets": {}}
     cfg = paper_preset(spec)
     if quick:
         cfg = cfg.model_copy(update={"fl": cfg.fl.model_copy(update={"rounds": 2}), "pretrain_epochs": 1})
@@ -167,6 +167,9 @@ def main(quick: bool = False) -> dict[str, Any]:
                  "round_seconds_mean": float(np.mean(st.curves["round_seconds"]))})
     return {
         "name": "fedavg_speed",
+        "headline": {"speedup_100_devices": round(ratios[1.0], 3),
+                     "speedup_10_devices": round(ratios[0.1], 3),
+                     "paper_preset_s": round(wall, 2)},
         "rows": rows,
         "notes": _notes(data_note, torch.__version__),
         "targets": {

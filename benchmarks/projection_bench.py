@@ -137,6 +137,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     )
     return {
         "name": "projection",
+        "headline": {"tsne_s_2000": round(tsne_s, 3), "umap_warm_s_2000": round(warm.seconds, 3)},
         "rows": rows,
         "notes": notes,
         "targets": {

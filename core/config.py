@@ -429,7 +429,13 @@ def apply_overrides(obj: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         if "=" not in item:
             raise ConfigError([f"--set: got {item!r}; expected key=value, e.g. tradeoff_lambda=0.5"])
         key, raw = item.split("=", 1)
-        set_path(out, key.strip(), yaml.safe_load(raw))
+        key = key.strip()
+        if key.endswith(".kind") and key != "kind":
+            # switching a tagged block's kind starts a fresh block: the old kind's parameters
+            # (λ of a tappfl block) do not belong to the new one
+            set_path(out, key[: -len(".kind")], {"kind": yaml.safe_load(raw)})
+            continue
+        set_path(out, key, yaml.safe_load(raw))
     return out
 
 

@@ -353,9 +353,17 @@ for _spec in (
 del _S, _spec
 
 # -- headlines per kind
-_ATTRIBUTE = Headline(utility="utility_acc", attack="attack_auc_best", budget=None)
+def _attribute_budgets() -> dict[str, str | None]:
+    """Each registered federated defense's budget metric (from its knob in core.parts)."""
+    from core.parts import DEFENSES
+
+    return {name: (p.knob.budget_metric if p.knob else None) for name, p in DEFENSES.items()
+            if "attribute_privacy" in p.families}
+
+
+_ATTRIBUTE = Headline(utility="utility_acc", attack="attack_auc_best", budget=_attribute_budgets())
 HEADLINES: dict[str, Headline] = {
-    # the budget depends on the defense (λ, ε, pruning rate): the runner decides
+    # the budget depends on the defense (λ, ε, pruning rate): its knob's budget metric
     "attribute_privacy": _ATTRIBUTE,
     "tappfl": _ATTRIBUTE,  # the kind's former name
     # a projection has no attack; trustworthiness is its quality

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -69,12 +70,14 @@ def stage_key(stage: str, part: dict[str, Any]) -> str:
 
 class Stages:
     """A run's view of the stage store: ``get(stage, part, compute)`` returns the cached output
-    or computes and saves it, and records per stage whether it was a hit (``log``)."""
+    or computes and saves it, and records per stage whether it was a hit (``log``) and how long
+    a computed one took (``seconds``)."""
 
     def __init__(self, store: StageStore | None, *, map_location: str | None = None) -> None:
         self.store = store
         self.map_location = map_location
         self.log: dict[str, str] = {}
+        self.seconds: dict[str, float] = {}
 
     def get(self, stage: str, part: dict[str, Any], compute: Callable[[], StageOutput],
             *, label: str | None = None) -> tuple[StageOutput, str]:
@@ -86,7 +89,9 @@ class Stages:
             if hit is not None:
                 self.log[name] = "hit"
                 return hit, key
+        t0 = time.perf_counter()
         out = compute()
+        self.seconds[name] = time.perf_counter() - t0
         if self.store is not None:
             self.store.save(stage, key, out)
         self.log[name] = "computed"

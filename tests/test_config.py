@@ -149,3 +149,11 @@ def test_cache_key_holds_the_source_fingerprint(monkeypatch):
     before = cache_key(cfg)
     monkeypatch.setattr(fp, "engine_id", lambda: "9.9.9+000000000000")
     assert config_mod.cache_key(cfg) != before
+
+
+def test_switching_the_defense_kind_by_override_starts_a_fresh_block():
+    base = {"kind": "attribute_privacy", "defense": {"kind": "tappfl", "tradeoff_lambda": 0.3}}
+    cfg = parse_config(apply_overrides(base, ["defense.kind=dp_gaussian", "defense.epsilon=5"]))
+    assert cfg.defense.kind == "dp_gaussian" and cfg.defense.epsilon == 5.0
+    # the old (v1) override path still reaches the TAPPFL block
+    assert parse_config(apply_overrides(base, ["tradeoff_lambda=0.75"])).defense.tradeoff_lambda == 0.75

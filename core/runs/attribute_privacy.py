@@ -164,6 +164,7 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
         metrics["seconds_train"] if stages.log.get("train") == "computed" else 0.0)
     info["notes"] = notes
     info["stages"] = dict(stages.log)
+    info["stage_seconds"] = {n: round(v, 3) for n, v in stages.seconds.items()}
     metrics = {n: (float(v) if v is not None else math.nan) for n, v in metrics.items()}
     ev.update(1.0, "done")
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed, metrics=metrics,
