@@ -144,10 +144,25 @@ def cross_entropy_nats(y_true: np.ndarray, proba: np.ndarray) -> float:
     return float(-np.mean(np.log(pt))) if y.size else float("nan")
 
 
-def attack_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, float]:
+def decide(proba: np.ndarray, decision_weights: np.ndarray | None = None) -> np.ndarray:
+    """The attacker's decision: argmax_c p_c · w_c (plain argmax when ``w`` is None). With
+    w_c = 1/π_c (π = the attacker's training frequencies) this is the Bayes decision under a
+    uniform prior: the class-balanced decision of a calibrated attacker."""
+    p = np.asarray(proba, dtype=np.float64)
+    if decision_weights is None:
+        return np.argmax(p, axis=1)
+    w = np.asarray(decision_weights, dtype=np.float64)
+    if w.shape != (p.shape[1],):
+        raise ValueError(f"decision_weights: got shape {w.shape}; expected ({p.shape[1]},)")
+    return np.argmax(p * w[None, :], axis=1)
+
+
+def attack_scores(
+    y_true: np.ndarray, proba: np.ndarray, *, decision_weights: np.ndarray | None = None
+) -> dict[str, float]:
     """Scores of an inference attack from its probabilities.
 
-    Returns ``accuracy`` (argmax), ``balanced_accuracy`` (mean recall over the classes present
+    Returns ``accuracy`` (of :func:`decide`: argmax, or argmax p·w with ``decision_weights``), ``balanced_accuracy`` (mean recall over the classes present
     in ``y_true``), ``auc`` (binary ROC AUC; multi-class: one-vs-rest macro AUC over the classes
     present, sklearn ``roc_auc_score(multi_class='ovr')`` when all k are present),
     ``advantage`` (binary: max_t TPR - FPR; multi-class: mean one-vs-rest advantage over present
@@ -168,7 +183,7 @@ def attack_scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, float]:
             accuracy=nan, balanced_accuracy=nan, auc=nan, advantage=nan, cross_entropy_nats=nan
         )
         return out
-    pred = np.argmax(p, axis=1)
+    pred = decide(p, decision_weights)
     out["accuracy"] = accuracy(y, pred)
     with warnings.catch_warnings():  # one class present: sklearn warns, the value is still defined
         warnings.simplefilter("ignore", UserWarning)
@@ -405,8 +420,10 @@ def attack_intervals(
     n_boot: int = 200,
     seed: int = 0,
     confidence: float = 0.95,
+    decision_weights: np.ndarray | None = None,
 ) -> dict[str, tuple[float, float]]:
-    """``confidence`` (95 %) intervals for the :func:`attack_scores` of the same inputs: ``accuracy`` (exact
+    """``confidence`` (95 %) intervals for the :func:`attack_scores` of the same inputs (the
+    same ``decision_weights`` for accuracy and balanced accuracy): ``accuracy`` (exact
     Clopper–Pearson), ``balanced_accuracy``, ``auc`` and ``advantage`` (stratified percentile
     bootstrap, ``n_boot`` resamples drawn as :func:`bootstrap_interval` draws them).
 
@@ -425,7 +442,7 @@ def attack_intervals(
     nan2 = (float("nan"), float("nan"))
     if y.size == 0:
         return {m: nan2 for m in ("accuracy", "balanced_accuracy", "auc", "advantage")}
-    correct = np.argmax(p, axis=1) == y
+    correct = decide(p, decision_weights) == y
     out = {"accuracy": clopper_pearson(int(correct.sum()), y.size, confidence)}
 
     idx = _resample_indices(y, n_boot, np.random.default_rng(seed), True)

@@ -196,6 +196,7 @@ def train_classifier(
     generator: torch.Generator,
     val_fraction: float = 0.0,
     patience: int | None = None,
+    val_weighted: bool = True,
     on_epoch: Callable[[int, TrainLog], None] | None = None,
     cancel_check: Callable[[], None] | None = None,
 ) -> dict:
@@ -206,7 +207,8 @@ def train_classifier(
     ``class_weight``: ``"balanced"`` (n / (k · count_c) over the classes present in ``y``, see
     :func:`balanced_class_weights`), ``None`` (plain CE) or an array of k per-class weights.
     ``val_fraction`` > 0 (and n ≥ 20) holds out a stratified, seeded fraction of the rows; its
-    weighted CE drives early stopping (``patience``) and the best epoch's weights are kept.
+    weighted CE (plain CE with ``val_weighted=False``) drives early stopping (``patience``) and
+    the best epoch's weights are kept.
 
     Returns ``class_weight`` (the k weights used, a numpy array), ``n_train``, ``n_val``,
     ``epochs_run``, ``best_epoch``, ``val_ce_nats`` (best weighted validation CE, NaN without
@@ -266,7 +268,8 @@ def train_classifier(
         lr=lr,
         weight_decay=weight_decay,
         generator=generator,
-        val_loss_fn=(lambda: ce(net(Xva), yva)) if va_rows.numel() else None,
+        val_loss_fn=((lambda: (ce if val_weighted else F.cross_entropy)(net(Xva), yva))
+                     if va_rows.numel() else None),
         patience=patience,
         on_epoch=on_epoch,
         cancel_check=cancel_check,

@@ -26,13 +26,22 @@ from core.metrics import attack_scores, cross_entropy_nats, prior_proba
 class AttackOutcome:
     """One attack's result: ``scores`` from :func:`core.metrics.attack_scores`, test
     probabilities ``proba`` (n, k), and the test cross-entropy ``ce_nats`` (an upper estimate of
-    H(u|r) in nats for a calibrated attacker)."""
+    H(u|r) in nats for a calibrated attacker); ``decision_weights`` w of its decision
+    argmax_c p_c·w_c (None = plain argmax, :func:`core.metrics.decide`)."""
 
     name: str
     scores: dict[str, float]
     proba: np.ndarray
     ce_nats: float
     info: dict[str, str | int | float] = field(default_factory=dict)
+    decision_weights: np.ndarray | None = None
+
+    @property
+    def prediction(self) -> np.ndarray:
+        """The attacker's decided value per target row."""
+        from core.metrics import decide
+
+        return decide(self.proba, self.decision_weights)
 
 
 def _labels(u: np.ndarray, name: str) -> np.ndarray:
@@ -189,6 +198,22 @@ def _prior_corrected(p: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.where(s > 0, q / np.where(s > 0, s, 1.0), p)
 
 
+ClassWeight = Literal["prior_shift", "balanced"] | None
+CLASS_WEIGHTS = ("prior_shift", "balanced", None)
+
+
+@dataclass
+class FreshAttack:
+    """What a fresh attacker outputs for the target rows (no ground truth involved):
+    ``proba`` for the ROC / AUC / advantage, ``calibrated`` for the cross-entropy,
+    ``decision_weights`` w for its decision argmax_c p_c·w_c (None = plain argmax), ``info``."""
+
+    proba: np.ndarray
+    calibrated: np.ndarray
+    decision_weights: np.ndarray | None
+    info: dict
+
+
 def fresh_attacker_proba(
     R_aux: np.ndarray,
     u_aux: np.ndarray,
@@ -200,12 +225,26 @@ def fresh_attacker_proba(
     mlp_epochs: int = 60,
     max_train: int = 10_000,
     n_classes: int | None = None,
-    class_weight: Literal["balanced"] | None = "balanced",
-) -> tuple[np.ndarray, np.ndarray, dict]:
+    class_weight: ClassWeight = "prior_shift",
+) -> FreshAttack:
     """The attacker's side of :func:`fresh_attacker`: train on (``R_aux``, ``u_aux``) and
-    return ``(proba, calibrated, info)`` for ``R_test`` — the (balanced) model's probabilities
-    and their prior-corrected version — without ever seeing the targets' attribute.
-    ``n_classes`` defaults to 1 + the largest code in ``u_aux`` (at least 2)."""
+    return its :class:`FreshAttack` for ``R_test``, never seeing the targets' attribute.
+    ``n_classes`` defaults to 1 + the largest code in ``u_aux`` (at least 2).
+
+    ``class_weight`` (the attacker protocol's class balance):
+
+    - ``"prior_shift"`` (default): train unweighted (calibrated probabilities: the best ranking
+      and cross-entropy) and decide class-balanced, argmax_c p_c / π_c with π the aux training
+      frequencies — the Bayes decision under a uniform prior, so an imbalanced attribute cannot
+      collapse the decision to the majority value;
+    - ``"balanced"``: train with class weights n / (m · count_c); the CE uses probabilities
+      prior-corrected back to π (p_c ∝ p_c / w_c);
+    - ``None``: unweighted training and plain argmax (the majority-prone attacker).
+
+    Measured on Adult marital status (7 values, the rarest 10 of 6,512 aux rows; TAPPFL λ = 0.25
+    representations): balanced training gave the MLP AUC 0.738 / balanced accuracy 0.302 (it
+    over-fits the up-weighted rare rows and stops early), prior shift 0.831 / 0.393, unweighted
+    argmax 0.831 / 0.321; logistic: 0.804 / 0.461, 0.835 / 0.442, 0.835 / 0.343."""
     Ra = np.asarray(R_aux, dtype=np.float64)
     Rt = np.asarray(R_test, dtype=np.float64)
     ua = _labels(u_aux, "u_aux")
@@ -217,24 +256,25 @@ def fresh_attacker_proba(
         raise ValueError(f"model: got {model!r}; allowed: logreg, mlp")
     if max_train < 2:
         raise ValueError(f"max_train: got {max_train}; allowed range >= 2")
-    if class_weight not in ("balanced", None):
-        raise ValueError(f"class_weight: got {class_weight!r}; allowed: 'balanced', None")
+    if class_weight not in CLASS_WEIGHTS:
+        raise ValueError(f"class_weight: got {class_weight!r}; allowed: 'prior_shift', 'balanced', None")
     k = _n_classes(ua, n_classes=n_classes)
     rows = subsample(ua.size, max_train, seed, strata=ua)
     Ra, ua_fit = Ra[rows], ua[rows]
     seen = np.unique(ua_fit)
     if seen.size < 2:
         p = prior_proba(ua_fit, Rt.shape[0], k)
-        return p, p, {"fallback": "prior"}
+        return FreshAttack(p, p, None, {"fallback": "prior"})
     if not (np.all(np.isfinite(Ra)) and np.all(np.isfinite(Rt))):
         raise ValueError("R_aux, R_test: got NaN or inf in the representations")
-    cw = "balanced" if class_weight == "balanced" else "none"
+    train_weight = "balanced" if class_weight == "balanced" else None
+    cw = class_weight or "none"
     w = np.zeros(k, dtype=np.float64)
     if model == "logreg":
-        clf = _fit_logreg(Ra, ua_fit, seed, class_weight=class_weight)
+        clf = _fit_logreg(Ra, ua_fit, seed, class_weight=train_weight)
         p = _expand(clf.predict_proba(Rt), clf.classes_.astype(np.int64), k)
         w[seen] = 1.0
-        if class_weight == "balanced":  # sklearn's rule, the same as core.training's
+        if train_weight == "balanced":  # sklearn's rule, the same as core.training's
             w[seen] = ua_fit.size / (seen.size * np.bincount(ua_fit)[seen])
         info: dict = {"n_train": int(ua_fit.size), "class_weight": cw}
     else:
@@ -243,11 +283,16 @@ def fresh_attacker_proba(
         remap[seen] = np.arange(seen.size)
         p_seen, mlp_info, w_seen = _mlp_proba(
             Ra, remap[ua_fit], Rt, seen.size, seed=seed, hidden=mlp_hidden, epochs=mlp_epochs,
-            class_weight=class_weight)
+            class_weight=train_weight)
         p = _expand(p_seen, seen, k)
         w[seen] = w_seen
         info = {"n_train": int(ua_fit.size), "class_weight": cw, **mlp_info}
-    return p, _prior_corrected(p, w), info
+    decision = None
+    if class_weight == "prior_shift":
+        decision = np.zeros(k, dtype=np.float64)
+        decision[seen] = ua_fit.size / np.bincount(ua_fit)[seen]  # 1 / π_c; unseen never chosen
+    calibrated = _prior_corrected(p, w) if train_weight == "balanced" else p
+    return FreshAttack(p, calibrated, decision, info)
 
 
 def fresh_attacker(
@@ -262,40 +307,38 @@ def fresh_attacker(
     mlp_epochs: int = 60,
     max_train: int = 10_000,
     n_classes: int | None = None,
-    class_weight: Literal["balanced"] | None = "balanced",
+    class_weight: ClassWeight = "prior_shift",
 ) -> AttackOutcome:
     """Train a fresh attribute classifier u ← r on (``R_aux``, ``u_aux``) and score it on
     (``R_test``, ``u_test``) — the server's post-hoc attacker of spec B8 [MINE].
 
     ``logreg``: StandardScaler + LogisticRegression (lbfgs, multinomial for k > 2, C = 1).
     ``mlp``: see :func:`_mlp_proba`. At most ``max_train`` aux rows are used (seeded subsample,
-    stratified by u: :func:`core.data.splits.subsample`).
-    If the aux data hold a single attribute value the attacker cannot be trained and the
-    outcome is the prior baseline (``info['fallback'] = 'prior'``).
+    stratified by u: :func:`core.data.splits.subsample`). If the aux data hold a single
+    attribute value the attacker cannot be trained and the outcome is the prior baseline
+    (``info['fallback'] = 'prior'``).
 
-    **Class-balanced** (DESIGN: Metrics): with ``class_weight="balanced"`` (default) both models
-    weigh class c by n / (m · count_c) over the m values present in the aux rows, so an
-    imbalanced attribute cannot collapse the attacker to the majority value; ``None`` trains
-    unweighted. ``proba`` and the accuracy, balanced accuracy, AUC and advantage come from the
-    balanced model, whose probabilities are skewed towards rare values. The cross-entropy
-    (``ce_nats`` = ``scores['cross_entropy_nats']``, used as an upper estimate of H(u|r)) is
-    computed on **prior-corrected** probabilities p_c ∝ p_c · π_c / π^w_c (π = the aux training
-    class frequencies, π^w their weighted version), i.e. a calibrated attacker's CE; the CE of
-    the uncorrected probabilities is ``info['ce_nats_weighted']``."""
+    Class balance: see :func:`fresh_attacker_proba` (default: calibrated training, class-balanced
+    decision). Accuracy and balanced accuracy come from the attacker's decision; AUC, advantage
+    and ROC from ``proba``; the cross-entropy (``ce_nats``, an upper estimate of H(u|r)) from
+    the calibrated probabilities."""
     ua = _labels(u_aux, "u_aux")
     ut = _labels(u_test, "u_test")
     if np.asarray(R_test).ndim != 2 or np.asarray(R_test).shape[0] != ut.size:
         raise ValueError(f"R_test: got shape {np.shape(R_test)}; expected ({ut.size}, d)")
     k = _n_classes(ua, ut, n_classes=n_classes)
-    p, calibrated, info = fresh_attacker_proba(
+    fa = fresh_attacker_proba(
         R_aux, ua, R_test, model=model, seed=seed, mlp_hidden=mlp_hidden, mlp_epochs=mlp_epochs,
         max_train=max_train, n_classes=k, class_weight=class_weight)
-    out = _outcome(model, ut, p, **info)
-    if info.get("fallback") == "prior":
+    scores = attack_scores(ut, fa.proba, decision_weights=fa.decision_weights)
+    out = AttackOutcome(name=model, scores=scores, proba=fa.proba.astype(np.float64),
+                        ce_nats=scores["cross_entropy_nats"], info=dict(fa.info),
+                        decision_weights=fa.decision_weights)
+    if fa.info.get("fallback") == "prior" or fa.calibrated is fa.proba:
         return out
     out.info["ce_nats_weighted"] = out.ce_nats
     if ut.size:
-        ce = cross_entropy_nats(ut, calibrated)
+        ce = cross_entropy_nats(ut, fa.calibrated)
         out.scores["cross_entropy_nats"] = ce
         out.ce_nats = ce
     return out

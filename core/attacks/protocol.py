@@ -5,9 +5,9 @@ An attack function takes a release (:mod:`core.releases`), an
 :class:`~core.knowledge.AdversaryKnowledge` and its parameters, and returns an
 :class:`AttackOutput` — class probabilities for the target rows, never a score. Only
 :func:`score_attack` sees the :class:`~core.knowledge.GroundTruth`; it returns the scores with
-the number of rows scored and 95 % intervals. Fresh attackers are class-balanced
-(:func:`core.attacks.attribute.fresh_attacker_proba`) so an imbalanced attribute cannot
-collapse them to the majority class.
+the number of rows scored and 95 % intervals. Fresh attackers are calibrated with
+a class-balanced decision (:func:`core.attacks.attribute.fresh_attacker_proba`) so an
+imbalanced attribute cannot collapse them to the majority class.
 """
 
 from __future__ import annotations
@@ -28,13 +28,15 @@ STATS = {"acc": "accuracy", "bacc": "balanced_accuracy", "auc": "auc", "adv": "a
 
 @dataclass
 class AttackOutput:
-    """An attack's output on the target rows: ``proba`` (n, k) for the decision and the ROC,
-    ``calibrated`` (n, k) prior-corrected probabilities for the cross-entropy (None = proba)."""
+    """An attack's output on the target rows: ``proba`` (n, k) for the ROC, AUC and advantage,
+    ``calibrated`` (n, k) for the cross-entropy (None = proba), ``decision_weights`` (k,) for
+    its decision argmax_c p_c·w_c (None = plain argmax)."""
 
     name: str
     proba: np.ndarray
     calibrated: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    decision_weights: np.ndarray | None = None
 
 
 @dataclass
@@ -69,17 +71,18 @@ def in_training_attack(release, knowledge: AdversaryKnowledge, *, proba: np.ndar
 def fresh_attack(release, knowledge: AdversaryKnowledge, *, model: str, seed: int,
                  mlp_hidden: int = 64, mlp_epochs: int = 60, max_train: int = 10_000,
                  **_: Any) -> AttackOutput:
-    """A fresh class-balanced attacker trained on the knowledge's aux rows and applied to the
-    release's target rows."""
+    """A fresh attacker trained on the knowledge's aux rows (calibrated, class-balanced
+    decision: :func:`core.attacks.attribute.fresh_attacker_proba`) applied to the release's
+    target rows."""
     from core.attacks.attribute import fresh_attacker_proba
 
     if knowledge.aux_features is None:
         raise ValueError("knowledge.aux_features: a fresh attacker needs auxiliary rows")
-    proba, calibrated, info = fresh_attacker_proba(
+    fa = fresh_attacker_proba(
         knowledge.aux_features, knowledge.aux_labels, release.targets, model=model, seed=seed,
         n_classes=knowledge.n_classes, mlp_hidden=mlp_hidden, mlp_epochs=mlp_epochs,
         max_train=max_train)
-    return AttackOutput(model, proba, calibrated, info)
+    return AttackOutput(model, fa.proba, fa.calibrated, fa.info, fa.decision_weights)
 
 
 def prior_attack(release, knowledge: AdversaryKnowledge, **_: Any) -> AttackOutput:
@@ -102,16 +105,16 @@ def run_attack(name: str, release, knowledge: AdversaryKnowledge, **params: Any)
 
 
 def score_attack(out: AttackOutput, truth: GroundTruth, *, n_boot: int = 200, seed: int = 0) -> AttackScores:
-    """Scores (accuracy, balanced accuracy, AUC, advantage from ``proba``; cross-entropy from
-    the prior-corrected ``calibrated``) with 95 % intervals."""
+    """Scores with 95 % intervals: accuracy and balanced accuracy of the attacker's decision,
+    AUC and advantage from ``proba``, cross-entropy from ``calibrated``."""
     from core.metrics import attack_intervals, attack_scores, cross_entropy_nats
 
     y = np.asarray(truth.labels)
-    s = attack_scores(y, out.proba)
+    s = attack_scores(y, out.proba, decision_weights=out.decision_weights)
     if out.calibrated is not None:
         s["cross_entropy_nats"] = cross_entropy_nats(y, out.calibrated)
     values = {suffix: float(s[key]) for suffix, key in STATS.items()}
-    iv = attack_intervals(y, out.proba, n_boot=n_boot, seed=seed)
+    iv = attack_intervals(y, out.proba, n_boot=n_boot, seed=seed, decision_weights=out.decision_weights)
     intervals = {suffix: tuple(map(float, iv[key])) for suffix, key in STATS.items() if key in iv}
     return AttackScores(out.name, values, intervals, int(y.size))
 

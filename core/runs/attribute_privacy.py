@@ -2,7 +2,7 @@
 train → release → attack → score, then utility, bounds and projections.
 
 Privacy is measured three ways, side by side: the adversary the defense trained against
-(in-training Ψ), fresh class-balanced attackers trained afterwards on the aux split's
+(in-training Ψ), fresh attackers (calibrated, class-balanced decision) trained afterwards on the aux split's
 representations (registered in :data:`core.parts.ATTACKS`), and the no-model prior; the
 ``raw_*`` attackers read raw x, the undefended reference. Fresh attackers are often much
 stronger than the in-training adversary: a finding the page shows, not a bug.
@@ -176,7 +176,8 @@ def _run_stage(stages: Stages, name: str, release, knowledge, params, cfg, part,
     key_part = {**part, "attack": name, "params": params, "seed": cfg.seed, "release_kind": release.kind}
     out, _ = stages.get("attack", key_part, lambda: S.attack(name, release, knowledge, params, cfg.seed),
                         label=label or name)
-    return AttackOutput(name, out.arrays["proba"], out.arrays.get("calibrated"), out.meta.get("info", {}))
+    return AttackOutput(name, out.arrays["proba"], out.arrays.get("calibrated"), out.meta.get("info", {}),
+                        out.arrays.get("decision_weights"))
 
 
 def _roc(labels: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

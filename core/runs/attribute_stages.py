@@ -126,6 +126,8 @@ def attack(name: str, release_obj, knowledge, params: dict[str, Any], seed: int)
     arrays = {"proba": out.proba}
     if out.calibrated is not None:
         arrays["calibrated"] = out.calibrated
+    if out.decision_weights is not None:
+        arrays["decision_weights"] = out.decision_weights
     return StageOutput(arrays=arrays, meta={"info": out.info})
 
 
