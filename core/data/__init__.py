@@ -3,6 +3,7 @@
 ``load_dataset(spec, seed)`` is the one way to get a :class:`Dataset`; it is memoised per
 process and its arrays are read-only (copy before modifying). ``partition`` deals row indices
 out to federated clients. Heavy libraries (pandas, torchvision, sklearn) load lazily.
+Sets a user registered (``privlab data add``) load like built-in ones: :mod:`core.data.user`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from core.data.base import Dataset, DataSpecLike
 from core.data.errors import DataError
 from core.data.files import ENV_DATA_DIR
 from core.data.partition import partition, skew
-from core.data.registry import DATASETS, DatasetInfo, dataset_attributes
+from core.data.registry import DATASETS, DatasetInfo, all_datasets, dataset_attributes, get_info
 
 __all__ = [
-    "DATASETS", "DataError", "DataSpecLike", "Dataset", "DatasetInfo", "clear_memo", "dataset_attributes",
-    "describe_datasets", "load_dataset", "partition", "skew",
+    "DATASETS", "DataError", "DataSpecLike", "Dataset", "DatasetInfo", "all_datasets", "clear_memo",
+    "dataset_attributes", "describe_datasets", "get_info", "load_dataset", "partition", "skew",
 ]
 
 
@@ -39,12 +40,13 @@ def _loader(info: DatasetInfo):
 
 
 @lru_cache(maxsize=8)
-def _load(spec: DataSpecLike, seed: int, env_data_dir: str | None) -> Dataset:
-    """Build the Dataset (``env_data_dir`` is only part of the memo key: a changed
-    $PRIVLAB_DATA_DIR must not serve a set read from the old directory)."""
+def _load(spec: DataSpecLike, seed: int, env_data_dir: str | None, user_fp: str | None) -> Dataset:
+    """Build the Dataset (``env_data_dir`` and ``user_fp``, a registered set's fingerprint, are
+    only part of the memo key: a changed $PRIVLAB_DATA_DIR or registration must not serve a
+    set read from the old files)."""
     from core.data.splits import encode_tabular, make_splits, subsample
 
-    info = DATASETS[spec.name]
+    info = get_info(spec.name)
     raw = _loader(info)(spec, seed)
     if set(raw.attributes) != set(info.attributes):
         raise RuntimeError(f"{spec.name}: loader attributes {sorted(raw.attributes)} disagree "
@@ -85,11 +87,17 @@ def load_dataset(spec: DataSpecLike, seed: int) -> Dataset:
     standardise tabular features with train-split statistics (categories one-hot).
 
     Memoised per process on (spec, seed); arrays are read-only, containers are fresh copies.
-    Raises :class:`DataError` when a real data set's files are missing or corrupt.
+    Raises :class:`DataError` when a real data set's files are missing or corrupt, or a
+    registered set's files changed since registration (``spec.fingerprint``, when the spec
+    has one, must be the registration's).
     """
-    if spec.name not in DATASETS:
-        raise ValueError(f"data.name: got {spec.name!r}; allowed: {', '.join(DATASETS)}")
-    ds = _load(spec, int(seed), os.environ.get(ENV_DATA_DIR))
+    info = get_info(spec.name)
+    user_fp = None
+    if info.source == "user":
+        from core.data.user import current_fingerprint
+
+        user_fp = current_fingerprint(spec.name, getattr(spec, "fingerprint", None))
+    ds = _load(spec, int(seed), os.environ.get(ENV_DATA_DIR), user_fp)
     return replace(
         ds,
         label_names=list(ds.label_names),
@@ -108,6 +116,10 @@ def clear_memo() -> None:
 def _available(info: DatasetInfo) -> bool:
     if info.source == "embedded":
         return True
+    if info.source == "user":
+        from core.data import user
+
+        return user.available(info.name)
     if info.name == "adult":
         from core.data import adult
 
@@ -118,13 +130,14 @@ def _available(info: DatasetInfo) -> bool:
 
 
 def describe_datasets() -> list[dict[str, Any]]:
-    """One JSON-able row per data set for the CLI ``datasets`` command and the dashboard;
-    ``available`` says whether it can load now without a download (files are not verified)."""
+    """One JSON-able row per data set (built-in, then registered: ``source`` ``user``) for the
+    CLI ``datasets`` command and the dashboard; ``available`` says whether it can load now
+    without a download (files are not verified)."""
     return [
         {
             "name": i.name, "kind": i.kind, "source": i.source, "task": i.task,
             "attributes": list(i.attributes), "description": i.description,
             "available": _available(i),
         }
-        for i in DATASETS.values()
+        for i in all_datasets().values()
     ]

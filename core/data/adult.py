@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data import files
+from core.data import files, tabular
 from core.data.errors import DataError
 from core.data.raw import RawData
 
@@ -103,8 +103,6 @@ def load_adult(spec, seed: int = 0) -> RawData:
     """Adult as RawData; ``fixed_test`` marks the adult.test rows (``test_fraction`` is ignored:
     the test split is exactly adult.test, and ``aux_fraction`` splits adult.data into train and
     aux)."""
-    import pandas as pd
-
     d = find_dir(getattr(spec, "data_dir", None))
     df, is_test = read_table(ensure_files(d))
     labels = df["income"].to_numpy()
@@ -114,21 +112,12 @@ def load_adult(spec, seed: int = 0) -> RawData:
     y = (labels == ">50K").astype(np.int64)
     attrs, values = {}, {}
     for col, vals in PRIVATE_VALUES.items():
-        cat = pd.Categorical(df[col], categories=vals)
-        if (cat.codes < 0).any():
-            odd = sorted(set(df[col][cat.codes < 0]))
+        codes, values[col] = tabular.label_codes(df[col], vals)
+        if (codes < 0).any():
+            odd = sorted(set(df[col][codes < 0]))
             raise DataError(f"adult: column {col} has unexpected values {odd} in {d}")
-        attrs[col] = cat.codes.astype(np.int64)
-        values[col] = list(vals)
-    feats = {}
-    for col in COLUMNS:
-        if col == "income" or col in PRIVATE_VALUES:
-            continue
-        if col in NUMERIC:
-            feats[col] = pd.to_numeric(df[col]).astype(np.float64)
-        else:
-            feats[col] = pd.Categorical(df[col], categories=sorted(df[col].unique()))
-    X = pd.DataFrame(feats)
+        attrs[col] = codes
+    X = tabular.feature_frame(df, numeric=NUMERIC, drop=["income", *PRIVATE_VALUES])
     return RawData(
         X=X, y=y, task_name="income", label_names=list(LABEL_NAMES), attributes=attrs,
         attribute_values=values, fixed_test=is_test,

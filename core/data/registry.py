@@ -1,7 +1,11 @@
 """Registry of data sets: static metadata (cheap, used by config validation) and loaders.
 
-``DATASETS[name]`` describes each set without loading it; ``load_dataset(spec, seed)`` loads,
-standardises and splits. Loaders live in ``core/data/<family>.py`` and are imported lazily.
+``DATASETS[name]`` describes each built-in set without loading it; sets a user registered
+(``privlab data add``, :mod:`core.data.user`) join them through :func:`get_info` and
+:func:`all_datasets`, which read the user registry directory on every call (small JSON files),
+so a registration shows up at once in the CLI, the dashboard and config validation.
+``load_dataset(spec, seed)`` loads, standardises and splits. Loaders live in
+``core/data/<family>.py`` and are imported lazily.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 class DatasetInfo:
     name: str
     kind: str  # "image" or "tabular"
-    source: str  # "embedded" or "real"
+    source: str  # "embedded", "real" or "user" (registered with `privlab data add`)
     task: str
     attributes: tuple[str, ...]  # first = default private attribute
     loader: str  # "module:function"
@@ -51,8 +55,34 @@ DATASETS: dict[str, DatasetInfo] = {
 }
 
 
+def all_datasets() -> dict[str, DatasetInfo]:
+    """Built-in sets, then the registered ones (sorted by name; broken registrations skipped)."""
+    from core.data import user
+
+    return {**DATASETS, **{n: user.entry_info(e) for n, e in user.entries().items()}}
+
+
+def allowed_names() -> str:
+    """``digits, ..., celeba; registered: mine, ...`` for error messages."""
+    from core.data import user
+
+    regs = ", ".join(user.entries()) or "none (privlab data add)"
+    return f"{', '.join(DATASETS)}; registered: {regs}"
+
+
+def get_info(name: str) -> DatasetInfo:
+    """A built-in or registered set's description; ValueError naming what exists otherwise
+    (DataError when the registration file is broken)."""
+    if name in DATASETS:
+        return DATASETS[name]
+    from core.data import user
+
+    entry = user.get_entry(name)
+    if entry is None:
+        raise ValueError(f"data.name: got {name!r}; allowed: {allowed_names()}")
+    return user.entry_info(entry)
+
+
 def dataset_attributes(name: str) -> tuple[str, ...]:
     """The private attributes a data set declares (first = default)."""
-    if name not in DATASETS:
-        raise ValueError(f"data.name: got {name!r}; allowed: {', '.join(DATASETS)}")
-    return DATASETS[name].attributes
+    return get_info(name).attributes

@@ -1,0 +1,590 @@
+"""Your own data: a CSV table or a folder of images, registered by name (DESIGN: Data).
+
+A registration is one JSON file ``<registry>/<name>.json`` (``$PRIVLAB_DATA_REGISTRY``, else
+platformdirs' user config dir ``.../privlab/datasets``) holding the path, the chosen columns
+and options, and a **fingerprint**: the sha256 of the files' contents and of those options.
+The data itself is never copied; it is read from its path at every (memoised) load.
+
+- **CSV** (``add_csv``): a header line, comma-separated, UTF-8 (else Latin-1). One task column
+  and one or more private columns (class labels, 2 to 100 distinct values each); rows where
+  either is missing (``""``, ``?``, ``NA``, ``NaN``, ``nan``, ``null``, ``None``) are dropped.
+  Every other column (except ``ignore``) is a feature, preprocessed as Adult's
+  (:mod:`core.data.tabular`): a column whose present cells all parse as numbers is numeric
+  (missing cells filled with the column median), standardised later with train-split
+  statistics; any other column is categorical and one-hot encoded (at most 1,000 values).
+  The private columns are removed from the features, as Adult's.
+- **Images** (``add_images``): one sub-folder per class (sorted names = label codes), PNG or
+  JPEG files anywhere below it (other files are ignored; hidden entries too), each decoded
+  with Pillow, converted to grayscale or RGB and resized to ``size`` x ``size`` (bilinear),
+  values in [0, 1]. The private attribute comes from an optional ``attributes`` CSV (a
+  ``file`` column with the path below the folder, ``cat/001.png``, or the bare file name when
+  names are unique, plus one column per attribute; every image needs a row), else it is
+  derived as for the embedded ``faces`` set: ``bright`` = mean intensity above the median of
+  all images.
+
+Caps: 1,000,000 CSV rows, 100,000 images (and 2**28 pixel values in all), 2 GiB per file.
+Image sizes 4 to 256. Every problem is one line naming the file or column and what is
+allowed, at registration and again at load time.
+
+**Changed files.** The config layer copies the registration's fingerprint into
+``data.fingerprint`` at validation, so the cache key (and every stage key) changes with the
+files. A load re-hashes the files it reads: when they no longer match the registration it
+refuses with a message that gives the command to register them again (which stores the new
+fingerprint, and so new cache keys); it never silently reads data the key does not describe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.data import tabular
+from core.data.errors import DataError
+from core.data.raw import RawData
+from core.data.registry import DATASETS, DatasetInfo
+
+ENV_REGISTRY = "PRIVLAB_DATA_REGISTRY"
+FORMAT = 1
+MAX_ROWS = 1_000_000
+MAX_IMAGES = 100_000
+MAX_FILE_BYTES = 2 * 1024**3
+MAX_VALUES = 2**28  # images x channels x pixels (1 GiB of float32)
+MAX_LABELS = 100  # distinct values of a task or private column
+MAX_CATEGORIES = 1000  # distinct values of a categorical feature column
+MIN_ROWS = 10
+SIZE_RANGE = (4, 256)
+COLORS = ("gray", "rgb")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+MISSING = ("", "?", "NA", "NaN", "nan", "null", "None")
+NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+LOADER = "core.data.user:load_user"
+_KEYS = {"name", "kind", "path", "fingerprint", "rows", "classes", "private"}
+
+
+# ---------------------------------------------------------------------------------------------
+# the registry directory
+
+
+def registry_dir() -> Path:
+    """``$PRIVLAB_DATA_REGISTRY``, else the user config dir ``.../privlab/datasets``."""
+    env = os.environ.get(ENV_REGISTRY)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("privlab")) / "datasets"
+
+
+def _entry_path(name: str) -> Path:
+    return registry_dir() / f"{name}.json"
+
+
+def _read_entry(path: Path) -> dict[str, Any]:
+    try:
+        entry = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"registration {path}: unreadable ({type(exc).__name__}); remove it with "
+                        f"`privlab data remove {path.stem}`") from None
+    need = {"tabular": _KEYS | {"task", "features"}, "image": _KEYS | {"size", "color"}}
+    if not isinstance(entry, dict) or entry.get("name") != path.stem or not need.get(
+            entry.get("kind"), {"kind"}) <= set(entry):
+        raise DataError(f"registration {path}: not a privlab registration; remove it with "
+                        f"`privlab data remove {path.stem}`")
+    return entry
+
+
+def entries(*, with_broken: bool = False) -> dict[str, dict[str, Any]]:
+    """Registered sets by name, sorted. Files that are not valid registrations (and names of
+    built-in sets) are skipped, or with ``with_broken`` listed as ``{"name", "error"}``."""
+    d = registry_dir()
+    out: dict[str, dict[str, Any]] = {}
+    if not d.is_dir():
+        return out
+    for path in sorted(d.glob("*.json")):
+        if path.stem in DATASETS or not NAME_RE.fullmatch(path.stem):
+            continue
+        try:
+            out[path.stem] = _read_entry(path)
+        except DataError as exc:
+            if with_broken:
+                out[path.stem] = {"name": path.stem, "error": str(exc)}
+    return out
+
+
+def get_entry(name: str) -> dict[str, Any] | None:
+    """The registration of ``name``, or None when there is none (DataError if it is broken)."""
+    if name in DATASETS or not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        return None
+    path = _entry_path(name)
+    return _read_entry(path) if path.is_file() else None
+
+
+def entry_info(entry: dict[str, Any]) -> DatasetInfo:
+    """The registry's static description of a registered set."""
+    classes = entry["classes"]
+    shown = ", ".join(classes[:4]) + (", ..." if len(classes) > 4 else "")
+    if entry["kind"] == "tabular":
+        task = f"{entry['task']} ({len(classes)} classes: {shown})"
+        desc = f"your CSV {entry['path']}: {entry['rows']:,} rows, {entry['features']} features"
+    else:
+        task = f"class ({len(classes)} classes: {shown})"
+        s = entry["size"]
+        desc = (f"your images {entry['path']}: {entry['rows']:,} images {s}x{s} {entry['color']}"
+                + (f"; attributes from {entry['attributes']}" if entry.get("attributes")
+                   else "; bright = mean intensity above the median"))
+    return DatasetInfo(entry["name"], entry["kind"], "user", task, tuple(entry["private"]),
+                       LOADER, desc)
+
+
+def available(name: str) -> bool:
+    """Whether a registered set's files are still there (not re-hashed: that is the load's job)."""
+    entry = get_entry(name)
+    if entry is None:
+        return False
+    paths = [entry["path"]] + ([entry["attributes"]] if entry.get("attributes") else [])
+    return all(Path(p).exists() for p in paths)
+
+
+def status(entry: dict[str, Any]) -> str:
+    """``ok``, ``missing`` (the files are gone) or ``changed`` (size or modification time differ
+    from the registration's: a load will refuse them until registered again); cheap: no hashing."""
+    if "error" in entry:
+        return "broken"
+    try:
+        stat = _stat_signature(entry)
+    except OSError:
+        return "missing"
+    return "ok" if stat == entry.get("stat") else "changed"
+
+
+def _stat_signature(entry: dict[str, Any]) -> list[int]:
+    p = Path(entry["path"])
+    if entry["kind"] == "tabular":
+        st = p.stat()
+        sig = [st.st_size, st.st_mtime_ns]
+    else:
+        if not p.is_dir():
+            raise FileNotFoundError(p)
+        files = [f for _, fs in _class_files(p) for f in fs]
+        stats = [f.stat() for f in files]
+        sig = [len(files), sum(s.st_size for s in stats), max((s.st_mtime_ns for s in stats), default=0)]
+    if entry.get("attributes"):
+        st = Path(entry["attributes"]).stat()
+        sig += [st.st_size, st.st_mtime_ns]
+    return sig
+
+
+def _fingerprint(kind: str, content: str, options: dict[str, Any]) -> str:
+    payload = json.dumps({"format": FORMAT, "kind": kind, "content": content, "options": options},
+                         sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def check_name(name: str, *, replace: bool = False) -> None:
+    """A new registration's name: lowercase, not a built-in set, not taken (unless ``replace``)."""
+    if name in DATASETS:
+        raise DataError(f"name: {name!r} is a built-in data set; choose another name "
+                        f"(built-in: {', '.join(DATASETS)})")
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise DataError(f"name: got {name!r}; allowed: 1-40 characters a-z, 0-9, _ and -, "
+                        "starting with a letter")
+    if not replace and _entry_path(name).exists():
+        raise DataError(f"name: {name!r} is already registered; remove it first "
+                        f"(privlab data remove {name}) or register with --replace")
+
+
+def _write_entry(entry: dict[str, Any]) -> Path:
+    d = registry_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    dest = _entry_path(entry["name"])
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(entry, fh, indent=2)
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return dest
+
+
+def remove(name: str) -> Path:
+    """Forget a registration (the data files are left untouched). Returns the removed file."""
+    path = _entry_path(name) if isinstance(name, str) and NAME_RE.fullmatch(name) else None
+    if name in DATASETS:
+        raise DataError(f"name: {name!r} is a built-in data set; only registered sets can be removed")
+    if path is None or not path.is_file():
+        known = ", ".join(entries(with_broken=True)) or "none"
+        raise DataError(f"name: {name!r} is not registered; registered: {known}")
+    path.unlink()
+    return path
+
+
+def _add_command(entry: dict[str, Any]) -> str:
+    """The ``privlab data add`` command that registers ``entry`` again."""
+    if entry["kind"] == "tabular":
+        cols = " ".join([f"--task {entry['task']}"] + [f"--private {c}" for c in entry["private"]]
+                        + [f"--ignore {c}" for c in entry.get("ignore", [])])
+        return f"privlab data add {entry['name']} --csv {entry['path']} {cols} --replace"
+    extra = f" --attributes {entry['attributes']}" if entry.get("attributes") else ""
+    return (f"privlab data add {entry['name']} --images {entry['path']} --size {entry['size']} "
+            f"--color {entry['color']}{extra} --replace")
+
+
+# ---------------------------------------------------------------------------------------------
+# reading files
+
+
+def _read_bytes(path: Path, what: str = "file") -> bytes:
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "Is a directory")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise DataError(f"{what} {path}: {size / 1024**3:.1f} GiB; the cap is "
+                            f"{MAX_FILE_BYTES // 1024**3} GiB")
+        return path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _parse_csv(data: bytes, path: Path):
+    """A CSV's bytes as a DataFrame of stripped strings (no NA conversion)."""
+    import pandas as pd
+
+    if not data.strip():
+        raise DataError(f"file {path} is empty; expected a CSV with a header line")
+    if b"\x00" in data[:65536]:
+        raise DataError(f"file {path} is not a CSV (binary content); expected comma-separated "
+                        "text with a header line")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False,
+                             index_col=False, skipinitialspace=True, nrows=MAX_ROWS + 1)
+    except pd.errors.ParserWarning:
+        raise DataError(f"file {path} is not a CSV: some rows have more fields than the header "
+                        "line") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DataError(f"file {path} is not a CSV: {first}") from None
+    if df.shape[1] < 2:
+        raise DataError(f"file {path} is not a CSV: found {df.shape[1]} column "
+                        f"({', '.join(map(str, df.columns))}); expected comma-separated columns "
+                        "with a header line")
+    if len(df) > MAX_ROWS:
+        raise DataError(f"file {path} has more than {MAX_ROWS:,} rows; the cap is {MAX_ROWS:,} "
+                        "(subsample it first)")
+    df.columns = [str(c).strip() for c in df.columns]
+    return df.apply(lambda s: s.str.strip())
+
+
+def _require_columns(df, cols: Sequence[str], role: str, path: Path) -> None:
+    for c in cols:
+        if c not in df.columns:
+            raise DataError(f"{role} column {c!r} is not in {path}; its columns: "
+                            f"{', '.join(map(str, df.columns))}")
+
+
+def _codes(s, role: str, col: str, path: Path) -> tuple[np.ndarray, list[str]]:
+    """Label codes of a task / private column with 2..MAX_LABELS values."""
+    codes, values = tabular.label_codes(s)
+    if len(values) < 2:
+        only = f" ({values[0]!r})" if values else ""
+        need = "a task needs" if role == "task" else "a private attribute needs"
+        raise DataError(f"{role} column {col!r} has one value only{only} in {path}; "
+                        f"{need} at least 2")
+    if len(values) > MAX_LABELS:
+        raise DataError(f"{role} column {col!r} has {len(values):,} distinct values in {path}; "
+                        f"allowed: 2 to {MAX_LABELS} (a class label; bin a numeric column first)")
+    return codes, values
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV sets
+
+
+def _read_csv_set(path: Path, task: str, private: Sequence[str], ignore: Sequence[str],
+                  expect: dict[str, Any] | None = None) -> tuple[RawData, dict[str, Any]]:
+    """Read and validate a CSV set; ``expect`` (a registration) makes a changed file an error.
+    Returns the RawData and the registration fields derived from the file."""
+    data = _read_bytes(path)
+    content = hashlib.sha256(data).hexdigest()
+    options = {"task": task, "private": list(private), "ignore": sorted(ignore)}
+    fp = _fingerprint("tabular", content, options)
+    if expect is not None and fp != expect["fingerprint"]:
+        raise _changed(expect, str(path))
+    if not private:
+        raise DataError("private: no private column given; name at least one (--private COL)")
+    if task in private:
+        raise DataError(f"private column {task!r} is also the task column; choose another")
+    if len(set(private)) != len(private):
+        raise DataError(f"private: got {list(private)}; each column at most once")
+    df = _parse_csv(data, path)
+    _require_columns(df, [task], "task", path)
+    _require_columns(df, private, "private", path)
+    _require_columns(df, ignore, "ignored", path)
+    keep = ~df[[task, *private]].isin(MISSING).any(axis=1).to_numpy()
+    dropped = int((~keep).sum())
+    df = df[keep].reset_index(drop=True)
+    if len(df) < MIN_ROWS:
+        raise DataError(f"file {path} has {len(df)} rows with a task and private value; "
+                        f"at least {MIN_ROWS} needed")
+    y, labels = _codes(df[task], "task", task, path)
+    attrs, values = {}, {}
+    for col in private:
+        attrs[col], values[col] = _codes(df[col], "private", col, path)
+    drop = {task, *private, *ignore}
+    feats = [c for c in df.columns if c not in drop]
+    if not feats:
+        raise DataError(f"file {path} has no feature columns left after the task, private and "
+                        "ignored columns; a model needs at least one")
+    numeric = [c for c in feats if tabular.is_numeric(df[c], MISSING)]
+    for c in feats:
+        if c in numeric:
+            continue
+        df[c] = df[c].replace("", "?")
+        n = df[c].nunique()
+        if n > MAX_CATEGORIES:
+            raise DataError(f"column {c!r} of {path} is categorical with {n:,} distinct values; "
+                            f"the cap is {MAX_CATEGORIES:,} (leave it out with --ignore {c})")
+    X = tabular.feature_frame(df, numeric=numeric, drop=drop, missing=MISSING)
+    note = f"; {dropped:,} rows without a task or private value dropped" if dropped else ""
+    raw = RawData(X=X, y=y, task_name=task, label_names=labels, attributes=attrs,
+                  attribute_values=values,
+                  description=f"your CSV {path}: {len(df):,} rows, task {task}, private "
+                  f"{', '.join(private)}; {len(numeric)} numeric and {len(feats) - len(numeric)} "
+                  f"categorical features{note}")
+    fields = {"content_sha256": content, "fingerprint": fp, "rows": len(df), "classes": labels,
+              "features": len(feats), "numeric": numeric, "dropped_rows": dropped}
+    return raw, fields
+
+
+def add_csv(name: str, path: str | Path, task: str, private: Sequence[str],
+            ignore: Sequence[str] = (), *, replace: bool = False) -> dict[str, Any]:
+    """Validate a CSV set and register it as ``name``; returns the stored registration."""
+    check_name(name, replace=replace)
+    p = Path(path).expanduser().resolve()
+    _, fields = _read_csv_set(p, task, list(private), list(ignore))
+    entry = {"format": FORMAT, "name": name, "kind": "tabular", "path": str(p), "task": task,
+             "private": list(private), "ignore": sorted(ignore), **fields,
+             "registered": datetime.now(UTC).isoformat(timespec="seconds")}
+    entry["stat"] = _stat_signature(entry)
+    _write_entry(entry)
+    return entry
+
+
+# ---------------------------------------------------------------------------------------------
+# image sets
+
+
+def _class_files(root: Path) -> list[tuple[str, list[Path]]]:
+    """(class name, sorted image files below it) per non-hidden sub-folder, sorted by name."""
+    out = []
+    for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        files = sorted(
+            f for f in d.rglob("*")
+            if f.suffix.lower() in IMAGE_SUFFIXES and f.is_file()
+            and not any(part.startswith(".") for part in f.relative_to(d).parts)
+        )
+        out.append((d.name, files))
+    return out
+
+
+def _decode(data: bytes, path: Path, size: int, color: str) -> np.ndarray:
+    """(C, size, size) uint8."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+            img = img.convert("L" if color == "gray" else "RGB")
+            a = np.asarray(img.resize((size, size), Image.Resampling.BILINEAR), dtype=np.uint8)
+    except Exception as exc:  # noqa: BLE001 - any decoder failure: a corrupt or unsupported file
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DataError(f"image file {path}: cannot decode ({reason})") from None
+    return a[None] if a.ndim == 2 else np.transpose(a, (2, 0, 1))
+
+
+def _attributes_table(data: bytes, path: Path, rel: list[str]) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+    """Private attributes of the images ``rel`` (paths below the folder) from a mapping CSV."""
+    df = _parse_csv(data, path)
+    _require_columns(df, ["file"], "file", path)
+    cols = [c for c in df.columns if c != "file"]
+    keys = df["file"].str.replace("\\", "/", regex=False)
+    bare = not keys.str.contains("/").any()
+    wanted = [r.rsplit("/", 1)[-1] for r in rel] if bare else list(rel)
+    if bare and len(set(wanted)) != len(wanted):
+        raise DataError(f"attributes file {path}: the 'file' column gives bare file names, but "
+                        "image names repeat across class folders; give the path below the "
+                        "folder instead (e.g. cat/001.png)")
+    dup = keys[keys.duplicated()]
+    if len(dup):
+        raise DataError(f"attributes file {path}: file {dup.iloc[0]!r} has more than one row")
+    index = {k: i for i, k in enumerate(keys)}
+    missing = [w for w in wanted if w not in index]
+    if missing:
+        raise DataError(f"attributes file {path}: no row for image {missing[0]!r}"
+                        + (f" and {len(missing) - 1:,} more" if len(missing) > 1 else "")
+                        + "; every image needs one")
+    rows = df.iloc[[index[w] for w in wanted]].reset_index(drop=True)
+    attrs, values = {}, {}
+    for c in cols:
+        empty = rows[c].isin(MISSING)
+        if empty.any():
+            raise DataError(f"attributes file {path}: column {c!r} has no value for image "
+                            f"{wanted[int(np.argmax(empty.to_numpy()))]!r}")
+        attrs[c], values[c] = _codes(rows[c], "private", c, path)
+    return attrs, values
+
+
+def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
+                    expect: dict[str, Any] | None = None) -> tuple[RawData, dict[str, Any]]:
+    if not isinstance(size, int) or not SIZE_RANGE[0] <= size <= SIZE_RANGE[1]:
+        raise DataError(f"size: got {size!r}; allowed range {SIZE_RANGE[0]} <= value <= "
+                        f"{SIZE_RANGE[1]}")
+    if color not in COLORS:
+        raise DataError(f"color: got {color!r}; allowed: {', '.join(COLORS)}")
+    if not root.is_dir():
+        what = "is not a folder" if root.exists() else "does not exist"
+        raise DataError(f"folder {root} {what}; expected one sub-folder of PNG/JPEG images per class")
+    try:
+        classes = _class_files(root)
+    except OSError as exc:
+        raise DataError(f"folder {root}: cannot read ({exc.strerror or exc})") from None
+    if not classes:
+        raise DataError(f"folder {root} has no class sub-folders; expected one sub-folder of "
+                        "PNG/JPEG images per class")
+    n = sum(len(fs) for _, fs in classes)
+    if n > MAX_IMAGES:
+        raise DataError(f"folder {root} has {n:,} images; the cap is {MAX_IMAGES:,}")
+    for cname, fs in classes:
+        if not fs:
+            others = sum(1 for f in (root / cname).rglob("*") if f.is_file())
+            raise DataError(f"class folder {root / cname} has no PNG/JPEG images"
+                            + (f" (found {others} other files)" if others else "")
+                            + "; every class needs at least one")
+    channels = 1 if color == "gray" else 3
+    if n * channels * size * size > MAX_VALUES:
+        raise DataError(f"folder {root}: {n:,} images of {channels}x{size}x{size} are "
+                        f"{n * channels * size * size:,} values; the cap is {MAX_VALUES:,} "
+                        "(choose a smaller size)")
+    h = hashlib.sha256()
+    images, y, rel = [], [], []
+    bad: DataError | None = None  # a decode error is raised after the change check
+    for code, (cname, fs) in enumerate(classes):
+        h.update(f"class\t{cname}\n".encode())
+        for f in fs:
+            data = _read_bytes(f, "image file")
+            r = f.relative_to(root).as_posix()
+            h.update(f"{r}\t{hashlib.sha256(data).hexdigest()}\n".encode())
+            rel.append(r)
+            y.append(code)
+            if bad is None:
+                try:
+                    images.append(_decode(data, f, size, color))
+                except DataError as exc:
+                    bad = exc
+    attr_data = attr_sha = None
+    if attributes is not None:
+        attr_data = _read_bytes(attributes, "attributes file")
+        attr_sha = hashlib.sha256(attr_data).hexdigest()
+    options = {"size": size, "color": color, "attributes_sha256": attr_sha}
+    fp = _fingerprint("image", h.hexdigest(), options)
+    if expect is not None and fp != expect["fingerprint"]:
+        raise _changed(expect, str(root) + (f" or {attributes}" if attributes else ""))
+    if bad is not None:
+        raise bad
+    if len(classes) < 2:
+        raise DataError(f"folder {root} has one class folder only ({classes[0][0]!r}); a task "
+                        "needs at least 2")
+    X = np.stack(images).astype(np.float32) / np.float32(255.0)
+    del images
+    shape = tuple(int(v) for v in X.shape[1:])
+    X = np.ascontiguousarray(X.reshape(len(X), -1), dtype=np.float32)
+    y_arr = np.asarray(y, dtype=np.int64)
+    if attributes is not None and attr_data is not None:
+        attrs, values = _attributes_table(attr_data, attributes, rel)
+    else:
+        ink = X.mean(axis=1)
+        bright = (ink > np.median(ink)).astype(np.int64)
+        if len(np.unique(bright)) < 2:
+            raise DataError(f"private attribute 'bright' (mean intensity above the median) has "
+                            f"one value only in {root}: the images are equally bright; give "
+                            "an attributes CSV instead")
+        attrs, values = {"bright": bright}, {"bright": ["dark", "bright"]}
+    labels = [c for c, _ in classes]
+    raw = RawData(X=X, y=y_arr, task_name="class", label_names=labels, attributes=attrs,
+                  attribute_values=values, image_shape=shape,  # type: ignore[arg-type]
+                  description=f"your images {root}: {len(X):,} images {size}x{size} {color}, "
+                  f"{len(labels)} classes; private {', '.join(attrs)}")
+    fields = {"content_sha256": h.hexdigest(), "attributes_sha256": attr_sha, "fingerprint": fp,
+              "rows": len(X), "classes": labels, "private": list(attrs)}
+    return raw, fields
+
+
+def add_images(name: str, path: str | Path, *, size: int = 28, color: str = "gray",
+               attributes: str | Path | None = None, replace: bool = False) -> dict[str, Any]:
+    """Validate an image folder and register it as ``name``; returns the stored registration."""
+    check_name(name, replace=replace)
+    root = Path(path).expanduser().resolve()
+    attr = Path(attributes).expanduser().resolve() if attributes else None
+    _, fields = _read_image_set(root, size, color, attr)
+    entry = {"format": FORMAT, "name": name, "kind": "image", "path": str(root), "size": size,
+             "color": color, "attributes": str(attr) if attr else None, **fields,
+             "registered": datetime.now(UTC).isoformat(timespec="seconds")}
+    entry["stat"] = _stat_signature(entry)
+    _write_entry(entry)
+    return entry
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def _changed(entry: dict[str, Any], what: str) -> DataError:
+    return DataError(f"data set {entry['name']!r}: {what} changed since it was registered "
+                     f"(or its registration was edited); register it again: {_add_command(entry)}")
+
+
+def current_fingerprint(name: str, given: str | None = None) -> str:
+    """The registration's fingerprint; a ``given`` one (from a config) must equal it."""
+    entry = get_entry(name)
+    if entry is None:
+        raise DataError(f"data.name: {name!r} is not registered (any more); registered: "
+                        f"{', '.join(entries()) or 'none'}")
+    if given is not None and given != entry["fingerprint"]:
+        raise DataError(f"data.fingerprint: got {given[:12]!r}...; data set {name!r} is "
+                        f"registered with {entry['fingerprint'][:12]!r}... now (its files or options "
+                        "changed since this config was made); leave data.fingerprint out to use the "
+                        "current files")
+    return entry["fingerprint"]
+
+
+def load_user(spec, seed: int = 0) -> RawData:
+    """A registered set as RawData, its files re-hashed against the registration."""
+    current_fingerprint(spec.name, getattr(spec, "fingerprint", None))
+    entry = get_entry(spec.name)
+    assert entry is not None
+    p = Path(entry["path"])
+    if entry["kind"] == "tabular":
+        raw, _ = _read_csv_set(p, entry["task"], entry["private"], entry.get("ignore", []), entry)
+    else:
+        attr = Path(entry["attributes"]) if entry.get("attributes") else None
+        raw, _ = _read_image_set(p, entry["size"], entry["color"], attr, entry)
+    return raw
