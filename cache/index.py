@@ -10,6 +10,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,14 @@ CREATE TABLE IF NOT EXISTS runs (
     metrics        TEXT NOT NULL,
     sha_result     TEXT NOT NULL,
     sha_artifacts  TEXT NOT NULL,
-    label          TEXT NOT NULL DEFAULT ''
+    label          TEXT NOT NULL DEFAULT '',
+    last_used      REAL
 );
 CREATE INDEX IF NOT EXISTS runs_kind_created ON runs(kind, created);
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created);
 """
+#: columns added after the first schema: (name, SQL type), added by ALTER TABLE on open
+ADDED_COLUMNS = (("last_used", "REAL"),)
 BUSY_TIMEOUT_MS = 30_000
 MIN_PREFIX = 6
 _HEX = set("0123456789abcdef")
@@ -61,6 +65,7 @@ class IndexRow:
     sha_result: str
     sha_artifacts: str
     label: str = ""
+    last_used: float | None = None  # unix time of the last hit; None: set to now by put()
 
 
 def check_key_or_prefix(key: str) -> str:
@@ -96,6 +101,14 @@ class RunIndex:
         if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             c.execute("PRAGMA journal_mode=WAL")  # persistent in the file
         c.executescript(SCHEMA)
+        have = {r[1] for r in c.execute("PRAGMA table_info(runs)")}
+        for name, typ in ADDED_COLUMNS:  # an index written before the column existed
+            if name not in have:
+                try:
+                    c.execute(f"ALTER TABLE runs ADD COLUMN {name} {typ}")
+                except sqlite3.OperationalError as exc:  # another process added it meanwhile
+                    if "duplicate column" not in str(exc):
+                        raise
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection (a new one after ``fork``: sqlite handles must not cross)."""
@@ -122,6 +135,18 @@ class RunIndex:
             "SELECT sha_result, sha_artifacts FROM runs WHERE key = ?", (key,)
         ).fetchone()
         return None if row is None else (row[0], row[1])
+
+    def lookup(self, key: str) -> tuple[str, str, float | None] | None:
+        """(sha_result, sha_artifacts, last_used) of ``key``; None if there is no row."""
+        row = self.conn().execute(
+            "SELECT sha_result, sha_artifacts, last_used FROM runs WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def usage_rows(self) -> list[tuple[str, str, str, float | None, str]]:
+        """(key, kind, engine_version, last_used, created) of every run (for cache.gc)."""
+        return [tuple(r) for r in self.conn().execute(
+            "SELECT key, kind, engine_version, last_used, created FROM runs")]
 
     def resolve(self, key_or_prefix: str) -> str | None:
         """Full key for a key or unique prefix; None if absent; ValueError if ambiguous."""
@@ -181,11 +206,13 @@ class RunIndex:
     def put(self, row: IndexRow) -> None:
         self._write(
             "INSERT OR REPLACE INTO runs (key, kind, created, seconds, engine_version, config, "
-            "metrics, sha_result, sha_artifacts, label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "metrics, sha_result, sha_artifacts, label, last_used) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.key, row.kind, row.created, row.seconds, row.engine_version,
                 json.dumps(row.config, sort_keys=True), json.dumps(row.metrics, sort_keys=True),
                 row.sha_result, row.sha_artifacts, row.label,
+                time.time() if row.last_used is None else float(row.last_used),
             ),
         )
 
@@ -194,3 +221,18 @@ class RunIndex:
 
     def set_label(self, key: str, label: str) -> bool:
         return self._write("UPDATE runs SET label = ? WHERE key = ?", (label, key)) > 0
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file and truncate it (after cache.gc removed rows)."""
+        try:
+            self.conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:
+            pass
+
+    def touch(self, key: str, when: float) -> None:
+        """Record a hit: ``last_used = when``. One autocommit UPDATE (WAL, synchronous=NORMAL:
+        no fsync); a busy or read-only index is ignored, a hit never fails for it."""
+        try:
+            self.conn().execute("UPDATE runs SET last_used = ? WHERE key = ?", (when, key))
+        except sqlite3.OperationalError:
+            pass

@@ -4,6 +4,10 @@ holding ``meta.json``, ``arrays.npz`` and ``weights.pt``.
 Writes are atomic (a temp dir renamed into place; the first writer wins, a second identical
 result is discarded). Reads use ``np.load(allow_pickle=False)`` and
 ``torch.load(weights_only=True)``; an unreadable entry is removed and reported as a miss.
+
+``meta.json`` also records the engine id that wrote the entry (``"__engine__"``, stripped on
+load), so ``cache.gc`` can tell entries of an older engine; a hit touches ``meta.json``
+(mtime/atime), so its mtime is the entry's last use (LRU, even on ``noatime`` mounts).
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from core.fingerprint import engine_id
 from core.stages import StageOutput
 
 META, ARRAYS, WEIGHTS = "meta.json", "arrays.npz", "weights.pt"
+#: key in meta.json naming the engine that wrote the entry (not part of StageOutput.meta)
+ENGINE_KEY = "__engine__"
 
 
 class DirStageStore:
@@ -36,6 +43,7 @@ class DirStageStore:
             return None
         try:
             meta = json.loads((d / META).read_text())
+            meta.pop(ENGINE_KEY, None)
             arrays: dict[str, np.ndarray] = {}
             if (d / ARRAYS).exists():
                 with np.load(d / ARRAYS, allow_pickle=False) as z:
@@ -45,6 +53,10 @@ class DirStageStore:
                 import torch
 
                 weights = torch.load(d / WEIGHTS, weights_only=True, map_location=map_location or "cpu")
+            try:
+                os.utime(d / META)  # last use, for cache.gc's LRU
+            except OSError:
+                pass
             return StageOutput(arrays=arrays, meta=meta, weights=weights)
         except Exception:  # noqa: BLE001 - any unreadable entry (zip, json, torch) is a miss, never served
             shutil.rmtree(d, ignore_errors=True)
@@ -66,7 +78,8 @@ class DirStageStore:
                 cpu = {n: {k: v.detach().cpu() if hasattr(v, "detach") else v for k, v in sd.items()}
                        for n, sd in out.weights.items()}
                 torch.save(cpu, tmp / WEIGHTS)
-            (tmp / META).write_text(json.dumps(out.meta, sort_keys=True))  # written last
+            meta = {**out.meta, ENGINE_KEY: engine_id()}
+            (tmp / META).write_text(json.dumps(meta, sort_keys=True))  # written last
             final.parent.mkdir(parents=True, exist_ok=True)
             try:
                 os.rename(tmp, final)

@@ -1,35 +1,100 @@
-"""Flower adapter: the same TAPPFL rounds through Flower's Ray simulation give the sequential
-reference's global extractor (same init, round plans, local steps and aggregation)."""
+"""Flower adapter (core.fl.flower): the same FedAvg rounds through Flower's Ray simulation give
+our simulator's model (same init, round plans, local steps, upload transform, aggregation), for
+TAPPFL (through its thin caller core.defenses.tappfl_flower) and for the plain objective.
+
+Flower and Ray come with the optional ``scale`` extra, which CI does not install (several
+hundred MB, and Ray starts local processes): those tests are skipped there. One Ray serves both
+simulations (the session fixture; the adapter leaves a Ray it did not start running)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-# Flower and Ray come with the optional ``scale`` extra, which CI does not install (several
-# hundred MB, and Ray starts local processes): skipped there, run where the extra is present.
-pytest.importorskip("flwr")
-pytest.importorskip("ray")
+import torch
 
 from core.config import DataSpec, FedAvgSpec, TappflConfig
 from core.data import load_dataset
-from core.defenses.tappfl import train_tappfl
-from core.defenses.tappfl_flower import run_flower_simulation
+from core.fl.fedavg import run_fedavg
+from core.fl.objectives import plain_objective
+from core.fl.types import FedAvgState
+from core.nn import init_module_
+
+N_DEV, ROUNDS = 4, 2
+
+
+@pytest.fixture
+def ray_once(ray_session):
+    """The session's Ray (tests/conftest.py), started once; the adapter leaves it running."""
+    pytest.importorskip("flwr")
+    return ray_session
+
+
+def plain_setup(seed: int = 0):
+    """A tiny 3-class problem on 4 devices of unequal size, and a seeded MLP classifier."""
+    g = torch.Generator().manual_seed(seed)
+    n, d = 90, 5
+    x = torch.randn(n, d, generator=g)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()
+    parts = np.split(np.random.default_rng(seed).permutation(n), [15, 40, 70])
+    obj = plain_objective(d, 3, hidden=8)
+    init_module_(obj.shared, torch.Generator().manual_seed(seed))
+    return obj, FedAvgState(shared=obj.shared, private={}, partition=parts), {"x": x, "y": y}
+
+
+FL = {"rounds": ROUNDS, "fraction_fit": 1.0, "local_epochs": 2, "batch_size": 8, "lr": 0.2, "seed": 3}
+
+
+def halve(deltas, *, generator):  # an upload transform (deterministic, so both paths agree)
+    return {n: 0.5 * v for n, v in deltas.items()}
+
+
+def test_plain_objective_vectorised_equals_sequential():
+    obj_v, st_v, data = plain_setup()
+    obj_s, st_s, _ = plain_setup()
+    run_fedavg(obj_v, st_v, data, vectorised=True, **FL)
+    run_fedavg(obj_s, st_s, data, vectorised=False, **FL)
+    for (n, a), (_, b) in zip(st_v.shared.named_parameters(), st_s.shared.named_parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5, msg=n)
+    assert st_v.curves["train_ce"] == pytest.approx(st_s.curves["train_ce"], abs=1e-5)
+    assert st_v.curves["train_ce"][-1] < st_v.curves["train_ce"][0]  # it learns
+    assert st_v.curves["device_updates"] == [4.0, 4.0]
 
 
 @pytest.mark.slow
-def test_flower_matches_sequential_reference():
+def test_flower_plain_objective_equals_simulator(ray_once):
+    from core.fl.flower import ObjectiveRecipe, run_flower_fedavg
+
+    obj, ref, data = plain_setup()
+    run_fedavg(obj, ref, data, upload_transform=halve, **FL)
+    _, st, _ = plain_setup()
+    recipe = ObjectiveRecipe("core.fl.objectives:plain_objective", {"in_dim": 5, "n_classes": 3, "hidden": 8})
+    run = run_flower_fedavg(recipe, st, data, upload_transform=halve, **FL)
+    assert run.state is st and st.round == ROUNDS and st.curves["device_updates"] == [4.0, 4.0]
+    assert list(st.rounds_trained) == [2, 2, 2, 2] and run.backend == "ray"
+    import ray
+
+    assert ray.is_initialized()  # the fixture's Ray outlives the simulation, for the next one
+    for (n, a), (_, b) in zip(st.shared.named_parameters(), ref.shared.named_parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5, msg=n)
+    assert st.curves["train_acc"] == pytest.approx(ref.curves["train_acc"], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_flower_tappfl_equals_simulator(ray_once):
+    from core.defenses.tappfl import train_tappfl
+    from core.defenses.tappfl_flower import run_flower_simulation
+
     spec = DataSpec(name="synthetic", n_samples=300)
     ds = load_dataset(spec, seed=0)
     cfg = TappflConfig(
         data=spec, tradeoff_lambda=0.5, pretrain_epochs=1, representation_dim=8, hidden_dim=16,
         critic_hidden=16, adversary_steps=2, adversary_lr_scale=2.0,
-        fl=FedAvgSpec(num_devices=3, fraction_fit=1.0, rounds=1, local_epochs=1, batch_size=16, lr=0.1),
+        fl=FedAvgSpec(num_devices=N_DEV, fraction_fit=0.75, rounds=1, local_epochs=1, batch_size=16, lr=0.1),
     )
-    # two rounds, not one: round 2's extractor update depends on the Ψ_k, Ω_k each device
-    # trained in round 1, so this also checks that they persist on the client side
-    res = run_flower_simulation(cfg, ds, rounds=2, num_cpus=2)
-    ref = train_tappfl(cfg.model_copy(update={"fl": cfg.fl.model_copy(update={"rounds": 2})}), ds,
+    # two rounds: round 2's extractor update depends on the Ψ_k, Ω_k each device trained in
+    # round 1, so this also checks that they persist on the client side
+    res = run_flower_simulation(cfg, ds, rounds=ROUNDS, num_cpus=2)
+    ref = train_tappfl(cfg.model_copy(update={"fl": cfg.fl.model_copy(update={"rounds": ROUNDS})}), ds,
                        vectorised=False, num_threads=1)
     assert res["device_updates"] == 6 and res["curves"]["device_updates"] == [3.0, 3.0]
     assert res["backend"] == "ray" and res["device_updates_per_s"] > 0
@@ -37,4 +102,18 @@ def test_flower_matches_sequential_reference():
     assert sorted(res["extractor"]) == sorted(names)
     for n, p in ref.extractor.named_parameters():
         np.testing.assert_allclose(res["extractor"][n], p.detach().numpy(), rtol=0, atol=1e-5, err_msg=n)
+    for name, params in ref.fed.private.items():  # every device's Ψ_k, Ω_k, sampled or not
+        for n, v in params.items():
+            np.testing.assert_allclose(res["private"][name][n], v.numpy(), rtol=0, atol=1e-5, err_msg=f"{name}.{n}")
     np.testing.assert_allclose(res["curves"]["adversary_ce"], ref.curves["adversary_ce"], atol=1e-5)
+
+
+def test_recipe_errors_are_one_line():
+    from core.fl.flower import ObjectiveRecipe
+
+    with pytest.raises(ValueError, match="factory: got 'core.fl.objectives.plain_objective'"):
+        ObjectiveRecipe("core.fl.objectives.plain_objective")
+    with pytest.raises(ValueError, match="kwargs: not JSON-able"):
+        ObjectiveRecipe("core.fl.objectives:plain_objective", {"in_dim": object()})
+    r = ObjectiveRecipe("core.fl.objectives:plain_objective", {"in_dim": 5, "n_classes": 3})
+    assert ObjectiveRecipe.from_json(r.to_json()) == r and r.build().shared.net[0].in_features == 5

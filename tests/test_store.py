@@ -213,7 +213,8 @@ def test_ambiguous_prefix(tmp_path):
     # a second row sharing the first 6 hex chars of k (differs at the 7th)
     row = store.index.conn().execute("SELECT * FROM runs WHERE key = ?", (k,)).fetchone()
     twin = k[:6] + ("0" if k[6] != "0" else "1") + k[7:]
-    store.index.conn().execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)", (twin, *tuple(row)[1:]))
+    marks = ",".join("?" * len(row))
+    store.index.conn().execute(f"INSERT INTO runs VALUES ({marks})", (twin, *tuple(row)[1:]))
     with pytest.raises(ValueError, match=f"prefix '{k[:6]}' is ambiguous"):
         store.get(k[:6])
     assert store.get(k[:7]).key == k and store.get(k).key == k
