@@ -1,5 +1,5 @@
 # privlab: two commands (README). Installs are idempotent: a stamp file named after the hash of
-# pyproject.toml records that the current dependencies are installed, so `make run` / `make test`
+# pyproject.toml and this Makefile records that the current dependencies are installed, so `make run` / `make test`
 # skip pip when nothing changed.
 
 PYTHON ?= python3
@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 DEFAULT_DATA_DIR := $(if $(wildcard ../shared/data/adult/adult.data),$(abspath ../shared/data),)
 run: export PRIVLAB_DATA_DIR ?= $(DEFAULT_DATA_DIR)
 
-HASH       := $(shell sha256sum pyproject.toml | cut -c1-16)
+HASH       := $(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 STAMP      := $(VENV)/.installed-base-$(HASH)
 STAMP_DEV  := $(VENV)/.installed-dev-$(HASH)
 
@@ -39,8 +39,8 @@ $(STAMP): | $(PY)
 	@touch $@
 
 $(STAMP_DEV): | $(PY)
-	@echo "installing privlab[dev] into $(VENV) (pyproject.toml changed or first run)"
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@echo "installing privlab[dev,scale] into $(VENV) (pyproject.toml changed or first run)"
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,scale]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP) $@
 

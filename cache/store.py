@@ -62,6 +62,10 @@ def _now_iso() -> str:
 class ResultStore:
     """Get-or-run cache of experiment Results; safe across threads and processes."""
 
+    #: a hit rewrites the run's ``last_used`` only if the recorded one is older than this
+    #: (seconds): a dashboard rerun hitting the same run many times a second writes once
+    touch_every_s: float = 1.0
+
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = resolve_root(root)
         self.runs_dir = self.root / "runs"
@@ -115,14 +119,21 @@ class ResultStore:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def _read(self, key: str) -> Result | None:
-        """The verified entry, None if there is none; CorruptEntry if one is there but bad."""
-        sums = self.index.checksums(key)
-        if sums is None:
+    def _read(self, key: str, *, touch: bool = False) -> Result | None:
+        """The verified entry, None if there is none; CorruptEntry if one is there but bad.
+        ``touch``: a hit records its time as the run's ``last_used`` (LRU for cache.gc), at most
+        once per :attr:`touch_every_s` per run."""
+        row = self.index.lookup(key)
+        if row is None:
             if self.entry_dir(key).exists():
                 raise CorruptEntry(f"{key[:12]}: files without an index row")
             return None
-        return read_verified(self.entry_dir(key), key=key, sha_result=sums[0], sha_artifacts=sums[1])
+        result = read_verified(self.entry_dir(key), key=key, sha_result=row[0], sha_artifacts=row[1])
+        if touch:
+            now = time.time()
+            if row[2] is None or now - row[2] >= self.touch_every_s:
+                self.index.touch(key, now)
+        return result
 
     def _discard(self, key: str) -> None:
         """Delete row, then files (caller holds the key lock); a crash in between leaves an
@@ -130,25 +141,26 @@ class ResultStore:
         self.index.delete(key)
         remove_dir(self.entry_dir(key), self.tmp_dir)
 
-    def _read_or_repair(self, key: str, *, wait: bool) -> Result | None:
+    def _read_or_repair(self, key: str, *, wait: bool, touch: bool = False) -> Result | None:
         """Read ``key``; a corrupt entry is removed under the lock (waiting for it only if
         ``wait``; otherwise a busy lock means someone is writing it right now) -> None."""
         try:
-            return self._read(key)
+            return self._read(key, touch=touch)
         except CorruptEntry:
             pass
         with key_lock(self._lock_path(key), blocking=wait) as locked:
             if not locked:
                 return None
             try:
-                return self._read(key)
+                return self._read(key, touch=touch)
             except CorruptEntry:
                 self._discard(key)
                 return None
 
     def peek(self, config: Any) -> Result | None:
         """The cached Result for ``config`` without running anything (ConfigError if invalid)."""
-        return self._read_or_repair(cache_key(parse_config(config)), wait=False)
+        hit = self._read_or_repair(cache_key(parse_config(config)), wait=False, touch=True)
+        return hit if hit is None or self._points_stored(hit) else None
 
     def get(self, key: str) -> Result | None:
         """The stored Result for a key or a unique key prefix (>= 6 hex chars); None if absent.
@@ -158,7 +170,7 @@ class ResultStore:
         full = self.index.resolve(key)
         if full is None:
             return None
-        return self._read_or_repair(full, wait=False)
+        return self._read_or_repair(full, wait=False, touch=True)
 
     # -- get or run -------------------------------------------------------------------------
 
@@ -181,28 +193,28 @@ class ResultStore:
         cfg = parse_config(config)
         key = cache_key(cfg)
         try:
-            hit = self._read(key)  # lock-free fast path: writes are atomic, checksums guard
+            hit = self._read(key, touch=True)  # lock-free fast path: atomic writes, checksums guard
         except CorruptEntry:
             hit = None
-        if hit is not None:
+        if hit is not None and self._points_stored(hit):
             return hit
 
         if cancel is None and isinstance(progress, Progress):
             cancel = progress.cancel
         with key_lock(self._lock_path(key), cancel=cancel):
             try:
-                hit = self._read(key)
+                hit = self._read(key, touch=True)
             except CorruptEntry:
                 self._discard(key)
                 hit = None
-            if hit is not None:
+            if hit is not None and self._points_stored(hit):
                 return hit
             self._clear_tmp(key)
             t0 = time.perf_counter()
             if runner is None:
                 from core.experiments import run
 
-                result = run(cfg, progress=progress, cancel=cancel, stages=self.stages)
+                result = run(cfg, progress=progress, cancel=cancel, stages=self.stages, points=self)
             else:
                 result = runner(cfg, progress=progress, cancel=cancel)
             seconds = time.perf_counter() - t0
@@ -231,6 +243,20 @@ class ResultStore:
                 metrics=meta_metrics, sha_result=enc.sha_result, sha_artifacts=enc.sha_artifacts,
             )
         )
+
+    def _points_stored(self, result: Result) -> bool:
+        """A stored sweep is served only while every point it lists is stored: one whose points
+        were deleted (or collected) since runs again, and only those points run."""
+        if result.kind != "sweep":
+            return True
+        return all(self.index.checksums(r["key"]) is not None for r in result.info.get("rows", []))
+
+    @property
+    def point_worker(self):
+        """The function pool and Ray workers run for one sweep point (core.runs.sweep)."""
+        from cache.sweep_worker import run_point
+
+        return run_point
 
     def _clear_tmp(self, key: str) -> None:
         """Remove temp dirs a crashed writer of ``key`` left (caller holds the key lock)."""

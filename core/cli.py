@@ -4,11 +4,19 @@
 
     privlab run CONFIG [--set key=value ...] [--json] [--no-cache] [--cache-dir DIR]
                        [--progress auto|bar|lines|off]
+    privlab sweep CONFIG [--set key=value ...] [--executor serial|local|ray] [--workers N]
+                         [--csv PATH] [--json] [--cache-dir DIR] [--progress ...]
     privlab list [--kind K] [--limit N] [--json]
     privlab show KEY [--json]
     privlab delete KEY
     privlab export PATH [--format csv|json] [--kind K]
     privlab datasets [--json]
+    privlab data add NAME --csv PATH --task COL --private COL [--private COL ...] [--ignore COL ...]
+    privlab data add NAME --images DIR [--size 28] [--color gray|rgb] [--attributes CSV]
+    privlab data list [--json]
+    privlab data remove NAME
+    privlab du [--json]
+    privlab gc [--older-engines] [--max-size 2GB] [--dry-run] [--json]
 
 Data flows as everywhere else: config file -> ``core.config`` (validate) ->
 ``cache.store.ResultStore.get_or_run`` -> ``core.experiments.run``. Bad input of any kind
@@ -222,6 +230,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run the missing points of a ``kind: sweep`` config and print its table (one row per
+    point); ``--executor`` / ``--workers`` choose where points run, which changes no key."""
+    from core.config import ConfigError, load_config, parse_config
+    from core.sweeps import columns_of, rows_to_csv
+
+    _check_overrides(args.set)
+    cfg = load_config(args.config, args.set)
+    if cfg.kind != "sweep":
+        raise ConfigError([f"kind: got {cfg.kind!r}; `privlab sweep` runs kind: sweep "
+                           + "(base, grid, seeds); use `privlab run` for one run"])
+    where = {k: v for k, v in (("executor", args.executor), ("workers", args.workers)) if v is not None}
+    if where:
+        cfg = parse_config({**cfg.model_dump(mode="json"), **where})
+    bar = ProgressBar(args.progress)
+    try:
+        result = _store(args).get_or_run(cfg, progress=bar)
+    finally:
+        bar.close()
+    rows = result.info.get("rows", [])
+    cols = result.info.get("columns") or columns_of(rows)
+    if args.csv:
+        Path(args.csv).write_text(rows_to_csv(rows, cols))
+    metrics = {k: _clean(float(v)) for k, v in result.metrics.items()}
+    if args.json:
+        _json_out({"key": result.key, "kind": result.kind, "from_cache": bool(result.from_cache),
+                   "metrics": metrics, "columns": cols,
+                   "rows": [{c: _clean(r.get(c)) for c in cols} for r in rows]})
+        return EXIT_OK
+    how = "from cache" if result.from_cache else f"{cfg.executor}, {metrics['seconds']:.1f} s"
+    print(f"sweep {result.key[:12]} ({how}): {metrics['points_total']:.0f} points, "
+          f"{metrics['points_run']:.0f} run, {metrics['points_cached']:.0f} from the store")
+    shown = [c for c in cols if not c.endswith(("_lo", "_hi"))]
+    print(_table([{**r, "key": str(r.get("key", ""))[:12]} for r in rows], shown))
+    if args.csv:
+        print(f"wrote {len(rows)} rows to {args.csv}")
+    print(f"key: {result.key}")
+    return EXIT_OK
+
+
 def _record_dict(rec: Any) -> dict[str, Any]:
     from dataclasses import asdict, is_dataclass
 
@@ -322,6 +370,125 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         for r in rows
     ]
     print(_table(table, ["name", "kind", "source", "available", "task", "attributes", "description"]))
+    if not any(r["source"] == "user" for r in rows):
+        print("(add your own CSV or image folder: privlab data add NAME --csv PATH ... / --images DIR)")
+    return EXIT_OK
+
+
+def cmd_data_add(args: argparse.Namespace) -> int:
+    from core.data import user
+
+    if args.csv is not None:
+        for flag, val in (("--size", args.size), ("--color", args.color), ("--attributes", args.attributes)):
+            if val is not None:
+                raise UsageError(f"{flag}: only for --images; a CSV set takes --task, --private, --ignore")
+        if not args.task:
+            raise UsageError("--task: required with --csv (the column to predict)")
+        if not args.private:
+            raise UsageError("--private: required with --csv (one or more private attribute columns)")
+        entry = user.add_csv(args.name, args.csv, args.task, args.private, args.ignore,
+                             replace=args.replace)
+        what = (f"tabular, {entry['rows']:,} rows, task {entry['task']} "
+                f"({len(entry['classes'])} classes), private {', '.join(entry['private'])}, "
+                f"{entry['features']} feature columns")
+    else:
+        for flag, val in (("--task", args.task), ("--private", args.private), ("--ignore", args.ignore)):
+            if val:
+                raise UsageError(f"{flag}: only for --csv; an image set takes --size, --color, --attributes")
+        entry = user.add_images(args.name, args.images, size=28 if args.size is None else args.size,
+                                color=args.color or "gray", attributes=args.attributes,
+                                replace=args.replace)
+        what = (f"images, {entry['rows']:,} images {entry['size']}x{entry['size']} {entry['color']}, "
+                f"{len(entry['classes'])} classes, private {', '.join(entry['private'])}")
+    print(f"registered {entry['name']}: {what}")
+    print(f"  fingerprint {entry['fingerprint'][:12]}; use it as data: {{name: {entry['name']}}}")
+    return EXIT_OK
+
+
+def cmd_data_list(args: argparse.Namespace) -> int:
+    from core.data import user
+
+    rows = []
+    for name, e in user.entries(with_broken=True).items():
+        if "error" in e:
+            rows.append({"name": name, "status": "broken", "error": e["error"]})
+            continue
+        rows.append({
+            "name": name, "kind": e["kind"], "status": user.status(e), "rows": e["rows"],
+            "classes": len(e["classes"]), "private": list(e["private"]), "path": e["path"],
+            "fingerprint": e["fingerprint"], "registered": e.get("registered"),
+        })
+    if args.json:
+        _json_out(rows)
+        return EXIT_OK
+    if not rows:
+        print(f"no registered data sets in {user.registry_dir()} (privlab data add NAME ...)")
+        return EXIT_OK
+    table = [{**r, "private": ", ".join(r.get("private", [])),
+              "fingerprint": r.get("fingerprint", "")[:12], "path": r.get("path", r.get("error"))}
+             for r in rows]
+    print(_table(table, ["name", "kind", "status", "rows", "classes", "private", "fingerprint", "path"]))
+    if any(r["status"] == "changed" for r in rows):
+        print("changed: size or modification time differ from the registration; a run refuses "
+              "files whose contents changed until they are registered again (privlab data add "
+              "... --replace)")
+    return EXIT_OK
+
+
+def cmd_data_remove(args: argparse.Namespace) -> int:
+    from core.data import user
+
+    path = user.remove(args.name)
+    print(f"removed {args.name} ({path}; the data files are untouched)")
+    return EXIT_OK
+
+
+def cmd_du(args: argparse.Namespace) -> int:
+    from cache.gc import format_bytes, store_usage
+
+    u = store_usage(_store(args))
+    if args.json:
+        _json_out(u)
+        return EXIT_OK
+    print(f"store {u['root']}: {format_bytes(u['total_bytes'])} ({u['runs_count']} runs "
+          f"{format_bytes(u['runs_bytes'])}, {u['stage_entries']} stage entries "
+          f"{format_bytes(u['stages_bytes'])}, index {format_bytes(u['index_bytes'])}, "
+          f"other {format_bytes(u['other_bytes'])}); running engine {u['engine']}")
+
+    def rows(rs: list[dict[str, Any]], n: str) -> list[dict[str, Any]]:
+        return [{**r, "engine": r["engine"] + ("" if r["current"] else " (older)"),
+                 "size": format_bytes(r["bytes"]), n: r[n]} for r in rs]
+
+    if u["runs"]:
+        print("\nruns by kind and engine:")
+        print(_table(rows(u["runs"], "runs"), ["kind", "engine", "runs", "size"]))
+    if u["stages"]:
+        print("\nstage entries by stage and engine:")
+        print(_table(rows(u["stages"], "entries"), ["stage", "engine", "entries", "size"]))
+    return EXIT_OK
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from cache.gc import collect, format_bytes, parse_size
+
+    if not args.older_engines and args.max_size is None:
+        raise UsageError("gc: nothing to do; give --older-engines and/or --max-size SIZE "
+                         "(see `privlab du` for what the store holds)")
+    max_bytes = None if args.max_size is None else parse_size(args.max_size)
+    report = collect(_store(args), older_engines=args.older_engines, max_bytes=max_bytes,
+                     dry_run=args.dry_run)
+    if args.json:
+        _json_out(report.to_dict())
+        return EXIT_OK
+    shown = 20
+    for r in report.removed[:shown]:
+        print(f"  {r['what']:5}  {r['key'][:12]}  {r['kind']:<18} {r['engine']:<22} "
+              f"{format_bytes(r['bytes']):>9}  {r['reason']}")
+    if len(report.removed) > shown:
+        print(f"  ... and {len(report.removed) - shown} more")
+    for k in report.skipped_locked:
+        print(f"  skipped {k[:12]}: locked by another process (being computed or repaired)")
+    print(report.summary() + (" (dry run: nothing removed)" if args.dry_run else ""))
     return EXIT_OK
 
 
@@ -347,6 +514,22 @@ def build_parser() -> argparse.ArgumentParser:
                     help="progress on stderr: auto = a bar on a terminal, nothing otherwise")
     cache_dir(sp)
     sp.set_defaults(func=cmd_run)
+
+    sp = sub.add_parser("sweep", help="run a sweep config's missing points; print one row per point")
+    sp.add_argument("config", metavar="CONFIG", help="YAML or JSON config of kind sweep")
+    sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a field, e.g. --set base.fl.rounds=2 --set seeds=[0,1] "
+                         "--set 'grid={defense.tradeoff_lambda: [0, 1]}'")
+    sp.add_argument("--executor", choices=["serial", "local", "ray"], default=None,
+                    help="where points run (default: the config's); part of no cache key")
+    sp.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="local: processes (default: usable cores); ray: tasks in flight")
+    sp.add_argument("--csv", metavar="PATH", default=None, help="also write the rows as CSV")
+    sp.add_argument("--json", action="store_true", help="print {key, metrics, columns, rows} as JSON")
+    sp.add_argument("--progress", choices=["auto", "bar", "lines", "off"], default="auto",
+                    help="progress on stderr: auto = a bar on a terminal, nothing otherwise")
+    cache_dir(sp)
+    sp.set_defaults(func=cmd_sweep)
 
     sp = sub.add_parser("list", help="stored runs, newest first")
     sp.add_argument("--kind", default=None, help="only runs of this kind")
@@ -377,6 +560,48 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("datasets", help="the data sets and whether they are available")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_datasets)
+
+    sp = sub.add_parser("data", help="your own data sets: add, list, remove")
+    dsub = sp.add_subparsers(dest="data_command", required=True, metavar="ACTION")
+    a = dsub.add_parser("add", help="register a CSV table or a folder of images by name")
+    a.add_argument("name", metavar="NAME", help="lowercase a-z, 0-9, _ and -, not a built-in name")
+    src = a.add_mutually_exclusive_group(required=True)
+    src.add_argument("--csv", metavar="PATH", help="a CSV file with a header line")
+    src.add_argument("--images", metavar="DIR", help="a folder with one sub-folder of PNG/JPEG per class")
+    a.add_argument("--task", metavar="COL", help="CSV: the column to predict")
+    a.add_argument("--private", action="append", default=[], metavar="COL",
+                   help="CSV: a private attribute column (repeat for more; the first is the default)")
+    a.add_argument("--ignore", action="append", default=[], metavar="COL",
+                   help="CSV: a column to leave out of the features (e.g. an id)")
+    a.add_argument("--size", type=int, default=None, metavar="N",
+                   help="images: resize to N x N (default 28)")
+    a.add_argument("--color", choices=["gray", "rgb"], default=None, help="images: default gray")
+    a.add_argument("--attributes", metavar="CSV", default=None,
+                   help="images: CSV with a 'file' column and one column per private attribute "
+                        "(default: derived 'bright', mean intensity above the median)")
+    a.add_argument("--replace", action="store_true", help="replace a registration of this name")
+    a.set_defaults(func=cmd_data_add)
+    a = dsub.add_parser("list", help="registered data sets and whether their files changed")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=cmd_data_list)
+    a = dsub.add_parser("remove", help="forget a registration (the files stay)")
+    a.add_argument("name", metavar="NAME")
+    a.set_defaults(func=cmd_data_remove)
+
+    sp = sub.add_parser("du", help="store size by kind, stage and engine fingerprint")
+    sp.add_argument("--json", action="store_true")
+    cache_dir(sp)
+    sp.set_defaults(func=cmd_du)
+
+    sp = sub.add_parser("gc", help="remove runs of older engines and/or least recently used runs beyond a size")
+    sp.add_argument("--older-engines", action="store_true",
+                    help="remove runs and stage entries computed by another engine version or source")
+    sp.add_argument("--max-size", metavar="SIZE", default=None,
+                    help="then remove the least recently used until the store is at most SIZE (500MB, 2GB)")
+    sp.add_argument("--dry-run", action="store_true", help="report what would be removed; remove nothing")
+    sp.add_argument("--json", action="store_true")
+    cache_dir(sp)
+    sp.set_defaults(func=cmd_gc)
     return p
 
 

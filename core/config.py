@@ -15,16 +15,18 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from annotated_types import Ge, Gt, Le, Lt
+from annotated_types import Ge, Gt, Le, Len, Lt
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-# Names of every data set the registry knows (core.data.registry must agree; a test checks).
+# Names of the built-in data sets (core.data.registry.DATASETS must agree; a test checks).
+# ``DataSpec.name`` also takes a set registered with `privlab data add` (core.data.user).
 DatasetName = Literal[
     "digits", "mnist5k", "faces", "synthetic", "adult", "mnist", "fashion_mnist", "cifar10", "celeba"
 ]
+DATASETS_BUILTIN = frozenset(DatasetName.__args__)
 Split = Literal["train", "test", "aux", "all"]
 
 
@@ -41,7 +43,10 @@ class DataSpec(_Model):
     owner's data), *test* (utility and attack scoring) and *aux* (the attacker's auxiliary data).
     """
 
-    name: DatasetName = "synthetic"
+    name: str = Field(
+        "synthetic", description="a built-in data set (DatasetName) or one registered with "
+        "`privlab data add`"
+    )
     private_attribute: str | None = Field(
         None, description="private attribute to protect and attack; None = the data set's default"
     )
@@ -58,6 +63,29 @@ class DataSpec(_Model):
     dependence: Annotated[float, Ge(0.0), Le(1.0)] = Field(
         0.6, description="synthetic: how strongly the task label depends on the private attribute"
     )
+    # registered sets only
+    fingerprint: str | None = Field(
+        None, description="registered data sets: the registration's sha256 of the files and "
+        "options, filled in at validation so that the cache key changes with the files; "
+        "None for built-in sets"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_fingerprint(cls, data: Any) -> Any:
+        """A registered set's fingerprint is copied from its registration (core.data.user)."""
+        if isinstance(data, dict) and data.get("fingerprint") is None:
+            name = data.get("name")
+            if isinstance(name, str) and name not in DATASETS_BUILTIN:
+                from core.data.user import get_entry
+
+                try:
+                    entry = get_entry(name)
+                except ValueError:  # a broken registration: reported by the after-validator
+                    entry = None
+                if entry is not None:
+                    data = {**data, "fingerprint": entry["fingerprint"]}
+        return data
 
     @model_validator(mode="after")
     def _check_attribute(self) -> DataSpec:
@@ -66,10 +94,23 @@ class DataSpec(_Model):
                 f"test_fraction + aux_fraction: got {self.test_fraction + self.aux_fraction:g}; "
                 "allowed range <= 0.8 (the rest is the training split)"
             )
-        if self.private_attribute is not None:
-            from core.data.registry import dataset_attributes
+        from core.data.registry import get_info
 
-            allowed = dataset_attributes(self.name)
+        if self.name in DATASETS_BUILTIN:
+            if self.fingerprint is not None:
+                raise ValueError(f"fingerprint: got {self.fingerprint!r}; only registered data "
+                                 f"sets have one ({self.name!r} is built in): leave it out")
+        else:
+            from core.data.user import current_fingerprint
+
+            try:
+                get_info(self.name)
+                current_fingerprint(self.name, self.fingerprint)
+            except ValueError as exc:  # DataError too: one line naming the field
+                msg = str(exc)
+                raise ValueError(msg[5:] if msg.startswith("data.") else f"name: {msg}") from None
+        if self.private_attribute is not None:
+            allowed = get_info(self.name).attributes
             if self.private_attribute not in allowed:
                 raise ValueError(
                     f"private_attribute: got {self.private_attribute!r}; allowed for "
@@ -250,13 +291,70 @@ TappflConfig = AttributePrivacyConfig
 
 
 # ---------------------------------------------------------------------------------------------
+# sweep (a grid over another kind's config)
+
+#: at most this many points (grid × seeds) in one sweep
+MAX_SWEEP_POINTS = 10_000
+Seed = Annotated[int, Ge(0), Le(2**31 - 1)]
+
+
+class SweepConfig(_Model):
+    """A sweep (DESIGN: Architecture / Sweeps): the cartesian product of ``grid`` (dotted field
+    path of ``base`` -> values) × ``seeds``, one stored run per point (:mod:`core.sweeps`,
+    :mod:`core.runs.sweep`); only points missing from the store run.
+
+    ``executor``, ``workers`` and ``ray_address`` say where points run, not what they compute:
+    they are in no cache key (:data:`not_keyed`, honoured by :func:`canonical_json`)."""
+
+    #: fields left out of the canonical JSON, hence of the cache key
+    not_keyed: ClassVar[frozenset[str]] = frozenset({"executor", "workers", "ray_address"})
+
+    kind: Literal["sweep"] = "sweep"
+    base: dict[str, Any] = Field(description="a config mapping of any other kind (validated)")
+    grid: dict[str, Annotated[list[Any], Len(1, MAX_SWEEP_POINTS)]] = Field(
+        default_factory=dict, description="dotted field path of base -> the values it takes")
+    seeds: Annotated[list[Seed], Len(1, 1000)] = Field(
+        description="one point per seed and grid combination; default: the base's seed")
+    executor: Literal["serial", "local", "ray"] = "serial"
+    workers: Annotated[int, Ge(1), Le(1024)] | None = Field(
+        None, description="local: processes (default: the usable cores); ray: tasks in flight")
+    ray_address: str | None = Field(None, description="Ray cluster; default $RAY_ADDRESS, else a local Ray")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise_base(cls, data: Any) -> Any:
+        """The base validated and with its defaults filled in (so equivalent sweeps share a
+        key); ``seeds`` defaults to the base's seed."""
+        if isinstance(data, dict) and isinstance(data.get("base"), dict | BaseModel):
+            from core.sweeps import normalise_base
+
+            data = {**data, "base": normalise_base(data["base"])}
+            if data.get("seeds") is None:
+                data["seeds"] = [data["base"].get("seed", 0)]
+        return data
+
+    @model_validator(mode="after")
+    def _check_points(self) -> SweepConfig:
+        from core.sweeps import expand
+
+        expand(self)  # every point must validate (ConfigError lines name grid.<path>)
+        return self
+
+    @property
+    def seed(self) -> int:
+        """The first seed (what :func:`core.experiments.run` seeds and records)."""
+        return self.seeds[0]
+
+
+# ---------------------------------------------------------------------------------------------
 # the union
 
-Config = Annotated[ProjectionConfig | AttributePrivacyConfig, Field(discriminator="kind")]
+Config = Annotated[ProjectionConfig | AttributePrivacyConfig | SweepConfig, Field(discriminator="kind")]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Config)
-CONFIG_MODELS: dict[str, type[_Experiment]] = {
+CONFIG_MODELS: dict[str, type[_Model]] = {
     "projection": ProjectionConfig,
     "attribute_privacy": AttributePrivacyConfig,
+    "sweep": SweepConfig,
 }
 
 
@@ -266,6 +364,9 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("; ".join(problems) if len(problems) == 1 else "\n".join(problems))
+
+    def __reduce__(self):  # a pool worker's ConfigError reaches the parent with its problems
+        return (type(self), (self.problems,))
 
 
 def _union_models(ann: Any) -> list[type[BaseModel]]:
@@ -429,14 +530,18 @@ def apply_overrides(obj: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         if "=" not in item:
             raise ConfigError([f"--set: got {item!r}; expected key=value, e.g. tradeoff_lambda=0.5"])
         key, raw = item.split("=", 1)
-        key = key.strip()
-        if key.endswith(".kind") and key != "kind":
-            # switching a tagged block's kind starts a fresh block: the old kind's parameters
-            # (λ of a tappfl block) do not belong to the new one
-            set_path(out, key[: -len(".kind")], {"kind": yaml.safe_load(raw)})
-            continue
-        set_path(out, key, yaml.safe_load(raw))
+        apply_override(out, key.strip(), yaml.safe_load(raw))
     return out
+
+
+def apply_override(obj: dict[str, Any], key: str, value: Any) -> None:
+    """Set the dotted ``key`` to ``value`` in place (one ``--set`` item, one sweep grid knob)."""
+    if key.endswith(".kind") and key != "kind":
+        # switching a tagged block's kind starts a fresh block: the old kind's parameters
+        # (λ of a tappfl block) do not belong to the new one
+        set_path(obj, key[: -len(".kind")], {"kind": value})
+        return
+    set_path(obj, key, value)
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> Any:
@@ -456,8 +561,10 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Any:
 
 
 def canonical_json(config: BaseModel) -> str:
-    """Sorted-key, compact JSON of the validated config with every default filled in."""
-    return json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """Sorted-key, compact JSON of the validated config with every default filled in, less
+    the fields its model declares ``not_keyed`` (a sweep's executor: where, not what)."""
+    dumped = config.model_dump(mode="json", exclude=set(getattr(config, "not_keyed", ())) or None)
+    return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
 
 def cache_key(config: BaseModel) -> str:

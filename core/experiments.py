@@ -4,7 +4,8 @@ Runners are registered by ``kind`` (:data:`RUNNERS`, a :class:`core.registry.Reg
 ``"module:function"`` paths) and imported lazily (so importing the engine stays cheap and the
 dashboard starts fast). Each runner lives in ``core/runs/<kind>.py`` and has the signature
 ``runner(config, progress: Progress, stages: Stages) -> Result``; ``stages`` is the stage
-cache (:mod:`core.stages`), which the result store hands in.
+cache (:mod:`core.stages`), which the result store hands in. The ``sweep`` runner also takes
+``points``, the store its points go through (:class:`core.sweeps.PointStore`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from core.progress import CancelToken, Progress, ProgressCallback, as_progress
 from core.registry import Registry, load_object
 from core.result import Result
 from core.stages import Stages, StageStore
+from core.sweeps import PointStore
 from core.threads import compute_threads, thread_limits
 
 __all__ = ["RUNNERS", "Runner", "compute_threads", "get_runner", "run", "thread_limits"]
@@ -28,6 +30,9 @@ Runner = Callable[[Any, Progress], Result]
 RUNNERS: Registry[str] = Registry("kind")
 RUNNERS.register("projection", "core.runs.projection:run_projection")
 RUNNERS.register("attribute_privacy", "core.runs.attribute_privacy:run_attribute_privacy")
+RUNNERS.register("sweep", "core.runs.sweep:run_sweep")
+#: kinds whose runner takes ``points`` (the store each point goes through)
+TAKES_POINTS = frozenset({"sweep"})
 
 
 def get_runner(kind: str) -> Runner:
@@ -42,12 +47,15 @@ def run(
     cancel: CancelToken | None = None,
     *,
     stages: StageStore | None = None,
+    points: PointStore | None = None,
 ) -> Result:
     """Validate ``config`` (a model or a mapping), seed everything, run its kind's runner.
 
     ``stages``: where trained models, releases and attack outputs are cached between runs
     (``cache.store.ResultStore.stages`` on disk, :class:`core.stages.MemoryStageStore` in a
-    notebook; None = no stage cache). Raises :class:`core.config.ConfigError` on bad input and :class:`core.progress.Cancelled`
+    notebook; None = no stage cache). ``points``: the result store a sweep's points go through
+    (``cache.store.ResultStore`` hands itself in; None = points kept in memory, serial only).
+    Raises :class:`core.config.ConfigError` on bad input and :class:`core.progress.Cancelled`
     when ``cancel`` is set mid-run; a cancelled run returns nothing and stores nothing.
     """
     notes: list[str] = []
@@ -57,7 +65,8 @@ def run(
     t0 = time.perf_counter()
     prog.update(0.0, f"starting {cfg.kind}")
     with thread_limits():  # the run's one thread budget (core.threads); nothing below sets threads
-        result = get_runner(cfg.kind)(cfg, prog, Stages(stages))
+        extra = {"points": points} if cfg.kind in TAKES_POINTS else {}
+        result = get_runner(cfg.kind)(cfg, prog, Stages(stages), **extra)
     if notes:
         result.info.setdefault("config_migrated", notes)
     result.timings.setdefault("total_s", time.perf_counter() - t0)

@@ -319,8 +319,8 @@ for _spec in (
 
 # -- timings
 for _spec in (
-    _S("seconds", "wall-clock time of the step (projection; per round in curves)", "seconds",
-       "neither", None, "timing"),
+    _S("seconds", "wall-clock time of the step (projection, sweep; per round in curves)",
+       "seconds", "neither", None, "timing"),
     _S("seconds_train", "wall-clock time of training", "seconds", "neither", None, "timing"),
     _S("seconds_eval", "wall-clock time of the evaluation (heads, attacks, bounds)", "seconds",
        "neither", None, "timing"),
@@ -350,6 +350,15 @@ for _spec in (
 ):
     register(_spec)
 
+# -- sweeps (core/runs/sweep.py); each point's own metrics are in its row and its stored run
+for _spec in (
+    _S("points_total", "points of the sweep (grid × seeds)", "count", "neither", None, "sweep"),
+    _S("points_run", "points the sweep computed (missing from the store)", "count", "neither",
+       None, "sweep"),
+    _S("points_cached", "points the sweep found in the store", "count", "neither", None, "sweep"),
+):
+    register(_spec)
+
 del _S, _spec
 
 # -- headlines per kind
@@ -368,4 +377,6 @@ HEADLINES: dict[str, Headline] = {
     "tappfl": _ATTRIBUTE,  # the kind's former name
     # a projection has no attack; trustworthiness is its quality
     "projection": Headline(utility="trustworthiness", attack=None, budget=None),
+    # a sweep's headlines are its points' (its rows carry the base kind's)
+    "sweep": Headline(utility=None, attack=None, budget=None),
 }

@@ -22,3 +22,16 @@ def _private_cache_dir(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIVLAB_CACHE_DIR", str(tmp_path_factory.mktemp("privlab-cache")))
         yield
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """Ray started once for the whole session (2 CPUs, no dashboard) and shut down at its end;
+    skips the test where Ray is not installed."""
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    if started:
+        ray.shutdown()

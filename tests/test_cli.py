@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.cli import main
-from core.config import load_config
+from core.config import CONFIG_MODELS, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -39,7 +39,7 @@ def stored_runs(cache: Path) -> list[Path]:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_examples_validate(path):
-    assert load_config(path).kind in {"projection", "attribute_privacy"}
+    assert load_config(path).kind in CONFIG_MODELS
 
 
 def test_run_cache_list_show_export(tmp_path):
