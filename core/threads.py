@@ -2,7 +2,7 @@
 
 :func:`core.experiments.run` wraps every runner in :func:`thread_limits`; engine code below it
 (FedAvg, TAPPFL, attacks, projections) sets no thread counts of its own. The only other user is
-the Flower client (:mod:`core.defenses.tappfl_flower`), which runs in a Ray worker process outside
+the Flower client (:mod:`core.fl.flower`), which runs in a Ray worker process outside
 ``run``.
 """
 

@@ -11,8 +11,18 @@ page URL runs that page alone (no st.navigation, no sidebar, no wide layout).
 from __future__ import annotations
 
 import streamlit as st
+from streamlit import config as st_config
 
 from dashboard.sidebar import render_sidebar
+
+# Streamlit runs a full gc.collect(2) after every script run. With torch, scikit-learn and
+# plotly in the process that is ~0.15 s of CPU, holding the GIL, per page view and per widget
+# change: more than drawing the page, and every other session waits for it. Python's own
+# generational collector still runs. A value set in .streamlit/config.toml or on the command
+# line (--runner.postScriptGC true) is kept.
+if not st_config.is_manually_set("runner.postScriptGC") and st_config.get_option(
+        "runner.postScriptGC"):
+    st_config.set_option("runner.postScriptGC", False, "dashboard/app.py")
 
 st.set_page_config(page_title="privlab", page_icon=":material/shield_lock:", layout="wide")
 
@@ -26,5 +36,7 @@ PAGES = [
 ]
 
 nav = st.navigation(PAGES)
+# numbers this session's full runs (dashboard.widgets tells the page's own runs from others)
+st.session_state["_privlab_run"] = st.session_state.get("_privlab_run", 0) + 1
 render_sidebar()
 nav.run()

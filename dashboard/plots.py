@@ -1,20 +1,29 @@
 """Plotly figures for the dashboard. Pure presentation: inputs are arrays from a Result or the
-values of a closed-form bound; nothing here trains or estimates anything."""
+values of a closed-form bound; nothing here trains or estimates anything.
+
+Figures carry no template of their own: ``st.plotly_chart`` themes them like the rest of the
+app (an explicit template is copied into every figure: ~15 ms of Python each and twice the
+JSON sent to the browser). Pages get them through
+:func:`dashboard.components._figures.figure`, which builds each one once per distinct input.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-import plotly.express as px
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
-PALETTE = px.colors.qualitative.Plotly + px.colors.qualitative.D3
+PALETTE = qualitative.Plotly + qualitative.D3
 _MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
+#: scatter plots up to this many points draw as SVG; more as WebGL. A WebGL context costs a
+#: browser ~0.1-0.3 s to create (more without a GPU), SVG markers ~0.05 ms each.
+SVG_MAX_POINTS = 2500
 
 
 def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin=_MARGIN, template="plotly_white",
+    fig.update_layout(title=title, height=height, margin=_MARGIN,
                       legend={"itemsizing": "constant"})
     return fig
 
@@ -29,14 +38,16 @@ def scatter_figure(
     height: int = 480,
     marker_size: int = 5,
 ) -> go.Figure:
-    """2-D scatter (WebGL) of an (m, 2) embedding, one trace per category of ``codes``."""
+    """2-D scatter of an (m, 2) embedding, one trace per category of ``codes`` (SVG up to
+    :data:`SVG_MAX_POINTS` points, WebGL beyond)."""
     emb = np.asarray(embedding, dtype=float)
     codes = np.asarray(codes).astype(int)
+    trace = go.Scatter if len(emb) <= SVG_MAX_POINTS else go.Scattergl
     fig = go.Figure()
     for c in np.unique(codes):
         sel = codes == c
         name = names[c] if 0 <= c < len(names) else str(c)
-        fig.add_trace(go.Scattergl(
+        fig.add_trace(trace(
             x=emb[sel, 0], y=emb[sel, 1], mode="markers", name=f"{name} ({int(sel.sum())})",
             marker={"size": marker_size, "opacity": 0.75, "color": PALETTE[int(c) % len(PALETTE)]},
             hovertemplate=f"{legend_title or 'value'}: {name}<extra></extra>",
@@ -65,32 +76,66 @@ def counts_bar_figure(
     return _layout(fig, title, height)
 
 
+def balance_figure(
+    charts: Sequence[tuple[str, np.ndarray, Sequence[str]]], *, height: int = 280
+) -> go.Figure:
+    """Side-by-side bar charts of how often each value occurs, one per ``(title, codes,
+    names)`` (the task label, each private attribute), in one figure."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=len(charts), subplot_titles=[t for t, _, _ in charts],
+                        horizontal_spacing=0.05)
+    for j, (_, codes, names) in enumerate(charts, start=1):
+        codes = np.asarray(codes).astype(int)
+        counts = np.bincount(codes, minlength=len(names))[: len(names)]
+        share = counts / max(int(counts.sum()), 1)
+        fig.add_trace(go.Bar(
+            x=[str(n) for n in names], y=counts, showlegend=False,
+            text=[f"{s:.0%}" for s in share] if len(names) <= 6 else None,
+            textposition="auto", marker_color=PALETTE[0], customdata=share,
+            hovertemplate="%{x}: %{y} rows (%{customdata:.1%})<extra></extra>",
+        ), row=1, col=j)
+        fig.update_xaxes(type="category", row=1, col=j)
+    fig.update_yaxes(title="rows", row=1, col=1)
+    fig.update_annotations(font={"size": 13})
+    return _layout(fig, None, height)
+
+
 def image_grid_figure(
     images: np.ndarray, titles: Sequence[str], *, cols: int = 8, tile_px: int = 90
 ) -> go.Figure:
-    """Grid of sample images, (n, C, H, W) in [0, 1]; one title per image."""
+    """Grid of sample images, (n, C, H, W) in [0, 1]; one title per image.
+
+    One montage trace (a grey heatmap, or an RGB image) with the titles as annotations: one
+    subplot for the browser to lay out, not one per image."""
     imgs = np.asarray(images, dtype=float)
-    n = imgs.shape[0]
-    if imgs.shape[1] == 1:
-        arr = imgs[:, 0]
-        fig = px.imshow(arr, facet_col=0, facet_col_wrap=cols, zmin=0.0, zmax=1.0,
-                        color_continuous_scale="gray", facet_col_spacing=0.01,
-                        facet_row_spacing=0.06)
-        fig.update_layout(coloraxis_showscale=False)
-    else:
-        arr = (np.clip(np.transpose(imgs, (0, 2, 3, 1)), 0, 1) * 255).astype(np.uint8)
-        fig = px.imshow(arr, facet_col=0, facet_col_wrap=cols, facet_col_spacing=0.01,
-                        facet_row_spacing=0.06)
-    # px numbers facets "facet_col=0"...; replace by the given titles, in facet order
-    for ann in fig.layout.annotations:
-        idx = int(str(ann.text).split("=")[-1])
-        ann.text = titles[idx] if idx < len(titles) else ""
-        ann.font = {"size": 11}
-    fig.update_xaxes(showticklabels=False, showgrid=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False)
+    n, c, h, w = imgs.shape
+    cols = max(1, min(cols, n))
     rows = int(np.ceil(n / cols))
-    fig.update_layout(height=rows * tile_px + 40, margin={"l": 0, "r": 0, "t": 20, "b": 0},
-                      template="plotly_white")
+    gap_x, gap_top = max(1, w // 8), max(2, round(h * 0.3))  # room for each title
+    cell_w, cell_h = w + gap_x, h + gap_top
+    height, width = rows * cell_h, cols * cell_w - gap_x
+    grey = c == 1
+    canvas = np.full((height, width) if grey else (height, width, 3), np.nan if grey else 1.0)
+    for i in range(n):
+        r, q = divmod(i, cols)
+        tile = imgs[i, 0] if grey else np.transpose(imgs[i, :3], (1, 2, 0))
+        canvas[r * cell_h + gap_top: (r + 1) * cell_h, q * cell_w: q * cell_w + w] = np.clip(tile, 0, 1)
+    if grey:
+        trace = go.Heatmap(z=canvas, zmin=0.0, zmax=1.0, colorscale="gray", showscale=False,
+                           hoverinfo="skip")
+    else:
+        trace = go.Image(z=np.round(canvas * 255).astype(np.uint8), hoverinfo="skip")
+    fig = go.Figure(trace)
+    fig.update_layout(annotations=[
+        {"x": (i % cols) * cell_w + (w - 1) / 2, "y": (i // cols) * cell_h + gap_top - 0.5,
+         "text": str(titles[i]) if i < len(titles) else "", "showarrow": False,
+         "yanchor": "bottom", "font": {"size": 11}}
+        for i in range(n)])
+    fig.update_xaxes(visible=False, range=[-0.5, width - 0.5], constrain="domain")
+    fig.update_yaxes(visible=False, range=[height - 0.5, -0.5], scaleanchor="x",
+                     constrain="domain")
+    fig.update_layout(height=rows * tile_px + 40, margin={"l": 0, "r": 0, "t": 20, "b": 0})
     return fig
 
 

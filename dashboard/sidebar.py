@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from typing import Any
 
 import streamlit as st
@@ -17,8 +19,18 @@ def dataset_rows() -> list[dict[str, Any]]:
 
 
 def missing_reason(name: str) -> str:
-    """Where a real data set's files are expected (from the data layer's directory rules)."""
+    """Where a real data set's files are expected (from the data layer's directory rules);
+    for a registered set, where its files were."""
     from core.data.files import ENV_DATA_DIR, data_root_candidates
+    from core.data.user import get_entry
+
+    try:
+        entry = get_entry(name)
+    except ValueError as exc:  # a broken registration
+        return str(exc)
+    if entry is not None:
+        return (f"its registered files are not at {entry['path']} any more. Put them back, or "
+                f"register them again (privlab data add {name} ... --replace).")
 
     where = data_root_candidates(name, None)[0]
     return (f"its files are not in {where}. Put them there (or set ${ENV_DATA_DIR}); "
@@ -28,17 +40,21 @@ def missing_reason(name: str) -> str:
 def dataset_label(row: dict[str, Any]) -> str:
     if row["source"] == "embedded":
         return f"{row['name']} · embedded"
+    if row["source"] == "user":
+        return f"{row['name']} · your data" + ("" if row["available"] else " · files missing")
     return f"{row['name']} · real" + ("" if row["available"] else " · files missing")
 
 
+@functools.cache
 def cuda_available() -> bool:
-    @st.cache_resource(show_spinner=False)
-    def _probe() -> bool:
-        import torch
+    """Whether torch sees a CUDA device; probed once per process, and only when asked (the
+    sidebar asks only when device = cuda is chosen): importing torch costs seconds and
+    hundreds of MB, which no page render should pay. No torch installed: False."""
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
 
-        return bool(torch.cuda.is_available())
-
-    return _probe()
+    return bool(torch.cuda.is_available())
 
 
 def render_sidebar() -> None:
@@ -56,11 +72,12 @@ def render_sidebar() -> None:
             "Data set", list(by_name), key=state.KEY_DATASET,
             format_func=lambda n: dataset_label(by_name[n]),
             help="Used by every page as its default. Embedded sets work offline; real sets need "
-                 "their files.",
+                 "their files; add your own CSV or image folder with `privlab data add`.",
         )
         row = by_name[name]
         if not row["available"]:
-            st.warning(f"**{name}** is a real data set and is unavailable: {missing_reason(name)}")
+            kind = "your registered" if row["source"] == "user" else "a real"
+            st.warning(f"**{name}** is {kind} data set and is unavailable: {missing_reason(name)}")
         else:
             st.caption(f"{row['description']} · task: {row['task']} · private: "
                        f"{', '.join(row['attributes'])}")

@@ -1,14 +1,23 @@
 """The background-job runner: run an experiment with progress and cancel (no plots here:
 figures are in :mod:`dashboard.plots`, components that draw a Result in
-:mod:`dashboard.components`).
+:mod:`dashboard.components`); the Streamlit layer over :mod:`dashboard.jobs`.
 
 :func:`run_with_progress` is the one way a page gets a Result. It validates the config, shows a
-cached Result at once (``store.peek``), and otherwise runs ``store.get_or_run`` in a background
-thread with a :class:`core.progress.CancelToken`, drawing ``st.progress`` with the runner's
-message and a Cancel button while it polls. Streamlit reruns the script on every interaction,
-so the worker and its token live in ``st.session_state`` keyed by the cache key: a rerun that
-asks for the same config picks the running job up again instead of starting a second one.
-Bad input (ConfigError, DataError) and cancellation are shown as messages; nothing is stored.
+cached Result at once (``store.peek``, without touching the queue), and otherwise submits
+``store.get_or_run`` to the process-wide :class:`dashboard.jobs.JobQueue`, shared by every
+browser session: at most ``$PRIVLAB_MAX_JOBS`` (default: the usable cores) run at once, the
+same config asked for by two sessions runs once (the second follows the first's job).
+
+- waiting: the page shows its place in line ("queued: 3rd in line") and a Cancel button, and
+  goes on rendering; a fragment polls the line and reruns the page when the run starts;
+- running: ``st.progress`` with the runner's message and a Cancel button while it polls;
+- Cancel withdraws this session's ticket: a waiting run then never starts, a running one is
+  cancelled (:class:`core.progress.CancelToken`) unless another session still follows it.
+
+Streamlit reruns the script on every interaction, so the session's tickets live in
+``st.session_state`` keyed by the cache key: a rerun that asks for the same config picks its job
+up again instead of submitting another. Bad input (ConfigError, DataError) and cancellation
+are shown as messages; nothing is stored.
 """
 
 from __future__ import annotations
@@ -16,27 +25,31 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-import traceback
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
 
 from core.config import ConfigError, cache_key, parse_config
-from core.progress import Cancelled, CancelToken
+from core.progress import Cancelled
 from core.result import Result
+from dashboard.jobs import QUEUED, Job, Ticket, get_queue, ordinal
 
 __all__ = [
-    "Job", "get_store", "is_data_error", "is_running", "peek", "run_many_with_progress",
-    "run_with_progress", "running_jobs_panel", "validate",
+    "Job", "Ticket", "get_store", "is_data_error", "is_running", "peek", "queue_caption",
+    "run_many_with_progress", "run_with_progress", "running_jobs_panel", "validate",
 ]
 
-_JOBS = "_privlab_jobs"  # cache key -> Job (running or just finished)
+_JOBS = "_privlab_jobs"  # cache key -> Ticket of this session (waiting, running or just done)
 _SLOTS = "_privlab_slots"  # label -> cache key of the slot's newest job
 _CANCELLED = "_privlab_cancelled"  # keys the user cancelled (not auto-restarted)
 _ERRORS = "_privlab_errors"  # key -> (kind, message, traceback) of a failed run
+_NOTES = "_privlab_notes"  # key -> what the last Cancel did (shown once after the rerun)
+_SHOWN = "_privlab_shown"  # key -> the full run (app.py's counter) whose page showed its line
+_RUN = "_privlab_run"  # app.py counts the session's full runs here
 POLL_S = 0.25
+QUEUE_POLL_S = 1.0
 
 
 def get_store():
@@ -55,66 +68,29 @@ def is_data_error(exc: BaseException) -> bool:
     return isinstance(exc, DataError)
 
 
-@dataclass
-class Job:
-    """One background run: its thread, cancel token and last progress report."""
-
-    key: str
-    label: str
-    token: CancelToken = field(default_factory=CancelToken)
-    started: float = field(default_factory=time.time)
-    fraction: float = 0.0
-    message: str = "starting"
-    result: Any = None
-    error: BaseException | None = None
-    trace: str = ""
-    done: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-
-    def report(self, fraction: float, message: str = "") -> None:
-        """Progress callback ``(fraction, message)`` handed to the engine (worker thread)."""
-        self.fraction = min(max(float(fraction), 0.0), 1.0)
-        if message:
-            self.message = message
-
-    @property
-    def elapsed(self) -> float:
-        return time.time() - self.started
-
-
 def _state(name: str, factory: Callable[[], Any]) -> Any:
     if name not in st.session_state:
         st.session_state[name] = factory()
     return st.session_state[name]
 
 
-def _jobs() -> dict[str, Job]:
+def _jobs() -> dict[str, Ticket]:
     return _state(_JOBS, dict)
 
 
-def _start(key: str, label: str, work: Callable[[Job], Any], slot: str | None = None) -> Job:
-    """Start ``work(job)`` in a daemon thread; a newer job in the same slot cancels the older."""
+def _submit(key: str, label: str, work: Callable[[Job], Any], slot: str | None = None) -> Ticket:
+    """Queue ``work(job)`` (or follow the job already doing ``key``); a newer job in the same
+    slot withdraws this session from the older one (e.g. a projection superseded by another
+    method)."""
     jobs, slots = _jobs(), _state(_SLOTS, dict)
     slot = slot or label
     old_key = slots.get(slot)
     if old_key and old_key != key and old_key in jobs and not jobs[old_key].done.is_set():
-        jobs.pop(old_key).token.cancel()
-    job = Job(key=key, label=label)
-
-    def target() -> None:
-        try:
-            job.result = work(job)
-        except BaseException as exc:  # noqa: BLE001 - reported to the page by _finish
-            job.error = exc
-            job.trace = traceback.format_exc()
-        finally:
-            job.done.set()
-
-    job.thread = threading.Thread(target=target, name=f"privlab-{label}-{key[:8]}", daemon=True)
-    jobs[key] = job
+        jobs.pop(old_key).cancel()
+    ticket = get_queue().submit(key, work, label=label)
+    jobs[key] = ticket
     slots[slot] = key
-    job.thread.start()
-    return job
+    return ticket
 
 
 def _describe(exc: BaseException) -> tuple[str, str]:
@@ -137,39 +113,98 @@ def _show_error(kind: str, message: str, trace: str, label: str) -> None:
                 st.code(trace)
 
 
-def _finish(job: Job) -> Any:
+def _finish(ticket: Ticket) -> Any:
     """Turn a finished job into its result, or a message (and remember why it failed)."""
-    _jobs().pop(job.key, None)
-    if job.error is None:
-        return job.result
-    kind, message = _describe(job.error)
+    _jobs().pop(ticket.key, None)
+    ticket.release()
+    if ticket.error is None:
+        return ticket.result
+    kind, message = _describe(ticket.error)
     if kind == "cancelled":
-        _state(_CANCELLED, set).add(job.key)
-        st.warning(f"{job.label}: cancelled after {job.elapsed:.0f} s; nothing was stored.")
+        _state(_CANCELLED, set).add(ticket.key)
+        st.warning(f"{ticket.label}: cancelled after {ticket.elapsed:.0f} s; nothing was stored.")
         return None
-    _state(_ERRORS, dict)[job.key] = (kind, message, job.trace)
-    _show_error(kind, message, job.trace, job.label)
+    _state(_ERRORS, dict)[ticket.key] = (kind, message, ticket.trace)
+    _show_error(kind, message, ticket.trace, ticket.label)
     return None
 
 
-def _await(job: Job) -> Any:
-    """Draw progress + Cancel and poll until the job ends (a rerun interrupts and resumes)."""
+def _withdraw(ticket: Ticket) -> str:
+    """What the Cancel button does: withdraw this session's ticket; the message to show."""
+    others = ticket.others
+    waiting = ticket.state == QUEUED
+    ticket.cancel()
+    _jobs().pop(ticket.key, None)
+    _state(_CANCELLED, set).add(ticket.key)
+    if others:
+        return (f"{ticket.label}: you stopped following this run; it goes on for {others} other "
+                "session(s) and is stored when it finishes.")
+    if waiting:
+        return f"{ticket.label}: cancelled while waiting in the queue; it never started."
+    return f"{ticket.label}: cancelled; nothing was stored."
+
+
+def queue_caption() -> str:
+    """``2 of 2 run slots busy · 3 waiting`` (the process-wide queue)."""
+    c = get_queue().counts()
+    text = f"{c['running']} of {c['max_jobs']} run slots busy"
+    return text + (f" · {c['queued']} waiting" if c["queued"] else "")
+
+
+def _line_text(ticket: Ticket) -> str:
+    pos = ticket.position
+    where = f"queued: {ordinal(pos)} in line" if pos else "queued"
+    shared = f" · followed by {ticket.others} other session(s)" if ticket.others else ""
+    return f"{ticket.label}: {where} ({queue_caption()}){shared}"
+
+
+def _show_queued(ticket: Ticket) -> None:
+    """The waiting run's place in line and a Cancel button, refreshed every second; the page
+    reruns when the run starts (it then shows progress) or ends."""
+    key = ticket.key
+    run = st.session_state.get(_RUN)
+    if run is not None:  # the background panel then leaves it out (shown here already)
+        _state(_SHOWN, dict)[key] = run
+
+    @st.fragment(run_every=QUEUE_POLL_S)
+    def _line() -> None:
+        if _jobs().get(key) is not ticket:  # cancelled or collected meanwhile
+            return
+        if ticket.state != QUEUED:
+            st.rerun()
+        with st.container(border=True):
+            left, right = st.columns([6, 1], vertical_alignment="center")
+            left.info(_line_text(ticket), icon=":material/hourglass_top:")
+            if right.button("Cancel", key=f"privlab-qcancel-{key[:16]}"):
+                _state(_NOTES, dict)[key] = _withdraw(ticket)
+                st.rerun()
+
+    _line()
+
+
+def _await(ticket: Ticket) -> Any:
+    """A waiting run: its place in line (no waiting here: the page goes on, None). A running
+    one: progress + Cancel, polled until it ends (a rerun interrupts and resumes)."""
+    if ticket.state == QUEUED:
+        _show_queued(ticket)
+        return None
+    if ticket.done.is_set():
+        return _finish(ticket)
     holder = st.empty()
     with holder.container(border=True):
         left, right = st.columns([6, 1], vertical_alignment="center")
-        bar = left.progress(job.fraction, text=f"{job.label}: {job.message}")
-        clicked = right.button("Cancel", key=f"privlab-cancel-{job.key[:16]}")
+        bar = left.progress(ticket.fraction, text=f"{ticket.label}: {ticket.message}")
+        clicked = right.button("Cancel", key=f"privlab-cancel-{ticket.key[:16]}")
     if clicked:
-        job.token.cancel()
-        _jobs().pop(job.key, None)
-        _state(_CANCELLED, set).add(job.key)
         holder.empty()
-        st.warning(f"{job.label}: cancelled; nothing was stored.")
+        st.warning(_withdraw(ticket))
         return None
-    while not job.done.wait(POLL_S):
-        bar.progress(job.fraction, text=f"{job.label}: {job.message} · {job.elapsed:.0f} s")
+    while not ticket.done.wait(POLL_S):
+        shared = f" · followed by {ticket.others} other session(s)" if ticket.others else ""
+        bar.progress(ticket.fraction,
+                     text=f"{ticket.label}: {ticket.message} · {ticket.elapsed:.0f} s{shared}")
     holder.empty()
-    return _finish(job)
+    return _finish(ticket)
 
 
 def _gate(key: str, label: str, start: bool) -> bool:
@@ -187,11 +222,18 @@ def _gate(key: str, label: str, start: bool) -> bool:
             return True
         return False
     if key in cancelled:
-        st.info(f"{label}: the last run of these settings was cancelled.")
+        note = _state(_NOTES, dict).pop(key, None)
+        st.info(note or f"{label}: the last run of these settings was cancelled.")
         if st.button("Run again", key=f"privlab-again-{key[:16]}"):
             cancelled.discard(key)
             return True
         return False
+    if not start:
+        other = get_queue().active(key)
+        if other is not None:
+            st.caption(f"{label}: another session is computing these settings right now "
+                       f"({'waiting in the queue' if other.state == QUEUED else f'{other.fraction:.0%}'}); "
+                       "press Run to follow it.")
     return start
 
 
@@ -204,25 +246,66 @@ def validate(config: Any, *, label: str = "settings") -> Any | None:
         return None
 
 
+_PEEKED: OrderedDict[tuple[str, str], tuple[tuple, Result]] = OrderedDict()
+_PEEKED_LOCK = threading.Lock()
+MAX_PEEKED = 256
+
+
+def _peek(store: Any, cfg: Any) -> Result | None:
+    """``store.peek(cfg)``, remembered in this process while the run's index row keeps its
+    checksums: a page that shows the same stored runs on every rerun (a λ grid, the undefended
+    point) reads and verifies their files once, not on every visit. A deleted or rewritten run
+    is read again (its row is gone or its checksums changed); hits still count for the
+    store's least-recently-used clean-up."""
+    key = cache_key(cfg)
+    lookup = getattr(store.index, "lookup", None)
+    row = lookup(key) if lookup is not None else None
+    if row is None:
+        return store.peek(cfg)
+    memo_key = (str(store.root), key)
+    with _PEEKED_LOCK:
+        hit = _PEEKED.get(memo_key)
+        if hit is not None and hit[0] == tuple(row[:2]):
+            _PEEKED.move_to_end(memo_key)
+        else:
+            hit = None
+    if hit is None:
+        result = store.peek(cfg)
+        if result is not None:
+            with _PEEKED_LOCK:
+                _PEEKED[memo_key] = (tuple(row[:2]), result)
+                while len(_PEEKED) > MAX_PEEKED:
+                    _PEEKED.popitem(last=False)
+        return result
+    touch, every = getattr(store.index, "touch", None), getattr(store, "touch_every_s", None)
+    now = time.time()
+    if touch is not None and every is not None and (row[2] is None or now - row[2] >= every):
+        touch(key, now)
+    return hit[1]
+
+
 def peek(config: Any) -> Result | None:
-    """The cached Result of a (valid) config, or None; never computes."""
-    return get_store().peek(parse_config(config))
+    """The cached Result of a (valid) config, or None; never computes (nor queues)."""
+    return _peek(get_store(), parse_config(config))
 
 
 def is_running(config: Any) -> bool:
+    """True while this session waits for or follows a run of ``config``."""
     return cache_key(parse_config(config)) in _jobs()
 
 
 def run_with_progress(
     config: Any, *, label: str, start: bool = True, slot: str | None = None
 ) -> Result | None:
-    """Result of ``config`` through the store, showing progress and a Cancel button.
+    """Result of ``config`` through the store and the shared job queue.
 
-    - cached: returned at once (``result.from_cache`` is True);
-    - already running in this session: progress is shown again and the run awaited;
-    - otherwise, when ``start`` is True: run in a background thread and await it;
+    - cached: returned at once (``result.from_cache`` is True), without touching the queue;
+    - waiting or running for this session: its place in line, or its progress, again;
+    - otherwise, when ``start`` is True: submitted to the queue (or following the job of
+      another session that asked for the same config); a running job is awaited with
+      progress, a waiting one shows its place in line and returns None;
       when ``start`` is False: return None (the page shows its Run button).
-    A new run in the same ``slot`` (default: the label) cancels the slot's older run, e.g. a
+    A new run in the same ``slot`` (default: the label) withdraws the slot's older run, e.g. a
     projection superseded by a change of method.
     Invalid configs, data errors and cancellation show a message and return None.
     """
@@ -230,17 +313,18 @@ def run_with_progress(
     if cfg is None:
         return None
     key = cache_key(cfg)
-    job = _jobs().get(key)
-    if job is None:
+    ticket = _jobs().get(key)
+    if ticket is None:
         store = get_store()
-        cached = store.peek(cfg)
+        cached = _peek(store, cfg)
         if cached is not None:
             return cached
         if not _gate(key, label, start):
             return None
-        job = _start(key, label, lambda j: store.get_or_run(cfg, progress=j.report, cancel=j.token),
-                     slot=slot)
-    return _await(job)
+        ticket = _submit(
+            key, label, lambda j: store.get_or_run(cfg, progress=j.report, cancel=j.token),
+            slot=slot)
+    return _await(ticket)
 
 
 def run_many_with_progress(
@@ -248,8 +332,10 @@ def run_many_with_progress(
 ) -> list[Result] | None:
     """Run a grid of configs one after the other through the store, one progress bar for all.
 
-    Every grid point is stored on its own, so a slider over the grid then shows cached points at
-    once. Returns the Results in order, or None when not started / cancelled / failed.
+    The grid is one job of the shared queue (one run slot; two sessions asking for the same
+    grid share it). Every grid point is stored on its own, so a slider over the grid then shows
+    cached points at once. Returns the Results in order, or None when not started / waiting /
+    cancelled / failed.
     """
     cfgs = []
     for c in configs:
@@ -259,10 +345,10 @@ def run_many_with_progress(
         cfgs.append(cfg)
     keys = [cache_key(c) for c in cfgs]
     key = "grid-" + hashlib.sha256("|".join(keys).encode()).hexdigest()
-    job = _jobs().get(key)
-    if job is None:
+    ticket = _jobs().get(key)
+    if ticket is None:
         store = get_store()
-        cached = [store.peek(c) for c in cfgs]
+        cached = [_peek(store, c) for c in cfgs]
         if all(r is not None for r in cached):
             return cached
         if not _gate(key, label, start):
@@ -280,29 +366,38 @@ def run_many_with_progress(
                 out.append(store.get_or_run(cfg, progress=cb, cancel=j.token))
             return out
 
-        job = _start(key, label, work)
-    return _await(job)
+        ticket = _submit(key, label, work)
+    return _await(ticket)
 
 
 def running_jobs_panel() -> None:
-    """Runs of this session still going in the background (e.g. after a slider moved on)."""
-    jobs = [j for j in _jobs().values() if not j.done.is_set()]
-    if not jobs:
+    """Runs of this session waiting or going on in the background (e.g. after a slider moved
+    on), with the shared queue's load; refreshed every second while there are any."""
+    run, shown = st.session_state.get(_RUN), _state(_SHOWN, dict)
+
+    def background() -> list[Ticket]:
+        return [t for k, t in _jobs().items()
+                if not t.done.is_set() and (run is None or shown.get(k) != run)]
+
+    if not background():
         return
 
     @st.fragment(run_every=1.0)
     def _panel() -> None:
-        live = [j for j in _jobs().values() if not j.done.is_set()]
-        if not live:  # all stored now: rerun the page so it shows them
+        live = background()
+        if not live:  # all stored now (or started and shown by the page): rerun the page
             st.rerun()
-        st.caption("Running in the background (results are stored when they finish):")
-        for j in live:
+        st.caption("Your runs in the background (results are stored when they finish) · "
+                   + queue_caption() + ":")
+        for t in live:
             left, right = st.columns([6, 1], vertical_alignment="center")
-            left.progress(j.fraction, text=f"{j.label}: {j.message} · {j.elapsed:.0f} s")
-            if right.button("Cancel", key=f"privlab-bg-cancel-{j.key[:16]}"):
-                j.token.cancel()
-                _jobs().pop(j.key, None)
-                _state(_CANCELLED, set).add(j.key)
+            if t.state == QUEUED:
+                left.caption(_line_text(t))
+            else:
+                left.progress(t.fraction, text=f"{t.label}: {t.message} · {t.elapsed:.0f} s")
+            if right.button("Cancel", key=f"privlab-bg-cancel-{t.key[:16]}"):
+                _state(_NOTES, dict)[t.key] = _withdraw(t)
                 st.rerun()
 
     _panel()
+

@@ -18,9 +18,12 @@ def adult_dir() -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache_dir(tmp_path_factory):
-    """No test writes to the user's cache: PRIVLAB_CACHE_DIR points at a session tmp dir."""
+    """No test writes to the user's cache or sees the user's registered data sets:
+    PRIVLAB_CACHE_DIR and PRIVLAB_DATA_REGISTRY point at session tmp dirs."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIVLAB_CACHE_DIR", str(tmp_path_factory.mktemp("privlab-cache")))
+        mp.setenv("PRIVLAB_DATA_REGISTRY", str(tmp_path_factory.mktemp("privlab-data-registry")))
+        mp.setenv("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # silences Ray's FutureWarning
         yield
 
 

@@ -188,6 +188,11 @@ def test_attribute_page_shows_stored_results_and_nearest_lambda(store):
     labels = {m.label for m in at.metric}
     assert {"task accuracy on r (logistic head)", "paper form", "exact form",
             "measured best", "right-hand side"} <= labels
+    # secondary panels are drawn on request (collapsed expanders whose content runs when opened)
+    assert not has_chart(at, "ap_proj_raw") and not has_chart(at, "ap_curve_losses")
+    at.session_state["ap_show_curves"] = True
+    at.session_state["ap_show_projections"] = True
+    at.run()
     for key in ("ap_attack_bars", "ap_bounds_curve", "ap_curve_losses", "ap_curve_accs",
                 "ap_tradeoff", "ap_proj_raw", "ap_proj_repr"):
         assert has_chart(at, key), (key, chart_keys(at))
@@ -213,6 +218,7 @@ def test_attribute_page_run_button_runs_stores_and_shows(store):
     at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("synthetic").run()
     _tiny_settings(at)
+    at.session_state["ap_show_curves"] = True  # the per-round panel, opened
     at.button(key="ap_run").click().run(timeout=240)
     assert not at.exception and not at.error, [e.value for e in at.error]
     runs = store.list(kind="attribute_privacy")
@@ -242,13 +248,38 @@ def test_attribute_page_lambda_sweep_then_slider_scrubs_cached_points(store):
     assert len(spec["data"][0]["x"]) == 5  # one point per cached λ
     at.slider(key="ap_lambda").set_value(0.3).run()
     assert any("nearest cached grid point λ = 0.25" in i.value for i in at.info)
-    assert len(store.list()) == 5
+    assert len(store.list(kind="attribute_privacy")) == 5  # and the sweep itself
     # DP baseline on the same tiny setting: its parameters are shown, from the Result
     at.selectbox(key="ap_defense").set_value("dp_gaussian").run()
     at.button(key="ap_run").click().run(timeout=120)
     assert not at.exception and not at.error, [e.value for e in at.error]
     labels = {m.label for m in at.metric}
     assert {"Gaussian noise σ", "ε per round", "ε total (all rounds)"} <= labels
+
+
+def test_attribute_page_lambda_sweep_is_a_stored_sweep_that_runs_only_missing_points(store):
+    tiny = {"ap_devices": 2, "ap_rounds": 1, "ap_fraction": 1.0, "ap_epochs": 1,
+            "ap_max_samples": 300, "ap_proj_points": 0}
+    for lam in (0.0, 0.25, 0.5, 0.75):  # the page's configs at these λ, stored beforehand
+        cfg = build_config(preset="quick", dataset="synthetic", attribute="u", seed=0, device="auto",
+                           defense="tappfl", lam=lam, values={**preset_widgets("quick"), **tiny},
+                           attackers=("logreg", "mlp"))
+        store.get_or_run(cfg, runner=contract_runner)
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    _tiny_settings(at)
+    at.button(key="ap_sweep").click().run(timeout=300)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (rec,) = store.list(kind="sweep")
+    assert rec.config["executor"] == "serial" and rec.config["seeds"] == [0]
+    assert rec.config["grid"] == {"defense.tradeoff_lambda": [0.0, 0.25, 0.5, 0.75, 1.0]}
+    assert (rec.metrics["points_run"], rec.metrics["points_cached"]) == (1, 4)
+    rows = store.get(rec.key).info["rows"]
+    assert [(r["defense.tradeoff_lambda"], r["from_cache"]) for r in rows] == [
+        (0.0, True), (0.25, True), (0.5, True), (0.75, True), (1.0, False)]
+    assert len(store.list(kind="attribute_privacy")) == 5
+    spec = json.loads(next(c for c in at.get("plotly_chart") if "ap_tradeoff" in c.id).proto.spec)
+    assert len(spec["data"][0]["x"]) == 5
 
 
 def test_attribute_page_invalid_combination_errors_and_stores_nothing(store):
@@ -486,3 +517,39 @@ def test_history_shows_an_old_shape_config(store):
     assert cfg.kind == "attribute_privacy" and cfg.defense.kind == "tappfl"
     assert cfg.tradeoff_lambda == 0.25
     assert "older config shape" in captions(at)
+
+
+# --------------------------------------------------------------------------------------------
+# the shared job queue (dashboard/jobs.py)
+
+
+def test_a_queued_run_shows_its_place_in_line_and_cancels_before_starting(store):
+    """Every session's runs share one bounded queue: with the only run slot busy and one job
+    already waiting, the Data page's projection is 2nd in line; Cancel takes it out of the line
+    and it never runs."""
+    from dashboard import jobs
+
+    gate = threading.Event()
+    queue = jobs.reset_queue(max_jobs=1)
+    try:
+        queue.submit("busy", lambda job: gate.wait(60), label="another session's run")
+        queue.submit("next", lambda job: gate.wait(60), label="another session's next run")
+        at = open_page("views/data.py")
+        assert not at.error, [e.value for e in at.error]
+        lines = " ".join(i.value for i in at.info)
+        assert "PCA of digits (train): queued: 2nd in line" in lines, lines
+        assert "1 of 1 run slots busy · 2 waiting" in lines
+        assert "Your runs in the background" not in captions(at)  # shown once, by the page
+        assert not has_chart(at, "data_projection")
+        cancel = next(b for b in at.button if b.key.startswith("privlab-qcancel-"))
+        cancel.click().run()
+        assert not at.exception
+        assert any("cancelled while waiting in the queue; it never started" in i.value
+                   for i in at.info), [i.value for i in at.info]
+        assert queue.counts() == {"running": 1, "queued": 1, "max_jobs": 1}
+        gate.set()
+        assert queue.wait_idle(30)
+        assert store.list() == []  # the projection never ran
+    finally:
+        gate.set()
+        jobs.reset_queue()

@@ -9,6 +9,7 @@ from dashboard.components.attacks import attack_table, strongest_attacker, threa
 from dashboard.components.bounds import bounds_panel
 from dashboard.components.copy_run import cli_one_liner, config_mapping, config_yaml, copy_run
 from dashboard.components.curves import round_curves
+from dashboard.components.deferred import deferred
 from dashboard.components.projections import projection_pair
 from dashboard.components.result_info import (
     defense_panel,
@@ -21,6 +22,6 @@ from dashboard.components.tradeoff import tradeoff_plot
 
 __all__ = [
     "attack_table", "bounds_panel", "cli_one_liner", "config_mapping", "config_yaml", "copy_run",
-    "defense_panel", "metrics_frame", "metrics_table", "projection_pair", "result_caption",
+    "defense_panel", "deferred", "metrics_frame", "metrics_table", "projection_pair", "result_caption",
     "round_curves", "strongest_attacker", "threat_card_lines", "tradeoff_plot", "utility_panel",
 ]

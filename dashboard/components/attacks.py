@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard.components._figures import figure
 from dashboard.components._format import (
     fmt,
     fmt_interval,
@@ -19,7 +20,6 @@ from dashboard.components._format import (
     n_scored,
     near_chance_text,
 )
-from dashboard.plots import attack_bars_figure, roc_figure
 
 MEASURES = {"acc": "accuracy", "bacc": "balanced acc", "auc": "AUC", "adv": "advantage"}
 RAW_PREFIX = "raw_"
@@ -127,13 +127,14 @@ def attack_table(result: Any, *, attackers: Mapping[str, str], key: str,
     if near:
         st.caption("Near chance (the 95 % interval contains chance): " + "; ".join(near) + ".")
     left, right = st.columns(2)
-    left.plotly_chart(attack_bars_figure(rows, chance=chance, title="attack scores (95 % intervals)"),
+    left.plotly_chart(figure("attack_bars_figure", rows, chance=chance,
+                             title="attack scores (95 % intervals)"),
                       width="stretch", key=f"{key}_attack_bars")
     rocs = {title: (result.artifacts[f"roc_{w}_fpr"], result.artifacts[f"roc_{w}_tpr"])
             for w, title in attackers.items()
             if f"roc_{w}_fpr" in result.artifacts and f"roc_{w}_tpr" in result.artifacts}
     if rocs:
-        right.plotly_chart(roc_figure(rocs, title="ROC on the test representations"),
+        right.plotly_chart(figure("roc_figure", rocs, title="ROC on the test representations"),
                            width="stretch", key=f"{key}_roc")
     elif k > 2:
         right.caption(f"No ROC curve: {attr} has {k} values (AUC is one-vs-rest macro).")

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_interval, interval, metric
-from dashboard.plots import bounds_curve_figure
 
 
 @st.fragment
@@ -29,8 +29,8 @@ def _theorem2_live(h_est: float | None, best_acc: float | None, chance: float | 
         w2.metric("exact bound at what-if H", f"{float(thm2_exact_bound(what_if)):.3f}")
         st.caption("Both forms of Theorem 2 evaluated live by core.bounds.tappfl; the curve marks "
                    "Ĥ from this run, the measured attack, and the what-if H.")
-    right.plotly_chart(bounds_curve_figure(h_estimate=h_est, measured_acc=best_acc, chance=chance,
-                                           what_if=what_if), width="stretch",
+    right.plotly_chart(figure("bounds_curve_figure", h_estimate=h_est, measured_acc=best_acc,
+                              chance=chance, what_if=what_if), width="stretch",
                        key=f"{key}_bounds_curve")
 
 

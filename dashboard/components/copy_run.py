@@ -119,20 +119,44 @@ def cli_one_liner(config: Any) -> str | None:
     return " \\\n  ".join([f"privlab run {rel}", *(f"--set {shlex.quote(s)}" for s in sets)])
 
 
+_TEXTS: dict[str, tuple] = {}
+_TEXTS_MAX = 256
+
+
+def _texts(config: Any) -> tuple[dict[str, Any], list[str], bool, str, str, str | None]:
+    """``(mapping, notes, valid, file name, YAML, CLI one-liner)`` of ``config``, computed once
+    per distinct config (and state of ``examples/``): every rerun of a page shows them."""
+    from pydantic import BaseModel
+
+    try:
+        body = (config.model_dump_json() if isinstance(config, BaseModel)
+                else json.dumps(config, sort_keys=True))
+        token = f"{type(config).__name__}|{EXAMPLES.stat().st_mtime_ns}|{body}"
+    except (TypeError, ValueError, OSError):
+        token = None
+    if token is not None and token in _TEXTS:
+        return _TEXTS[token]
+    mapping, notes, valid = config_mapping(config)
+    out = (mapping, notes, valid, file_name(mapping), config_yaml(mapping), cli_one_liner(mapping))
+    if token is not None:
+        if len(_TEXTS) >= _TEXTS_MAX:
+            _TEXTS.clear()
+        _TEXTS[token] = out
+    return out
+
+
 def copy_run(config: Any, *, title: str = "Copy this run as YAML / as a CLI command",
              expanded: bool = False) -> None:
     """An expander with the config as YAML and the two command lines, in code blocks (each
     has a copy button)."""
-    mapping, notes, valid = config_mapping(config)
+    _, notes, valid, name, text, one = _texts(config)
     with st.expander(title, expanded=expanded, icon=":material/content_copy:"):
-        name = file_name(mapping)
         st.caption(f"The config as YAML (every default filled in). Save it as `{name}`; "
                    "`core.config.parse_config(yaml.safe_load(text))` reads it back in a notebook.")
-        st.code(config_yaml(mapping), language="yaml")
+        st.code(text, language="yaml")
         st.caption("Run it from the command line (same results as here when "
                    "`PRIVLAB_CACHE_DIR` points at the same store):")
         st.code(f"privlab run {name}", language="bash")
-        one = cli_one_liner(mapping)
         if one:
             st.caption("Or in one command from the repository root: the closest example config "
                        "plus `--set` overrides.")

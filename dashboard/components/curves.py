@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard.plots import lines_figure
+from dashboard.components._figures import figure
 
 LOSSES = ("ce_loss", "jsd_loss")
 SCORES = ("utility_acc", "in_training_acc", "attack_logreg_auc")
@@ -25,9 +25,9 @@ def round_curves(result: Any, *, key: str, title: str | None = "Per round") -> b
     losses = {n: curves[n] for n in LOSSES if n in curves}
     accs = {n: curves[n] for n in SCORES if n in curves}
     if losses:
-        g1.plotly_chart(lines_figure(x, losses, title="losses (mean over sampled devices)",
-                                     x_title="round"), width="stretch", key=f"{key}_curve_losses")
+        g1.plotly_chart(figure("lines_figure", x, losses, title="losses (mean over sampled devices)",
+                               x_title="round"), width="stretch", key=f"{key}_curve_losses")
     if accs:
-        g2.plotly_chart(lines_figure(x, accs, title="utility and attack", x_title="round"),
+        g2.plotly_chart(figure("lines_figure", x, accs, title="utility and attack", x_title="round"),
                         width="stretch", key=f"{key}_curve_accs")
     return True

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from dashboard.plots import scatter_figure
+from dashboard.components._figures import figure
 
 
 def projection_pair(result: Any, *, key: str,
@@ -29,10 +29,13 @@ def projection_pair(result: Any, *, key: str,
     method = result.info.get("projection_method", "tsne")
     method = {"tsne": "t-SNE", "pca": "PCA", "umap": "UMAP"}.get(method, method)
     p1, p2 = st.columns(2)
-    p1.plotly_chart(scatter_figure(arts["proj_raw"], codes, names, title="raw x (test rows)",
-                                   legend_title=attr), width="stretch", key=f"{key}_proj_raw")
-    p2.plotly_chart(scatter_figure(arts["proj_repr"], codes, names, title="learned r (same rows)",
-                                   legend_title=attr), width="stretch", key=f"{key}_proj_repr")
+    names = list(names)
+    p1.plotly_chart(figure("scatter_figure", arts["proj_raw"], codes, names,
+                           title="raw x (test rows)", legend_title=attr),
+                    width="stretch", key=f"{key}_proj_raw")
+    p2.plotly_chart(figure("scatter_figure", arts["proj_repr"], codes, names,
+                           title="learned r (same rows)", legend_title=attr),
+                    width="stretch", key=f"{key}_proj_repr")
     st.caption(f"{method} of {len(codes)} test rows, coloured by the private attribute {attr}. "
                "Well-separated colours on the right mean r still carries it.")
     return True

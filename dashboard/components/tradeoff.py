@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard.plots import tradeoff_figure
+from dashboard.components._figures import figure
 
 
 def tradeoff_plot(points: Sequence[Any], *, current: float | None,
@@ -22,8 +22,8 @@ def tradeoff_plot(points: Sequence[Any], *, current: float | None,
     if not points and undefended is None:
         st.info("No point to draw yet: run the settings (or a sweep) first.")
         return
-    st.plotly_chart(tradeoff_figure(points, current=current, undefended=undefended, chance=chance,
-                                    symbol=symbol, x_title=x_title, y_title=y_title),
+    st.plotly_chart(figure("tradeoff_figure", list(points), current=current, undefended=undefended,
+                           chance=chance, symbol=symbol, x_title=x_title, y_title=y_title),
                     width="stretch", key=f"{key}_tradeoff")
     notes = []
     if undefended is None:

@@ -27,6 +27,7 @@ from dashboard.components import (
     bounds_panel,
     copy_run,
     defense_panel,
+    deferred,
     metrics_table,
     projection_pair,
     result_caption,
@@ -46,8 +47,7 @@ from dashboard.tappfl_settings import (
 )
 from dashboard.tappfl_settings import build_config as build_tappfl_config
 from dashboard.widgets import (
-    get_store,
-    run_many_with_progress,
+    peek,
     run_with_progress,
     running_jobs_panel,
     validate,
@@ -281,6 +281,13 @@ def controls() -> dict[str, Any]:
 # results
 
 
+def sweep_config(config: dict[str, Any], field: str, grid: tuple[float, ...]) -> dict[str, Any]:
+    """The knob's sweep (kind sweep, core.sweeps) over the page's config: serial, since the
+    dashboard's job runs it in a background thread; each point is stored under its own key."""
+    return {"kind": "sweep", "base": config, "grid": {f"defense.{field}": [float(g) for g in grid]},
+            "seeds": [config.get("seed", 0)], "executor": "serial"}
+
+
 def undefended_point(result) -> tuple[float, float] | None:
     head = HEADLINES[KIND]
     u, a = metric(result, head.utility), metric(result, head.attack)
@@ -303,7 +310,7 @@ def tradeoff_section(config: dict[str, Any], result, grid_results: dict[float, A
         undefended = undefended_point(result)
     else:
         none_cfg = with_defense(config, {"kind": "none"})
-        r0 = get_store().peek(none_cfg)
+        r0 = peek(none_cfg)
         if r0 is None:
             slot = st.empty()
             clicked = slot.button("Run the undefended point", key="ap_run_undefended",
@@ -345,17 +352,27 @@ def show_result(config: dict[str, Any], result, grid_results: dict[float, Any],
     bounds_panel(result, key="ap")
     defense_panel(result)
 
-    round_curves(result, key="ap")
     tradeoff_section(config, result, grid_results, shown)
-    projection_pair(result, key="ap")
+    # secondary panels: computed, sent and drawn only when opened (light pages on shared servers)
+    if result.curves.get("round") and (box := deferred(
+            "Per-round curves (losses, utility and attack)", key="ap_show_curves",
+            icon=":material/show_chart:")):
+        with box:
+            round_curves(result, key="ap", title=None)
+    if "proj_raw" in result.artifacts and (box := deferred(
+            "Raw data vs learned representations (projection of the test rows)",
+            key="ap_show_projections", icon=":material/scatter_plot:")):
+        with box:
+            projection_pair(result, key="ap", title=None)
 
     for note in result.info.get("notes", []):
         st.caption(f"note: {note}")
-    with st.expander("Config and all metrics"):
-        j1, j2 = st.columns([1, 1.6])
-        j1.json(result.config, expanded=1)
-        with j2:
-            metrics_table(result)
+    if box := deferred("Config and all metrics", key="ap_show_metrics"):
+        with box:
+            j1, j2 = st.columns([1, 1.6])
+            j1.json(result.config, expanded=1)
+            with j2:
+                metrics_table(result)
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,13 +402,12 @@ copy_run(config)
 label = (f"{DEFENSES.get(defense).title} on {cfg.data.name}/{cfg.data.private_attribute}"
          + (f", {knob.symbol}={knob_value:g}" if knob else ""))
 if grid:
-    run_many_with_progress([with_knob(config, knob.field, g) for g in grid],
-                           label=f"{knob.symbol} sweep", start=sweep_clicked)
+    run_with_progress(sweep_config(config, knob.field, grid), label=f"{knob.symbol} sweep",
+                      start=sweep_clicked)
 result = run_with_progress(config, label=label, start=run_clicked)
 
 # nearest cached grid point when the current knob value has no result yet
-store = get_store()
-grid_results = {g: store.peek(with_knob(config, knob.field, g)) for g in grid} if grid else {}
+grid_results = {g: peek(with_knob(config, knob.field, g)) for g in grid} if grid else {}
 shown = knob_value
 if result is None and grid:
     near = nearest_point([g for g, r in grid_results.items() if r is not None], knob_value)

@@ -14,7 +14,7 @@ from core.config import ConfigError, parse_config
 from core.data import DataError, load_dataset
 from dashboard import state
 from dashboard.components import copy_run, result_caption
-from dashboard.plots import counts_bar_figure, image_grid_figure, scatter_figure
+from dashboard.components._figures import figure
 from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
 from dashboard.widgets import run_with_progress, running_jobs_panel
 
@@ -70,7 +70,7 @@ u = ds.attribute(attr)
 u_names = ds.attribute_values[attr]
 if ds.is_image:
     titles = [f"{ds.label_names[ds.y[i]]} · {u_names[u[i]]}" for i in pick]
-    st.plotly_chart(image_grid_figure(ds.images(pick), titles, cols=GRID_COLS),
+    st.plotly_chart(figure("image_grid_figure", ds.images(pick), titles, cols=GRID_COLS),
                     width="stretch", key="data_samples", config={"displayModeBar": False})
     st.caption(f"{len(pick)} random training images; title = task label · {attr}. "
                f"Image shape (C, H, W) = {ds.image_shape}.")
@@ -90,10 +90,8 @@ else:
 st.subheader("Balance")
 charts = [("task label: " + ds.task_name, ds.y, ds.label_names)]
 charts += [(f"private attribute: {a}", ds.attributes[a], ds.attribute_values[a]) for a in ds.attributes]
-cols = st.columns(len(charts))
-for col, (title, codes, vnames) in zip(cols, charts):
-    col.plotly_chart(counts_bar_figure(codes, vnames, title=title), width="stretch",
-                     key=f"balance_{title}")
+st.plotly_chart(figure("balance_figure", [(t, c, list(v)) for t, c, v in charts]),
+                width="stretch", key="data_balance")
 
 # --------------------------------------------------------------------------------------------
 # projection
@@ -133,7 +131,8 @@ if result is not None:
             codes = ds.attributes[colour][result.artifacts["index"]]
         cnames = result.info.get("attribute_values", {}).get(colour, ds.attribute_values[colour])
         legend = colour
-    st.plotly_chart(scatter_figure(emb, codes, cnames, legend_title=legend, height=560),
+    st.plotly_chart(figure("scatter_figure", emb, codes, list(cnames), legend_title=legend,
+                           height=560),
                     width="stretch", key="data_projection")
     mt = result.metrics
     k1, k2, k3 = st.columns(3)

@@ -173,3 +173,51 @@ if st.button("Delete run", disabled=not confirm, key="history_delete"):
         st.rerun()
     else:
         st.warning(f"Run {key[:12]} was already gone.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Store: its size by kind and engine fingerprint, and clean-up (cache.gc; CLI: privlab du / gc)
+
+
+def store_section(store) -> None:
+    from cache.gc import collect, format_bytes, store_usage
+
+    st.subheader("Store")
+    u = store_usage(store)
+    st.caption(f"{format_bytes(u['total_bytes'])} in all: {u['runs_count']} runs "
+               f"({format_bytes(u['runs_bytes'])}), {u['stage_entries']} cached stages "
+               f"({format_bytes(u['stages_bytes'])}), index {format_bytes(u['index_bytes'])}. "
+               "Runs and stages of an older engine are never served again.")
+
+    def label(r) -> str:
+        return f"{r['engine']} ({'current' if r['current'] else OLDER})"
+
+    rows = [{"what": "runs", "kind / stage": r["kind"], "engine": label(r), "count": r["runs"],
+             "MB": round(r["bytes"] / 1e6, 3)} for r in u["runs"]]
+    rows += [{"what": "stages", "kind / stage": r["stage"], "engine": label(r), "count": r["entries"],
+              "MB": round(r["bytes"] / 1e6, 3)} for r in u["stages"]]
+    left, right = st.columns([3, 2])
+    left.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    if u["by_engine"]:
+        right.bar_chart(pd.DataFrame({"engine": [label(r) for r in u["by_engine"]],
+                                      "MB": [r["bytes"] / 1e6 for r in u["by_engine"]]}),
+                        x="engine", y="MB", horizontal=True)
+    c1, c2, c3 = st.columns([2, 2, 2])
+    older = c1.checkbox("Remove older engines' runs and stages", value=True, key="history_gc_older")
+    beyond = c2.checkbox("Then remove least recently used beyond", key="history_gc_beyond")
+    limit_mb = c3.number_input("Size limit (MB)", min_value=0.0, step=50.0, disabled=not beyond,
+                               value=float(round(u["total_bytes"] / 2e6, 1)), key="history_gc_mb")
+    max_bytes = int(limit_mb * 1e6) if beyond else None
+    if not (older or beyond):
+        return
+    plan = collect(store, older_engines=older, max_bytes=max_bytes, dry_run=True)
+    st.caption(f"Clean-up: {plan.summary()}.")
+    sure = st.checkbox("Yes, remove them", key="history_gc_confirm", disabled=not plan.removed)
+    if st.button("Clean up", disabled=not (sure and plan.removed), key="history_gc_run"):
+        done = collect(store, older_engines=older, max_bytes=max_bytes)
+        st.session_state.pop("history_gc_confirm", None)
+        st.toast(done.summary())
+        st.rerun()
+
+
+store_section(store)
