@@ -11,4 +11,6 @@ BENCHMARKS: dict[str, str] = {
     "cache": "benchmarks.cache_bench:main",
     "fedavg_speed": "benchmarks.fedavg_speed:main",
     "tappfl_adult": "benchmarks.tappfl_adult:main",
+    "sessions": "benchmarks.sessions_bench:main",
+    "sweep": "benchmarks.sweep_bench:main",
 }
