@@ -126,9 +126,11 @@ def _init_state() -> None:
 def data_ui() -> tuple[str, str]:
     """Data set and private attribute (the data set follows the sidebar)."""
     rows = {r["name"]: r for r in dataset_rows()}
-    state.follow_sidebar("ap_dataset", DATASETS, "synthetic")
+    # the built-in sets this page suits, plus every set a user registered (privlab data add)
+    names = DATASETS + [n for n, r in rows.items() if r.get("source") == "user"]
+    state.follow_sidebar("ap_dataset", names, "synthetic")
     c1, c2 = st.columns([1.2, 1])
-    name = c1.selectbox("Data set", DATASETS, key="ap_dataset",
+    name = c1.selectbox("Data set", names, key="ap_dataset",
                         format_func=lambda n: dataset_label(rows[n]))
     attr = c2.selectbox("Private attribute", list(rows[name]["attributes"]), key=f"ap_attr_{name}")
     if not rows[name]["available"]:
