@@ -1,7 +1,7 @@
 """Attribute privacy page settings -> TappflConfig mapping (no Streamlit; tests use it too).
 
-The presets are the engine's own (:func:`core.defenses.tappfl.quick_preset` and
-:func:`~core.defenses.tappfl.paper_preset`); the page's widgets override the fields they show,
+The presets are the engine's own (:func:`core.defenses.tappfl_presets.quick_preset` and
+:func:`~core.defenses.tappfl_presets.paper_preset`); the page's widgets override the fields they show,
 and everything else (pretraining epochs, network widths) comes from the chosen preset.
 """
 
@@ -44,7 +44,7 @@ def with_knob(config: Mapping[str, Any], field: str, value: float) -> dict[str, 
 
 def preset_config(preset: str, data: DataSpec | None = None) -> AttributePrivacyConfig:
     """The engine's preset config (``quick`` or ``paper``) for ``data``."""
-    from core.defenses.tappfl import paper_preset, quick_preset
+    from core.defenses.tappfl_presets import paper_preset, quick_preset
 
     if preset not in PRESETS:
         raise ValueError(f"preset: got {preset!r}; allowed: {', '.join(PRESETS)}")

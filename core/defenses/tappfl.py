@@ -30,8 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from core.config import ConfigError, DataSpec, FedAvgSpec, TappflConfig, TappflDefense
+from core.config import ConfigError, TappflConfig
 from core.data.base import Dataset
+from core.defenses.tappfl_presets import paper_preset, quick_preset  # noqa: F401  (re-exported: torch-free home)
 from core.device import get_device
 from core.fl.fedavg import run_fedavg
 from core.fl.types import DeviceBatch, FedAvgState, Params, StackedBatch, UploadTransform
@@ -50,36 +51,6 @@ from core.threads import thread_limits
 #: central pretraining (spec B8 step 0): batch size and Adam learning rate
 PRETRAIN_BATCH = 128
 PRETRAIN_LR = 1e-3
-
-
-def paper_preset(data: DataSpec) -> TappflConfig:
-    """The paper's setting (spec B10): 100 devices, 10 % per round, 20 rounds, local SGD with
-    batch 10, 10 local epochs, lr 0.01, IID split, pretrained extractor (5 epochs as the
-    authors' code), λ = 0.5."""
-    return TappflConfig(
-        data=data, defense=TappflDefense(tradeoff_lambda=0.5), pretrain_epochs=5,
-        representation_dim=128, hidden_dim=64, critic_hidden=64,
-        fl=FedAvgSpec(num_devices=100, fraction_fit=0.1, rounds=20, local_epochs=10,
-                      batch_size=10, lr=0.01, partition="iid"),
-    )
-
-
-def quick_preset(data: DataSpec) -> TappflConfig:
-    """A dashboard-sized run: 10 devices, half per round, 5 rounds, 2 local epochs, batch 16,
-    lr 0.1, 2 pretraining epochs, λ = 0.5. Measured on a busy 2-core CPU: ~1-4 s on the default
-    synthetic set (λ = 0 → 1 moves the in-training adversary's balanced accuracy from ~0.93 to
-    ~0.62), ~7-11 s on Adult. (Batch 32 / lr 0.05 was 2x faster but too few steps for λ to
-    show on the 4,000-row synthetic set.) The adversary takes 3 steps per extractor step at 3x
-    the extractor's lr (Algorithm 1's lr1): measured on synthetic, λ = 0 / 0.5 / 1 gives fresh
-    logistic-attacker AUC 0.985 / 0.972 / 0.877 at utility 0.946 / 0.929 / 0.896 (with 1 step
-    at 1x the fresh attackers hardly moved in so few rounds)."""
-    return TappflConfig(
-        data=data, defense=TappflDefense(tradeoff_lambda=0.5), pretrain_epochs=2,
-        adversary_steps=3, adversary_lr_scale=3.0,
-        representation_dim=64, hidden_dim=64, critic_hidden=64,
-        fl=FedAvgSpec(num_devices=10, fraction_fit=0.5, rounds=5, local_epochs=2,
-                      batch_size=16, lr=0.1, partition="iid"),
-    )
 
 
 # ---------------------------------------------------------------------------------------------
