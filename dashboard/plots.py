@@ -317,6 +317,13 @@ def tradeoff_figure(
     if chance is not None:
         fig.add_hline(y=chance, line_dash="dot", line_color="gray",
                       annotation_text=f"chance {chance:.2f}", annotation_position="bottom right")
+    # utility is a fraction: pad the drawn points (plotly's autorange around a single point
+    # spreads the axis far beyond [0, 1])
+    xs = [p.utility for p in points] + ([undefended[0]] if undefended is not None else [])
+    if xs:
+        lo, hi = min(xs), max(xs)
+        pad = max(0.02, 0.1 * (hi - lo))
+        fig.update_xaxes(range=[max(0.0, lo - pad), min(1.0, hi + pad)])
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title)
     _layout(fig, None, height)
