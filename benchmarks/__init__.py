@@ -13,4 +13,5 @@ BENCHMARKS: dict[str, str] = {
     "tappfl_adult": "benchmarks.tappfl_adult:main",
     "sessions": "benchmarks.sessions_bench:main",
     "sweep": "benchmarks.sweep_bench:main",
+    "channel_solve": "benchmarks.channel_solve:main",
 }
