@@ -160,6 +160,7 @@ def run_fedavg(
     dropout: tuple[float, int] | None = None,
     progress: Progress | None = None,
     on_round: Callable[[int, FedAvgState], None] | None = None,
+    on_upload: Callable[[int, Params, Params, RoundPlan], None] | None = None,
 ) -> FedAvgState:
     """Run ``rounds`` FedAvg rounds on ``state`` (modified in place and returned).
 
@@ -168,7 +169,14 @@ def run_fedavg(
     task label). Round r's randomness comes from ``np.random.default_rng([seed, r])``, so the
     vectorised and sequential paths see identical batches. ``progress`` is updated per round
     and every few local steps (and raises :class:`core.progress.Cancelled` when cancelled);
-    ``on_round(r, state)`` runs after each round's aggregation. Sets no thread counts: the
+    ``on_round(r, state)`` runs after each round's aggregation. ``on_upload(r, global_params,
+    local_params, plan)`` runs every round **before** aggregation (the upload observer, e.g. a
+    gradient-inversion attacker at the server): ``global_params`` is Θ the devices started from
+    (a copy), ``local_params`` the K sampled devices' trained Θ_k stacked on a leading dim
+    (rows in ``plan.devices`` order, before the upload transform), ``plan`` the round's
+    :class:`RoundPlan` (which data rows each device used). The tensors are fresh each round
+    (the observer may keep them) but are read by the aggregation afterwards, so it must not
+    modify them in place. Sets no thread counts: the
     caller's budget applies (:func:`core.threads.thread_limits`, inside
     :func:`core.experiments.run`).
     """
@@ -191,6 +199,8 @@ def run_fedavg(
             sub.update(0.0, f"round {r - start}/{rounds}: {len(plan.devices)} devices training")
         glob = shared_params(state.shared)
         local, totals = train_round(objective, state, glob, plan, data, lr=lr, progress=sub)
+        if on_upload is not None:
+            on_upload(r, glob, local, plan)
         gen = torch.Generator(device=dev).manual_seed(plan.transform_seed)
         new = aggregate(glob, local, plan.sizes, upload_transform=upload_transform, generator=gen)
         with torch.no_grad():

@@ -1,0 +1,242 @@
+"""DP-SGD (Abadi et al. 2016) through Opacus: the channel-capacity paper's baseline (spec 001 §4.1,
+§5.6).
+
+Per-example gradients are clipped to L2 norm ``max_grad_norm`` (S) and the summed batch
+gradient gets Gaussian noise of std z·S (z = ``noise_multiplier``); batches are Poisson
+samples with rate q = 1 / ceil(n / B) (Opacus' ``DPDataLoader``: each row in each step with
+probability q, ceil(n / B) steps per epoch). In the paper's capacity terms C_DP ≤ B/z² (Thm 4
+with σ = z²S², S cancels; spec §4.1).
+
+ε is computed after training from the (z, q, steps) Opacus' accountant recorded, by
+:func:`core.bounds.accountants.dpsgd_accounting`: PRV by default, falling back to RDP (the
+reason is recorded) when PRV would be too costly at very large ε / many steps, raises or
+returns non-finite. A ``target_epsilon`` is met by solving z for the exact number of steps
+that will run (:func:`core.bounds.accountants.dpsgd_noise_multiplier`) and calling
+``make_private`` with it (Opacus' ``make_private_with_epsilon`` rounds the step count as
+int(epochs / q) and runs an unguarded PRV search).
+
+Reproducibility: the Poisson sampler draws from a CPU ``torch.Generator`` handed to the data
+loader and the noise from ``noise_generator`` on the parameters' device, both seeded from
+``seed`` (never the global RNG). Models must pass ``opacus.validators.ModuleValidator`` (no
+BatchNorm). The model is trained in place; Opacus' hooks and per-sample attributes are removed
+at the end.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.utils.data import DataLoader, Dataset
+
+from core.bounds.accountants import DPSGD_ACCOUNTANTS, dpsgd_accounting, dpsgd_noise_multiplier
+from core.defenses.noisy_training import (
+    OPTIMIZERS,
+    TrainResult,
+    as_images,
+    check_choice,
+    check_data,
+    check_int,
+    check_range,
+    check_test,
+    evaluate_accuracy,
+    make_optimizer,
+    sub_seed,
+)
+from core.progress import Progress
+
+__all__ = ["DPTrainResult", "check_opacus_compatible", "train_dpsgd"]
+
+
+@dataclass(kw_only=True)
+class DPTrainResult(TrainResult):
+    """:class:`TrainResult` plus the privacy readout.
+
+    ``epsilon`` at ``delta`` by ``accountant`` (the one actually used: "prv" or "rdp");
+    ``fallback_reason``: why PRV was not used when it was asked for ("" otherwise);
+    ``noise_multiplier`` z, ``sample_rate`` q, ``max_grad_norm`` S, ``expected_batch_size``
+    q·n; ``capacity_bound`` = B/z² nats per step (spec §4.1, Thm 4(1) with σ = z²S², the
+    paper's form; the tight bound is half of it).
+    """
+
+    epsilon: float
+    delta: float
+    accountant: str
+    fallback_reason: str = ""
+    noise_multiplier: float
+    sample_rate: float
+    max_grad_norm: float
+    expected_batch_size: float
+    capacity_bound: float
+
+
+class _Rows(Dataset):
+    """(image, label) rows of tensors; ``__getitems__`` lets the DataLoader fetch a whole
+    Poisson batch with one indexing op instead of one per row."""
+
+    def __init__(self, X: Tensor, y: Tensor) -> None:
+        self.X, self.y = X, y
+
+    def __len__(self) -> int:
+        return len(self.X)
+
+    def __getitem__(self, i: int) -> tuple[Tensor, Tensor]:
+        return self.X[i], self.y[i]
+
+    def __getitems__(self, idx: list[int]) -> tuple[Tensor, Tensor]:
+        t = torch.as_tensor(idx, dtype=torch.long, device=self.X.device)
+        return self.X[t], self.y[t]
+
+
+def _batch_as_is(batch: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+    """Collate for :class:`_Rows`: the batch is already stacked (an empty Poisson batch comes
+    back as (0, ...) tensors, which Opacus' DPOptimizer handles: noise only)."""
+    return batch
+
+
+def check_opacus_compatible(model: nn.Module) -> None:
+    """One-line ValueError when Opacus cannot compute per-sample gradients for ``model``."""
+    from opacus.validators import ModuleValidator
+
+    errors = ModuleValidator.validate(model, strict=False)
+    if errors:
+        first = str(errors[0]).splitlines()[0]
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ValueError(f"model: not Opacus-compatible: {first}{more}; allowed: no BatchNorm "
+                         "(use GroupNorm, opacus.validators.ModuleValidator.fix)")
+
+
+def _check_dp_args(max_grad_norm: float, delta: float, noise_multiplier: float | None,
+                   target_epsilon: float | None, accountant: str) -> None:
+    check_range("max_grad_norm", max_grad_norm, 0.0, lo_open=True)
+    if not 0.0 < float(delta) < 1.0:
+        raise ValueError(f"delta: got {delta!r}; allowed range 0 < value < 1")
+    if (noise_multiplier is None) == (target_epsilon is None):
+        got = "both" if noise_multiplier is not None else "neither"
+        raise ValueError(f"noise_multiplier/target_epsilon: got {got}; allowed: exactly one")
+    if noise_multiplier is not None:
+        check_range("noise_multiplier", noise_multiplier, 0.0, lo_open=True)
+    if target_epsilon is not None:
+        check_range("target_epsilon", target_epsilon, 0.0, lo_open=True)
+    check_choice("accountant", accountant, DPSGD_ACCOUNTANTS)
+
+
+def _make_private(accountant, model, opt, loader, sigma, max_grad_norm, noise_gen):
+    from opacus import PrivacyEngine
+
+    with warnings.catch_warnings():
+        # Opacus warns that secure_mode is off (we want reproducible, seeded noise)
+        warnings.filterwarnings("ignore", message=".*[Ss]ecure RNG.*")
+        engine = PrivacyEngine(accountant=accountant)
+        return engine, *engine.make_private(
+            module=model, optimizer=opt, data_loader=loader, noise_multiplier=float(sigma),
+            max_grad_norm=float(max_grad_norm), noise_generator=noise_gen, poisson_sampling=True)
+
+
+def _run_epochs(dp_model, dp_opt, dp_loader, model, y_test, X_test, image_shape, epochs,
+                progress, result: DPTrainResult) -> None:
+    per_epoch = len(dp_loader)
+    every = max(1, per_epoch // 5)
+    for ep in range(int(epochs)):
+        dp_model.train()
+        t_ep = time.perf_counter()
+        total, rows = 0.0, 0
+        for j, (xb, yb) in enumerate(dp_loader):
+            # an empty Poisson batch still takes a (noise-only) step: the accountant counts it
+            loss = F.cross_entropy(dp_model(xb), yb)
+            dp_opt.zero_grad(set_to_none=True)
+            with warnings.catch_warnings():
+                # Opacus' backward hooks fire on module outputs (inputs need no grad): expected
+                warnings.filterwarnings("ignore", message="Full backward hook is firing")
+                loss.backward()
+            dp_opt.step()
+            if len(yb):
+                total += float(loss.detach()) * len(yb)
+                rows += len(yb)
+            result.steps += 1
+            if progress is not None and (j + 1) % every == 0:
+                progress.update((ep + (j + 1) / per_epoch) / epochs,
+                                f"DP-SGD epoch {ep + 1}/{epochs}: step {j + 1}/{per_epoch}")
+        result.curves.setdefault("epoch_seconds", []).append(time.perf_counter() - t_ep)
+        result.curves.setdefault("train_loss", []).append(total / max(rows, 1))
+        if X_test is not None:
+            result.curves.setdefault("test_acc", []).append(
+                evaluate_accuracy(model, X_test, y_test, image_shape))
+        if progress is not None:
+            progress.update((ep + 1) / epochs, f"DP-SGD epoch {ep + 1}/{epochs} done")
+
+
+def train_dpsgd(
+    model: nn.Module,
+    X: Tensor,
+    y: Tensor,
+    *,
+    image_shape: tuple[int, ...],
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    max_grad_norm: float,
+    delta: float,
+    noise_multiplier: float | None = None,
+    target_epsilon: float | None = None,
+    accountant: str = "prv",
+    optimizer: str = "sgd",
+    momentum: float = 0.0,
+    seed: int = 0,
+    X_test: Tensor | None = None,
+    y_test: Tensor | None = None,
+    progress: Progress | None = None,
+) -> DPTrainResult:
+    """Train ``model`` in place with DP-SGD (Opacus ``PrivacyEngine.make_private``) on clean
+    (X, y) (flat rows (n, d) on the model's device) for ``epochs`` × ceil(n / B) Poisson steps.
+
+    Give exactly one of ``noise_multiplier`` (z) and ``target_epsilon`` (z solved so that
+    ε ≤ target at ``delta`` after the run's steps). ε is reported with the accountant used.
+    """
+    check_data(X, y, image_shape)
+    check_test(X_test, y_test, image_shape)
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    check_range("lr", lr, 0.0, lo_open=True)
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_range("momentum", momentum, 0.0, 0.999)
+    _check_dp_args(max_grad_norm, delta, noise_multiplier, target_epsilon, accountant)
+    check_opacus_compatible(model)
+
+    t0 = time.perf_counter()
+    dev = X.device
+    n = len(X)
+    loader = DataLoader(_Rows(as_images(X, image_shape), y), batch_size=int(batch_size),
+                        collate_fn=_batch_as_is,
+                        generator=torch.Generator().manual_seed(sub_seed(seed, 2)))
+    per_epoch = len(loader)
+    q = 1.0 / per_epoch  # Opacus' own sample rate for this loader
+    steps = int(epochs) * per_epoch
+    sigma = (float(noise_multiplier) if noise_multiplier is not None else
+             dpsgd_noise_multiplier(float(target_epsilon), q, steps, float(delta), accountant))
+    noise_gen = torch.Generator(device=dev).manual_seed(sub_seed(seed, 3))
+    opt = make_optimizer(model, optimizer, lr, momentum)
+    engine, dp_model, dp_opt, dp_loader = _make_private(accountant, model, opt, loader, sigma,
+                                                        max_grad_norm, noise_gen)
+    result = DPTrainResult(noise_mode="dpsgd", epsilon=float("nan"), delta=float(delta),
+                           accountant=accountant, noise_multiplier=sigma, sample_rate=q,
+                           max_grad_norm=float(max_grad_norm), expected_batch_size=q * n,
+                           capacity_bound=float(batch_size) / sigma**2)
+    try:
+        _run_epochs(dp_model, dp_opt, dp_loader, model, y_test, X_test, image_shape, epochs,
+                    progress, result)
+    finally:
+        dp_model._close()  # remove Opacus' hooks and per-sample attributes from ``model``
+    # ε from what Opacus' accountant recorded (one (z, q, steps) entry for a plain run)
+    hist = engine.accountant.history
+    ran = sum(int(s) for *_, s in hist)
+    if ran:
+        acct = dpsgd_accounting(sigma, q, ran, float(delta), accountant)
+        result.epsilon, result.accountant = float(acct["epsilon"]), str(acct["accountant"])
+        result.fallback_reason = str(acct["fallback_reason"])
+    result.seconds = time.perf_counter() - t0
+    return result
