@@ -13,5 +13,6 @@ BENCHMARKS: dict[str, str] = {
     "tappfl_adult": "benchmarks.tappfl_adult:main",
     "sessions": "benchmarks.sessions_bench:main",
     "sweep": "benchmarks.sweep_bench:main",
+    "dlg_speed": "benchmarks.dlg_speed:main",
     "channel_solve": "benchmarks.channel_solve:main",
 }

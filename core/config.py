@@ -291,6 +291,150 @@ TappflConfig = AttributePrivacyConfig
 
 
 # ---------------------------------------------------------------------------------------------
+# gradient leakage (the channel-capacity defense against data reconstruction; spec 001)
+
+IMAGE_DATASETS = frozenset({"digits", "mnist5k", "faces", "mnist", "fashion_mnist", "cifar10", "celeba"})
+
+
+class ChannelDefense(_Model):
+    """Data-space channel D̃ = D + ξ with the noise solved from the capacity κ (spec 001,
+    Eqs. 18-20): Natural (σI), White (∝ Σ_D), Personalized (σ·diag β); Laplace (a derived
+    bound, not the paper's). ``noise_mode``: ``redraw`` (fresh noise every step: κ per step,
+    n·κ in total) or ``fixed`` (one noisy copy of the data: κ in total, by the DPI)."""
+
+    kind: Literal["channel"] = "channel"
+    channel: Literal["natural", "white", "personalized", "laplace"] = "natural"
+    kappa: Annotated[float, Gt(0.0), Le(1e7)] = Field(
+        8.0, description="capacity κ in nats per round (κ/d nats per dimension is shown beside it)")
+    noise_mode: Literal["redraw", "fixed"] = "redraw"
+    beta_rect: tuple[int, int, int, int] | None = Field(
+        None, description="personalized: rows r0:r1, columns c0:c1 of the β mask's rectangle; "
+        "None = the paper's eye band (rows 12-19, cols 8-23 of 32×32, scaled to the image)")
+    beta_multiplier: Annotated[float, Ge(1.0), Le(1e4)] = Field(
+        50.0, description="personalized: β inside the rectangle (1 elsewhere; the paper's 1:50)")
+
+    @model_validator(mode="after")
+    def _check_rect(self) -> ChannelDefense:
+        if self.beta_rect is not None:
+            r0, r1, c0, c1 = self.beta_rect
+            if not (0 <= r0 < r1 and 0 <= c0 < c1):
+                raise ValueError(f"beta_rect: got {list(self.beta_rect)}; expected rows r0 < r1 "
+                                 "and columns c0 < c1, all >= 0")
+        return self
+
+
+class DPSGDDefense(_Model):
+    """DP-SGD (Abadi et al. 2016) through Opacus: per-sample clipping to ``clip_norm`` and
+    Gaussian noise of std ``noise_multiplier``·clip_norm on the summed batch gradient; ε from
+    the named accountant (PRV, falling back to RDP where PRV is unreliable)."""
+
+    kind: Literal["dp_sgd"] = "dp_sgd"
+    noise_multiplier: Annotated[float, Gt(0.0), Le(100.0)] | None = Field(
+        1.0, description="noise std / clip norm (z); None = solved from target_epsilon")
+    target_epsilon: Annotated[float, Gt(0.0), Le(1e4)] | None = Field(
+        None, description="train to this ε instead of a fixed noise multiplier")
+    delta: Annotated[float, Gt(0.0), Lt(1.0)] = 1e-5
+    clip_norm: Annotated[float, Gt(0.0), Le(1000.0)] = 1.0
+    accountant: Literal["prv", "rdp"] = "prv"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _epsilon_replaces_default_multiplier(cls, data: Any) -> Any:
+        """Giving only ``target_epsilon`` means "solve z": the default z steps aside."""
+        if isinstance(data, dict) and data.get("target_epsilon") is not None \
+                and "noise_multiplier" not in data:
+            data = {**data, "noise_multiplier": None}
+        return data
+
+    @model_validator(mode="after")
+    def _one_of(self) -> DPSGDDefense:
+        if (self.noise_multiplier is None) == (self.target_epsilon is None):
+            raise ValueError("noise_multiplier: give exactly one of noise_multiplier and "
+                             "target_epsilon (the other null)")
+        return self
+
+
+GradientDefense = Annotated[NoDefense | ChannelDefense | DPSGDDefense, Field(discriminator="kind")]
+
+
+class ImageTrainSpec(_Model):
+    """How the victim model trains: centrally (the paper's setting) or in the FedAvg loop
+    (each device perturbs its own data); the model from ``core.nn.IMAGE_MODELS``."""
+
+    model: Literal["lenet_sigmoid", "lenet5", "mlp"] = Field(
+        "mlp", description="mlp (sigmoid hidden layer) and lenet5 train in seconds; "
+        "lenet_sigmoid is DLG's attack model and barely trains (a finding, not a default)")
+    setting: Literal["central", "fedavg"] = "central"
+    epochs: Annotated[int, Ge(0), Le(200)] = Field(
+        5, description="central: epochs over the train split (0 = no training)")
+    batch_size: Annotated[int, Ge(1), Le(4096)] = 32
+    lr: Annotated[float, Gt(0.0), Le(10.0)] = 0.003
+    optimizer: Literal["sgd", "adam"] = "adam"
+    fl: FedAvgSpec = FedAvgSpec(num_devices=10, fraction_fit=0.5, rounds=3, local_epochs=1,
+                                batch_size=32, lr=0.1)
+
+
+class InversionSpecCfg(_Model):
+    """The gradient-inversion attacker (names from :data:`core.parts.ATTACKS`): ``targets``
+    independent targets, each one observed upload of ``batch_size`` images, attacked in one
+    batched optimisation; the observation is one step's gradient or a FedAvg local update."""
+
+    attackers: tuple[str, ...] = ("idlg",)
+    targets: Annotated[int, Ge(1), Le(256)] = 8
+    batch_size: Annotated[int, Ge(1), Le(64)] = Field(1, description="images per observed upload")
+    iterations: Annotated[int, Ge(1), Le(24_000)] | None = Field(
+        None, description="optimiser iterations; None = the preset's default")
+    observation: Literal["gradient", "fedavg"] = "gradient"
+    local_steps: Annotated[int, Ge(1), Le(50)] = Field(
+        3, description="fedavg observation: local SGD steps in the observed update")
+    local_lr: Annotated[float, Gt(0.0), Le(10.0)] = 0.1
+    model_state: Literal["fresh", "trained"] = Field(
+        "fresh", description="attack the upload made from the freshly initialised model "
+        "(round 1) or from the trained model (the last round)")
+    model_inversion: bool = Field(True, description="also run model inversion on the trained "
+                                  "model (one representative per class, the paper's Fig. 10)")
+
+    @model_validator(mode="after")
+    def _check_attackers(self) -> InversionSpecCfg:
+        from core.parts import ATTACKS
+
+        allowed = [n for n, a in ATTACKS.items() if "update" in a.accepts and a.fresh]
+        if not self.attackers:
+            raise ValueError(f"attackers: got an empty list; choose from {', '.join(allowed)}")
+        for a in self.attackers:
+            if a not in allowed:
+                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(allowed)}")
+        if len(set(self.attackers)) != len(self.attackers):
+            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        return self
+
+
+class GradientLeakageConfig(_Experiment):
+    """Gradient leakage and the channel-capacity defense (spec 001): train an image classifier
+    under a defense (none, a κ channel, DP-SGD), release uploads, invert them (DLG / iDLG /
+    Inverting Gradients) and the trained model (model inversion), score against the clean
+    targets, and put Theorem 1's bound and the Wiener MMSE beside the measured error."""
+
+    kind: Literal["gradient_leakage"] = "gradient_leakage"
+    data: DataSpec = DataSpec(name="digits")
+    defense: GradientDefense = ChannelDefense()
+    train: ImageTrainSpec = ImageTrainSpec()
+    attack: InversionSpecCfg = InversionSpecCfg()
+
+    @model_validator(mode="after")
+    def _check_data(self) -> GradientLeakageConfig:
+        from core.data.registry import get_info
+        from core.parts import check_combination
+
+        if self.data.name not in IMAGE_DATASETS and get_info(self.data.name).kind != "image":
+            raise ValueError(f"data.name: got {self.data.name!r}; gradient leakage needs an "
+                             f"image data set ({', '.join(sorted(IMAGE_DATASETS))} or a "
+                             "registered image folder)")
+        check_combination(self.kind, self.defense.kind, self.attack.attackers)
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
 # sweep (a grid over another kind's config)
 
 #: at most this many points (grid × seeds) in one sweep
@@ -349,11 +493,13 @@ class SweepConfig(_Model):
 # ---------------------------------------------------------------------------------------------
 # the union
 
-Config = Annotated[ProjectionConfig | AttributePrivacyConfig | SweepConfig, Field(discriminator="kind")]
+Config = Annotated[ProjectionConfig | AttributePrivacyConfig | GradientLeakageConfig | SweepConfig,
+                   Field(discriminator="kind")]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Config)
 CONFIG_MODELS: dict[str, type[_Model]] = {
     "projection": ProjectionConfig,
     "attribute_privacy": AttributePrivacyConfig,
+    "gradient_leakage": GradientLeakageConfig,
     "sweep": SweepConfig,
 }
 

@@ -30,6 +30,7 @@ Runner = Callable[[Any, Progress], Result]
 RUNNERS: Registry[str] = Registry("kind")
 RUNNERS.register("projection", "core.runs.projection:run_projection")
 RUNNERS.register("attribute_privacy", "core.runs.attribute_privacy:run_attribute_privacy")
+RUNNERS.register("gradient_leakage", "core.runs.gradient_leakage:run_gradient_leakage")
 RUNNERS.register("sweep", "core.runs.sweep:run_sweep")
 #: kinds whose runner takes ``points`` (the store each point goes through)
 TAKES_POINTS = frozenset({"sweep"})

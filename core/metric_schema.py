@@ -350,6 +350,87 @@ for _spec in (
 ):
     register(_spec)
 
+# -- gradient leakage (core/runs/gradient_leakage.py; spec 001)
+INVERTERS = {"dlg": "DLG", "idlg": "iDLG", "ig": "Inverting Gradients", "best": "the strongest inverter"}
+_INV = {"who": INVERTERS}
+register_family("recon_{who}_mse", _INV, description="per-pixel MSE of {who_text}'s "
+                "matched reconstructions vs clean targets (lower = leakier)",
+                unit="MSE", direction="neither", group="reconstruction")
+register_family("recon_{who}_psnr", _INV, description="mean PSNR of {who_text}'s matched "
+                "reconstructions, data range 1", unit="dB", direction="leakage",
+                group="reconstruction")
+register_family("recon_{who}_psnr_median", _INV, description="median PSNR of {who_text}'s "
+                "matched reconstructions, data range 1", unit="dB", direction="leakage",
+                group="reconstruction")
+register_family("recon_{who}_ssim", _INV, description="mean SSIM of {who_text}'s matched "
+                "reconstructions", unit="SSIM", direction="leakage", group="reconstruction")
+register_family("recon_{who}_label_acc", _INV, description="label accuracy of {who_text} "
+                "(recovered or jointly optimised labels)", unit="fraction",
+                direction="leakage", chance="chance", group="reconstruction")
+register_family("recon_{who}_seconds", _INV, description="wall-clock time of {who_text} on "
+                "all targets (one batched optimisation)", unit="seconds", direction="neither",
+                group="timing")
+for _spec in (
+    _S("recon_psnr_median", "median PSNR of reconstructions vs targets, data range 1", "dB",
+       "leakage", None, "reconstruction"),
+    _S("recon_noisy_mse", "per-pixel MSE between the clean targets and their noisy versions "
+       "D̃ (what the defense trained on)", "MSE", "neither", None, "reconstruction"),
+    _S("recon_targets", "number of targets attacked (independent uploads)", "count",
+       "neither", None, "reconstruction"),
+    _S("recon_batch_size", "images per observed upload", "count", "neither", None,
+       "reconstruction"),
+    _S("model_inversion_mse_median", "model inversion: median over classes of the MSE to the "
+       "class centre (lower = leakier)", "MSE", "neither",
+       None, "reconstruction"),
+    _S("model_inversion_psnr_median", "model inversion: median over classes of the PSNR to the "
+       "class centre", "dB", "leakage", None, "reconstruction"),
+    _S("model_inversion_ssim_median", "model inversion: median over classes of the SSIM to the "
+       "class centre", "SSIM", "leakage", None, "reconstruction"),
+    _S("kappa", "capacity κ of the data-space channel per round", "nats", "leakage", None,
+       "defense"),
+    _S("kappa_per_dim", "κ/d: capacity per data dimension", "nats/dim", "leakage", None,
+       "defense"),
+    _S("kappa_total", "information let through over the run: n·κ (noise redrawn "
+       "each step) or κ (one fixed noisy copy)", "nats", "leakage", None, "defense"),
+    _S("channel_sigma", "the solved noise variance σ (Natural / Personalized scale; "
+       "Laplace 2b²)", "variance", "neither", None, "defense"),
+    _S("channel_pixel_std_mean", "mean per-pixel noise standard deviation", "std", "neither",
+       None, "defense"),
+    _S("capacity_dp_paper", "capacity of one DP-SGD step, B/z² (Thm 4 as printed)", "nats",
+       "leakage", None, "defense"),
+    _S("capacity_dp_tight", "capacity of one DP-SGD step, B/(2z²) (Thm 4 without the "
+       "factor-2 slack)", "nats", "leakage", None, "defense"),
+    _S("steps", "optimisation steps the victim model took (n)", "count", "neither", None,
+       "training"),
+    _S("data_dim", "dimension d of one flattened image", "count", "neither", None, "data"),
+    _S("data_dim_informative", "eigen-directions of Σ_D above the zero threshold (Theorem 1's "
+       "plug-in uses these)", "count", "neither", None, "data"),
+    _S("bound_thm1_round", "Theorem 1 lower bound on per-pixel MSE for one round (I = κ); "
+       "Gaussian plug-in h(D): heuristic", "MSE", "neither", None, "bound"),
+    _S("bound_thm1_total", "Theorem 1 lower bound on per-pixel MSE over the whole run "
+       "(I = total information)", "MSE", "neither", None, "bound"),
+    _S("bound_thm1_total_vacuous", "1 if the whole-run Theorem 1 bound is below 1e-6 of the "
+       "per-round one (says nothing), else 0", "flag", "neither", None, "bound"),
+    _S("bound_wiener_mmse", "Bayes MSE of an attacker seeing D̃ itself (Wiener filter, "
+       "Gaussian data)", "MSE",
+       "neither", None, "bound"),
+    _S("bound_below_count", "attacked targets whose MSE falls below the per-round Theorem 1 "
+       "bound (explained on the page)", "count", "neither", None, "bound"),
+    _S("utility_majority_images", "test share of the majority class (chance utility)",
+       "fraction", "neither", None, "utility"),
+    _S("test_acc", "test accuracy per epoch / round (curves)", "fraction", "utility",
+       "utility_majority_images", "training"),
+    _S("train_loss", "training cross-entropy per epoch (curves; on the noisy data)", "nats",
+       "neither", None, "training"),
+    _S("epoch_seconds", "wall-clock time per epoch (curves)", "seconds", "neither", None,
+       "timing"),
+    _S("train_ce", "training cross-entropy per round (curves)", "nats", "neither", None,
+       "training"),
+    _S("train_acc", "training accuracy per round (curves)", "fraction", "utility", None,
+       "training"),
+):
+    register(_spec)
+
 # -- sweeps (core/runs/sweep.py); each point's own metrics are in its row and its stored run
 for _spec in (
     _S("points_total", "points of the sweep (grid × seeds)", "count", "neither", None, "sweep"),
@@ -377,6 +458,10 @@ HEADLINES: dict[str, Headline] = {
     "tappfl": _ATTRIBUTE,  # the kind's former name
     # a projection has no attack; trustworthiness is its quality
     "projection": Headline(utility="trustworthiness", attack=None, budget=None),
+    # reconstruction quality of the strongest inverter against the defense's knob
+    "gradient_leakage": Headline(utility="utility_acc", attack="recon_best_psnr_median",
+                                 budget={"none": None, "channel": "kappa",
+                                         "dp_sgd": "epsilon_accountant"}),
     # a sweep's headlines are its points' (its rows carry the base kind's)
     "sweep": Headline(utility=None, attack=None, budget=None),
 }

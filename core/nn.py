@@ -377,3 +377,112 @@ def jsd_mi(t_joint: Tensor, t_marginal: Tensor, weight: Tensor | None = None) ->
     if weight is None:
         return pos.mean(-1) - neg.mean(-1)
     return ((pos - neg) * weight).sum(-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# image classifiers for the reconstruction attacks (DLG / iDLG / Inverting Gradients, model
+# inversion). Plain modules with no in-place ops and no buffers, so ``torch.func.functional_call``,
+# ``torch.func.vmap`` and double backprop (gradient matching differentiates a gradient) all work.
+
+
+def _check_image_shape(image_shape: tuple[int, int, int], n_classes: int) -> tuple[int, int, int]:
+    shape = tuple(int(s) for s in image_shape)
+    if len(shape) != 3 or min(shape) < 1:
+        raise ValueError(f"image_shape: got {tuple(image_shape)}; expected (C, H, W) with every "
+                         f"side >= 1")
+    if int(n_classes) < 2:
+        raise ValueError(f"n_classes: got {n_classes}; allowed range 2 <= value")
+    return shape  # type: ignore[return-value]
+
+
+def _as_images(x: Tensor, image_shape: tuple[int, int, int]) -> Tensor:
+    """(n, C, H, W) from (n, C, H, W) or flattened rows (n, C·H·W)."""
+    return x.reshape(-1, *image_shape)
+
+
+class LeNetSigmoid(nn.Module):
+    """The DLG "LeNet" (Zhu et al. 2019): three 5×5 convolutions of 12 channels, padding 2,
+    strides 2, 2, 1, sigmoid activations, one linear layer. Sigmoid (smooth, non-zero second
+    derivative) is why DLG's L-BFGS gradient matching works so well on it. Any (C, H, W): the
+    linear layer's input size follows from the shape (each stride-2 conv gives ⌈side/2⌉)."""
+
+    def __init__(self, image_shape: tuple[int, int, int], n_classes: int, channels: int = 12) -> None:
+        super().__init__()
+        c, h, w = self.image_shape = _check_image_shape(image_shape, n_classes)
+        self.body = nn.Sequential(
+            nn.Conv2d(c, channels, 5, padding=2, stride=2), nn.Sigmoid(),
+            nn.Conv2d(channels, channels, 5, padding=2, stride=2), nn.Sigmoid(),
+            nn.Conv2d(channels, channels, 5, padding=2, stride=1), nn.Sigmoid(),
+        )
+        h2, w2 = math.ceil(math.ceil(h / 2) / 2), math.ceil(math.ceil(w / 2) / 2)
+        self.fc = nn.Linear(channels * h2 * w2, n_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc(self.body(_as_images(x, self.image_shape)).flatten(1))
+
+
+class LeNet5(nn.Module):
+    """LeNet-5 as in the seed-001 paper's Table 2 (spec §5.3): conv 6@5×5 → max-pool 2 →
+    conv 16@5×5 → max-pool 2 → FC 400 → 120 → 84 → ``n_classes`` (61,706 parameters for one
+    channel and 10 classes), ``act`` activations (ReLU by default, "sigmoid" or "tanh").
+
+    Inputs of any (H, W) are **resized to 32×32 inside forward** with bilinear
+    ``F.interpolate`` (the paper resized every data set to 32×32). Interpolation is linear in
+    the pixels, so double backprop and vmap are unaffected, and the layer sizes (hence the
+    parameter count) do not depend on the data set; 8×8 digits and 25×25 faces work as is."""
+
+    SIDE = 32
+
+    def __init__(self, image_shape: tuple[int, int, int], n_classes: int, act: str = "relu") -> None:
+        super().__init__()
+        acts = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
+        if act not in acts:
+            raise ValueError(f"act: got {act!r}; allowed: {', '.join(acts)}")
+        c, _, _ = self.image_shape = _check_image_shape(image_shape, n_classes)
+        a = acts[act]
+        self.features = nn.Sequential(
+            nn.Conv2d(c, 6, 5), a(), nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5), a(), nn.MaxPool2d(2),
+        )
+        self.classifier = nn.Sequential(
+            nn.Linear(16 * 5 * 5, 120), a(), nn.Linear(120, 84), a(), nn.Linear(84, n_classes)
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        z = _as_images(x, self.image_shape)
+        if z.shape[-2:] != (self.SIDE, self.SIDE):
+            z = F.interpolate(z, size=(self.SIDE, self.SIDE), mode="bilinear", align_corners=False)
+        return self.classifier(self.features(z).flatten(1))
+
+
+class ImageMLP(nn.Module):
+    """Small MLP on flattened images: C·H·W → ``hidden`` → ``n_classes``, sigmoid hidden layer
+    (smooth, so gradient matching has a useful second derivative)."""
+
+    def __init__(self, image_shape: tuple[int, int, int], n_classes: int, hidden: int = 64) -> None:
+        super().__init__()
+        c, h, w = self.image_shape = _check_image_shape(image_shape, n_classes)
+        if int(hidden) < 1:
+            raise ValueError(f"hidden: got {hidden}; allowed range 1 <= value")
+        self.fc1 = nn.Linear(c * h * w, int(hidden))
+        self.fc2 = nn.Linear(int(hidden), n_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        z = _as_images(x, self.image_shape).flatten(1)
+        return self.fc2(torch.sigmoid(self.fc1(z)))
+
+
+#: image classifier factories by name, for :func:`image_classifier`
+IMAGE_MODELS: dict[str, Callable[..., nn.Module]] = {
+    "lenet_sigmoid": LeNetSigmoid,
+    "lenet5": LeNet5,
+    "mlp": ImageMLP,
+}
+
+
+def image_classifier(name: str, image_shape: tuple[int, int, int], n_classes: int) -> nn.Module:
+    """A fresh (default-initialised) classifier from :data:`IMAGE_MODELS`; seed it with
+    :func:`seeded`."""
+    if name not in IMAGE_MODELS:
+        raise ValueError(f"model: got {name!r}; allowed: {', '.join(IMAGE_MODELS)}")
+    return IMAGE_MODELS[name](tuple(image_shape), int(n_classes))

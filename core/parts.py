@@ -49,6 +49,13 @@ class DefensePart:
     accounting: str | None
     builder: str
     description: str = ""
+    #: (family, release) pairs where the release differs by family (``none`` releases
+    #: representations in attribute privacy and uploads in gradient leakage)
+    family_releases: tuple[tuple[str, str], ...] = ()
+
+    def release_for(self, family: str) -> str:
+        """The release this defense produces in ``family``."""
+        return dict(self.family_releases).get(family, self.release)
 
 
 @dataclass(frozen=True)
@@ -72,10 +79,13 @@ ATTACKS: Registry[AttackPart] = Registry("attack")
 # -- defenses of the federated attribute-privacy family ----------------------------------------
 
 _FL = ("attribute_privacy",)
+_GL = ("gradient_leakage",)
 DEFENSES.register("none", DefensePart(
-    name="none", title="none (plain FedAvg encoder)", families=_FL, release="representation",
+    name="none", title="none (undefended)", families=_FL + _GL, release="representation",
     knob=None, accounting=None, builder="core.defenses.federated:build_none",
-    description="The encoder trained on the utility term only (λ = 0): the undefended release."))
+    description="Attribute privacy: the encoder trained on the utility term only (λ = 0). "
+                "Gradient leakage: plain training, the uploads released as they are.",
+    family_releases=(("gradient_leakage", "update"),)))
 DEFENSES.register("tappfl", DefensePart(
     name="tappfl", title="TAPPFL (λ)", families=_FL, release="representation",
     knob=Knob("tradeoff_lambda", "λ", "TAPPFL privacy weight", 0.0, 1.0, "linear",
@@ -101,6 +111,52 @@ DEFENSES.register("pruning", DefensePart(
               budget_metric="pruning_rate"),
     accounting=None, builder="core.defenses.federated:build_pruning",
     description="The smallest-magnitude fraction of each upload zeroed (TAPPFL's MC baseline)."))
+
+# -- defenses against data reconstruction (spec 001) -------------------------------------------
+
+DEFENSES.register("channel", DefensePart(
+    name="channel", title="κ channel (data-space noise)", families=_GL, release="update",
+    knob=Knob("kappa", "κ", "capacity per round (nats)", 0.01, 1e5, "log",
+              "lower_is_more_private", budget_metric="kappa"),
+    accounting="capacity", builder="core.runs.gradient_stages:build_channel",
+    description="The model trains on D̃ = D + ξ with ξ solved from the capacity κ (Eq. 18): "
+                "Natural σI, White ∝ Σ_D (Eq. 19), Personalized σ·diag β (Eq. 20, exact via "
+                "β-whitening), Laplace (a derived bound). I(D; upload | W_i) ≤ κ per round."))
+DEFENSES.register("dp_sgd", DefensePart(
+    name="dp_sgd", title="DP-SGD (Opacus)", families=_GL, release="update",
+    knob=Knob("noise_multiplier", "z", "noise multiplier", 0.05, 100.0, "log",
+              "higher_is_more_private", budget_metric="epsilon_accountant"),
+    accounting="prv", builder="core.defenses.dpsgd:train_dpsgd",
+    description="Per-sample clipping and Gaussian noise on the batch gradient (Abadi et al. "
+                "2016) through Opacus; ε from the PRV accountant (RDP where PRV is unreliable); "
+                "capacity B/z² per step (Thm 4, tight B/(2z²))."))
+
+# -- gradient-inversion attacks (spec 001 §1.3-1.4): presets of one spec ----------------------
+
+_SEES_UPD = ("one upload per target: a step's gradient (or a FedAvg local update) of the "
+             "victim's batch, and the global model it started from")
+_KNOWS_ARCH = "the architecture and the loss; not the data, not the defense's noise draw"
+_GOAL_X = "reconstruct the victim's (clean) training images"
+ATTACKS.register("dlg", AttackPart(
+    name="dlg", title="DLG (L2, L-BFGS, labels joint)", accepts=("update",),
+    threat=ThreatModel(sees=_SEES_UPD, knows=_KNOWS_ARCH, goal=_GOAL_X + " and labels"),
+    function="core.attacks.gradient_inversion:invert", fresh=True))
+ATTACKS.register("idlg", AttackPart(
+    name="idlg", title="iDLG (labels from the last layer)", accepts=("update",),
+    threat=ThreatModel(sees=_SEES_UPD, knows=_KNOWS_ARCH, goal=_GOAL_X),
+    function="core.attacks.gradient_inversion:invert", fresh=True))
+ATTACKS.register("ig", AttackPart(
+    name="ig", title="Inverting Gradients (cosine + TV, Adam)", accepts=("update",),
+    threat=ThreatModel(sees=_SEES_UPD, knows=_KNOWS_ARCH + "; an image prior (total variation)",
+                       goal=_GOAL_X),
+    function="core.attacks.gradient_inversion:invert", fresh=True))
+ATTACKS.register("model_inversion", AttackPart(
+    name="model_inversion", title="model inversion (class representatives)", accepts=("model",),
+    threat=ThreatModel(sees="the trained model (white box)",
+                       knows="the mean of images outside the training set (the start point)",
+                       goal="a representative image of each class (scored against the class "
+                            "centre)"),
+    function="core.attacks.gradient_inversion:model_inversion", role="fresh"))
 
 # -- attribute-inference attacks ---------------------------------------------------------------
 
@@ -142,10 +198,11 @@ def check_combination(family: str, defense: str, attackers: tuple[str, ...]) -> 
     if family not in part.families:
         allowed = [n for n, d in DEFENSES.items() if family in d.families]
         raise ValueError(f"defense.kind: got {defense!r}; allowed for {family}: {', '.join(allowed)}")
+    release = part.release_for(family)
     for name in attackers:
         att = ATTACKS.get(name)
-        if part.release not in att.accepts:
+        if release not in att.accepts:
             raise ValueError(
                 f"attack.attackers: {name!r} attacks {' or '.join(att.accepts)} releases; "
-                f"defense {defense!r} releases {part.release}s (allowed here: "
-                f"{', '.join(a for a in applicable_attacks(part.release) if ATTACKS.get(a).fresh)})")
+                f"defense {defense!r} releases {release}s (allowed here: "
+                f"{', '.join(a for a in applicable_attacks(release) if ATTACKS.get(a).fresh)})")

@@ -349,3 +349,53 @@ def roc_figure(
     _layout(fig, title, height)
     fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
     return fig
+
+
+def spectrum_figure(eigenvalues: Sequence[float], noise_eig: Sequence[float],
+                    capacity: Sequence[float], *, height: int = 360) -> go.Figure:
+    """The data spectrum λ_i against the noise variance per eigen-direction (log y), with
+    each direction's capacity ½ln(1 + λ_i/σ_i) as bars on a second axis (spec 001 §6.2)."""
+    lam = np.asarray(eigenvalues, dtype=float)
+    noise = np.asarray(noise_eig, dtype=float)
+    cap = np.asarray(capacity, dtype=float)
+    idx = np.arange(1, len(lam) + 1)
+    pos = lam > 0
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=idx[: len(cap)], y=cap, name="capacity per direction (nats)",
+                         marker={"color": PALETTE[2]}, opacity=0.45, yaxis="y2"))
+    fig.add_trace(go.Scatter(x=idx[pos], y=lam[pos], mode="lines", name="data λ_i",
+                             line={"color": PALETTE[0]}))
+    npos = noise > 0
+    fig.add_trace(go.Scatter(x=idx[: len(noise)][npos], y=noise[npos], mode="lines",
+                             name="noise σ_i", line={"color": PALETTE[1], "dash": "dash"}))
+    fig.update_layout(yaxis={"type": "log", "title": "variance"},
+                      yaxis2={"overlaying": "y", "side": "right", "title": "nats",
+                              "showgrid": False},
+                      xaxis={"type": "log", "title": "eigen-direction (by variance)"})
+    _layout(fig, None, height)
+    fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
+    return fig
+
+
+def kappa_bounds_figure(kappas: Sequence[float], curves: Sequence[tuple[str, Sequence[float]]],
+                        measured: Sequence[tuple[float, float, str]], *,
+                        current: float | None = None, height: int = 360) -> go.Figure:
+    """Per-pixel MSE floors against κ (log-log) with measured reconstructions as points and
+    the current κ as a vertical line."""
+    fig = go.Figure()
+    for i, (name, ys) in enumerate(curves):
+        fig.add_trace(go.Scatter(x=list(kappas), y=list(ys), mode="lines", name=name,
+                                 line={"color": PALETTE[(i + 3) % len(PALETTE)]}))
+    if measured:
+        fig.add_trace(go.Scatter(x=[m[0] for m in measured], y=[m[1] for m in measured],
+                                 mode="markers", name="measured MSE (strongest inverter)",
+                                 text=[m[2] for m in measured],
+                                 marker={"size": 10, "color": "black", "symbol": "diamond"}))
+    if current is not None:
+        fig.add_vline(x=current, line_dash="dot", line_color="gray",
+                      annotation_text=f"κ = {current:g}", annotation_position="top left")
+    fig.update_xaxes(type="log", title="κ (nats per round)")
+    fig.update_yaxes(type="log", title="per-pixel MSE")
+    _layout(fig, None, height)
+    fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
+    return fig

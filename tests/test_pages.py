@@ -96,7 +96,8 @@ def test_home_renders_without_setup(store):
     glossary = " ".join(tables[1]["symbol"])
     assert "λ (FIL)" in glossary and "κ" in glossary and "ε (DP)" in glossary.replace(", δ", "")
     labels = [p.label for p in at.get("page_link")]
-    assert labels == ["Data & projections", "Attribute privacy (FL)", "History"]
+    assert labels == ["Data & projections", "Attribute privacy (FL)",
+                      "Reconstruction: gradient leakage", "History"]
     assert "Planned" in " ".join(c.value for c in at.caption)
     assert store.list() == []  # the landing page runs nothing
 
@@ -448,7 +449,8 @@ def test_attribute_page_attackers_multiselect_drives_attack_attackers(store):
     at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("synthetic").run()
     box = at.multiselect(key="ap_attackers")
-    assert set(box.options) == {ATTACKS.get(n).title for n, a in ATTACKS.items() if a.fresh}
+    assert set(box.options) == {ATTACKS.get(n).title for n, a in ATTACKS.items()
+                                if a.fresh and "representation" in a.accepts}
     assert box.value == ["logreg", "mlp"]
     assert any("No stored result" in i.value for i in at.info)
     box.set_value(["mlp"]).run()

@@ -211,7 +211,8 @@ def params_ui(defense: str) -> dict[str, Any]:
 def attackers_ui(defense: str) -> tuple[str, ...]:
     """Fresh attackers that accept the defense's release; the others named as not applicable."""
     release = DEFENSES.get(defense).release
-    fresh = [n for n, a in ATTACKS.items() if a.fresh]
+    # this family's attackers: those of representation or raw releases (not upload inverters)
+    fresh = [n for n, a in ATTACKS.items() if a.fresh and {"representation", "raw"} & set(a.accepts)]
     ok = [n for n in fresh if release in ATTACKS.get(n).accepts]
     ss = st.session_state
     kept = [a for a in ss.get("ap_attackers", []) if a in ok]

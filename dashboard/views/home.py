@@ -30,6 +30,10 @@ PAGE_LINES = [
      ("TAPPFL in a FedAvg loop against DP-Gaussian, DP-Laplace and pruning; in-training vs fresh "
      "attackers with 95 % intervals and threat models; Theorem 1 and 2 bounds; the λ tradeoff "
      "against the undefended run.")),
+    ("views/reconstruction.py", "Reconstruction: gradient leakage", ":material/image_search:",
+     ("invert uploads with DLG / iDLG / Inverting Gradients; defend with the κ channel (Natural, "
+     "White, Personalized, Laplace) or DP-SGD; σ solved from κ live, Theorem 1's floor and the "
+     "Wiener MMSE beside the measured error; κ and z sweeps as tradeoff curves.")),
     ("views/history.py", "History", ":material/history:",
      ("every stored run: inspect its metrics and config, copy it as YAML / CLI, delete, export "
      "CSV / JSON; runs of an older engine are marked.")),
@@ -39,9 +43,8 @@ for path, title, icon, line in PAGE_LINES:
     with left:
         st.page_link(path, label=title, icon=icon)
     right.markdown(line)
-st.caption("Planned (not yet built): Membership · Property · Reconstruction (gradient leakage and "
-           "κ channels; representation inversion) · Fisher information · Compare (cross-defense "
-           "tradeoffs).")
+st.caption("Planned (not yet built): Membership · Property · representation inversion · Fisher "
+           "information · Compare (cross-defense tradeoffs).")
 
 st.subheader("Data sets")
 rows = dataset_rows()

@@ -1,0 +1,439 @@
+"""Reconstruction → gradient leakage: the channel-capacity defense (κ with Natural, White,
+Personalized and Laplace channels) against DP-SGD, attacked by DLG / iDLG / Inverting
+Gradients and model inversion (spec 001).
+
+``controls()`` turns the widgets into a ``gradient_leakage`` config (small ``*_ui()``
+functions returning values). The closed-form panel (σ solved from κ, κ/d, per-direction
+capacity, Theorem 1 and the Wiener MMSE) is recomputed on every slider move from the cached
+data spectrum (:mod:`core.runs.gradient_stages`); runs go through the shared job queue and are
+stored, and the κ / z sweeps draw one utility–privacy curve per channel.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from core.metric_schema import HEADLINES
+from core.parts import ATTACKS, DEFENSES
+from core.tradeoff import tradeoff_points
+from dashboard import state
+from dashboard.components import copy_run, deferred, metrics_table, result_caption
+from dashboard.components._figures import figure
+from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.sidebar import dataset_label, dataset_rows
+from dashboard.widgets import (
+    peek,
+    run_many_with_progress,
+    run_with_progress,
+    running_jobs_panel,
+    validate,
+)
+
+KIND = "gradient_leakage"
+DATASETS = ["digits", "mnist5k", "faces"]
+#: the page's "defense" choices: none, each channel of the channel block, DP-SGD
+CHOICES = {"none": "none (undefended)", "natural": "κ · Natural (σI)",
+           "white": "κ · White (∝ Σ_D)", "personalized": "κ · Personalized (σ·diag β)",
+           "laplace": "κ · Laplace (derived bound)", "dp_sgd": "DP-SGD (Opacus)"}
+CHANNELS = ("natural", "white", "personalized", "laplace")
+#: κ/d values of the κ sweep (nats per dimension) and the noise multipliers of the z sweep
+KAPPA_PER_DIM_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
+Z_GRID = (0.3, 0.6, 1.0, 2.0, 4.0)
+MODELS = {"mlp": "small MLP (sigmoid)", "lenet5": "LeNet-5 (the paper's)",
+          "lenet_sigmoid": "LeNet-sigmoid (DLG's; barely trains)"}
+
+
+@st.cache_resource(max_entries=16, show_spinner="eigendecomposition of the data covariance")
+def data_spectrum(name: str, seed: int) -> tuple[Any, tuple[int, int, int]]:
+    """The train split's spectrum (the engine's spectrum stage, cached per process)."""
+    from core.config import DataSpec
+    from core.data import load_dataset
+    from core.runs.gradient_stages import spectrum, spectrum_from
+
+    ds = load_dataset(DataSpec(name=name), seed)
+    return spectrum_from(spectrum(np.asarray(ds.X)[ds.split("train")])), tuple(ds.image_shape)
+
+
+@st.cache_resource(max_entries=16, show_spinner="β-whitened eigendecomposition")
+def personalized_basis(name: str, seed: int, rect: tuple | None, multiplier: float):
+    """The Personalized channel's (μ, w) for one β mask (one O(d³) eigh, cached)."""
+    from core.config import ChannelDefense
+    from core.runs.gradient_stages import channel_beta
+    from core.runs.gradient_stages import personalized_basis as basis
+
+    spec, shape = data_spectrum(name, seed)
+    block = ChannelDefense(channel="personalized", beta_rect=rect, beta_multiplier=multiplier)
+    return basis(spec, channel_beta(block, shape))
+
+
+def basis_for(cfg):
+    d = cfg.defense
+    if getattr(d, "channel", None) != "personalized":
+        return None
+    return personalized_basis(cfg.data.name, cfg.seed,
+                              None if d.beta_rect is None else tuple(d.beta_rect),
+                              float(d.beta_multiplier))
+
+
+def kappa_grid(d: int) -> list[float]:
+    """κ slider positions: a 1-2-5 log scale from about 0.001·d to 10·d nats."""
+    lo, hi = 1e-3 * d, 10.0 * d
+    out = []
+    e = math.floor(math.log10(lo))
+    while True:
+        for m in (1, 2, 5):
+            v = m * 10.0 ** e
+            if lo * 0.99 <= v <= hi * 1.01:
+                out.append(float(f"{v:.6g}"))
+        if 10.0 ** e > hi:
+            break
+        e += 1
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# controls
+
+
+def data_model_ui() -> tuple[str, str, str, int]:
+    rows = {r["name"]: r for r in dataset_rows()}
+    names = DATASETS + [n for n, r in rows.items() if r.get("source") == "user"
+                        and r.get("kind") == "image"]
+    state.follow_sidebar("gl_dataset", names, "digits")
+    c1, c2, c3, c4 = st.columns([1.3, 1.2, 1, 0.8])
+    name = c1.selectbox("Data set", names, key="gl_dataset",
+                        format_func=lambda n: dataset_label(rows[n]) if n in rows else n)
+    model = c2.selectbox("Model", list(MODELS), key="gl_model", format_func=MODELS.get)
+    setting = c3.segmented_control("Training", ["central", "fedavg"], key="gl_setting",
+                                   required=True, help="Central: the paper's setting. FedAvg: "
+                                   "each device perturbs its own batches.")
+    epochs = c4.number_input("Epochs / rounds", 0, 50, key="gl_epochs",
+                             help="Central: epochs; FedAvg: rounds (0 = attack an untrained model).")
+    return name, model, setting, int(epochs)
+
+
+def defense_ui(d: int) -> dict[str, Any]:
+    """The defense block: none, a κ channel (with κ, noise mode, β mask) or DP-SGD."""
+    c1, c2, c3 = st.columns([1.3, 2.2, 1])
+    choice = c1.selectbox("Defense", list(CHOICES), key="gl_defense", format_func=CHOICES.get)
+    if choice == "none":
+        c2.caption(DEFENSES.get("none").description)
+        return {"kind": "none"}
+    if choice == "dp_sgd":
+        z = c2.select_slider("z · DP-SGD noise multiplier (higher is more private)",
+                             options=[0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0],
+                             key="gl_z")
+        clip = c3.number_input("clip norm S", 0.01, 100.0, step=0.5, key="gl_clip")
+        return {"kind": "dp_sgd", "noise_multiplier": float(z), "clip_norm": float(clip),
+                "delta": 1e-5}
+    grid = kappa_grid(d)
+    if st.session_state.get("gl_kappa") not in grid:
+        st.session_state["gl_kappa"] = min(grid, key=lambda g: abs(math.log(g / (0.1 * d))))
+    kappa = c2.select_slider("κ · capacity per round, nats (lower is more private)", grid,
+                             key="gl_kappa", format_func=lambda k: f"{k:g} (κ/d {k / d:.3g})")
+    mode = c3.segmented_control("Noise", ["redraw", "fixed"], key="gl_noise_mode", required=True,
+                                help="redraw: fresh noise every step (κ per step, n·κ over the "
+                                     "run); fixed: one noisy copy of the data (κ in total).")
+    block = {"kind": "channel", "channel": choice, "kappa": float(kappa), "noise_mode": mode}
+    if choice == "personalized":
+        block.update(beta_ui())
+    return block
+
+
+def beta_ui() -> dict[str, Any]:
+    """The β mask: a rectangle of the image and its multiplier (the paper: 1 : 50 eye band)."""
+    _, (_, h, w) = data_spectrum(st.session_state["gl_dataset"], state.settings().seed)
+    with st.container(border=True):
+        b1, b2, b3 = st.columns([1, 1, 1])
+        paper = b1.toggle("Paper's eye band", key="gl_beta_paper",
+                          help="Rows 12-19, columns 8-23 of a 32×32 image, scaled to this one.")
+        mult = b1.number_input("β inside (1 outside)", 1.0, 1e4, step=5.0, key="gl_beta_mult")
+        if paper:
+            return {"beta_rect": None, "beta_multiplier": float(mult)}
+        rows = b2.slider("rows", 0, h, key="gl_beta_rows", value=(h // 3, (2 * h) // 3))
+        cols = b3.slider("columns", 0, w, key="gl_beta_cols", value=(w // 4, (3 * w) // 4))
+        return {"beta_rect": [int(rows[0]), int(rows[1]), int(cols[0]), int(cols[1])],
+                "beta_multiplier": float(mult)}
+
+
+def attack_ui() -> dict[str, Any]:
+    inverters = [n for n, a in ATTACKS.items() if "update" in a.accepts and a.fresh]
+    c1, c2, c3, c4, c5 = st.columns([1.6, 0.8, 0.8, 0.9, 1])
+    chosen = c1.multiselect("Attacks", inverters, key="gl_attackers",
+                            format_func=lambda n: ATTACKS.get(n).title)
+    targets = c2.number_input("Targets", 1, 256, key="gl_targets",
+                              help="Independent uploads attacked in one batched optimisation.")
+    batch = c3.number_input("Batch size", 1, 64, key="gl_batch", help="Images per upload.")
+    iters = c4.number_input("Iterations (0 = preset)", 0, 24000, step=50, key="gl_iters")
+    state_ = c5.segmented_control("Model attacked", ["fresh", "trained"], key="gl_state",
+                                  required=True, help="The upload from the freshly initialised "
+                                  "model (round 1) or from the trained model.")
+    with st.expander("Observation and threat model"):
+        o1, o2, o3 = st.columns(3)
+        obs = o1.segmented_control("Upload", ["gradient", "fedavg"], key="gl_obs", required=True,
+                                   help="One step's gradient (FedSGD) or a FedAvg local update.")
+        steps = o2.number_input("Local steps (fedavg)", 1, 50, key="gl_local_steps")
+        mi = o3.toggle("Model inversion of the trained model", key="gl_mi")
+        for n in chosen or inverters[:1]:
+            t = ATTACKS.get(n).threat
+            st.caption(f"**{ATTACKS.get(n).title}** · sees: {t.sees} · knows: {t.knows} · "
+                       f"goal: {t.goal}")
+    return {"attackers": list(chosen), "targets": int(targets), "batch_size": int(batch),
+            "iterations": int(iters) or None, "model_state": state_, "observation": obs,
+            "local_steps": int(steps), "model_inversion": bool(mi)}
+
+
+def _init_state() -> None:
+    ss = st.session_state
+    for k, v in {"gl_model": "mlp", "gl_setting": "central", "gl_epochs": 5,
+                 "gl_defense": "natural", "gl_noise_mode": "redraw", "gl_z": 1.0, "gl_clip": 1.0,
+                 "gl_beta_paper": True, "gl_beta_mult": 50.0, "gl_attackers": ["idlg"],
+                 "gl_targets": 4, "gl_batch": 1, "gl_iters": 0, "gl_state": "fresh",
+                 "gl_obs": "gradient", "gl_local_steps": 3, "gl_mi": True}.items():
+        ss.setdefault(k, v)
+
+
+def controls() -> dict[str, Any]:
+    _init_state()
+    s = state.settings()
+    name, model, setting, epochs = data_model_ui()
+    _, shape = data_spectrum(name, s.seed)
+    defense = defense_ui(int(np.prod(shape)))
+    attack = attack_ui()
+    train: dict[str, Any] = {"model": model, "setting": setting, "epochs": epochs}
+    if setting == "fedavg":
+        train["fl"] = {"num_devices": 10, "fraction_fit": 0.5, "rounds": max(1, epochs),
+                       "local_epochs": 1, "batch_size": 32, "lr": 0.1}
+    return {"kind": KIND, "seed": s.seed, "device": s.device, "data": {"name": name},
+            "defense": defense, "train": train, "attack": attack}
+
+
+# --------------------------------------------------------------------------------------------
+# the closed-form panel (live)
+
+
+def live_panel(cfg) -> None:
+    """σ, κ/d, per-direction capacity, Theorem 1 and the Wiener MMSE from the cached
+    spectrum: no run needed, recomputed on every slider move."""
+    from core.runs.gradient_stages import live_channel
+
+    spec, shape = data_spectrum(cfg.data.name, cfg.seed)
+    live = live_channel(cfg, spec, shape, basis=basis_for(cfg))
+    cols = st.columns(5)
+    for col, (label, value, help_) in zip(cols, live["cards"]):
+        col.metric(label, value, help=help_)
+    for line in live["notes"]:
+        st.caption(line)
+    if live.get("noise_eig") is not None:
+        l, r = st.columns(2)
+        l.plotly_chart(figure("spectrum_figure", tuple(spec.eigenvalues.tolist()),
+                              tuple(np.asarray(live["noise_eig"]).tolist()),
+                              tuple(np.asarray(live["capacity_dir"]).tolist())),
+                       width="stretch", key="gl_spectrum")
+        with r:
+            bounds_vs_kappa(cfg, spec, shape)
+
+
+def bounds_vs_kappa(cfg, spec, shape, measured: list[tuple[float, float, str]] | None = None) -> None:
+    from core.runs.gradient_stages import bound_curves
+
+    d = int(np.prod(shape))
+    kap = np.array(kappa_grid(d))
+    curves = bound_curves(cfg, spec, shape, kap, basis=basis_for(cfg))
+    pts = measured if measured is not None else sweep_measured(cfg)
+    st.plotly_chart(figure("kappa_bounds_figure", tuple(kap.tolist()),
+                           tuple((k, tuple(v)) for k, v in curves.items()),
+                           tuple(pts), current=float(cfg.defense.kappa)),
+                    width="stretch", key="gl_bounds")
+    st.caption("Per-pixel MSE (log) against κ. Theorem 1 plugs a Gaussian h(D) into the bound "
+               "on the informative eigen-subspace: a heuristic, not a certificate. The Wiener "
+               "curve is the error of an attacker who sees D̃ itself. Points: the strongest "
+               "inverter's per-pixel MSE of stored runs of this channel.")
+
+
+# --------------------------------------------------------------------------------------------
+# sweeps
+
+
+def sweep_configs(config: dict[str, Any], d: int) -> dict[str, list[dict[str, Any]]]:
+    """Series name -> configs: a κ sweep per channel (κ/d on a fixed grid) and a z sweep of
+    DP-SGD, everything else as on the page."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for ch in ("natural", "white", "personalized"):
+        out[ch] = [{**config, "defense": {"kind": "channel", "channel": ch,
+                                          "kappa": float(f"{r * d:.6g}"),
+                                          "noise_mode": "redraw"}} for r in KAPPA_PER_DIM_GRID]
+    out["dp_sgd"] = [{**config, "defense": {"kind": "dp_sgd", "noise_multiplier": z}}
+                     for z in Z_GRID]
+    return out
+
+
+def sweep_measured(cfg) -> list[tuple[float, float, str]]:
+    """(κ, per-pixel MSE, label) of stored runs of the current channel's κ sweep and the
+    current run."""
+    if cfg.defense.kind != "channel":
+        return []
+    config = cfg.model_dump(mode="json")
+    d = int(np.prod(data_spectrum(cfg.data.name, cfg.seed)[1]))
+    pts = []
+    for c in [{**config, "defense": {**config["defense"], "kappa": float(f"{r * d:.6g}")}}
+              for r in KAPPA_PER_DIM_GRID] + [config]:
+        r = peek(c)
+        if r is not None and metric(r, "recon_best_mse") is not None:
+            pts.append((c["defense"]["kappa"], metric(r, "recon_best_mse"),
+                        r.info.get("best_inverter", "")))
+    return pts
+
+
+def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
+    st.subheader("Utility–privacy: κ per channel against DP-SGD's z")
+    series = sweep_configs(config, d)
+    head = HEADLINES[KIND]
+    points = []
+    for name, cfgs in series.items():
+        got = {}
+        for c in cfgs:
+            r = peek(c)
+            knob = c["defense"].get("kappa", c["defense"].get("noise_multiplier"))
+            if r is not None:
+                got[float(knob)] = r
+        points += tradeoff_points(got, kind=KIND, attack_metrics={CHOICES[name]: head.attack})
+    cur = None
+    if cfg.defense.kind == "channel":
+        cur = float(cfg.defense.kappa)
+    elif cfg.defense.kind == "dp_sgd":
+        cur = float(cfg.defense.noise_multiplier or 0)
+    if result is not None and cur is not None and not any(abs(p.knob - cur) < 1e-9 for p in points):
+        label = CHOICES[cfg.defense.channel if cfg.defense.kind == "channel" else "dp_sgd"]
+        points += tradeoff_points({cur: result}, kind=KIND, attack_metrics={label: head.attack})
+    n_missing = sum(peek(c) is None for cs in series.values() for c in cs)
+    start = st.button(f"Run the sweeps ({n_missing} of {sum(map(len, series.values()))} points "
+                      "missing)", key="gl_sweep", disabled=n_missing == 0,
+                      help="κ/d ∈ {" + ", ".join(f"{g:g}" for g in KAPPA_PER_DIM_GRID)
+                           + "} per channel and z ∈ {" + ", ".join(f"{z:g}" for z in Z_GRID)
+                           + "} for DP-SGD, other settings as on the page; every point is stored.")
+    run_many_with_progress([c for cs in series.values() for c in cs], label="κ and z sweeps",
+                           start=start)
+    undef = peek({**config, "defense": {"kind": "none"}})
+    und = None
+    if undef is not None:
+        und = (metric(undef, head.utility), metric(undef, head.attack))
+    st.plotly_chart(figure("tradeoff_figure", points, current=cur, undefended=und, chance=None,
+                           symbol="κ|z", y_title="median PSNR of the strongest inverter (dB)"),
+                    width="stretch", key="gl_tradeoff")
+    st.caption("Utility on x, reconstruction quality on y (higher = more leakage), 95 % "
+               "intervals. The paper's claims to check: at equal κ White and Personalized give "
+               "a larger reconstruction error than Natural, Natural keeps the best utility, and "
+               "at equal reconstruction quality the κ channel keeps more utility than DP-SGD.")
+
+
+# --------------------------------------------------------------------------------------------
+# results
+
+
+def gallery(result, names: list[str]) -> None:
+    arts = result.artifacts
+    n = min(8, len(arts["targets"]))
+    rows = [("original", arts["targets"][:n]), ("what the defense trained on", arts["noisy"][:n])]
+    for a in names:
+        if f"recon_{a}" in arts:
+            ps = arts.get(f"recon_{a}_psnr", np.full(n, np.nan))
+            rows.append((ATTACKS.get(a).title, arts[f"recon_{a}"][:n], ps))
+    imgs = np.concatenate([r[1] for r in rows])
+    titles = []
+    for r in rows:
+        if len(r) == 3:
+            titles += [f"{p:.1f} dB" for p in r[2][:n]]
+        else:
+            titles += [r[0] if i == 0 else "" for i in range(n)]
+    st.plotly_chart(figure("image_grid_figure", imgs, tuple(titles), cols=n, tile_px=70),
+                    width="stretch", key="gl_gallery")
+    st.caption("Rows: " + " · ".join(r[0] for r in rows) + ". Reconstructions are matched to "
+               "their targets (assignment on MSE) and titled with their PSNR.")
+
+
+def scores_table(result, names: list[str]) -> None:
+    rows = []
+    for a in names:
+        rows.append({"attack": ATTACKS.get(a).title,
+                     "median PSNR (dB)": fmt(metric(result, f"recon_{a}_psnr_median"), 2),
+                     "mean PSNR (dB)": fmt_with_interval(result, f"recon_{a}_psnr", 2),
+                     "SSIM": fmt_with_interval(result, f"recon_{a}_ssim", 3),
+                     "MSE": fmt_with_interval(result, f"recon_{a}_mse", 4),
+                     "label acc": fmt_with_interval(result, f"recon_{a}_label_acc", 2),
+                     "seconds": fmt(metric(result, f"recon_{a}_seconds"), 2)})
+    st.dataframe(rows, hide_index=True, width="stretch")
+
+
+def show_result(config, cfg, result) -> None:
+    result_caption(result)
+    names = list(cfg.attack.attackers)
+    u1, u2, u3, u4 = st.columns(4)
+    u1.metric("utility (test accuracy)", fmt(metric(result, "utility_acc"), 3),
+              help=f"majority class {fmt(metric(result, 'utility_majority_images'), 3)}")
+    u2.metric("median PSNR, strongest", fmt(metric(result, "recon_best_psnr_median"), 1) + " dB")
+    u3.metric("MSE floor (Thm 1, per round)", fmt(metric(result, "bound_thm1_round"), 4))
+    u4.metric("Wiener MMSE (sees D̃)", fmt(metric(result, "bound_wiener_mmse"), 4))
+    gallery(result, names)
+    scores_table(result, names)
+    for note in result.info.get("notes", []):
+        st.caption(f"note: {note}")
+    if "model_inversion" in result.artifacts and (box := deferred(
+            "Model inversion: one representative per class vs the class centre",
+            key="gl_show_mi", icon=":material/portrait:")):
+        with box:
+            mi, cc = result.artifacts["model_inversion"], result.artifacts["class_centres"]
+            k = len(mi)
+            st.plotly_chart(figure("image_grid_figure", np.concatenate([cc, mi]),
+                                   tuple([f"centre {c}" for c in range(k)]
+                                         + [f"inverted {c}" for c in range(k)]),
+                                   cols=k, tile_px=70), width="stretch", key="gl_mi_grid")
+            st.caption(f"median MSE to the class centre "
+                       f"{fmt(metric(result, 'model_inversion_mse_median'), 4)}, median PSNR "
+                       f"{fmt(metric(result, 'model_inversion_psnr_median'), 2)} dB.")
+    if result.curves.get("test_acc") and (box := deferred("Utility per epoch / round",
+                                                           key="gl_show_curves")):
+        with box:
+            ys = result.curves["test_acc"]
+            st.plotly_chart(figure("lines_figure", tuple(range(1, len(ys) + 1)),
+                                   {"test accuracy": tuple(ys)}, x_title="epoch / round",
+                                   y_title="accuracy"), width="stretch", key="gl_curves")
+    if box := deferred("Config and all metrics", key="gl_show_metrics"):
+        with box:
+            j1, j2 = st.columns([1, 1.6])
+            j1.json(result.config, expanded=1)
+            with j2:
+                metrics_table(result)
+
+
+# --------------------------------------------------------------------------------------------
+# page
+
+st.title("Reconstruction: gradient leakage and the κ channel")
+st.caption("A device's upload (a gradient or a local update) can be inverted back into its "
+           "training images. The channel-capacity defense adds data-space noise solved from a "
+           "budget κ (nats per round): I(D; upload) ≤ κ, so by Theorem 1 no attacker's MSE can "
+           "fall below a floor. κ here is a capacity in nats; DP-SGD's z is a noise multiplier.")
+config = controls()
+cfg = validate(config, label="Gradient leakage")
+if cfg is None:
+    st.stop()
+live_panel(cfg)
+
+buttons = st.container(horizontal=True)
+run_clicked = buttons.button("Run", type="primary", key="gl_run")
+copy_run(config)
+label = f"{CHOICES.get(getattr(cfg.defense, 'channel', cfg.defense.kind), cfg.defense.kind)} on {cfg.data.name}"
+result = run_with_progress(config, label=label, start=run_clicked)
+if result is None:
+    st.info("No stored result for these settings yet. Press **Run**: a few targets on digits "
+            "take seconds on a CPU. Runs are stored, so the same settings show at once next time.")
+else:
+    show_result(config, cfg, result)
+d = int(np.prod(data_spectrum(cfg.data.name, cfg.seed)[1]))
+tradeoff_section(config, cfg, result, d)
+running_jobs_panel()

@@ -1,0 +1,53 @@
+"""The Reconstruction → gradient leakage page through AppTest (app.py + st.navigation)."""
+
+from __future__ import annotations
+
+from tests.test_pages import chart_keys, has_chart, open_page, store  # noqa: F401  (fixture)
+
+
+def _tiny(at) -> None:
+    at.number_input(key="gl_epochs").set_value(1).run()
+    at.number_input(key="gl_targets").set_value(2).run()
+    at.number_input(key="gl_iters").set_value(20).run()
+    at.toggle(key="gl_mi").set_value(False).run()
+
+
+def test_live_panel_updates_with_kappa_and_channel_without_a_run(store):  # noqa: F811
+    at = open_page("views/reconstruction.py")
+    assert not at.exception
+    cards = {m.label: m.value for m in at.metric}
+    assert {"σ (noise variance)", "κ/d", "Thm 1 floor / round", "Wiener MMSE"} <= set(cards)
+    assert has_chart(at, "gl_spectrum") and has_chart(at, "gl_bounds")
+    before = cards["σ (noise variance)"]
+    at.select_slider(key="gl_kappa").set_value(100.0).run()
+    after = {m.label: m.value for m in at.metric}["σ (noise variance)"]
+    assert after != before  # a larger κ solves to less noise
+    at.selectbox(key="gl_defense").set_value("personalized").run()
+    assert not at.exception and at.toggle(key="gl_beta_paper").value is True
+    at.selectbox(key="gl_defense").set_value("dp_sgd").run()
+    assert any(m.label == "capacity B/z² (Thm 4)" for m in at.metric)
+    assert len(store.list()) == 0  # nothing runs without Run
+
+
+def test_run_button_runs_stores_and_shows_the_gallery(store):  # noqa: F811
+    at = open_page("views/reconstruction.py")
+    _tiny(at)
+    at.button(key="gl_run").click().run(timeout=240)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = store.list(kind="gradient_leakage")
+    assert len(runs) == 1 and runs[0].config["attack"]["targets"] == 2
+    assert has_chart(at, "gl_gallery") and has_chart(at, "gl_tradeoff"), chart_keys(at)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["utility (test accuracy)"] != "n/a"
+    at.run()  # the same settings again: from the store at once
+    assert any("from the cache" in c.value for c in at.caption)
+    assert len(store.list()) == 1
+
+
+def test_invalid_beta_rectangle_errors_and_stores_nothing(store):  # noqa: F811
+    at = open_page("views/reconstruction.py")
+    at.selectbox(key="gl_defense").set_value("personalized").run()
+    at.toggle(key="gl_beta_paper").set_value(False).run()
+    at.slider(key="gl_beta_rows").set_value((3, 3)).run()
+    assert any("beta_rect" in e.value for e in at.error), [e.value for e in at.error]
+    assert len(store.list()) == 0
