@@ -13,6 +13,7 @@ BENCHMARKS: dict[str, str] = {
     "tappfl_adult": "benchmarks.tappfl_adult:main",
     "sessions": "benchmarks.sessions_bench:main",
     "sweep": "benchmarks.sweep_bench:main",
+    "gradient_leakage": "benchmarks.gradient_leakage:main",
     "dlg_speed": "benchmarks.dlg_speed:main",
     "channel_solve": "benchmarks.channel_solve:main",
 }

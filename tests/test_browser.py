@@ -169,3 +169,28 @@ def test_every_page_renders_in_the_browser(browser, server):
     page.get_by_role("heading", name="History").wait_for(timeout=60_000)
     _no_exception(page)
     assert not errors, errors
+
+
+def test_reconstruction_page_runs_and_draws_the_gallery(browser, server):
+    """Reconstruction → gradient leakage: the live closed-form panel draws before any run; Run
+    on a tiny setting draws the originals / noisy / reconstructions gallery."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "/reconstruction", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Reconstruction: gradient leakage and the κ channel").wait_for(
+        timeout=60_000)
+    page.locator(".st-key-gl_spectrum .js-plotly-plot").wait_for(state="visible", timeout=60_000)
+    page.locator(".st-key-gl_bounds .js-plotly-plot").wait_for(state="visible", timeout=60_000)
+    targets = page.get_by_role("spinbutton", name="Targets")
+    targets.fill("2")
+    targets.press("Enter")
+    page.get_by_role("button", name="Run", exact=True).click()
+    gallery = page.locator(".st-key-gl_gallery .js-plotly-plot")
+    gallery.wait_for(state="visible", timeout=180_000)
+    box = gallery.bounding_box()
+    assert box is not None and box["width"] > 300, box
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "reconstruction.png")
+    assert not errors, errors

@@ -104,7 +104,8 @@ def test_live_panel_is_instant_and_consistent():
 
 @pytest.fixture(scope="module")
 def undefended():
-    return run(_cfg(defense={"kind": "none"}), stages=MemoryStageStore())
+    return run(_cfg(defense={"kind": "none"}, attack={**TINY["attack"], "model_inversion": True}),
+               stages=MemoryStageStore())
 
 
 def test_undefended_idlg_reconstructs_and_reports_registered_metrics(undefended):
@@ -117,6 +118,9 @@ def test_undefended_idlg_reconstructs_and_reports_registered_metrics(undefended)
     assert "bound_thm1_round" not in r.metrics  # no floor for an undefended upload
     lo, hi = r.interval("recon_idlg_psnr")
     assert lo <= r.metrics["recon_idlg_psnr"] <= hi
+    # model inversion: one representative per class, scored against the class centres
+    assert r.artifacts["model_inversion"].shape == (10, 1, 8, 8) == r.artifacts["class_centres"].shape
+    assert r.metrics["model_inversion_mse_median"] > 0
 
 
 def test_channel_noise_defeats_the_attack_and_the_bound_is_reported():

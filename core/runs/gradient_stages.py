@@ -126,8 +126,9 @@ def train(cfg: GradientLeakageConfig, ds: Dataset, model, noise, device,
         from core.defenses.dpsgd import train_dpsgd
 
         d = cfg.defense
-        res = train_dpsgd(model, X[tr], y[tr], image_shape=shape, epochs=t.epochs,
-                          batch_size=t.batch_size, lr=t.lr, max_grad_norm=d.clip_norm,
+        res = train_dpsgd(model, X[tr], y[tr], image_shape=shape, epochs=max(1, t.epochs),
+                          batch_size=t.batch_size, lr=t.lr, optimizer=t.optimizer,
+                          max_grad_norm=d.clip_norm,
                           delta=d.delta, noise_multiplier=d.noise_multiplier,
                           target_epsilon=d.target_epsilon, accountant=d.accountant, seed=cfg.seed,
                           X_test=X[te], y_test=y[te], progress=progress)
@@ -135,6 +136,8 @@ def train(cfg: GradientLeakageConfig, ds: Dataset, model, noise, device,
                     accountant_note=res.fallback_reason or "",
                     noise_multiplier=res.noise_multiplier, sample_rate=res.sample_rate)
         steps, curves = res.steps, res.curves
+    elif t.setting == "central" and t.epochs == 0:
+        steps, curves = 0, {}  # attack an untrained model: nothing to train
     elif t.setting == "central":
         mode = cfg.defense.noise_mode if cfg.defense.kind == "channel" else "redraw"
         res = train_central(model, X[tr], y[tr], image_shape=shape, epochs=t.epochs,
