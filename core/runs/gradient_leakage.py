@@ -264,7 +264,11 @@ def _model_inversion(cfg, ds, model, shape, n_classes) -> StageOutput:
     """One representative per class from the trained model, started from the mean of images
     outside the training set (aux split), scored against the class centres of the train split
     (the paper reports the median over classes)."""
-    from core.attacks.gradient_inversion import class_centres, model_inversion, score_model_inversion
+    from core.attacks.gradient_inversion import (
+        class_centres,
+        model_inversion,
+        score_model_inversion,
+    )
 
     X = np.asarray(ds.X, dtype=np.float32)
     y = np.asarray(ds.y)
