@@ -21,6 +21,7 @@ Headline (the issue's names): ``idlg_psnr_median_32``, ``idlg_seconds_32``,
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -29,6 +30,9 @@ from typing import Any
 import numpy as np
 
 GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
+#: seeds of the defended part (model init, noise draws, targets): ratios at equal κ move by
+#: tens of percent between single runs, so every point is averaged over these
+SEEDS = (0, 1, 2)
 Z_GRID = (0.1, 0.3, 1.0, 3.0)
 TARGETS = 32
 #: Inverting Gradients' iterations here (the preset's 4000 x 6 settings x 32 targets would take
@@ -86,10 +90,11 @@ def _defense_rows(store, quick: bool) -> list[dict[str, Any]]:
             points.append((ch, r, {"kind": "channel", "channel": ch, "kappa": r * d}))
     for z in Z_GRID:
         points.append(("dp_sgd", z, {"kind": "dp_sgd", "noise_multiplier": z}))
-    for name, knob, block in points:
-        res = _run({**base, "defense": block}, store)
+    for seed, (name, knob, block) in [(sd, p) for sd in (SEEDS[:1] if quick else SEEDS)
+                                      for p in points]:
+        res = _run({**base, "seed": seed, "defense": block}, store)
         m = res.metrics
-        rows.append({"part": "defended", "defense": name, "kappa_per_dim": knob if name in
+        rows.append({"part": "defended", "seed": seed, "defense": name, "kappa_per_dim": knob if name in
                      ("natural", "white", "personalized") else None,
                      "z": knob if name == "dp_sgd" else None,
                      "utility": m["utility_acc"], "best_inverter": res.info["best_inverter"],
@@ -109,19 +114,40 @@ def _defense_rows(store, quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def _mean_over_seeds(rows, field: str) -> dict[tuple[str, float], float]:
+    """(defense, κ/d) -> the field's mean over seeds."""
+    acc: dict[tuple[str, float], list[float]] = {}
+    for r in rows:
+        if r.get("kappa_per_dim") is not None:
+            acc.setdefault((r["defense"], r["kappa_per_dim"]), []).append(r[field])
+    return {k: float(np.mean(v)) for k, v in acc.items()}
+
+
 def _geo_ratio(rows, a: str, b: str, field: str) -> float:
-    """Geometric mean over the κ grid of row[a][field] / row[b][field] at equal κ."""
-    by = {(r["defense"], r["kappa_per_dim"]): r for r in rows if r.get("kappa_per_dim") is not None}
-    logs = [math.log(by[(a, k)][field] / by[(b, k)][field]) for k in GRID
-            if (a, k) in by and (b, k) in by and by[(b, k)][field] > 0 and by[(a, k)][field] > 0]
+    """Geometric mean over the κ grid of mean_a / mean_b at equal κ (means over seeds)."""
+    by = _mean_over_seeds(rows, field)
+    logs = [math.log(by[(a, k)] / by[(b, k)]) for k in GRID
+            if (a, k) in by and (b, k) in by and by[(b, k)] > 0 and by[(a, k)] > 0]
     return float(math.exp(np.mean(logs))) if logs else float("nan")
+
+
+def _ratio_per_kappa(rows, a: str, b: str, field: str) -> dict[str, float]:
+    by = _mean_over_seeds(rows, field)
+    return {str(k): round(by[(a, k)] / by[(b, k)], 3) for k in GRID
+            if (a, k) in by and (b, k) in by and by[(b, k)] > 0}
 
 
 def _utility_at_equal_psnr(rows) -> tuple[float, list[dict[str, float]]]:
     """Mean ratio utility(Natural) / utility(DP-SGD) at the PSNRs both curves reach
     (linear interpolation of utility against PSNR along each curve)."""
     def curve(name):
-        pts = sorted((r["psnr_median"], r["utility"]) for r in rows if r.get("defense") == name)
+        knob = "kappa_per_dim" if name != "dp_sgd" else "z"
+        acc: dict[float, list[tuple[float, float]]] = {}
+        for r in rows:
+            if r.get("defense") == name:
+                acc.setdefault(r[knob], []).append((r["psnr_median"], r["utility"]))
+        pts = sorted((float(np.mean([p for p, _ in v])), float(np.mean([u for _, u in v])))
+                     for v in acc.values())
         return np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
 
     px, ux = curve("natural")
@@ -166,11 +192,17 @@ def main(quick: bool = False) -> dict[str, Any]:
                                                              "utility"),
         "natural_over_dpsgd_utility_equal_psnr": eq_psnr,
     }
+    per_kappa = {f"{a}/{b} {f}": _ratio_per_kappa(defense_rows, a, b, f)
+                 for a, b, f in (("white", "natural", "mse"), ("personalized", "natural", "mse"),
+                                 ("natural", "white", "utility"))}
     notes = [
+        "Ratios per κ/d (means over seeds " + ", ".join(map(str, SEEDS)) + "): "
+        + json.dumps(per_kappa) + ".",
         f"device {_device()}"
         + (f" ({torch.cuda.get_device_name()})" if _device() == "cuda" else "")
         + f"; compute threads {compute_threads()}; total {time.perf_counter() - t0:.0f} s.",
         "Ratios at equal κ are geometric means over κ/d ∈ " + ", ".join(map(str, GRID))
+        + " of the means over seeds"
         + " (digits, d = 64). MSE is the strongest inverter's (iDLG or IG) per-pixel MSE against the "
         "clean target; utility the test accuracy of the model trained under the defense.",
         ("Equal-PSNR comparison: utility interpolated along each curve at PSNRs both reach: "

@@ -90,6 +90,7 @@ def test_live_panel_is_instant_and_consistent():
         assert np.all(wiener[ok] >= thm1[ok] * (1 - 1e-9))
         assert np.all(np.diff(thm1) < 0) and np.all(np.diff(wiener[ok]) < 0)
         if ch == "natural":
+            assert any("Eq. 24" in n and "largest eigen-direction" in n for n in live["notes"])
             sigma = float(live["cards"][0][1])
             assert capacity(sp.eigenvalues, sigma) == pytest.approx(78.4, rel=1e-3)
     dp = parse_config({"kind": "gradient_leakage", "defense": {"kind": "dp_sgd", "noise_multiplier": 0.8},

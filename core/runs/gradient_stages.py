@@ -388,6 +388,17 @@ def live_channel(cfg: GradientLeakageConfig, spec, shape, basis=None) -> dict[st
                     ("Wiener MMSE", f"{wiener:.4g}", ("Per-pixel Bayes error of an attacker who "
                                                      "sees the noisy data itself (Gaussian data)."))]
     out["noise_eig"], out["capacity_dir"] = solved.noise_var_eig, solved.capacity_per_direction
+    if kind == "natural":
+        # the other defenses in the same currency (spec 001 §4.2-4.3): the same noise on a
+        # batch mean (Eq. 24), and dropping the largest / tenth eigen-direction (compression)
+        s = float(solved.sigma)
+        out["notes"].append(
+            f"Same σ, other mechanisms: on the mean of a batch of {b} the capacity is "
+            f"{cb.batch_capacity(lam, s, b):.3g} nats (Eq. 24: larger batches leak less under "
+            f"constant noise); dropping the largest eigen-direction removes "
+            f"{cb.compression_delta(lam, s, [0]):.3g} nats, the tenth "
+            f"{cb.compression_delta(lam, s, [min(9, d - 1)]):.3g} (compressing high-variance "
+            "directions protects most).")
     nz = spec.n_zero
     if nz:
         out["notes"].append(f"{nz} of {d} eigen-directions have zero variance (constant pixels): "
