@@ -345,6 +345,11 @@ async def _drive_ws(url: str, *, sessions: list[int], rounds: int, long_run: boo
             ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
             try:
                 page = await _start_long_run(ctx, url, long_rounds)
+                # the clients start once the run is in its training rounds (past its imports
+                # and data loading), so that every visit of the phase meets the training load
+                deadline = time.monotonic() + 180
+                while "round" not in await _long_run_state(page) and time.monotonic() < deadline:
+                    await page.wait_for_timeout(500)
                 notes.append(f"long run at start: {await _long_run_state(page)}")
                 got = []
                 await asyncio.gather(*(_ws_session(url, rounds, i, got, f"sessions{n}_with_long_run")

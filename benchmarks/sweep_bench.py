@@ -4,7 +4,8 @@ local Ray, each into its own empty store (so every point is computed), then the 
 when every point is cached (timed in process). Rows of Ray and the pool are compared with
 serial's (knob values, seeds, point keys and headline metrics).
 
-The dashboard-sessions figures come from :mod:`benchmarks.sessions_bench` (headless Chromium).
+The dashboard-sessions figures come from :mod:`benchmarks.sessions_bench` (websocket clients: the
+server's share; its rows also hold Chromium tabs on the same cores).
 """
 
 from __future__ import annotations
