@@ -51,3 +51,19 @@ def test_invalid_beta_rectangle_errors_and_stores_nothing(store):  # noqa: F811
     at.slider(key="gl_beta_rows").set_value((3, 3)).run()
     assert any("beta_rect" in e.value for e in at.error), [e.value for e in at.error]
     assert len(store.list()) == 0
+
+
+def test_sweep_button_is_one_stored_sweep_over_the_defense_blocks(store):  # noqa: F811
+    from core.config import parse_config
+    from core.sweeps import expand
+    from dashboard import reconstruction_settings as page
+
+    at = open_page("views/reconstruction.py")
+    config = {"kind": "gradient_leakage", "data": {"name": "digits"}}
+    series = page.sweep_configs(config, 64)
+    sweep = parse_config(page.sweep_config(config, series))
+    points = expand(sweep)
+    assert len(points) == 20  # 3 channels × 5 values of κ/d, and 5 noise multipliers
+    kinds = {p.config.defense.kind for p in points}
+    assert kinds == {"channel", "dp_sgd"}
+    assert at.button(key="gl_sweep").label.startswith("Run the sweeps (20 of 20 points missing)")

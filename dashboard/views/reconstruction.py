@@ -24,25 +24,19 @@ from dashboard import state
 from dashboard.components import copy_run, deferred, metrics_table, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
-from dashboard.sidebar import dataset_label, dataset_rows
-from dashboard.widgets import (
-    peek,
-    run_many_with_progress,
-    run_with_progress,
-    running_jobs_panel,
-    validate,
+from dashboard.reconstruction_settings import (
+    CHOICES,
+    KAPPA_PER_DIM_GRID,
+    Z_GRID,
+    kappa_grid,
+    sweep_config,
+    sweep_configs,
 )
+from dashboard.sidebar import dataset_label, dataset_rows
+from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "gradient_leakage"
 DATASETS = ["digits", "mnist5k", "faces"]
-#: the page's "defense" choices: none, each channel of the channel block, DP-SGD
-CHOICES = {"none": "none (undefended)", "natural": "κ · Natural (σI)",
-           "white": "κ · White (∝ Σ_D)", "personalized": "κ · Personalized (σ·diag β)",
-           "laplace": "κ · Laplace (derived bound)", "dp_sgd": "DP-SGD (Opacus)"}
-CHANNELS = ("natural", "white", "personalized", "laplace")
-#: κ/d values of the κ sweep (nats per dimension) and the noise multipliers of the z sweep
-KAPPA_PER_DIM_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
-Z_GRID = (0.3, 0.6, 1.0, 2.0, 4.0)
 MODELS = {"mlp": "small MLP (sigmoid)", "lenet5": "LeNet-5 (the paper's)",
           "lenet_sigmoid": "LeNet-sigmoid (DLG's; barely trains)"}
 
@@ -77,22 +71,6 @@ def basis_for(cfg):
     return personalized_basis(cfg.data.name, cfg.seed,
                               None if d.beta_rect is None else tuple(d.beta_rect),
                               float(d.beta_multiplier))
-
-
-def kappa_grid(d: int) -> list[float]:
-    """κ slider positions: a 1-2-5 log scale from about 0.001·d to 10·d nats."""
-    lo, hi = 1e-3 * d, 10.0 * d
-    out = []
-    e = math.floor(math.log10(lo))
-    while True:
-        for m in (1, 2, 5):
-            v = m * 10.0 ** e
-            if lo * 0.99 <= v <= hi * 1.01:
-                out.append(float(f"{v:.6g}"))
-        if 10.0 ** e > hi:
-            break
-        e += 1
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,19 +237,6 @@ def bounds_vs_kappa(cfg, spec, shape, measured: list[tuple[float, float, str]] |
 # sweeps
 
 
-def sweep_configs(config: dict[str, Any], d: int) -> dict[str, list[dict[str, Any]]]:
-    """Series name -> configs: a κ sweep per channel (κ/d on a fixed grid) and a z sweep of
-    DP-SGD, everything else as on the page."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for ch in ("natural", "white", "personalized"):
-        out[ch] = [{**config, "defense": {"kind": "channel", "channel": ch,
-                                          "kappa": float(f"{r * d:.6g}"),
-                                          "noise_mode": "redraw"}} for r in KAPPA_PER_DIM_GRID]
-    out["dp_sgd"] = [{**config, "defense": {"kind": "dp_sgd", "noise_multiplier": z}}
-                     for z in Z_GRID]
-    return out
-
-
 def sweep_measured(cfg) -> list[tuple[float, float, str]]:
     """(κ, per-pixel MSE, label) of stored runs of the current channel's κ sweep and the
     current run."""
@@ -316,8 +281,7 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
                       help="κ/d ∈ {" + ", ".join(f"{g:g}" for g in KAPPA_PER_DIM_GRID)
                            + "} per channel and z ∈ {" + ", ".join(f"{z:g}" for z in Z_GRID)
                            + "} for DP-SGD, other settings as on the page; every point is stored.")
-    run_many_with_progress([c for cs in series.values() for c in cs], label="κ and z sweeps",
-                           start=start)
+    run_with_progress(sweep_config(config, series), label="κ and z sweeps", start=start)
     undef = peek({**config, "defense": {"kind": "none"}})
     und = None
     if undef is not None:

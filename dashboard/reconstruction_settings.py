@@ -1,0 +1,52 @@
+"""Settings of the Reconstruction → gradient leakage page that tests and benchmarks import
+without running the page: the defense choices, the κ slider grid and the sweeps' grids."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: the page's "defense" choices: none, each channel of the channel block, DP-SGD
+CHOICES = {"none": "none (undefended)", "natural": "κ · Natural (σI)",
+           "white": "κ · White (∝ Σ_D)", "personalized": "κ · Personalized (σ·diag β)",
+           "laplace": "κ · Laplace (derived bound)", "dp_sgd": "DP-SGD (Opacus)"}
+#: κ/d values of the κ sweep (nats per dimension) and the noise multipliers of the z sweep
+KAPPA_PER_DIM_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
+Z_GRID = (0.3, 0.6, 1.0, 2.0, 4.0)
+
+
+def kappa_grid(d: int) -> list[float]:
+    """κ slider positions: a 1-2-5 log scale from about 0.001·d to 10·d nats."""
+    lo, hi = 1e-3 * d, 10.0 * d
+    out = []
+    e = math.floor(math.log10(lo))
+    while True:
+        for m in (1, 2, 5):
+            v = m * 10.0 ** e
+            if lo * 0.99 <= v <= hi * 1.01:
+                out.append(float(f"{v:.6g}"))
+        if 10.0 ** e > hi:
+            break
+        e += 1
+    return out
+
+
+def sweep_configs(config: dict[str, Any], d: int) -> dict[str, list[dict[str, Any]]]:
+    """Series name -> configs: a κ sweep per channel (κ/d on a fixed grid) and a z sweep of
+    DP-SGD, everything else as on the page."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for ch in ("natural", "white", "personalized"):
+        out[ch] = [{**config, "defense": {"kind": "channel", "channel": ch,
+                                          "kappa": float(f"{r * d:.6g}"),
+                                          "noise_mode": "redraw"}} for r in KAPPA_PER_DIM_GRID]
+    out["dp_sgd"] = [{**config, "defense": {"kind": "dp_sgd", "noise_multiplier": z}}
+                     for z in Z_GRID]
+    return out
+
+
+def sweep_config(config: dict[str, Any], series: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """One stored sweep (kind sweep, core.sweeps) over the defense blocks of every series:
+    only the points missing from the store run, each stored under its own key."""
+    blocks = [c["defense"] for cs in series.values() for c in cs]
+    return {"kind": "sweep", "base": config, "grid": {"defense": blocks},
+            "seeds": [config.get("seed", 0)], "executor": "serial"}
