@@ -1,0 +1,449 @@
+"""Membership-inference attacks as pure functions over score arrays (DESIGN: Metrics; issue #9).
+
+Every attack returns a 1-D float score per target sample in which HIGHER = MORE LIKELY MEMBER
+(:data:`ATTACK_DIRECTIONS`), so one function, :func:`membership_report`, turns any of them into
+the Membership page's numbers (ROC, AUC, TPR at low FPR, advantage, balanced accuracy, empirical
+ε), each with its interval. Plots live elsewhere; :func:`dp_region` gives the (ε, δ)-DP curve to
+draw on the ROC.
+
+Attacks (numpy only; the caller computes the model outputs):
+
+- threshold baselines: :func:`loss_attack`, :func:`confidence_attack`, :func:`entropy_attack`,
+  :func:`modified_entropy_attack` (Yeom et al. 2018; Song & Mittal 2021);
+- LiRA (Carlini et al., S&P 2022): :func:`logit_scale`, :func:`lira_offline`, :func:`lira_online`;
+- RMIA (Zarifzadeh et al., ICML 2024): :func:`rmia`.
+
+Reference-model matrices are (n, K): row i, column k = the statistic of target sample i under
+reference model k; NaN marks "model k does not apply to sample i" (e.g. sample i was IN model k
+when the matrix holds OUT statistics).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from core.metrics import (
+    advantage,
+    attack_intervals,
+    clopper_pearson,
+    empirical_epsilon_lower_bound,
+    roc_curve_points,
+    tpr_at_fpr,
+)
+
+HIGHER_IS_MEMBER = "higher_is_member"
+
+#: attack name -> direction of its score (every function here is oriented the same way)
+ATTACK_DIRECTIONS: dict[str, str] = {
+    "loss": HIGHER_IS_MEMBER,
+    "confidence": HIGHER_IS_MEMBER,
+    "entropy": HIGHER_IS_MEMBER,
+    "modified_entropy": HIGHER_IS_MEMBER,
+    "lira_offline": HIGHER_IS_MEMBER,
+    "lira_online": HIGHER_IS_MEMBER,
+    "rmia": HIGHER_IS_MEMBER,
+}
+
+_P_FLOOR = 1e-12  # probability floor before a log
+_VAR_FLOOR = 1e-12  # a Gaussian's variance never falls below this (identical reference scores)
+DEFAULT_RMIA_A = 0.3  # offline RMIA's `a`, the value ML Privacy Meter uses by default
+
+
+# ---------------------------------------------------------------------------------------------
+# validation helpers
+
+
+def _vector(x: Any, name: str, *, finite: bool = True) -> np.ndarray:
+    v = np.asarray(x, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"{name}: got shape {v.shape}; expected a 1-D array (n,)")
+    if finite and not np.all(np.isfinite(v)):
+        raise ValueError(f"{name}: got NaN or inf; expected finite values")
+    return v
+
+
+def _probabilities(p: np.ndarray, name: str) -> np.ndarray:
+    if p.size and (np.nanmin(p) < 0.0 or np.nanmax(p) > 1.0):
+        raise ValueError(f"{name}: got values outside [0, 1]; allowed range 0 <= p <= 1")
+    return p
+
+
+def _reference(x: Any, n: int, name: str) -> np.ndarray:
+    """(n, K) reference matrix with K >= 1; NaN allowed (not applicable), inf not."""
+    r = np.asarray(x, dtype=np.float64)
+    if r.ndim != 2 or r.shape[0] != n:
+        raise ValueError(f"{name}: got shape {r.shape}; expected (n={n}, K) reference scores")
+    if r.shape[1] == 0:
+        raise ValueError(f"{name}: got K = 0 reference models; allowed range K >= 1")
+    if np.any(np.isinf(r)):
+        raise ValueError(f"{name}: got inf; expected finite values (NaN = not applicable)")
+    return r
+
+
+def _member_labels(is_member: Any, n: int) -> np.ndarray:
+    y = np.asarray(is_member)
+    if y.shape != (n,):
+        raise ValueError(f"is_member: got shape {y.shape}; expected ({n},) to match scores")
+    if y.dtype != bool and not np.all(np.isin(y, (0, 1))):
+        raise ValueError("is_member: got values other than 0/1; expected booleans or 0/1")
+    return y.astype(bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# threshold baselines
+
+
+def loss_attack(losses: Any) -> np.ndarray:
+    """Loss attack (Yeom et al. 2018): score = −loss; HIGHER = MORE LIKELY MEMBER (members are
+    fitted, so their loss is lower)."""
+    return -_vector(losses, "losses")
+
+
+def confidence_attack(probs_true_class: Any) -> np.ndarray:
+    """Confidence attack: score = the model's probability of the true class; HIGHER = MORE LIKELY
+    MEMBER."""
+    return _probabilities(_vector(probs_true_class, "probs_true_class"), "probs_true_class").copy()
+
+
+def _prob_matrix(probs: Any) -> np.ndarray:
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 2 or p.shape[1] < 2:
+        raise ValueError(f"probs: got shape {p.shape}; expected (n, k) with k >= 2 classes")
+    if not np.all(np.isfinite(p)):
+        raise ValueError("probs: got NaN or inf; expected finite probabilities")
+    return _probabilities(p, "probs")
+
+
+def entropy_attack(probs: Any) -> np.ndarray:
+    """Prediction-entropy attack (Salem et al. 2019): score = −H(p) = Σ_c p_c ln p_c (nats);
+    HIGHER = MORE LIKELY MEMBER (members get confident, low-entropy predictions)."""
+    p = _prob_matrix(probs)
+    return np.sum(p * np.log(np.clip(p, _P_FLOOR, 1.0)), axis=1)
+
+
+def modified_entropy_attack(probs: Any, labels: Any) -> np.ndarray:
+    """Modified entropy (Song & Mittal 2021, Eq. 5): Mentr = −(1−p_y) ln p_y − Σ_{c≠y} p_c
+    ln(1−p_c); score = −Mentr, HIGHER = MORE LIKELY MEMBER (unlike plain entropy it is also
+    low for a confident *wrong* prediction's complement, so it uses the label)."""
+    p = _prob_matrix(probs)
+    y = np.asarray(labels)
+    if y.shape != (p.shape[0],) or not np.all(np.isin(y, np.arange(p.shape[1]))):
+        raise ValueError(
+            f"labels: got shape {y.shape}; expected ({p.shape[0]},) codes in 0..{p.shape[1] - 1}"
+        )
+    y = y.astype(np.int64)
+    rows = np.arange(p.shape[0])
+    log_p = np.log(np.clip(p, _P_FLOOR, 1.0))
+    log_1mp = np.log(np.clip(1.0 - p, _P_FLOOR, 1.0))
+    py = p[rows, y]
+    others = p * log_1mp
+    others[rows, y] = 0.0
+    mentr = -(1.0 - py) * log_p[rows, y] - others.sum(axis=1)
+    return -mentr
+
+
+# ---------------------------------------------------------------------------------------------
+# LiRA (Carlini et al. 2022)
+
+
+def logit_scale(p_true: Any, eps: float = 1e-12) -> np.ndarray:
+    """LiRA's logit scaling φ(p) = ln(p / (1 − p)) (Carlini et al. 2022, §IV-B, Eq. 4) of the
+    true-class probability, p clipped to [eps, 1 − eps]. Any shape; NaN passes through."""
+    if not 0.0 < eps < 0.5:
+        raise ValueError(f"eps: got {eps}; allowed range 0 < eps < 0.5")
+    p = np.asarray(p_true, dtype=np.float64)
+    _probabilities(p, "p_true")
+    p = np.clip(p, eps, 1.0 - eps)
+    return np.log(p) - np.log1p(-p)
+
+
+def _gaussian_fit(ref: np.ndarray, fix_variance: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample mean and variance of the reference scores ``ref`` (n, K), NaN = absent.
+
+    - mean: per-sample mean of the available models; a sample with none falls back to the
+      global mean of all available entries;
+    - variance: ``fix_variance`` (Carlini et al. §IV-C, for few reference models) uses one
+      global variance for every sample, the pooled within-sample variance
+      Σ_i Σ_k (φ_ik − μ_i)² / (N − #samples with data); otherwise the per-sample (unbiased)
+      variance, and a sample with fewer than 2 models falls back to the global one.
+    Variances are floored at 1e-12."""
+    ok = ~np.isnan(ref)
+    cnt = ok.sum(axis=1)
+    if not ok.any():
+        raise ValueError("reference scores: got only NaN; expected at least one finite value")
+    total = np.where(ok, ref, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = total.sum(axis=1) / cnt
+    mu = np.where(cnt > 0, mu, total.sum() / ok.sum())
+    dev2 = np.where(ok, (ref - mu[:, None]) ** 2, 0.0)
+    dof = int(ok.sum()) - int((cnt > 0).sum())
+    if dof > 0:
+        global_var = float(dev2.sum() / dof)
+    else:  # every sample has at most one model: spread across samples is all there is
+        global_var = float(np.var(ref[ok])) if ok.sum() > 1 else 1.0
+    global_var = max(global_var, _VAR_FLOOR)
+    if fix_variance:
+        var = np.full(ref.shape[0], global_var)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = dev2.sum(axis=1) / (cnt - 1)
+        var = np.where(cnt >= 2, var, global_var)
+    return mu, np.maximum(var, _VAR_FLOOR)
+
+
+def _gauss_logpdf(x: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
+    return -0.5 * (np.log(2.0 * math.pi * var) + (x - mu) ** 2 / var)
+
+
+def lira_offline(target_phi: Any, out_phi: Any, *, fix_variance: bool = True) -> np.ndarray:
+    """Offline LiRA (Carlini et al. 2022, Alg. 1 offline variant): a one-sided test of the
+    target's logit-scaled confidence φ against N(μ_out, σ²_out) fitted to the OUT reference
+    models. The paper's score is Λ = Φ((φ − μ_out)/σ_out); we return the standardised
+    z = (φ − μ_out)/σ_out itself (Φ is increasing, so the ROC is identical, and z does not
+    saturate at 1 in the tail that TPR at 0.1 % FPR reads). HIGHER = MORE LIKELY MEMBER.
+
+    ``target_phi`` (n,); ``out_phi`` (n, K_out), NaN where model k was trained on sample i.
+    Samples with no OUT model use the global mean; see :func:`_gaussian_fit` for the variance
+    (``fix_variance``: one global variance, the paper's choice for few models)."""
+    t = _vector(target_phi, "target_phi")
+    out = _reference(out_phi, t.size, "out_phi")
+    mu, var = _gaussian_fit(out, fix_variance)
+    return (t - mu) / np.sqrt(var)
+
+
+def lira_online(
+    target_phi: Any, in_phi: Any, out_phi: Any, *, fix_variance: bool = True
+) -> np.ndarray:
+    """Online LiRA (Carlini et al. 2022, Alg. 1): the log likelihood ratio
+    ln N(φ; μ_in, σ²_in) − ln N(φ; μ_out, σ²_out) of the target's logit-scaled confidence φ
+    under Gaussians fitted to the IN and OUT reference models. HIGHER = MORE LIKELY MEMBER.
+
+    ``target_phi`` (n,); ``in_phi`` (n, K_in) and ``out_phi`` (n, K_out), NaN where a model does
+    not apply to a sample. Samples with no IN (OUT) model use the global IN (OUT) mean; with
+    ``fix_variance`` each side uses one global variance (pooled within-sample), otherwise the
+    per-sample variance, falling back to the global one below 2 models (:func:`_gaussian_fit`)."""
+    t = _vector(target_phi, "target_phi")
+    inn = _reference(in_phi, t.size, "in_phi")
+    out = _reference(out_phi, t.size, "out_phi")
+    mu_in, var_in = _gaussian_fit(inn, fix_variance)
+    mu_out, var_out = _gaussian_fit(out, fix_variance)
+    return _gauss_logpdf(t, mu_in, var_in) - _gauss_logpdf(t, mu_out, var_out)
+
+
+# ---------------------------------------------------------------------------------------------
+# RMIA (Zarifzadeh et al. 2024)
+
+
+def _marginal(ref: np.ndarray, offline: bool, a: float) -> np.ndarray:
+    """Pr(x) ≈ mean over reference models (NaN ignored); offline: ((1+a)/2)·mean_OUT + (1−a)/2
+    (RMIA §3 / App., linear approximation of the IN probability from the OUT one)."""
+    ok = ~np.isnan(ref)
+    cnt = ok.sum(axis=1)
+    if np.any(cnt == 0):
+        raise ValueError("reference probabilities: a row is all NaN; each needs >= 1 model")
+    m = np.where(ok, ref, 0.0).sum(axis=1) / cnt
+    if offline:
+        m = 0.5 * (1.0 + a) * m + 0.5 * (1.0 - a)
+    return m
+
+
+def rmia(
+    target_p: Any,
+    ref_p: Any,
+    z_target_p: Any,
+    z_ref_p: Any,
+    *,
+    gamma: float = 1.0,
+    a: float | None = None,
+    offline: bool = True,
+) -> np.ndarray:
+    """RMIA (Zarifzadeh et al. 2024, Eq. 3–4): Score(x) = Pr_z[ LR(x, z) ≥ γ ] with the pairwise
+    likelihood ratio LR(x, z) = (Pr(x|θ)/Pr(x)) / (Pr(z|θ)/Pr(z)), over population samples z
+    (non-members). Pr(·|θ) = the target model's probability of the true class; Pr(·) = its mean
+    over the reference models, with offline (OUT-only) models replaced by the paper's linear
+    approximation ((1+a)/2)·mean + (1−a)/2 for both x and z (``a`` default 0.3, ML Privacy
+    Meter's default; ``a = 1`` means no correction). Online (``offline=False``) reference models
+    should be half IN, half OUT per sample; ``a`` is not used. HIGHER = MORE LIKELY MEMBER;
+    the score is the fraction of z in [0, 1] (ties of LR with γ count as "≥", as in Eq. 3).
+
+    ``target_p`` (n,), ``ref_p`` (n, K), ``z_target_p`` (m,), ``z_ref_p`` (m, K): probabilities
+    of the true class, NaN in a reference matrix = model not applicable. Vectorised: one sort
+    of the m z-ratios and a binary search per x, O((n + m) log m), no (n, m) matrix."""
+    if not (math.isfinite(float(gamma)) and gamma > 0):
+        raise ValueError(f"gamma: got {gamma}; allowed range gamma > 0")
+    if a is None:
+        a = DEFAULT_RMIA_A
+    elif not offline:
+        raise ValueError("a: got a value with offline=False; `a` is only used offline")
+    if not 0.0 <= a <= 1.0:
+        raise ValueError(f"a: got {a}; allowed range 0 <= a <= 1")
+    tx = _probabilities(_vector(target_p, "target_p"), "target_p")
+    tz = _probabilities(_vector(z_target_p, "z_target_p"), "z_target_p")
+    if tz.size == 0:
+        raise ValueError("z_target_p: got 0 population samples; allowed range m >= 1")
+    rx = _probabilities(_reference(ref_p, tx.size, "ref_p"), "ref_p")
+    rz = _probabilities(_reference(z_ref_p, tz.size, "z_ref_p"), "z_ref_p")
+    if rz.shape[1] != rx.shape[1]:
+        raise ValueError(
+            f"z_ref_p: got K = {rz.shape[1]} models; expected K = {rx.shape[1]} as in ref_p"
+        )
+
+    def log_ratio(t: np.ndarray, r: np.ndarray) -> np.ndarray:
+        marg = _marginal(r, offline, float(a))
+        return np.log(np.clip(t, _P_FLOOR, None)) - np.log(np.clip(marg, _P_FLOOR, None))
+
+    lx = log_ratio(tx, rx)
+    lz = np.sort(log_ratio(tz, rz))
+    # LR(x, z) >= γ  <=>  ln r_z <= ln r_x − ln γ
+    count = np.searchsorted(lz, lx - math.log(gamma), side="right")
+    return count / lz.size
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation
+
+
+def balance_members(labels: Any, *arrays: Any, seed: int) -> np.ndarray:
+    """Sorted row indices with as many members as non-members: the larger class is subsampled
+    without replacement (seeded by ``seed``), the smaller one kept whole. ``arrays`` (optional)
+    are only checked to have one row per label."""
+    y = np.asarray(labels)
+    if y.ndim != 1 or (y.dtype != bool and not np.all(np.isin(y, (0, 1)))):
+        raise ValueError(f"labels: got shape {y.shape}; expected a 1-D array of 0/1 or booleans")
+    for j, arr in enumerate(arrays):
+        if np.shape(arr)[:1] != y.shape:
+            raise ValueError(f"arrays[{j}]: got shape {np.shape(arr)}; expected ({y.size}, ...)")
+    y = y.astype(bool)
+    pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
+    k = min(pos.size, neg.size)
+    if k == 0:
+        raise ValueError("labels: got a single class; need members and non-members")
+    rng = np.random.default_rng(seed)
+    keep = [rng.choice(g, size=k, replace=False) if g.size > k else g for g in (pos, neg)]
+    return np.sort(np.concatenate(keep))
+
+
+def dp_region(epsilon: float, delta: float, fpr: Any) -> np.ndarray:
+    """Largest TPR an (ε, δ)-DP mechanism allows at each FPR (Kairouz et al. 2015):
+    TPR ≤ min(1, e^ε·FPR + δ, 1 − e^{−ε}(1 − δ − FPR)); draw it on the ROC."""
+    if not (math.isfinite(epsilon) and epsilon >= 0):
+        raise ValueError(f"epsilon: got {epsilon}; allowed range 0 <= epsilon < inf")
+    if not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta: got {delta}; allowed range 0 <= delta < 1")
+    f = np.asarray(fpr, dtype=np.float64)
+    if f.size and (np.any(~np.isfinite(f)) or f.min() < 0 or f.max() > 1):
+        raise ValueError("fpr: got values outside [0, 1]; allowed range 0 <= fpr <= 1")
+    b1 = math.exp(epsilon) * f + delta
+    b2 = 1.0 - math.exp(-epsilon) * (1.0 - delta - f)
+    return np.clip(np.minimum(np.minimum(b1, b2), 1.0), 0.0, 1.0)
+
+
+def _unit_ranks(s: np.ndarray) -> np.ndarray:
+    """Scores -> (0, 1] keeping order and ties (dense rank / #distinct), so the probability-based
+    :func:`core.metrics.attack_intervals` bootstraps AUC and advantage of any score."""
+    _, inv = np.unique(s, return_inverse=True)
+    return (inv + 1.0) / (inv.max() + 1.0)
+
+
+def membership_report(
+    scores: Any,
+    is_member: Any,
+    *,
+    fprs: tuple[float, ...] = (0.01, 0.001),
+    confidence: float = 0.95,
+    delta: float = 1e-5,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """All membership numbers of one attack's ``scores`` (HIGHER = MORE LIKELY MEMBER):
+
+    - ``n_members``, ``n_nonmembers``; ``roc_fpr``, ``roc_tpr`` (arrays, for the linear and the
+      log-log plot);
+    - ``auc``, ``advantage`` = max_t TPR − FPR (signed, see :func:`core.metrics.advantage`),
+      ``balanced_accuracy`` = (1 + advantage)/2 (at the best threshold, chosen on these same
+      data: optimistic), each with ``*_interval``: stratified percentile bootstrap (``n_boot``
+      resamples, ``seed``; the balanced accuracy's is the advantage's mapped by (1 + ·)/2);
+    - ``tpr_at_fpr``: one dict per target FPR with ``tpr`` (largest TPR with FPR ≤ target, the
+      LiRA convention), ``interval`` (exact Clopper–Pearson on TPR·n_members of n_members, the
+      threshold taken as fixed), ``meaningful`` (n_nonmembers·FPR ≥ 1: at least one false
+      positive can be observed at that rate) and ``n_nonmembers``; plus flat ``tpr_at_1pct`` /
+      ``tpr_at_0p1pct`` when 0.01 / 0.001 are among ``fprs``, and ``tpr_at_0p1_meaningful``
+      (n_nonmembers ≥ 1000);
+    - ``epsilon_lower_bound``: ε from the ROC with FPR and FNR replaced by one-sided
+      Clopper–Pearson upper limits (holds with ``confidence``, per threshold) and
+      ``epsilon_estimate`` from the point rates (:func:`core.metrics.empirical_epsilon_lower_bound`);
+    - ``interval_methods``: which interval each metric carries.
+
+    Raises a one-line ValueError for a single class, mismatched shapes or non-finite scores.
+    Memory: the bootstrap holds an (n_boot, n) index array."""
+    s = _vector(scores, "scores")
+    y = _member_labels(is_member, s.size)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence: got {confidence}; allowed range 0 < confidence < 1")
+    if not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta: got {delta}; allowed range 0 <= delta < 1")
+    for f in fprs:
+        if not 0.0 < f < 1.0:
+            raise ValueError(f"fprs: got {f}; allowed range 0 < fpr < 1")
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError(
+            f"is_member: got {n_pos} members and {n_neg} non-members; need both classes"
+        )
+    y01 = y.astype(np.int64)
+    fpr_all, tpr_all = roc_curve_points(y01, s, drop_intermediate=False)
+    fpr_plot, tpr_plot = roc_curve_points(y01, s, drop_intermediate=True)
+    # AUC by the trapezoid over the full ROC (= Mann–Whitney with ties counted ½)
+    auc = float(np.sum(np.diff(fpr_all) * (tpr_all[1:] + tpr_all[:-1]) / 2.0))
+    adv = advantage(y01, s)
+    iv = attack_intervals(y01, _unit_ranks(s), n_boot=n_boot, seed=seed, confidence=confidence)
+    adv_lo, adv_hi = iv["advantage"]
+
+    tpr_rows = []
+    for f in fprs:
+        t = tpr_at_fpr(y01, s, f)
+        tpr_rows.append(
+            {
+                "fpr": float(f),
+                "tpr": t,
+                "interval": clopper_pearson(round(t * n_pos), n_pos, confidence),
+                "meaningful": bool(n_neg * f >= 1.0),
+                "n_nonmembers": n_neg,
+            }
+        )
+    out: dict[str, Any] = {
+        "n_members": n_pos,
+        "n_nonmembers": n_neg,
+        "roc_fpr": fpr_plot,
+        "roc_tpr": tpr_plot,
+        "auc": auc,
+        "auc_interval": iv["auc"],
+        "advantage": adv,
+        "advantage_interval": (adv_lo, adv_hi),
+        "balanced_accuracy": (1.0 + adv) / 2.0,
+        "balanced_accuracy_interval": ((1.0 + adv_lo) / 2.0, (1.0 + adv_hi) / 2.0),
+        "tpr_at_fpr": tpr_rows,
+        "tpr_at_0p1_meaningful": bool(n_neg >= 1000),
+        "epsilon_lower_bound": empirical_epsilon_lower_bound(
+            fpr_all, tpr_all, delta, n_neg=n_neg, n_pos=n_pos, confidence=confidence
+        ),
+        "epsilon_estimate": empirical_epsilon_lower_bound(fpr_all, tpr_all, delta),
+        "delta": float(delta),
+        "confidence": float(confidence),
+        "interval_methods": {
+            "auc": "stratified percentile bootstrap",
+            "advantage": "stratified percentile bootstrap",
+            "balanced_accuracy": "stratified percentile bootstrap (of the advantage)",
+            "tpr_at_fpr": "Clopper-Pearson (threshold fixed)",
+            "epsilon_lower_bound": "Clopper-Pearson one-sided limits on FPR and FNR",
+        },
+    }
+    for row in tpr_rows:
+        key = {0.01: "tpr_at_1pct", 0.001: "tpr_at_0p1pct"}.get(row["fpr"])
+        if key:
+            out[key] = row["tpr"]
+            out[key + "_interval"] = row["interval"]
+    return out
