@@ -67,3 +67,17 @@ def test_sweep_button_is_one_stored_sweep_over_the_defense_blocks(store):  # noq
     kinds = {p.config.defense.kind for p in points}
     assert kinds == {"channel", "dp_sgd"}
     assert at.button(key="gl_sweep").label.startswith("Run the sweeps (20 of 20 points missing)")
+
+
+def test_dp_sgd_and_white_channel_runs_through_the_page(store):  # noqa: F811
+    at = open_page("views/reconstruction.py")
+    _tiny(at)
+    at.selectbox(key="gl_defense").set_value("dp_sgd").run()
+    at.button(key="gl_run").click().run(timeout=240)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at.selectbox(key="gl_defense").set_value("white").run()
+    at.button(key="gl_run").click().run(timeout=240)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    kinds = sorted(r.config["defense"]["kind"] for r in store.list(kind="gradient_leakage"))
+    assert kinds == ["channel", "dp_sgd"]
+    assert has_chart(at, "gl_gallery")
