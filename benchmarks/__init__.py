@@ -16,4 +16,5 @@ BENCHMARKS: dict[str, str] = {
     "gradient_leakage": "benchmarks.gradient_leakage:main",
     "dlg_speed": "benchmarks.dlg_speed:main",
     "channel_solve": "benchmarks.channel_solve:main",
+    "shadow_speed": "benchmarks.shadow_speed:main",
 }
