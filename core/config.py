@@ -435,6 +435,83 @@ class GradientLeakageConfig(_Experiment):
 
 
 # ---------------------------------------------------------------------------------------------
+# membership (Inf2Guard's MIA defense, DP-SGD and the κ channel against loss / LiRA / RMIA)
+
+MEMBERSHIP_ATTACKS = ("loss", "confidence", "entropy", "lira_offline", "lira_online", "rmia",
+                      "representation", "in_training")
+
+
+class Inf2GuardDefense(_Model):
+    """Inf2Guard against membership inference (spec 004 §2.1, Eq. 6 / Algorithm 1): encoder,
+    task head and membership adversary in a game weighted by λ."""
+
+    kind: Literal["inf2guard"] = "inf2guard"
+    tradeoff_lambda: Annotated[float, Ge(0.0), Le(1.0)] = Field(
+        0.5, description="Inf2Guard privacy weight λ (Eq. 6): 0 = utility only, 1 = privacy only")
+
+
+MembershipDefense = Annotated[NoDefense | Inf2GuardDefense | DPSGDDefense | ChannelDefense,
+                              Field(discriminator="kind")]
+
+
+class MembershipTrainSpec(_Model):
+    """The target model's training (shadow and reference models repeat it, defense included).
+    ``members`` rows of a pool of 2·members train rows train the target; the other half are
+    the non-members it is scored against."""
+
+    members: Annotated[int, Ge(20), Le(100_000)] = 500
+    epochs: Annotated[int, Ge(1), Le(1000)] = 60
+    batch_size: Annotated[int, Ge(1), Le(4096)] = 64
+    lr: Annotated[float, Gt(0.0), Le(10.0)] = 1e-3
+    optimizer: Literal["sgd", "adam"] = "adam"
+
+
+class MembershipAttackSpec(_Model):
+    """Membership attacks (:mod:`core.attacks.membership`); LiRA and RMIA read K shadow /
+    reference models trained with the target's own procedure on halves of the pool."""
+
+    attackers: tuple[str, ...] = ("loss", "lira_offline", "lira_online", "rmia")
+    shadows: Annotated[int, Ge(2), Le(256)] = Field(16, description="shadow models K (even)")
+    rmia_references: Annotated[int, Ge(1), Le(64)] = 2
+    rmia_a: Annotated[float, Ge(0.0), Le(1.0)] = 0.3
+
+    @model_validator(mode="after")
+    def _check(self) -> MembershipAttackSpec:
+        if not self.attackers:
+            raise ValueError(f"attackers: got an empty list; choose from {', '.join(MEMBERSHIP_ATTACKS)}")
+        for a in self.attackers:
+            if a not in MEMBERSHIP_ATTACKS:
+                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(MEMBERSHIP_ATTACKS)}")
+        if self.shadows % 2:
+            raise ValueError(f"shadows: got {self.shadows}; must be even (each row is in exactly "
+                             "half the shadow models)")
+        if self.rmia_references > self.shadows // 2:
+            raise ValueError(f"rmia_references: got {self.rmia_references}; allowed range "
+                             f"1 <= value <= shadows/2 = {self.shadows // 2}")
+        return self
+
+
+class MembershipConfig(_Experiment):
+    """Membership inference against a trained model under a defense (Inf2Guard, DP-SGD, the
+    κ channel, none): loss / confidence / entropy thresholds, LiRA offline and online, RMIA,
+    and for Inf2Guard the representation attack and its own adversary; one ROC report each."""
+
+    kind: Literal["membership"] = "membership"
+    data: DataSpec = DataSpec(name="mnist5k")
+    defense: MembershipDefense = NoDefense()
+    train: MembershipTrainSpec = MembershipTrainSpec()
+    attack: MembershipAttackSpec = MembershipAttackSpec()
+
+    @model_validator(mode="after")
+    def _check_combination(self) -> MembershipConfig:
+        needs_r = [a for a in self.attack.attackers if a in ("representation", "in_training")]
+        if needs_r and self.defense.kind != "inf2guard":
+            raise ValueError(f"attack.attackers: {needs_r[0]!r} reads Inf2Guard's representations "
+                             f"or adversary; defense {self.defense.kind!r} has none")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
 # sweep (a grid over another kind's config)
 
 #: at most this many points (grid × seeds) in one sweep
@@ -493,13 +570,14 @@ class SweepConfig(_Model):
 # ---------------------------------------------------------------------------------------------
 # the union
 
-Config = Annotated[ProjectionConfig | AttributePrivacyConfig | GradientLeakageConfig | SweepConfig,
-                   Field(discriminator="kind")]
+Config = Annotated[ProjectionConfig | AttributePrivacyConfig | GradientLeakageConfig
+                   | MembershipConfig | SweepConfig, Field(discriminator="kind")]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Config)
 CONFIG_MODELS: dict[str, type[_Model]] = {
     "projection": ProjectionConfig,
     "attribute_privacy": AttributePrivacyConfig,
     "gradient_leakage": GradientLeakageConfig,
+    "membership": MembershipConfig,
     "sweep": SweepConfig,
 }
 

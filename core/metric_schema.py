@@ -431,6 +431,42 @@ for _spec in (
 ):
     register(_spec)
 
+# -- membership (core/runs/membership.py; core/attacks/membership.py)
+MIA_ATTACKS = {"loss": "the loss threshold", "confidence": "the confidence threshold",
+               "entropy": "the entropy threshold", "lira_offline": "offline LiRA",
+               "lira_online": "online LiRA", "rmia": "RMIA (offline)",
+               "representation": "a fresh MLP on Inf2Guard's representations",
+               "in_training": "Inf2Guard's in-training adversary"}
+_MIA = {"who": MIA_ATTACKS}
+register_family("mia_{who}_auc", _MIA, description="membership AUC of {who_text}", unit="AUC",
+                direction="leakage", chance=0.5, group="attack")
+register_family("mia_{who}_adv", _MIA, description="membership advantage max(TPR − FPR) of "
+                "{who_text}", unit="fraction", direction="leakage", chance=0.0, group="attack")
+register_family("mia_{who}_bacc", _MIA, description="membership balanced accuracy of {who_text} "
+                "at its best threshold", unit="fraction", direction="leakage", chance=0.5,
+                group="attack")
+register_family("mia_{who}_tpr_at_1pct_fpr", _MIA, description="TPR at 1 % FPR of {who_text}",
+                unit="fraction", direction="leakage", chance=0.01, group="attack")
+register_family("mia_{who}_tpr_at_0p1pct_fpr", _MIA, description="TPR at 0.1 % FPR of "
+                "{who_text}", unit="fraction", direction="leakage", chance=0.001, group="attack")
+register_family("mia_{who}_epsilon_lower_bound", _MIA, description="ε audited from below by "
+                "{who_text} (Clopper–Pearson)", unit="ε", direction="leakage", chance=0.0,
+                group="attack")
+for _spec in (
+    _S("mia_auc_best", "highest membership AUC over the attacks run", "AUC", "leakage", 0.5,
+       "attack"),
+    _S("mia_tpr_at_0p1pct_fpr_best", "highest TPR at 0.1 % FPR over the attacks run",
+       "fraction", "leakage", 0.001, "attack"),
+    _S("utility_train_acc", "accuracy of the target model on its members (training rows)",
+       "fraction", "neither", None, "utility"),
+    _S("train_test_gap", "members' accuracy minus test accuracy (the overfitting MIA feeds on)",
+       "fraction", "leakage", 0.0, "utility"),
+    _S("members", "members scored (the target's training rows)", "count", "neither", None,
+       "attack"),
+    _S("nonmembers", "non-members scored", "count", "neither", None, "attack"),
+):
+    register(_spec)
+
 # -- sweeps (core/runs/sweep.py); each point's own metrics are in its row and its stored run
 for _spec in (
     _S("points_total", "points of the sweep (grid × seeds)", "count", "neither", None, "sweep"),
@@ -458,6 +494,9 @@ HEADLINES: dict[str, Headline] = {
     "tappfl": _ATTRIBUTE,  # the kind's former name
     # a projection has no attack; trustworthiness is its quality
     "projection": Headline(utility="trustworthiness", attack=None, budget=None),
+    "membership": Headline(utility="utility_acc", attack="mia_auc_best",
+                           budget={"none": None, "inf2guard": "tradeoff_lambda",
+                                   "dp_sgd": "epsilon_accountant", "channel": "kappa"}),
     # reconstruction quality of the strongest inverter against the defense's knob
     "gradient_leakage": Headline(utility="utility_acc", attack="recon_best_psnr_median",
                                  budget={"none": None, "channel": "kappa",

@@ -80,12 +80,13 @@ ATTACKS: Registry[AttackPart] = Registry("attack")
 
 _FL = ("attribute_privacy",)
 _GL = ("gradient_leakage",)
+_MIA = ("membership",)
 DEFENSES.register("none", DefensePart(
-    name="none", title="none (undefended)", families=_FL + _GL, release="representation",
+    name="none", title="none (undefended)", families=_FL + _GL + _MIA, release="representation",
     knob=None, accounting=None, builder="core.defenses.federated:build_none",
     description="Attribute privacy: the encoder trained on the utility term only (λ = 0). "
                 "Gradient leakage: plain training, the uploads released as they are.",
-    family_releases=(("gradient_leakage", "update"),)))
+    family_releases=(("gradient_leakage", "update"), ("membership", "model"))))
 DEFENSES.register("tappfl", DefensePart(
     name="tappfl", title="TAPPFL (λ)", families=_FL, release="representation",
     knob=Knob("tradeoff_lambda", "λ", "TAPPFL privacy weight", 0.0, 1.0, "linear",
@@ -115,7 +116,8 @@ DEFENSES.register("pruning", DefensePart(
 # -- defenses against data reconstruction (spec 001) -------------------------------------------
 
 DEFENSES.register("channel", DefensePart(
-    name="channel", title="κ channel (data-space noise)", families=_GL, release="update",
+    name="channel", title="κ channel (data-space noise)", families=_GL + _MIA, release="update",
+    family_releases=(("membership", "model"),),
     knob=Knob("kappa", "κ", "capacity per round (nats)", 0.01, 1e5, "log",
               "lower_is_more_private", budget_metric="kappa"),
     accounting="capacity", builder="core.runs.gradient_stages:build_channel",
@@ -123,13 +125,23 @@ DEFENSES.register("channel", DefensePart(
                 "Natural σI, White ∝ Σ_D (Eq. 19), Personalized σ·diag β (Eq. 20, exact via "
                 "β-whitening), Laplace (a derived bound). I(D; upload | W_i) ≤ κ per round."))
 DEFENSES.register("dp_sgd", DefensePart(
-    name="dp_sgd", title="DP-SGD (Opacus)", families=_GL, release="update",
+    name="dp_sgd", title="DP-SGD (Opacus)", families=_GL + _MIA, release="update",
+    family_releases=(("membership", "model"),),
     knob=Knob("noise_multiplier", "z", "noise multiplier", 0.05, 100.0, "log",
               "higher_is_more_private", budget_metric="epsilon_accountant"),
     accounting="prv", builder="core.defenses.dpsgd:train_dpsgd",
     description="Per-sample clipping and Gaussian noise on the batch gradient (Abadi et al. "
                 "2016) through Opacus; ε from the PRV accountant (RDP where PRV is unreliable); "
                 "capacity B/z² per step (Thm 4, tight B/(2z²))."))
+
+DEFENSES.register("inf2guard", DefensePart(
+    name="inf2guard", title="Inf2Guard (λ)", families=_MIA, release="model",
+    knob=Knob("tradeoff_lambda", "λ", "Inf2Guard privacy weight", 0.0, 1.0, "linear",
+              "higher_is_more_private", budget_metric="tradeoff_lambda"),
+    accounting=None, builder="core.defenses.inf2guard:train_inf2guard",
+    description="Encoder, task head and a membership adversary in the game of Eq. 6 "
+                "(Algorithm 1); no formal guarantee: measured by attacks (and Theorem 1's "
+                "leakage bound at an estimated H(u|r))."))
 
 # -- gradient-inversion attacks (spec 001 §1.3-1.4): presets of one spec ----------------------
 

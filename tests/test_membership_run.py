@@ -1,0 +1,65 @@
+"""The ``membership`` kind end to end on tiny settings: every defense, every attack, the
+report's metrics registered, and the combination checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.config import ConfigError, parse_config
+from core.experiments import run
+from core.metric_schema import unregistered
+
+TINY = {"kind": "membership", "data": {"name": "digits"},
+        "train": {"members": 80, "epochs": 8, "batch_size": 32},
+        "attack": {"shadows": 4, "rmia_references": 2}}
+
+
+def _run(**over):
+    return run({**TINY, **over})
+
+
+def test_undefended_target_leaks_and_every_metric_is_registered():
+    r = _run(train={**TINY["train"], "epochs": 40},
+             attack={**TINY["attack"], "attackers": ["loss", "confidence", "entropy",
+                                                     "lira_offline", "lira_online", "rmia"]})
+    m = r.metrics
+    assert m["members"] == m["nonmembers"] == 80
+    assert m["train_test_gap"] > 0  # an overfit target: what membership inference feeds on
+    assert m["mia_lira_online_auc"] > 0.55 and m["mia_auc_best"] >= m["mia_loss_auc"]
+    lo, hi = r.interval("mia_loss_auc")
+    assert lo <= m["mia_loss_auc"] <= hi
+    assert unregistered(m) == []
+    assert r.artifacts["roc_rmia_fpr"].shape == r.artifacts["roc_rmia_tpr"].shape
+    assert any("0.1 % FPR" in n and "not meaningful" in n for n in r.info["notes"])
+
+
+@pytest.mark.parametrize("defense", [
+    {"kind": "inf2guard", "tradeoff_lambda": 0.5},
+    {"kind": "dp_sgd", "noise_multiplier": 1.0},
+    {"kind": "channel", "kappa": 8.0},
+])
+def test_each_defense_runs_with_shadows_trained_the_same_way(defense):
+    attackers = ["loss", "lira_offline", "rmia"] + (
+        ["representation", "in_training"] if defense["kind"] == "inf2guard" else [])
+    r = _run(defense=defense, attack={**TINY["attack"], "attackers": attackers})
+    for a in attackers:
+        assert 0.0 <= r.metrics[f"mia_{a}_auc"] <= 1.0
+    if defense["kind"] == "dp_sgd":
+        assert r.metrics["epsilon_accountant"] > 0 and r.info["accountant"] in ("prv", "rdp")
+    assert unregistered(r.metrics) == []
+
+
+def test_invalid_settings_give_one_line_errors():
+    for patch, expected in (
+        ({"attack": {"shadows": 3}}, "attack.shadows: got 3; must be even"),
+        ({"attack": {"shadows": 4, "rmia_references": 3}}, "attack.rmia_references: got 3"),
+        ({"attack": {"attackers": ["representation"]}}, "attack.attackers: 'representation'"),
+        ({"defense": {"kind": "inf2guard", "tradeoff_lambda": -0.1}},
+         "defense.tradeoff_lambda: got -0.1"),
+        ({"defense": {"kind": "pruning"}}, "defense.kind: got 'pruning'"),
+    ):
+        with pytest.raises(ConfigError) as exc:
+            parse_config({"kind": "membership", **patch})
+        assert str(exc.value).startswith(expected) and "\n" not in str(exc.value), str(exc.value)
+    with pytest.raises(ValueError, match="train.members: got 2000; at most"):
+        run({**TINY, "train": {"members": 2000}})
