@@ -32,6 +32,8 @@ PAGES = [
             url_path="data"),
     st.Page("views/attribute_privacy.py", title="Attribute privacy (FL)",
             icon=":material/group_work:", url_path="attribute_privacy"),
+    st.Page("views/membership.py", title="Membership", icon=":material/how_to_reg:",
+            url_path="membership"),
     st.Page("views/reconstruction.py", title="Reconstruction: gradient leakage",
             icon=":material/image_search:", url_path="reconstruction"),
     st.Page("views/history.py", title="History", icon=":material/history:", url_path="history"),

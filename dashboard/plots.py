@@ -399,3 +399,33 @@ def kappa_bounds_figure(kappas: Sequence[float], curves: Sequence[tuple[str, Seq
     _layout(fig, None, height)
     fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
     return fig
+
+
+def membership_roc_figure(curves: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
+                          log: bool, dp_region: tuple[Sequence[float], Sequence[float]] | None = None,
+                          height: int = 380) -> go.Figure:
+    """Membership ROC curves, linear or log-log (where the low-FPR regime LiRA argues for is
+    visible), with the chance diagonal and, for a DP model, the region TPR ≤ e^ε·FPR + δ that
+    the accountant's ε allows (a curve above it would contradict the guarantee)."""
+    fig = go.Figure()
+    lo = 1e-4 if log else 0.0
+    grid = np.logspace(-4, 0, 50) if log else np.linspace(0, 1, 50)
+    fig.add_trace(go.Scatter(x=grid, y=grid, mode="lines", name="chance",
+                             line={"color": "gray", "dash": "dot"}))
+    if dp_region is not None:
+        fig.add_trace(go.Scatter(x=list(dp_region[0]), y=list(dp_region[1]), mode="lines",
+                                 name="DP limit (accountant's ε)", fill="tozeroy",
+                                 line={"color": "rgba(120,120,120,0.6)"},
+                                 fillcolor="rgba(160,160,160,0.15)"))
+    for i, (name, fpr, tpr) in enumerate(curves):
+        f, t = np.asarray(fpr, float), np.asarray(tpr, float)
+        keep = (f > 0) & (t > 0) if log else np.ones_like(f, bool)
+        fig.add_trace(go.Scatter(x=f[keep], y=t[keep], mode="lines", name=name,
+                                 line={"color": PALETTE[i % len(PALETTE)]}))
+    kind = "log" if log else "linear"
+    fig.update_xaxes(title="false positive rate", type=kind,
+                     range=[-4, 0] if log else [lo, 1])
+    fig.update_yaxes(title="true positive rate", type=kind, range=[-4, 0] if log else [lo, 1])
+    _layout(fig, None, height)
+    fig.update_layout(legend={"orientation": "h", "y": -0.3, "x": 0})
+    return fig

@@ -194,3 +194,24 @@ def test_reconstruction_page_runs_and_draws_the_gallery(browser, server):
     _no_exception(page)
     _screenshot(page, ARTIFACTS / "reconstruction.png")
     assert not errors, errors
+
+
+def test_membership_page_runs_and_draws_the_rocs(browser, server):
+    """Membership: Run on a small setting draws the linear and log-log ROC curves."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "/membership", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Membership inference").wait_for(timeout=60_000)
+    for label, value in (("Members", "80"), ("Epochs", "10"), ("Shadows", "4")):
+        box = page.get_by_role("spinbutton", name=label)
+        box.fill(value)
+        box.press("Enter")
+        page.wait_for_timeout(500)
+    page.get_by_role("button", name="Run", exact=True).click()
+    roc = page.locator(".st-key-mi_roc_log .js-plotly-plot")
+    roc.wait_for(state="visible", timeout=180_000)
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "membership.png")
+    assert not errors, errors

@@ -96,7 +96,7 @@ def test_home_renders_without_setup(store):
     glossary = " ".join(tables[1]["symbol"])
     assert "λ (FIL)" in glossary and "κ" in glossary and "ε (DP)" in glossary.replace(", δ", "")
     labels = [p.label for p in at.get("page_link")]
-    assert labels == ["Data & projections", "Attribute privacy (FL)",
+    assert labels == ["Data & projections", "Attribute privacy (FL)", "Membership",
                       "Reconstruction: gradient leakage", "History"]
     assert "Planned" in " ".join(c.value for c in at.caption)
     assert store.list() == []  # the landing page runs nothing

@@ -30,6 +30,10 @@ PAGE_LINES = [
      ("TAPPFL in a FedAvg loop against DP-Gaussian, DP-Laplace and pruning; in-training vs fresh "
      "attackers with 95 % intervals and threat models; Theorem 1 and 2 bounds; the λ tradeoff "
      "against the undefended run.")),
+    ("views/membership.py", "Membership", ":material/how_to_reg:",
+     ("loss, confidence, LiRA (offline / online, shadow models trained the target's way) and "
+     "RMIA against Inf2Guard (λ), DP-SGD and the κ channel; ROC linear and log-log with the DP "
+     "region; TPR at low FPR with the count that makes it meaningful; ε audited from below.")),
     ("views/reconstruction.py", "Reconstruction: gradient leakage", ":material/image_search:",
      ("invert uploads with DLG / iDLG / Inverting Gradients; defend with the κ channel (Natural, "
      "White, Personalized, Laplace) or DP-SGD; σ solved from κ live, Theorem 1's floor and the "
@@ -43,8 +47,8 @@ for path, title, icon, line in PAGE_LINES:
     with left:
         st.page_link(path, label=title, icon=icon)
     right.markdown(line)
-st.caption("Planned (not yet built): Membership · Property · representation inversion · Fisher "
-           "information · Compare (cross-defense tradeoffs).")
+st.caption("Planned (not yet built): Property · representation inversion · Fisher information · "
+           "Compare (cross-defense tradeoffs).")
 
 st.subheader("Data sets")
 rows = dataset_rows()

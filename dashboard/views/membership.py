@@ -1,0 +1,220 @@
+"""Membership: Inf2Guard's defense, DP-SGD and the κ channel against loss, LiRA, RMIA and the
+representation attack, with one ROC report per attack and ε audited from below.
+
+``controls()`` turns the widgets into a ``membership`` config (small ``*_ui()`` functions); the
+rest draws the stored Result: utility and the train–test gap, the attack table with intervals,
+ROC curves (linear and log-log) with the DP region, and the tradeoff over the defense's knob.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from core.metric_schema import HEADLINES, MIA_ATTACKS
+from core.parts import DEFENSES
+from core.tradeoff import tradeoff_points
+from dashboard import state
+from dashboard.components import copy_run, deferred, metrics_table, result_caption
+from dashboard.components._figures import figure
+from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.sidebar import dataset_label, dataset_rows
+from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
+
+KIND = "membership"
+DATASETS = ["mnist5k", "digits", "faces", "adult"]
+TITLES = {"loss": "loss threshold", "confidence": "confidence threshold",
+          "entropy": "entropy threshold", "lira_offline": "LiRA (offline)",
+          "lira_online": "LiRA (online)", "rmia": "RMIA (offline)",
+          "representation": "representation attack (fresh MLP on r)",
+          "in_training": "Inf2Guard's own adversary"}
+GRIDS = {"inf2guard": ("tradeoff_lambda", (0.0, 0.25, 0.5, 0.75, 1.0)),
+         "dp_sgd": ("noise_multiplier", (0.3, 0.6, 1.0, 2.0)),
+         "channel": ("kappa", (20.0, 80.0, 300.0))}
+
+
+def _init_state() -> None:
+    for k, v in {"mi_defense": "none", "mi_lambda": 0.5, "mi_z": 1.0, "mi_kappa": 80.0,
+                 "mi_members": 500, "mi_epochs": 60, "mi_shadows": 16, "mi_refs": 2,
+                 "mi_attackers": ["loss", "lira_offline", "lira_online", "rmia"]}.items():
+        st.session_state.setdefault(k, v)
+
+
+def data_ui() -> str:
+    rows = {r["name"]: r for r in dataset_rows()}
+    names = [n for n in DATASETS if n in rows]
+    state.follow_sidebar("mi_dataset", names, "mnist5k")
+    return st.selectbox("Data set", names, key="mi_dataset",
+                        format_func=lambda n: dataset_label(rows[n]))
+
+
+def defense_ui() -> dict[str, Any]:
+    names = [n for n, d in DEFENSES.items() if KIND in d.families]
+    c1, c2 = st.columns([1, 2])
+    kind = c1.selectbox("Defense", names, key="mi_defense",
+                        format_func=lambda n: DEFENSES.get(n).title)
+    if kind == "inf2guard":
+        lam = c2.slider("λ · Inf2Guard privacy weight (higher is more private)", 0.0, 1.0,
+                        step=0.05, key="mi_lambda")
+        return {"kind": kind, "tradeoff_lambda": float(lam)}
+    if kind == "dp_sgd":
+        z = c2.select_slider("z · DP-SGD noise multiplier (higher is more private)",
+                             options=[0.3, 0.45, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0], key="mi_z")
+        return {"kind": kind, "noise_multiplier": float(z)}
+    if kind == "channel":
+        k = c2.select_slider("κ · capacity per round, nats (lower is more private)",
+                             options=[5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 600.0],
+                             key="mi_kappa")
+        return {"kind": kind, "channel": "natural", "kappa": float(k)}
+    c2.caption(DEFENSES.get("none").description)
+    return {"kind": "none"}
+
+
+def attack_ui(defense: str) -> dict[str, Any]:
+    ok = [a for a in MIA_ATTACKS if defense == "inf2guard" or a not in ("representation", "in_training")]
+    kept = [a for a in st.session_state.get("mi_attackers", []) if a in ok]
+    if kept != st.session_state.get("mi_attackers"):
+        st.session_state["mi_attackers"] = kept
+    c1, c2, c3, c4, c5 = st.columns([2.4, 0.8, 0.8, 0.8, 0.8])
+    chosen = c1.multiselect("Attacks", ok, key="mi_attackers", format_func=TITLES.get)
+    members = c2.number_input("Members", 20, 5000, step=50, key="mi_members",
+                              help="The target trains on this many rows; as many non-members "
+                                   "are scored.")
+    epochs = c3.number_input("Epochs", 1, 500, step=10, key="mi_epochs")
+    shadows = c4.number_input("Shadows", 2, 64, step=2, key="mi_shadows",
+                              help="Shadow / reference models, trained with the target's own "
+                                   "procedure (its defense included) on halves of the pool.")
+    refs = c5.number_input("RMIA refs", 1, 32, key="mi_refs")
+    return {"attack": {"attackers": list(chosen), "shadows": int(shadows),
+                       "rmia_references": int(refs)},
+            "train": {"members": int(members), "epochs": int(epochs)}}
+
+
+def controls() -> dict[str, Any]:
+    _init_state()
+    s = state.settings()
+    top = st.columns([1, 2.5])
+    with top[0]:
+        name = data_ui()
+    with top[1]:
+        defense = defense_ui()
+    rest = attack_ui(defense["kind"])
+    return {"kind": KIND, "seed": s.seed, "device": s.device, "data": {"name": name},
+            "defense": defense, **rest}
+
+
+# --------------------------------------------------------------------------------------------
+# results
+
+
+def attack_rows(result) -> list[dict[str, str]]:
+    rows = []
+    for a in result.config["attack"]["attackers"]:
+        rows.append({"attack": TITLES.get(a, a),
+                     "AUC": fmt_with_interval(result, f"mia_{a}_auc", 3),
+                     "TPR @ 1 % FPR": fmt(metric(result, f"mia_{a}_tpr_at_1pct_fpr"), 3),
+                     "TPR @ 0.1 % FPR": fmt(metric(result, f"mia_{a}_tpr_at_0p1pct_fpr"), 3),
+                     "advantage": fmt_with_interval(result, f"mia_{a}_adv", 3),
+                     "ε lower bound": fmt(metric(result, f"mia_{a}_epsilon_lower_bound"), 2)})
+    return rows
+
+
+def roc_section(result) -> None:
+    arts = result.artifacts
+    curves = tuple((TITLES.get(a, a), tuple(arts[f"roc_{a}_fpr"]), tuple(arts[f"roc_{a}_tpr"]))
+                   for a in result.config["attack"]["attackers"] if f"roc_{a}_fpr" in arts)
+    region = None
+    eps = metric(result, "epsilon_accountant")
+    if eps is not None:
+        from core.attacks.membership import dp_region
+
+        f = np.logspace(-4, 0, 60)
+        region = (tuple(f), tuple(np.minimum(1.0, dp_region(eps, 1e-5, f))))
+    left, right = st.columns(2)
+    left.plotly_chart(figure("membership_roc_figure", curves, log=False, dp_region=region),
+                      width="stretch", key="mi_roc")
+    right.plotly_chart(figure("membership_roc_figure", curves, log=True, dp_region=region),
+                       width="stretch", key="mi_roc_log")
+    if eps is not None:
+        best = max(metric(result, f"mia_{a}_epsilon_lower_bound") or 0.0
+                   for a in result.config["attack"]["attackers"])
+        st.caption(f"ε audit: the accountant promises ε = {eps:.3g} ({result.info.get('accountant')}); "
+                   f"the best attack proves ε ≥ {best:.3g} (Clopper–Pearson). The gap is what DP "
+                   "promises beyond what these attacks can show.")
+
+
+def tradeoff_section(config: dict[str, Any], result) -> None:
+    kind = config["defense"]["kind"]
+    if kind not in GRIDS:
+        return
+    field, grid = GRIDS[kind]
+    head = HEADLINES[KIND]
+    st.subheader(f"Tradeoff over {DEFENSES.get(kind).knob.symbol}")
+    cfgs = {g: {**config, "defense": {**config["defense"], field: g}} for g in grid}
+    got = {g: peek(c) for g, c in cfgs.items()}
+    cur = float(config["defense"][field])
+    got[cur] = result
+    pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
+                          attack_metrics={"strongest attack (AUC)": head.attack})
+    missing = [g for g, r in got.items() if r is None]
+    start = st.button(f"Run the {DEFENSES.get(kind).knob.symbol} sweep ({len(missing)} missing)",
+                      key="mi_sweep", disabled=not missing)
+    run_with_progress({"kind": "sweep", "base": config,
+                       "grid": {f"defense.{field}": list(grid)},
+                       "seeds": [config.get("seed", 0)], "executor": "serial"},
+                      label="membership sweep", start=start)
+    und = peek({**config, "defense": {"kind": "none"}})
+    undefended = None if und is None else (metric(und, head.utility), metric(und, head.attack))
+    st.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
+                           chance=0.5, symbol=DEFENSES.get(kind).knob.symbol,
+                           y_title="membership AUC (strongest attack)"),
+                    width="stretch", key="mi_tradeoff")
+
+
+def show_result(config, result) -> None:
+    result_caption(result)
+    c = st.columns(4)
+    c[0].metric("utility (test accuracy)", fmt(metric(result, "utility_acc"), 3),
+                help=f"majority class {fmt(metric(result, 'utility_majority'), 3)}")
+    c[1].metric("train–test gap", fmt(metric(result, "train_test_gap"), 3))
+    c[2].metric("strongest AUC", fmt(metric(result, "mia_auc_best"), 3))
+    c[3].metric("best TPR @ 0.1 % FPR", fmt(metric(result, "mia_tpr_at_0p1pct_fpr_best"), 3))
+    st.dataframe(attack_rows(result), hide_index=True, width="stretch")
+    st.caption(f"{int(metric(result, 'members') or 0)} members and "
+               f"{int(metric(result, 'nonmembers') or 0)} non-members scored. As with TAPPFL, "
+               "a defense can fool the adversary it trained against while LiRA or RMIA still "
+               "read membership: compare the rows.")
+    roc_section(result)
+    for note in result.info.get("notes", []):
+        st.caption(f"note: {note}")
+    tradeoff_section(config, result)
+    if box := deferred("Config and all metrics", key="mi_show_metrics"):
+        with box:
+            j1, j2 = st.columns([1, 1.6])
+            j1.json(result.config, expanded=1)
+            with j2:
+                metrics_table(result)
+
+
+st.title("Membership inference")
+st.caption("Can an attacker tell whether a record was in the training set? Loss and confidence "
+           "thresholds, LiRA (shadow models trained the target's way) and RMIA (reference "
+           "models against population samples) attack a model trained under Inf2Guard (λ), "
+           "DP-SGD (z, ε from the accountant) or the κ channel.")
+config = controls()
+cfg = validate(config, label="Membership")
+if cfg is None:
+    st.stop()
+buttons = st.container(horizontal=True)
+run_clicked = buttons.button("Run", type="primary", key="mi_run")
+copy_run(config)
+result = run_with_progress(config, label=f"{DEFENSES.get(cfg.defense.kind).title} on {cfg.data.name}",
+                           start=run_clicked)
+if result is None:
+    st.info("No stored result for these settings yet. Press **Run** (mnist5k, 500 members, "
+            "16 shadow models: about 15 s on a CPU). Runs are stored.")
+else:
+    show_result(config, result)
+running_jobs_panel()

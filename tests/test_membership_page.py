@@ -1,0 +1,33 @@
+"""The Membership page through AppTest."""
+
+from __future__ import annotations
+
+from tests.test_pages import chart_keys, has_chart, open_page, store  # noqa: F401  (fixture)
+
+#: the page's title of the representation attack (dashboard/views/membership.py TITLES)
+TITLES = {"representation": "representation attack (fresh MLP on r)"}
+
+
+def test_membership_page_runs_stores_and_draws_the_rocs(store):  # noqa: F811
+    at = open_page("views/membership.py")
+    at.selectbox(key="mi_dataset").set_value("digits").run()
+    at.number_input(key="mi_members").set_value(60).run()
+    at.number_input(key="mi_epochs").set_value(5).run()
+    at.number_input(key="mi_shadows").set_value(4).run()
+    at.button(key="mi_run").click().run(timeout=240)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(store.list(kind="membership")) == 1
+    assert has_chart(at, "mi_roc") and has_chart(at, "mi_roc_log"), chart_keys(at)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["strongest AUC"] != "n/a"
+
+
+def test_membership_page_inf2guard_lists_its_attacks_and_bad_settings_error(store):  # noqa: F811
+    at = open_page("views/membership.py")
+    assert TITLES["representation"] not in at.multiselect(key="mi_attackers").options
+    at.selectbox(key="mi_defense").set_value("inf2guard").run()
+    assert TITLES["representation"] in at.multiselect(key="mi_attackers").options
+    at.number_input(key="mi_shadows").set_value(2).run()
+    at.number_input(key="mi_refs").set_value(2).run()
+    assert any("rmia_references" in e.value for e in at.error), [e.value for e in at.error]
+    assert len(store.list()) == 0
