@@ -16,5 +16,6 @@ BENCHMARKS: dict[str, str] = {
     "gradient_leakage": "benchmarks.gradient_leakage:main",
     "dlg_speed": "benchmarks.dlg_speed:main",
     "channel_solve": "benchmarks.channel_solve:main",
+    "membership": "benchmarks.membership_bench:main",
     "shadow_speed": "benchmarks.shadow_speed:main",
 }
