@@ -463,6 +463,10 @@ for _spec in (
        "fraction", "leakage", 0.0, "utility"),
     _S("members", "members scored (the target's training rows)", "count", "neither", None,
        "attack"),
+    _S("bound_mia_paper", "Inf2Guard Theorem 1 bound on membership accuracy (paper form, "
+       "estimated H(u|r))", "fraction", "leakage", 0.5, "bound"),
+    _S("bound_mia_exact", "Inf2Guard Theorem 1 bound, tight form 1 − H₂⁻¹(H) (estimated H(u|r))",
+       "fraction", "leakage", 0.5, "bound"),
     _S("nonmembers", "non-members scored", "count", "neither", None, "attack"),
 ):
     register(_spec)

@@ -44,6 +44,9 @@ def test_each_defense_runs_with_shadows_trained_the_same_way(defense):
     r = _run(defense=defense, attack={**TINY["attack"], "attackers": attackers})
     for a in attackers:
         assert 0.0 <= r.metrics[f"mia_{a}_auc"] <= 1.0
+    if defense["kind"] == "inf2guard":
+        m = r.metrics  # Theorem 1: the tight form is never looser than the paper's
+        assert 0.5 <= m["bound_mia_exact"] <= m["bound_mia_paper"] <= 1.0
     if defense["kind"] == "dp_sgd":
         assert r.metrics["epsilon_accountant"] > 0 and r.info["accountant"] in ("prv", "rdp")
     assert unregistered(r.metrics) == []

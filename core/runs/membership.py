@@ -238,6 +238,19 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
         if not rep["tpr_at_0p1_meaningful"]:
             notes.append(f"{name}: TPR at 0.1 % FPR from {rep['n_nonmembers']} non-members "
                          "(fewer than 1,000): not meaningful")
+    if "representation_ce_nats" in target.extra:
+        # Inf2Guard Theorem 1 (spec 004 §4.1) at H(u|r) estimated by the representation
+        # attacker's cross-entropy: an upper estimate of H, so the bound is optimistic
+        from core.bounds.tappfl import (
+            conditional_entropy_estimate_bits,
+            thm2_exact_bound,
+            thm2_paper_bound,
+        )
+
+        h, caveat = conditional_entropy_estimate_bits(target.extra["representation_ce_nats"], 2)
+        metrics.update(h_u_given_r_bits=float(h), bound_mia_paper=float(thm2_paper_bound(h)),
+                       bound_mia_exact=float(thm2_exact_bound(h)))
+        notes.append("Inf2Guard Theorem 1: " + caveat)
     best = max(scores, key=lambda n: metrics[f"mia_{n}_auc"])
     metrics["mia_auc_best"] = metrics[f"mia_{best}_auc"]
     metrics["mia_tpr_at_0p1pct_fpr_best"] = max(metrics[f"mia_{n}_tpr_at_0p1pct_fpr"] for n in scores)
@@ -259,9 +272,12 @@ def _representation_attack(target: _Trained, X, pool, member, seed: int,
     R = target.represent(X[pool]).cpu().numpy()
     u = member.astype(np.int64)
     out = np.full(len(pool), np.nan)
+    ce = []
     folds = np.random.default_rng([seed, 9003]).permutation(len(pool)) % 5
     for f in range(5):
         tr, te = folds != f, folds == f
         res = fresh_attacker(R[tr], u[tr], R[te], u[te], model="mlp", seed=seed + f, n_classes=2)
         out[te] = res.proba[:, 1]
+        ce.append(res.ce_nats * te.sum())
+    target.extra["representation_ce_nats"] = float(np.sum(ce) / len(pool))
     return out

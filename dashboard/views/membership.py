@@ -186,6 +186,14 @@ def show_result(config, result) -> None:
                f"{int(metric(result, 'nonmembers') or 0)} non-members scored. As with TAPPFL, "
                "a defense can fool the adversary it trained against while LiRA or RMIA still "
                "read membership: compare the rows.")
+    if metric(result, "bound_mia_exact") is not None:
+        st.caption(f"Inf2Guard Theorem 1 at H(u|r) ≈ {fmt(metric(result, 'h_u_given_r_bits'), 3)} "
+                   f"bits (the representation attacker's cross-entropy: an estimate, so the bound "
+                   f"is optimistic): membership accuracy ≤ "
+                   f"{fmt(metric(result, 'bound_mia_exact'), 3)} (tight form 1 − H₂⁻¹(H)), "
+                   f"≤ {fmt(metric(result, 'bound_mia_paper'), 3)} (paper form). The "
+                   f"representation attack measured "
+                   f"{fmt(metric(result, 'mia_representation_bacc'), 3)} (balanced accuracy).")
     roc_section(result)
     for note in result.info.get("notes", []):
         st.caption(f"note: {note}")
