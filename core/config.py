@@ -474,6 +474,9 @@ class MembershipAttackSpec(_Model):
     shadows: Annotated[int, Ge(2), Le(256)] = Field(16, description="shadow models K (even)")
     rmia_references: Annotated[int, Ge(1), Le(64)] = 2
     rmia_a: Annotated[float, Ge(0.0), Le(1.0)] = 0.3
+    targets: Annotated[int, Ge(1), Le(257)] = Field(
+        1, description="target models whose scores are pooled (as ML Privacy Meter does): the "
+                       "target and targets − 1 shadow models, each scored against the others")
 
     @model_validator(mode="after")
     def _check(self) -> MembershipAttackSpec:
@@ -488,6 +491,14 @@ class MembershipAttackSpec(_Model):
         if self.rmia_references > self.shadows // 2:
             raise ValueError(f"rmia_references: got {self.rmia_references}; allowed range "
                              f"1 <= value <= shadows/2 = {self.shadows // 2}")
+        if self.targets > self.shadows + 1:
+            raise ValueError(f"targets: got {self.targets}; allowed range 1 <= value <= "
+                             f"shadows + 1 = {self.shadows + 1}")
+        if (self.targets > 1 and "rmia" in self.attackers
+                and self.rmia_references > self.shadows // 2 - 1):
+            raise ValueError(f"rmia_references: got {self.rmia_references}; with pooled targets "
+                             f"a shadow target leaves each row shadows/2 − 1 OUT models, so the "
+                             f"allowed range is 1 <= value <= {self.shadows // 2 - 1}")
         return self
 
 

@@ -66,3 +66,38 @@ def test_invalid_settings_give_one_line_errors():
         assert str(exc.value).startswith(expected) and "\n" not in str(exc.value), str(exc.value)
     with pytest.raises(ValueError, match="train.members: got 2000; at most"):
         run({**TINY, "train": {"members": 2000}})
+
+
+def test_target_and_shadows_are_stages_and_pooled_targets_score_thousands():
+    from core.stages import MemoryStageStore
+
+    store = MemoryStageStore()
+    base = {**TINY, "attack": {"shadows": 6, "rmia_references": 1,
+                               "attackers": ["loss", "lira_offline"]}}
+    first = run(base, stages=store)
+    assert first.info["stages"] == {"target": "computed", "shadows": "computed",
+                                    "projection": "computed"}
+    assert first.info["scored"]["lira_offline"] == [80, 80]
+    # another attack and pooling over 4 target models: nothing retrains
+    again = run({**base, "attack": {**base["attack"], "targets": 4,
+                                    "attackers": ["loss", "lira_online", "rmia"]}}, stages=store)
+    assert set(again.info["stages"].values()) == {"hit"}
+    n_mem, n_non = again.info["scored"]["lira_online"]
+    assert n_mem == n_non and 4 * 80 - 4 <= n_mem <= 4 * 80  # balanced; shadows hold ~half
+    assert again.info["scored"]["rmia"] == again.info["scored"]["lira_online"]
+    assert again.metrics["mia_loss_auc"] != first.metrics["mia_loss_auc"]  # 4× the rows scored
+    assert any("pooled over 4 target models" in n for n in again.info["notes"])
+    # the release projected and coloured by membership
+    emb, mem = again.artifacts["proj_release"], again.artifacts["proj_member"]
+    assert emb.shape == (160, 2) and mem.sum() == 80
+
+
+def test_pooled_targets_are_validated():
+    for patch, expected in (
+        ({"shadows": 4, "targets": 6}, "attack.targets: got 6; allowed range 1 <= value <= shadows + 1 = 5"),
+        ({"shadows": 4, "targets": 2, "rmia_references": 2, "attackers": ["rmia"]},
+         "attack.rmia_references: got 2"),
+    ):
+        with pytest.raises(ConfigError) as exc:
+            parse_config({"kind": "membership", "attack": patch})
+        assert str(exc.value).startswith(expected) and "\n" not in str(exc.value), str(exc.value)

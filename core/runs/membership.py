@@ -24,7 +24,12 @@ import torch.nn.functional as F
 from core.config import MembershipConfig
 from core.progress import Progress
 from core.result import Result
-from core.stages import Stages
+from core.stages import StageOutput, Stages
+
+#: attacks that read shadow / reference models
+SHADOW_ATTACKS = ("lira_offline", "lira_online", "rmia")
+#: attacks whose scores pool over several target models (they need only true-class probabilities)
+POOLED_ATTACKS = ("loss", "confidence", *SHADOW_ATTACKS)
 
 
 def _shape(ds) -> tuple[int, int, int]:
@@ -135,18 +140,34 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
     intervals: dict[str, dict[str, float]] = {}
     artifacts: dict[str, np.ndarray] = {}
 
-    # -- the target
-    progress.update(0.05, "training the target")
-    target = _train_one(cfg, X, y, pool[member], shape, n_classes, cfg.seed, noise, X_d0)
-    p_pool = target.predict(X[pool])
-    p_test = target.predict(X[te])
-    acc_test = float((p_test.argmax(-1) == y[te]).float().mean())
-    acc_members = float((p_pool[member].argmax(-1) == y[pool][member]).float().mean())
+    # -- the target (a stage: a change of attack, pooling or projection never retrains it)
+    part = {"data": cfg.data.model_dump(mode="json"), "seed": cfg.seed, "device": dev.type,
+            "defense": cfg.defense.model_dump(mode="json"),
+            "train": cfg.train.model_dump(mode="json")}
+
+    def compute_target() -> StageOutput:
+        progress.update(0.05, "training the target")
+        tgt = _train_one(cfg, X, y, pool[member], shape, n_classes, cfg.seed, noise, X_d0)
+        arrays = {"p_pool": tgt.predict(X[pool]).double().cpu().numpy(),
+                  "p_test": tgt.predict(X[te]).double().cpu().numpy(),
+                  "p_z": _true_prob(tgt.predict(X[z_rows]), y[z_rows])}
+        if tgt.represent is not None:
+            arrays["r_pool"] = tgt.represent(X[pool]).double().cpu().numpy()
+            arrays["adversary_pool"] = tgt.adversary(X[pool]).double().cpu().numpy()
+        meta = {k: v for k, v in tgt.extra.items() if isinstance(v, int | float | str)}
+        return StageOutput(arrays=arrays, meta=meta)
+
+    tgt_out, target_key = stages.get("target", part, compute_target)
+    A = tgt_out.arrays
+    p_pool, p_test = torch.tensor(A["p_pool"]), torch.tensor(A["p_test"])
+    y_cpu = y.cpu()
+    acc_test = float((p_test.argmax(-1) == y_cpu[te]).float().mean())
+    acc_members = float((p_pool[member].argmax(-1) == y_cpu[pool][member]).float().mean())
     metrics.update(utility_acc=acc_test, utility_train_acc=acc_members,
                    train_test_gap=acc_members - acc_test,
                    utility_majority=float(np.bincount(np.asarray(ds.y)[te]).max() / len(te)),
                    members=float(member.sum()), nonmembers=float((~member).sum()))
-    for k, v in target.extra.items():
+    for k, v in tgt_out.meta.items():
         if k == "epsilon":
             metrics["epsilon_accountant"] = float(v)
         elif k == "noise_multiplier":
@@ -156,25 +177,26 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
     if cfg.defense.kind == "inf2guard":
         metrics["tradeoff_lambda"] = float(cfg.defense.tradeoff_lambda)
 
-    # -- shadow / reference models: the same procedure on halves of the pool
+    # -- shadow / reference models: the same procedure on halves of the pool (a stage)
     K = cfg.attack.shadows
     in_mask = shadow_splits(len(pool), K, seed=cfg.seed + 1)
-    needs_shadows = {"lira_offline", "lira_online", "rmia"} & set(cfg.attack.attackers)
+    needs_shadows = bool(set(SHADOW_ATTACKS) & set(cfg.attack.attackers)) or (
+        cfg.attack.targets > 1 and bool(set(POOLED_ATTACKS) & set(cfg.attack.attackers)))
     sub = progress.sub(0.2, 0.85)
     probs_pool = probs_z = None
-    if needs_shadows:
+
+    def compute_shadows() -> StageOutput:
         sub.update(0.0, f"training {K} shadow models")
         if cfg.defense.kind == "none":
+            from core.attacks.shadows import per_example_true_prob
             from core.nn import image_classifier
 
             t = cfg.train
             sh = train_shadows(lambda: image_classifier("mlp", shape, n_classes), X[pool], y[pool],
                                in_mask, image_shape=shape, epochs=t.epochs, batch_size=t.batch_size,
                                lr=t.lr, optimizer=t.optimizer, seed=cfg.seed + 2)
-            from core.attacks.shadows import per_example_true_prob
-
-            probs_pool = per_example_true_prob(sh, X[pool], y[pool]).T  # (n, K)
-            probs_z = per_example_true_prob(sh, X[z_rows], y[z_rows]).T
+            pp = per_example_true_prob(sh, X[pool], y[pool]).T.double().cpu().numpy()  # (n, K)
+            pz = per_example_true_prob(sh, X[z_rows], y[z_rows]).T.double().cpu().numpy()
         else:
             cols_pool, cols_z = [], []
             for k in range(K):
@@ -183,45 +205,65 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
                                cfg.seed + 1000 + k, noise, X_d0)
                 cols_pool.append(_true_prob(s.predict(X[pool]), y[pool]))
                 cols_z.append(_true_prob(s.predict(X[z_rows]), y[z_rows]))
-            probs_pool, probs_z = np.stack(cols_pool, 1), np.stack(cols_z, 1)
-        probs_pool, probs_z = np.asarray(probs_pool, np.float64), np.asarray(probs_z, np.float64)
+            pp, pz = np.stack(cols_pool, 1), np.stack(cols_z, 1)
+        return StageOutput(arrays={"probs_pool": pp, "probs_z": pz})
+
+    if needs_shadows:
+        sh_out, _ = stages.get("shadows", {**part, "shadows": K}, compute_shadows)
+        probs_pool = np.asarray(sh_out.arrays["probs_pool"], np.float64)
+        probs_z = np.asarray(sh_out.arrays["probs_z"], np.float64)
 
     # -- scores per attack (higher = member), one report each
     progress.update(0.88, "scoring")
-    ytrue = y[pool]
+    ytrue = y_cpu[pool]
     p_true = _true_prob(p_pool, ytrue)
     losses = F.cross_entropy(torch.log(p_pool.clamp_min(1e-12)), ytrue, reduction="none")
+    p_z = np.asarray(A["p_z"], np.float64)
     scores: dict[str, np.ndarray] = {}
+    labels: dict[str, np.ndarray] = {}
+    extra: dict[str, float] = {}
+    scored: dict[str, list[int]] = {}
     for name in cfg.attack.attackers:
+        labels[name] = member
         if name == "loss":
             scores[name] = M.loss_attack(losses.double().cpu().numpy())
         elif name == "confidence":
             scores[name] = M.confidence_attack(p_true)
         elif name == "entropy":
             scores[name] = M.entropy_attack(p_pool.double().cpu().numpy())
-        elif name in ("lira_offline", "lira_online"):
-            phi = M.logit_scale(probs_pool)
-            out_phi = np.where(in_mask.T, np.nan, phi)
-            if name == "lira_offline":
-                scores[name] = M.lira_offline(M.logit_scale(p_true), out_phi)
-            else:
-                scores[name] = M.lira_online(M.logit_scale(p_true), np.where(in_mask.T, phi, np.nan),
-                                             out_phi)
-        elif name == "rmia":
-            R = cfg.attack.rmia_references
-            # each row's first R OUT shadows are its reference models (offline RMIA)
-            order = np.argsort(in_mask.T, axis=1, kind="stable")[:, :R]
-            ref = np.take_along_axis(probs_pool, order, 1)
-            p_z = _true_prob(target.predict(X[z_rows]), y[z_rows])
-            scores[name] = M.rmia(p_true, ref, p_z, probs_z[:, :R], a=cfg.attack.rmia_a,
-                                  offline=True)
+        elif name in SHADOW_ATTACKS:
+            scores[name] = _shadow_attack(name, cfg, p_true, probs_pool, in_mask.T, p_z, probs_z)
         elif name == "in_training":
-            scores[name] = target.adversary(X[pool]).double().cpu().numpy()
+            scores[name] = np.asarray(A["adversary_pool"], np.float64)
         elif name == "representation":
-            scores[name] = _representation_attack(target, X, pool, member, cfg.seed, notes)
+            scores[name], ce = _representation_attack(A["r_pool"], member, cfg.seed)
+            extra["representation_ce_nats"] = ce
+    # pooled targets (ML Privacy Meter's protocol): shadow t as a further target, scored against
+    # the other shadows, so TPR at 0.1 % FPR reads thousands of non-members
+    T = cfg.attack.targets
+    pooled = [a for a in cfg.attack.attackers if a in POOLED_ATTACKS]
+    if T > 1 and pooled:
+        for t in range(T - 1):
+            rest = np.arange(K) != t
+            pt = np.clip(probs_pool[:, t], 1e-12, 1.0)
+            for name in pooled:
+                if name == "loss":
+                    sc = M.loss_attack(-np.log(pt))
+                elif name == "confidence":
+                    sc = M.confidence_attack(pt)
+                else:
+                    sc = _shadow_attack(name, cfg, pt, probs_pool[:, rest], in_mask.T[:, rest],
+                                        probs_z[:, t], probs_z[:, rest])
+                scores[name] = np.concatenate([scores[name], sc])
+                labels[name] = np.concatenate([labels[name], in_mask[t]])
+        notes.append(f"scores pooled over {T} target models (the target and {T - 1} shadow "
+                     f"models, each against the other shadows) for {', '.join(pooled)}; "
+                     "the other attacks score the target alone")
     for name, sc in scores.items():
-        ok = np.isfinite(sc)
-        rep = M.membership_report(sc[ok], member[ok], seed=cfg.seed)
+        ok = np.flatnonzero(np.isfinite(sc))
+        # shadow targets hold about, not exactly, half the pool: balance before scoring
+        ok = ok[M.balance_members(labels[name][ok], seed=cfg.seed)]
+        rep = M.membership_report(sc[ok], labels[name][ok], seed=cfg.seed)
         metrics[f"mia_{name}_auc"] = rep["auc"]
         metrics[f"mia_{name}_adv"] = rep["advantage"]
         metrics[f"mia_{name}_bacc"] = rep["balanced_accuracy"]
@@ -229,6 +271,7 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
         metrics[f"mia_{name}_tpr_at_0p1pct_fpr"] = rep["tpr_at_0p1pct"]
         metrics[f"mia_{name}_epsilon_lower_bound"] = rep["epsilon_lower_bound"]
         n = int(rep["n_members"] + rep["n_nonmembers"])
+        scored[name] = [int(rep["n_members"]), int(rep["n_nonmembers"])]
         for stat, key in (("auc", "auc_interval"), ("adv", "advantage_interval"),
                           ("bacc", "balanced_accuracy_interval")):
             lo, hi = rep[key]
@@ -238,7 +281,7 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
         if not rep["tpr_at_0p1_meaningful"]:
             notes.append(f"{name}: TPR at 0.1 % FPR from {rep['n_nonmembers']} non-members "
                          "(fewer than 1,000): not meaningful")
-    if "representation_ce_nats" in target.extra:
+    if "representation_ce_nats" in extra:
         # Inf2Guard Theorem 1 (spec 004 §4.1) at H(u|r) estimated by the representation
         # attacker's cross-entropy: an upper estimate of H, so the bound is optimistic
         from core.bounds.tappfl import (
@@ -247,37 +290,72 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
             thm2_paper_bound,
         )
 
-        h, caveat = conditional_entropy_estimate_bits(target.extra["representation_ce_nats"], 2)
+        h, caveat = conditional_entropy_estimate_bits(extra["representation_ce_nats"], 2)
         metrics.update(h_u_given_r_bits=float(h), bound_mia_paper=float(thm2_paper_bound(h)),
                        bound_mia_exact=float(thm2_exact_bound(h)))
         notes.append("Inf2Guard Theorem 1: " + caveat)
+    # the released representations in 2-D, coloured by membership (a stage: t-SNE costs seconds)
+    progress.update(0.95, "projecting the release")
+    rel = A["r_pool"] if "r_pool" in A else np.log(np.clip(A["p_pool"], 1e-12, 1.0))
+    proj, _ = stages.get("projection", {"target": target_key},
+                         lambda: _projection(rel, cfg.seed))
+    artifacts["proj_release"] = proj.arrays["embedding"]
+    artifacts["proj_member"] = member[proj.arrays["indices"]].astype(np.int64)
+    artifacts["proj_label"] = np.asarray(ds.y)[pool][proj.arrays["indices"]].astype(np.int64)
     best = max(scores, key=lambda n: metrics[f"mia_{n}_auc"])
     metrics["mia_auc_best"] = metrics[f"mia_{best}_auc"]
     metrics["mia_tpr_at_0p1pct_fpr_best"] = max(metrics[f"mia_{n}_tpr_at_0p1pct_fpr"] for n in scores)
     intervals["mia_auc_best"] = intervals[f"mia_{best}_auc"]
     metrics["seconds_total"] = time.perf_counter() - t0
     info = {"notes": notes, "best_attack": best, "stages": dict(stages.log),
-            "accountant": target.extra.get("accountant")}
+            "accountant": tgt_out.meta.get("accountant"), "scored": scored,
+            "projection_release": "r" if "r_pool" in A else "log_probs"}
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
                   metrics=metrics, intervals=intervals, artifacts=artifacts, info=info)
 
 
-def _representation_attack(target: _Trained, X, pool, member, seed: int,
-                           notes: list[str]) -> np.ndarray:
+def _projection(release: np.ndarray, seed: int) -> StageOutput:
+    """t-SNE of the release on the pool rows (at most 1,000, seeded)."""
+    from core.projection import project
+
+    emb, idx = project(np.asarray(release, np.float64), method="tsne", seed=seed, max_points=1000)
+    return StageOutput(arrays={"embedding": emb, "indices": idx})
+
+
+def _shadow_attack(name: str, cfg: MembershipConfig, p_true: np.ndarray, probs: np.ndarray,
+                   ins: np.ndarray, p_z: np.ndarray | None, probs_z: np.ndarray) -> np.ndarray:
+    """LiRA (offline / online) or offline RMIA scores of one target's true-class probabilities
+    ``p_true`` (n,) against shadow models' ``probs`` (n, K') whose training sets are ``ins``
+    (n, K') bool; RMIA's population rows z: the target's ``p_z`` and the shadows' ``probs_z``."""
+    from core.attacks import membership as M
+
+    if name in ("lira_offline", "lira_online"):
+        phi = M.logit_scale(probs)
+        out_phi = np.where(ins, np.nan, phi)
+        if name == "lira_offline":
+            return M.lira_offline(M.logit_scale(p_true), out_phi)
+        return M.lira_online(M.logit_scale(p_true), np.where(ins, phi, np.nan), out_phi)
+    R = cfg.attack.rmia_references
+    # each row's first R OUT shadows are its reference models (offline RMIA)
+    order = np.argsort(ins, axis=1, kind="stable")[:, :R]
+    ref = np.take_along_axis(probs, order, 1)
+    return M.rmia(p_true, ref, p_z, probs_z[:, :R], a=cfg.attack.rmia_a, offline=True)
+
+
+def _representation_attack(R: np.ndarray, member: np.ndarray, seed: int) -> tuple[np.ndarray, float]:
     """The paper's representation attack (spec 004 §3.1): a fresh MLP membership classifier on
     r trained on 80 % of the pool with true labels; every pool row scored by cross-fitting (two
-    folds of 80/20 would leave rows unscored, so five folds)."""
+    folds of 80/20 would leave rows unscored, so five folds). Returns (scores, the attacker's
+    mean cross-entropy in nats)."""
     from core.attacks.attribute import fresh_attacker
 
-    R = target.represent(X[pool]).cpu().numpy()
     u = member.astype(np.int64)
-    out = np.full(len(pool), np.nan)
+    out = np.full(len(u), np.nan)
     ce = []
-    folds = np.random.default_rng([seed, 9003]).permutation(len(pool)) % 5
+    folds = np.random.default_rng([seed, 9003]).permutation(len(u)) % 5
     for f in range(5):
         tr, te = folds != f, folds == f
         res = fresh_attacker(R[tr], u[tr], R[te], u[te], model="mlp", seed=seed + f, n_classes=2)
         out[te] = res.proba[:, 1]
         ce.append(res.ce_nats * te.sum())
-    target.extra["representation_ce_nats"] = float(np.sum(ce) / len(pool))
-    return out
+    return out, float(np.sum(ce) / len(u))
