@@ -204,7 +204,8 @@ def test_membership_page_runs_and_draws_the_rocs(browser, server):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(server + "/membership", wait_until="domcontentloaded")
     page.get_by_role("heading", name="Membership inference").wait_for(timeout=60_000)
-    for label, value in (("Members", "80"), ("Epochs", "10"), ("Shadows", "4")):
+    for label, value in (("Members", "80"), ("Epochs", "10"), ("RMIA refs", "1"),
+                         ("Targets pooled", "4"), ("Shadows", "4")):
         box = page.get_by_role("spinbutton", name=label)
         box.fill(value)
         box.press("Enter")
@@ -212,6 +213,7 @@ def test_membership_page_runs_and_draws_the_rocs(browser, server):
     page.get_by_role("button", name="Run", exact=True).click()
     roc = page.locator(".st-key-mi_roc_log .js-plotly-plot")
     roc.wait_for(state="visible", timeout=180_000)
+    page.locator(".st-key-mi_proj_member .js-plotly-plot").wait_for(state="visible", timeout=30_000)
     _no_exception(page)
     _screenshot(page, ARTIFACTS / "membership.png")
     assert not errors, errors

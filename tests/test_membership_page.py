@@ -13,11 +13,18 @@ def test_membership_page_runs_stores_and_draws_the_rocs(store):  # noqa: F811
     at.selectbox(key="mi_dataset").set_value("digits").run()
     at.number_input(key="mi_members").set_value(60).run()
     at.number_input(key="mi_epochs").set_value(5).run()
+    at.number_input(key="mi_refs").set_value(1).run()
+    at.number_input(key="mi_targets").set_value(4).run()
     at.number_input(key="mi_shadows").set_value(4).run()
     at.button(key="mi_run").click().run(timeout=240)
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert len(store.list(kind="membership")) == 1
     assert has_chart(at, "mi_roc") and has_chart(at, "mi_roc_log"), chart_keys(at)
+    assert has_chart(at, "mi_proj_member") and has_chart(at, "mi_proj_class"), chart_keys(at)
+    table = at.dataframe[0].value
+    assert table["scored (in / out)"].str.match(r"^\d+ / \d+$").all()
+    # pooled over 4 targets: the loss attack scores about 4 × 60 non-members, not 60
+    assert int(table["scored (in / out)"][0].split(" / ")[1]) > 200
     shown = {m.label: m.value for m in at.metric}
     assert shown["strongest AUC"] != "n/a"
 

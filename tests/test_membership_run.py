@@ -101,3 +101,25 @@ def test_pooled_targets_are_validated():
         with pytest.raises(ConfigError) as exc:
             parse_config({"kind": "membership", "attack": patch})
         assert str(exc.value).startswith(expected) and "\n" not in str(exc.value), str(exc.value)
+
+
+def test_pooled_lira_is_not_biased_by_unequal_in_out_counts():
+    """A shadow target leaves its members K/2 − 1 IN models and its non-members K/2: with no
+    membership signal at all, pooled LiRA must still sit at chance (it read 0.42 before every
+    row got equal counts)."""
+    import numpy as np
+
+    from core.attacks.membership import membership_report
+    from core.attacks.shadows import shadow_splits
+    from core.runs.membership import _shadow_attack
+
+    cfg = parse_config({"kind": "membership", "attack": {"shadows": 4, "rmia_references": 1}})
+    rng = np.random.default_rng(0)
+    n = 6000
+    ins = shadow_splits(n, 4, seed=1)  # (K, n)
+    probs = rng.uniform(0.05, 0.95, size=(n, 4))  # no model has learned anything
+    rest = np.arange(4) != 0
+    for name in ("lira_offline", "lira_online"):
+        sc = _shadow_attack(name, cfg, probs[:, 0], probs[:, rest], ins.T[:, rest], None, None)
+        auc = membership_report(sc, ins[0], seed=0)["auc"]
+        assert abs(auc - 0.5) < 0.03, (name, auc)

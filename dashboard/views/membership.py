@@ -37,7 +37,7 @@ GRIDS = {"inf2guard": ("tradeoff_lambda", (0.0, 0.25, 0.5, 0.75, 1.0)),
 
 def _init_state() -> None:
     for k, v in {"mi_defense": "none", "mi_lambda": 0.5, "mi_z": 1.0, "mi_kappa": 80.0,
-                 "mi_members": 500, "mi_epochs": 60, "mi_shadows": 16, "mi_refs": 2,
+                 "mi_members": 500, "mi_epochs": 60, "mi_shadows": 16, "mi_refs": 2, "mi_targets": 8,
                  "mi_attackers": ["loss", "lira_offline", "lira_online", "rmia"]}.items():
         st.session_state.setdefault(k, v)
 
@@ -68,7 +68,8 @@ def defense_ui() -> dict[str, Any]:
                              options=[5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 600.0],
                              key="mi_kappa")
         return {"kind": kind, "channel": "natural", "kappa": float(k)}
-    c2.caption(DEFENSES.get("none").description)
+    c2.caption("No defense: the target is trained plainly on its members (the shadow models "
+               "too); the released model is queried for its outputs.")
     return {"kind": "none"}
 
 
@@ -77,7 +78,7 @@ def attack_ui(defense: str) -> dict[str, Any]:
     kept = [a for a in st.session_state.get("mi_attackers", []) if a in ok]
     if kept != st.session_state.get("mi_attackers"):
         st.session_state["mi_attackers"] = kept
-    c1, c2, c3, c4, c5 = st.columns([2.4, 0.8, 0.8, 0.8, 0.8])
+    c1, c2, c3, c4, c5, c6 = st.columns([2.4, 0.8, 0.8, 0.8, 0.8, 0.8])
     chosen = c1.multiselect("Attacks", ok, key="mi_attackers", format_func=TITLES.get)
     members = c2.number_input("Members", 20, 5000, step=50, key="mi_members",
                               help="The target trains on this many rows; as many non-members "
@@ -87,8 +88,12 @@ def attack_ui(defense: str) -> dict[str, Any]:
                               help="Shadow / reference models, trained with the target's own "
                                    "procedure (its defense included) on halves of the pool.")
     refs = c5.number_input("RMIA refs", 1, 32, key="mi_refs")
+    targets = c6.number_input("Targets pooled", 1, 65, key="mi_targets",
+                              help="Score the target and targets − 1 shadow models (each against "
+                                   "the others) and pool the scores, as ML Privacy Meter does: "
+                                   "TPR at 0.1 % FPR needs thousands of non-members.")
     return {"attack": {"attackers": list(chosen), "shadows": int(shadows),
-                       "rmia_references": int(refs)},
+                       "rmia_references": int(refs), "targets": int(targets)},
             "train": {"members": int(members), "epochs": int(epochs)}}
 
 
@@ -111,8 +116,11 @@ def controls() -> dict[str, Any]:
 
 def attack_rows(result) -> list[dict[str, str]]:
     rows = []
+    scored = result.info.get("scored", {})
     for a in result.config["attack"]["attackers"]:
+        n = scored.get(a)
         rows.append({"attack": TITLES.get(a, a),
+                     "scored (in / out)": f"{n[0]:,} / {n[1]:,}" if n else "",
                      "AUC": fmt_with_interval(result, f"mia_{a}_auc", 3),
                      "TPR @ 1 % FPR": fmt(metric(result, f"mia_{a}_tpr_at_1pct_fpr"), 3),
                      "TPR @ 0.1 % FPR": fmt(metric(result, f"mia_{a}_tpr_at_0p1pct_fpr"), 3),
@@ -156,8 +164,6 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     got = {g: peek(c) for g, c in cfgs.items()}
     cur = float(config["defense"][field])
     got[cur] = result
-    pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
-                          attack_metrics={"strongest attack (AUC)": head.attack})
     missing = [g for g, r in got.items() if r is None]
     start = st.button(f"Run the {DEFENSES.get(kind).knob.symbol} sweep ({len(missing)} missing)",
                       key="mi_sweep", disabled=not missing)
@@ -166,11 +172,41 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                        "seeds": [config.get("seed", 0)], "executor": "serial"},
                       label="membership sweep", start=start)
     und = peek({**config, "defense": {"kind": "none"}})
-    undefended = None if und is None else (metric(und, head.utility), metric(und, head.attack))
-    st.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
-                           chance=0.5, symbol=DEFENSES.get(kind).knob.symbol,
-                           y_title="membership AUC (strongest attack)"),
-                    width="stretch", key="mi_tradeoff")
+    sym = DEFENSES.get(kind).knob.symbol
+    left, right = st.columns(2)
+    for col, name, title, key in (
+            (left, head.attack, "membership AUC (strongest attack)", "mi_tradeoff"),
+            (right, "mia_tpr_at_0p1pct_fpr_best", "TPR at 0.1 % FPR (best attack)", "mi_tradeoff_tpr")):
+        pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
+                              attack_metrics={title: name})
+        undefended = None if und is None else (metric(und, head.utility), metric(und, name))
+        col.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
+                                chance=0.5 if name == head.attack else 0.001, symbol=sym,
+                                y_title=title), width="stretch", key=key)
+    if missing:
+        st.caption(f"{len(missing)} of {len(grid)} grid points not run yet; the undefended point "
+                   "(black cross) appears once the 'none' defense has been run with these settings.")
+
+
+def projection_section(result) -> None:
+    arts = result.artifacts
+    if "proj_release" not in arts:
+        return
+    what = ("Inf2Guard's representations r" if result.info.get("projection_release") == "r"
+            else "the released model's outputs (log-probabilities)")
+    left, right = st.columns(2)
+    left.plotly_chart(figure("scatter_figure", arts["proj_release"], arts["proj_member"],
+                             ["non-member", "member"], title="coloured by membership",
+                             legend_title="membership"), width="stretch", key="mi_proj_member")
+    labels = arts["proj_label"]
+    right.plotly_chart(figure("scatter_figure", arts["proj_release"], labels,
+                              [str(v) for v in range(int(labels.max()) + 1)],
+                              title="the same points coloured by class", legend_title="class"),
+                       width="stretch", key="mi_proj_class")
+    st.caption(f"t-SNE of {what} for {len(arts['proj_member'])} pool rows. Classes separate; "
+               "if members and non-members mixed within each class cluster, this release "
+               "hides membership from an attacker that sees only it (LiRA reads the loss, "
+               "which needs the label as well).")
 
 
 def show_result(config, result) -> None:
@@ -182,8 +218,10 @@ def show_result(config, result) -> None:
     c[2].metric("strongest AUC", fmt(metric(result, "mia_auc_best"), 3))
     c[3].metric("best TPR @ 0.1 % FPR", fmt(metric(result, "mia_tpr_at_0p1pct_fpr_best"), 3))
     st.dataframe(attack_rows(result), hide_index=True, width="stretch")
-    st.caption(f"{int(metric(result, 'members') or 0)} members and "
-               f"{int(metric(result, 'nonmembers') or 0)} non-members scored. As with TAPPFL, "
+    st.caption(f"The target trained on {int(metric(result, 'members') or 0)} members; "
+               f"{int(metric(result, 'nonmembers') or 0)} non-members. 'scored' counts the "
+               "members / non-members each attack was scored on (pooled over target models "
+               "where the table says so). As with TAPPFL, "
                "a defense can fool the adversary it trained against while LiRA or RMIA still "
                "read membership: compare the rows.")
     if metric(result, "bound_mia_exact") is not None:
@@ -195,6 +233,7 @@ def show_result(config, result) -> None:
                    f"representation attack measured "
                    f"{fmt(metric(result, 'mia_representation_bacc'), 3)} (balanced accuracy).")
     roc_section(result)
+    projection_section(result)
     for note in result.info.get("notes", []):
         st.caption(f"note: {note}")
     tradeoff_section(config, result)
