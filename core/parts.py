@@ -143,6 +143,41 @@ DEFENSES.register("inf2guard", DefensePart(
                 "(Algorithm 1); no formal guarantee: measured by attacks (and Theorem 1's "
                 "leakage bound at an estimated H(u|r))."))
 
+# -- membership-inference attacks (config names without the ``mia_`` prefix) -----------------
+
+_SEES_MODEL = "the released model's outputs (class probabilities) on the candidate records"
+_KNOWS_REC = "each candidate record (x, y)"
+_KNOWS_SHADOW = (_KNOWS_REC + "; a shadow pool of the same distribution and the training "
+                 "algorithm, defense included (it trains shadow models the target's way)")
+_GOAL_M = "decide whether each candidate record was in the training set"
+for _n, _t, _k, _f in (
+        ("loss", "loss threshold (Yeom et al.)", _KNOWS_REC, "loss_attack"),
+        ("confidence", "confidence threshold", _KNOWS_REC, "confidence_attack"),
+        ("entropy", "entropy threshold", "each candidate record x", "entropy_attack"),
+        ("lira_offline", "LiRA offline (OUT shadows)", _KNOWS_SHADOW, "lira_offline"),
+        ("lira_online", "LiRA online (IN and OUT shadows)", _KNOWS_SHADOW, "lira_online"),
+        ("rmia", "RMIA offline (reference models, population z)",
+         _KNOWS_SHADOW + "; population records z never used in training", "rmia")):
+    ATTACKS.register(f"mia_{_n}", AttackPart(
+        name=f"mia_{_n}", title=_t, accepts=("model",),
+        threat=ThreatModel(sees=_SEES_MODEL, knows=_k, goal=_GOAL_M),
+        function=f"core.attacks.membership:{_f}", fresh=True))
+ATTACKS.register("mia_representation", AttackPart(
+    name="mia_representation", title="representation attack (fresh MLP on r)",
+    accepts=("representation",),
+    threat=ThreatModel(sees="Inf2Guard's released representations r of the candidate records",
+                       knows="the membership of 80 % of the pool (its training folds)",
+                       goal=_GOAL_M),
+    function="core.runs.membership:_representation_attack", fresh=True))
+ATTACKS.register("mia_in_training", AttackPart(
+    name="mia_in_training", title="Inf2Guard's own membership adversary Ψ",
+    accepts=("representation",),
+    threat=ThreatModel(sees="r of the candidate records",
+                       knows="nothing beyond its training: the adversary trained inside the "
+                             "game against the encoder (the one the defense fights)",
+                       goal=_GOAL_M),
+    function="core.defenses.inf2guard:Inf2GuardModel.membership_proba", role="in_training"))
+
 # -- gradient-inversion attacks (spec 001 §1.3-1.4): presets of one spec ----------------------
 
 _SEES_UPD = ("one upload per target: a step's gradient (or a FedAvg local update) of the "

@@ -17,7 +17,13 @@ from core.metric_schema import HEADLINES, MIA_ATTACKS
 from core.parts import DEFENSES
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import copy_run, deferred, metrics_table, result_caption
+from dashboard.components import (
+    copy_run,
+    deferred,
+    metrics_table,
+    result_caption,
+    threat_card_lines,
+)
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.sidebar import dataset_label, dataset_rows
@@ -232,6 +238,9 @@ def show_result(config, result) -> None:
                    f"≤ {fmt(metric(result, 'bound_mia_paper'), 3)} (paper form). The "
                    f"representation attack measured "
                    f"{fmt(metric(result, 'mia_representation_bacc'), 3)} (balanced accuracy).")
+    with st.expander("Threat models"):
+        st.markdown("\n".join(threat_card_lines(
+            {f"mia_{a}": TITLES.get(a, a) for a in result.config["attack"]["attackers"]})))
     roc_section(result)
     projection_section(result)
     for note in result.info.get("notes", []):
