@@ -18,4 +18,5 @@ BENCHMARKS: dict[str, str] = {
     "channel_solve": "benchmarks.channel_solve:main",
     "membership": "benchmarks.membership_bench:main",
     "shadow_speed": "benchmarks.shadow_speed:main",
+    "fil": "benchmarks.fil_bench:main",
 }
