@@ -26,6 +26,27 @@ LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 ZS = (0.5, 1.0, 2.0, 4.0)
 KAPPAS_PER_DIM = (0.03, 0.1, 0.3)
 SHADOWS_DEFENDED = 8
+TARGETS = 8
+#: Inf2Guard Table 1 (spec 004 §6): utility / representation-attack accuracy per λ
+PAPER_TABLE1 = {
+    "lambda": [0, 0.25, 0.5, 0.75, 1],
+    "cifar10": [[0.789, 0.701], [0.782, 0.559], [0.78, 0.535], [0.772, 0.511], [0.20, 0.50]],
+    "purchase100": [[0.817, 0.684], [0.809, 0.60], [0.80, 0.51], [0.78, 0.50], [0.20, 0.50]],
+    "texas100": [[0.499, 0.702], [0.491, 0.61], [0.47, 0.53], [0.46, 0.50], [0.02, 0.50]],
+}
+#: Table 2 (DP methods tuned to about the same attack accuracy) and Table 16 (DP-SGD ε grid)
+PAPER_TABLE2 = {"cifar10": {"dp_sgd": [0.48, 0.51], "inf2guard": [0.77, 0.51]},
+                "purchase100": {"dp_sgd": [0.40, 0.52], "inf2guard": [0.80, 0.51]},
+                "texas100": {"dp_sgd": [0.11, 0.51], "inf2guard": [0.46, 0.50]}}
+PAPER_TABLE16 = {"epsilon": [0.5, 1, 2, 4, 8, 16],
+                 "cifar10": [[0.46, 0.50], [0.48, 0.51], [0.59, 0.55], [0.61, 0.57], [0.65, 0.59],
+                             [0.68, 0.62]],
+                 "purchase100": [[0.40, 0.52], [0.48, 0.54], [0.53, 0.57], [0.60, 0.59],
+                                 [0.71, 0.62], [0.78, 0.66]]}
+#: settings tried for a representation leak at λ = 0: (data, members, epochs, hidden, rep dim)
+REPR_SEARCH = (("mnist5k", 250, 100, 256, 128), ("mnist5k", 500, 60, 128, 64),
+               ("mnist5k", 500, 100, 512, 256), ("mnist5k", 1500, 100, 256, 128),
+               ("adult", 2000, 100, 512, 128))
 
 
 def _run(cfg: dict[str, Any]) -> Any:
@@ -49,33 +70,81 @@ def _points(data: str, members: int, epochs: int, d: int, quick: bool) -> list[d
             row[f"{a}_auc"] = m[f"mia_{a}_auc"]
             row[f"{a}_tpr_0p1"] = m[f"mia_{a}_tpr_at_0p1pct_fpr"]
             row[f"{a}_eps_lb"] = m[f"mia_{a}_epsilon_lower_bound"]
+            row[f"{a}_nonmembers_scored"] = r.info["scored"][a][1]
             if a == "representation":
                 row["representation_bacc"] = m["mia_representation_bacc"]
+                lo, hi = r.interval("mia_representation_bacc")
+                row["representation_bacc_lo"], row["representation_bacc_hi"] = lo, hi
         if "epsilon_accountant" in m:
             row["epsilon_accountant"] = m["epsilon_accountant"]
         rows.append(row)
         print(row, flush=True)
 
     sh = 4 if quick else 16
+    # scores pooled over TARGETS target models so that TPR at 0.1 % FPR reads thousands
     record("undefended", None, {**base, "defense": {"kind": "none"}, "attack": {
-        "attackers": ["loss", "lira_offline", "lira_online", "rmia"], "shadows": sh}})
+        "attackers": ["loss", "lira_offline", "lira_online", "rmia"], "shadows": sh,
+        "targets": min(TARGETS, sh), "rmia_references": 1}})
     record("undefended_2ref", None, {**base, "defense": {"kind": "none"}, "attack": {
         "attackers": ["lira_offline", "rmia"], "shadows": 4, "rmia_references": 2}})
     record("undefended_1ref", None, {**base, "defense": {"kind": "none"}, "attack": {
         "attackers": ["lira_offline", "rmia"], "shadows": 2, "rmia_references": 1}})
     k = 2 if quick else SHADOWS_DEFENDED
+    tg = k if k >= 4 else 1  # pooling needs K/2 − 1 >= 1 reference models per row
     att = ["loss", "lira_offline", "lira_online", "rmia"]
     for lam in (LAMBDAS[::2] if quick else LAMBDAS):
         record("inf2guard", lam, {**base, "defense": {"kind": "inf2guard", "tradeoff_lambda": lam},
                                   "attack": {"attackers": att + ["representation", "in_training"],
-                                             "shadows": k, "rmia_references": 1}})
+                                             "shadows": k, "rmia_references": 1, "targets": tg}})
     for z in (ZS[:2] if quick else ZS):
         record("dp_sgd", z, {**base, "defense": {"kind": "dp_sgd", "noise_multiplier": z},
-                             "attack": {"attackers": att, "shadows": k, "rmia_references": 1}})
+                             "attack": {"attackers": att, "shadows": k, "rmia_references": 1,
+                                        "targets": tg}})
     for r in (KAPPAS_PER_DIM[:1] if quick else KAPPAS_PER_DIM):
         record("channel", r, {**base, "defense": {"kind": "channel", "kappa": round(r * d, 3)},
-                              "attack": {"attackers": att, "shadows": k, "rmia_references": 1}})
+                              "attack": {"attackers": att, "shadows": k, "rmia_references": 1,
+                                         "targets": tg}})
     return rows
+
+
+def _repr_search(quick: bool) -> list[dict[str, Any]]:
+    """The paper's representation attack on Inf2Guard's λ = 0 encoder over larger encoders,
+    longer training and larger pools (Table 15 finds bigger encoders leak more)."""
+    import torch
+
+    from core.config import DataSpec
+    from core.data import load_dataset
+    from core.defenses.inf2guard import train_inf2guard
+    from core.runs.membership import _representation_attack
+
+    out = []
+    for data, m, ep, hid, rep in (REPR_SEARCH[:1] if quick else REPR_SEARCH):
+        try:
+            ds = load_dataset(DataSpec(name=data), 0)
+        except Exception as exc:  # noqa: BLE001 - a missing real data set is reported
+            out.append({"data": data, "skipped": str(exc).splitlines()[0]})
+            continue
+        X = torch.tensor(np.asarray(ds.X), dtype=torch.float32)
+        y = torch.tensor(np.asarray(ds.y))
+        tr, ax, te = (np.array(ds.split(s)) for s in ("train", "aux", "test"))
+        rng = np.random.default_rng(1)
+        pool = rng.choice(tr, 2 * m, replace=False)
+        mem = np.zeros(2 * m, bool)
+        mem[rng.choice(2 * m, m, replace=False)] = True
+        t0 = time.perf_counter()
+        g = train_inf2guard(X[pool[mem]], y[pool[mem]], X[rng.choice(ax, min(m, len(ax)), replace=False)],
+                            n_classes=len(ds.label_names), tradeoff_lambda=0.0, epochs=ep - ep // 4,
+                            pretrain_epochs=ep // 4, hidden_dim=hid, representation_dim=rep)
+        sc, _ = _representation_attack(g.representations(X[pool]).double().numpy(), mem, 0)
+        util = float((g.logits(X[te]).argmax(-1) == y[te]).float().mean())
+        train_acc = float((g.logits(X[pool[mem]]).argmax(-1) == y[pool[mem]]).float().mean())
+        row = {"data": data, "members": m, "epochs": ep, "hidden": hid, "rep_dim": rep,
+               "utility": util, "train_acc": train_acc,
+               "repr_attack_acc": float(((sc > 0.5) == mem).mean()),
+               "seconds": round(time.perf_counter() - t0, 1)}
+        out.append(row)
+        print(row, flush=True)
+    return out
 
 
 def _utility_at_equal_lira(rows, name: str, target_auc: float) -> float | None:
@@ -103,13 +172,17 @@ def main(quick: bool = False) -> dict[str, Any]:
         rows += _points("adult", 200 if quick else 1000, 20 if quick else 40, ds.X.shape[1], quick)
     except Exception as exc:  # noqa: BLE001 - a missing real data set is reported, not fatal
         notes.append(f"adult skipped: {str(exc).splitlines()[0]}")
+    search = _repr_search(quick)
     img = [r for r in rows if r["data"] == "mnist5k"]
     und = next(r for r in img if r["point"] == "undefended")
     und2 = next(r for r in img if r["point"] == "undefended_2ref")
     inf = [r for r in img if r["point"] == "inf2guard"]
     base_inf = next(r for r in inf if r["knob"] == 0.0)
     # the λ whose representation attack is closest to chance (balanced accuracy 0.5)
-    best = min(inf, key=lambda r: abs(r["representation_bacc"] - 0.5))
+    # among the defended λ > 0, those losing <= 3 points first, then the one nearest chance
+    defended = [r for r in inf if r["knob"] > 0]
+    ok = [r for r in defended if base_inf["utility"] - r["utility"] <= 0.03] or defended
+    best = min(ok, key=lambda r: abs(r["representation_bacc"] - 0.5))
     # equal LiRA AUC: the Inf2Guard point with the lowest LiRA AUC, DP-SGD's utility there
     target = min(r["lira_online_auc"] for r in inf)
     headline = {
@@ -127,13 +200,26 @@ def main(quick: bool = False) -> dict[str, Any]:
         f"mnist5k and adult through kind membership; {time.perf_counter() - t0:.0f} s.",
         ("LiRA AUC = online LiRA; the representation attack's figure is its balanced accuracy "
          "(the paper's 'MIA accuracy' on balanced members / non-members), measured at Inf2Guard "
-         f"λ = 0 for the undefended value; best λ = {best['knob']} (closest to chance)."),
+         f"λ = 0 for the undefended value; best λ = {best['knob']} (of λ > 0 losing at most 3 "
+         "points, the one whose representation attack is closest to chance)."),
         (f"Equal LiRA AUC: both utilities interpolated at the lowest Inf2Guard LiRA AUC "
          f"({target:.3f}); None where a curve does not reach it."),
         (f"Defended points use {SHADOWS_DEFENDED} shadows trained with the defense; the "
          "undefended one 16 trained together; RMIA offline with 1 reference at defended points."),
     ]
+    notes.append(
+        "Representation leak at λ = 0: the paper's attack (a fresh MLP on r, 80/20 cross-fitted) "
+        "read at most {:.3f} over the settings in repr_search (encoder widths up to 512, up to "
+        "1,500 members, 100 epochs, Adult 2,000 members) while LiRA reads the same models well; "
+        "the paper's 70 % comes from CIFAR-10 conv encoders of millions of parameters "
+        "(Table 15). TPR at 0.1 % FPR is pooled over {} target models (nonmembers_scored per "
+        "row).".format(max((r.get("repr_attack_acc", 0.0) for r in search), default=float("nan")),
+                       TARGETS))
     return {"name": "membership", "headline": headline, "rows": rows, "notes": " ".join(notes),
+            "repr_search": search,
+            "paper": {"table1_utility_mia_acc": PAPER_TABLE1, "table2_equal_attack": PAPER_TABLE2,
+                      "table16_dpsgd": PAPER_TABLE16,
+                      "source": "Inf2Guard (spec 004 §6); CIFAR-10, Purchase100, Texas100"},
             "targets": {"lira_auc_undefended": ">= 0.70", "repr_attack_acc_undefended": ">= 0.60",
                         "rmia_auc_undefended_2ref": ">= lira_offline_auc_undefended_2ref",
                         "inf2guard_best_repr_attack_gap_to_chance": "<= 0.05",
