@@ -1,0 +1,523 @@
+"""Runner for ``kind: fisher_information`` (Hannun et al., UAI 2021; spec 002 Part A; issue #11).
+
+Pipeline: a FIL data view (:mod:`core.data.fil_views`) → fit the L2-regularised linear /
+logistic regression to optimality and run IRFIL (Algorithm 1) → η per example, label, target
+attribute, class group and data set at σ = 1 (η ∝ 1/σ, Eq. 17) → σ from the defense block
+(direct, a target η, or (ε, δ)) → Gaussian output perturbation w' = w* + N(0, σ²I) → attacks
+on w' repeated over noise draws (white-box Eq. 30, black-box Eq. 31, the prior) → utility,
+the σ sweep of Fig. 6, the per-decile accuracies of Fig. 7 and the Cramér–Rao panel.
+
+The math lives in :mod:`core.fil`, :mod:`core.bounds.fil` and :mod:`core.attacks.fil_attacks`.
+What this module adds: the stage cache (the fit and IRFIL are one stage keyed by data, model,
+L2 weight, IRFIL settings and the η columns, so a new σ / target η / ε reuses them), and the
+attack on the *label* (the engine's white-box attack targets feature columns): for least
+squares exactly (w*(c) = A(r − ω_i y_i x_i) + ω_i a_i c is linear in the label), for logistic
+regression one Newton step from the release, as the engine does for features.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from core.config import FisherInformationConfig
+from core.progress import Progress
+from core.result import Result
+from core.stages import StageOutput, Stages
+
+FIT_STAGE = "fil_fit"
+DECILES = 10
+TOP_K = 8  # Fig. 3: the 8 most and least leaking examples
+CRB_ROWS = 12  # rows of the Cramér–Rao panel per σ (quantiles of their label η)
+
+
+# ---------------------------------------------------------------------------------------------
+# data and the fit stage
+
+
+def load_view(cfg: FisherInformationConfig):
+    """The FIL view the config names (memoised per process)."""
+    from core.data.fil_views import fil_view
+
+    d = cfg.data
+    return fil_view(d.name, classes=tuple(d.classes), pca_dim=d.pca_dim, adult_view=d.adult_view,
+                    data_dir=d.data_dir, max_samples=d.max_samples, n_samples=d.n_samples,
+                    n_features=d.n_features, correlation=d.correlation,
+                    outlier_fraction=d.outlier_fraction, test_fraction=d.test_fraction,
+                    seed=cfg.seed)
+
+
+def fit_labels(model: str, y01: np.ndarray) -> np.ndarray:
+    """Targets as the paper codes them: ±1 for least squares, {0, 1} for logistic regression."""
+    y01 = np.asarray(y01, dtype=np.float64)
+    return 2.0 * y01 - 1.0 if model == "linear" else y01
+
+
+def target_columns(view, target: str) -> np.ndarray:
+    """Coordinates of (x, y) the target occupies: d for the label, else the attribute's columns."""
+    if target == "label":
+        return np.array([view.d])
+    return np.asarray(view.attributes[target].columns, dtype=np.int64)
+
+
+def irfil_columns(cfg: FisherInformationConfig, view) -> np.ndarray | None:
+    """The η IRFIL equalises: the target's columns at attribute / label granularity (as the
+    paper's attack experiments), else every coordinate of the example."""
+    if cfg.granularity == "label":
+        return np.array([view.d])
+    if cfg.granularity == "attribute":
+        return target_columns(view, cfg.target)
+    return None
+
+
+def fit_part(cfg: FisherInformationConfig) -> dict[str, Any]:
+    """What the fit stage depends on: data, model, L2 weight, IRFIL, the η columns, seed."""
+    return {"data": cfg.data.model_dump(mode="json"), "model": cfg.model.model_dump(mode="json"),
+            "irfil": cfg.irfil.model_dump(mode="json"), "granularity": cfg.granularity,
+            "target": cfg.target, "seed": cfg.seed}
+
+
+def _compute_fit(cfg: FisherInformationConfig, view, progress: Progress) -> StageOutput:
+    """IRFIL's trace (entry 0 = the plain fit) and every η of the released model (the plain
+    one, or IRFIL's last iterate with ``irfil.release``) at σ = 1."""
+    from core import fil
+
+    m = cfg.model
+    y = fit_labels(m.model, view.y)
+    yt = fit_labels(m.model, view.y_test)
+    cols = irfil_columns(cfg, view)
+    ir = cfg.irfil
+    clamp = (ir.min_weight, math.inf if ir.max_weight is None else ir.max_weight)
+    if ir.iterations and not (clamp[0] <= 1 <= clamp[1]):
+        raise ValueError(f"irfil.min_weight / max_weight: got ({clamp[0]:g}, {clamp[1]:g}); "
+                         "allowed: min <= 1 <= max (the weights average 1)")
+    sub = progress.sub(0.02, 0.25)
+    sub.update(0.0, f"fitting the {m.model} model (IRFIL: {ir.iterations} iterations)")
+    trace = fil.irfil(view.X, y, model=m.model, l2=m.l2, iterations=ir.iterations,
+                      method=ir.weight_method, clamp=clamp,
+                      columns=None if cols is None else cols.tolist(),
+                      X_test=view.X_test, y_test=yt, progress=sub.update)
+    rel_it = ir.iterations if ir.release else 0
+    last = trace.steps[rel_it].fit
+    progress.update(0.27, "per-example FIL of the released model")
+    tc = target_columns(view, cfg.target)
+    eta_example = fil.per_example_fil(last, view.X, y)
+    eta_label = fil.per_example_fil(last, view.X, y, granularity="label")
+    eta_attr = eta_label if cfg.target == "label" else fil.per_example_fil(
+        last, view.X, y, granularity="attribute", columns=tc.tolist())
+    groups = fil.group_fil(last, view.X, y, groups=view.y)
+    group_eta = np.array([groups.get(c, np.nan) for c in (0, 1)])
+    eta_dataset = fil.dataset_fil(last, view.X, y)
+    arrays = {
+        "weights": np.stack([s.weights for s in trace.steps]),
+        "theta": np.stack([s.fit.theta for s in trace.steps]),
+        "eta_iter": np.stack([s.eta for s in trace.steps]),
+        "irfil_eta_mean": trace.series("eta_mean"), "irfil_eta_std": trace.series("eta_std"),
+        "irfil_acc": trace.series("accuracy"),
+        "eta_example": eta_example, "eta_label": eta_label, "eta_attr": eta_attr,
+        "group_eta": group_eta, "eta_dataset": np.array([eta_dataset]),
+        "loss": last.loss(view.X, y), "grad_norm": last.grad_norm_per_example(view.X, y),
+    }
+    return StageOutput(arrays=arrays, meta={"iterations": ir.iterations, "release": rel_it,
+                                            "grad_norm": float(last.grad_norm)})
+
+
+def refit(cfg: FisherInformationConfig, view, out: StageOutput, iteration: int):
+    """The FittedGLM of IRFIL iterate ``iteration`` from its cached weights (a least-squares
+    solve, or Newton from the cached θ: one step)."""
+    from core import fil
+
+    w = out.arrays["weights"][iteration]
+    return fil.fit_glm(view.X, fit_labels(cfg.model.model, view.y), model=cfg.model.model,
+                       l2=cfg.model.l2, weights=None if iteration == 0 else w,
+                       theta0=out.arrays["theta"][iteration])
+
+
+# ---------------------------------------------------------------------------------------------
+# σ from the defense block (the defense's builder)
+
+
+def granularity_eta(granularity: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """η at σ = 1 at a granularity (an array: per example, per class, or one value)."""
+    return {"example": arrays["eta_example"], "label": arrays["eta_label"],
+            "attribute": arrays["eta_attr"], "group": arrays["group_eta"],
+            "dataset": arrays["eta_dataset"]}[granularity]
+
+
+def resolve_sigma(block, eta_unit: np.ndarray, *, model: str, n: int, l2: float,
+                  feature_norm: float) -> tuple[float, str]:
+    """σ of the FIL output perturbation: given, solved from the target η (worst case or mean
+    of ``eta_unit``, η at σ = 1), or from (ε, δ) with the sensitivity 2R/(nλ) (logistic;
+    R = the largest training-row norm). Returns (σ, how it was set)."""
+    from core.bounds import fil as B
+
+    if block.sigma is not None:
+        return float(block.sigma), "σ given"
+    if block.eta_target is not None:
+        s = B.sigma_for_eta(eta_unit, eta_target=block.eta_target, reduce=block.eta_reduce)
+        return s, f"σ solved so that the {block.eta_reduce} η = {block.eta_target:g}"
+    s = B.sigma_from_dp(block.epsilon, block.delta, n=n, l2=l2, model=model,
+                        feature_norm=feature_norm, method=block.dp_method)
+    return s, (f"σ solved for ({block.epsilon:g}, {block.delta:g})-DP ({block.dp_method}; "
+               f"sensitivity 2R/(nλ), R = {feature_norm:.3g})")
+
+
+def closed_form(arrays: dict[str, np.ndarray], *, defense, granularity: str, model: str,
+                n: int, l2: float, feature_norm: float) -> dict[str, Any]:
+    """Every closed-form number of a fitted model at the defense block's σ, from the η arrays
+    at σ = 1 (η ∝ 1/σ, Eq. 17): σ, η at the granularity (max, mean, std), per-example /
+    label / attribute / group maxima and means, the data set's η, k releases (η√k), the
+    derived local RDP, and for logistic regression ε(σ, δ). Numpy only (the page calls it on
+    every slider move)."""
+    from core.bounds import fil as B
+
+    eta_g = granularity_eta(granularity, arrays)
+    sigma, how = resolve_sigma(defense, eta_g, model=model, n=n, l2=l2, feature_norm=feature_norm)
+    e = np.asarray(eta_g) / sigma
+    ex = np.asarray(arrays["eta_example"]) / sigma
+    out: dict[str, Any] = {
+        "sigma": sigma, "how": how, "fil_sigma": sigma, "fil_releases": float(defense.releases),
+        "fil_eta": float(e.max()), "fil_eta_mean": float(e.mean()), "fil_eta_std": float(e.std()),
+        "fil_eta_max": float(ex.max()),
+        "fil_eta_dataset": float(arrays["eta_dataset"][0] / sigma),
+        "fil_eta_composed": float(B.compose_eta(float(e.max()), int(defense.releases))),
+        "fil_local_rdp_max": float(B.local_rdp(float(ex.max()))),
+    }
+    for name, key in (("example", "eta_example"), ("label", "eta_label"), ("attr", "eta_attr"),
+                      ("group", "group_eta")):
+        out[f"fil_eta_{name}_mean"] = float(np.nanmean(arrays[key]) / sigma)
+        out[f"fil_eta_{name}_max"] = float(np.nanmax(arrays[key]) / sigma)
+    if model == "logistic":
+        out["fil_sensitivity"] = B.sensitivity_l2(n=n, l2=l2, model="logistic",
+                                                  feature_norm=feature_norm)
+        out["fil_epsilon"] = B.epsilon_from_sigma(sigma, defense.delta, n=n, l2=l2,
+                                                  feature_norm=feature_norm,
+                                                  method=defense.dp_method)
+        out["fil_delta"] = float(defense.delta)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# attacks
+
+
+def _label_candidate_models(fit, X: np.ndarray, y: np.ndarray, tg: np.ndarray,
+                            cand: np.ndarray, release: np.ndarray | None) -> np.ndarray:
+    """f(𝒟 with y_i = c) for targets ``tg`` and label candidates ``cand``: (m, k, d).
+
+    Least squares, exact: w*(c) = A(r − ω_i y_i x_i) + ω_i c A x_i (r = XᵀWy; the attacker
+    knows every y_j, j ≠ i, so the first term never reads y_i). Logistic, an approximation:
+    one Newton step from the release w' (as the engine's feature attack): the candidate's
+    gradient Σ_{j≠i} ω_j ℓ'_j x_j + ω_i (s_i − c) x_i + nλw' needs no y_i either."""
+    om = np.ones(fit.n) if fit.weights is None else fit.weights
+    xi, w = X[tg], om[tg]
+    if fit.model == "linear":
+        A = fit.hessian_inv
+        r = fit.hessian @ fit.theta
+        known = (r[None, :] - (w * y[tg])[:, None] * xi) @ A
+        a = (xi @ A) * w[:, None]
+        return known[:, None, :] + cand[None, :, None] * a[:, None, :]
+    from core.fil import _derivs
+
+    th0 = np.asarray(release, dtype=np.float64)
+    d1, d2 = _derivs("logistic", X @ th0, fit.encode(y))
+    H = (X * (om * d2)[:, None]).T @ X
+    H[np.diag_indices_from(H)] += fit.n * fit.l2
+    G = X.T @ (om * d1) + fit.n * fit.l2 * th0
+    s_i = d1[tg] + fit.encode(y[tg])  # σ(w'ᵀx_i), label-free
+    # remove row i's true term, add the candidate's: G − ω(s − y_i)x + ω(s − c)x
+    G_c = (G[None, None, :] - (w * d1[tg])[:, None, None] * xi[:, None, :]
+           + (w[:, None] * (s_i[:, None] - cand[None, :]))[..., None] * xi[:, None, :])
+    return th0[None, None, :] - np.linalg.solve(H, G_c.reshape(-1, fit.d).T).T.reshape(G_c.shape)
+
+
+def label_white_box(releases: np.ndarray, *, fit, X: np.ndarray, y: np.ndarray,
+                    targets: np.ndarray) -> np.ndarray:
+    """Eq. 30 on the label: argmin_c ‖w' − f(𝒟 with y_i = c)‖ per draw and target (guesses are
+    candidate indices into the label coding; shape (trials, m))."""
+    cand = np.asarray(fit.label_values, dtype=np.float64)
+    R = np.atleast_2d(releases)
+    if fit.model == "linear":
+        th = _label_candidate_models(fit, X, y, targets, cand, None)
+        dist = ((R**2).sum(1)[:, None, None] - 2 * np.einsum("td,mkd->tmk", R, th)
+                + (th**2).sum(-1)[None])
+    else:
+        dist = np.stack([((_label_candidate_models(fit, X, y, targets, cand, r) - r) ** 2).sum(-1)
+                         for r in R])
+    return np.argmin(dist, axis=2)
+
+
+def label_black_box(releases: np.ndarray, *, model: str, X_targets: np.ndarray,
+                    prior: np.ndarray, stats: list[dict], label_values) -> np.ndarray:
+    """Eq. 31 on the label (the attacker queries φ(w', x_i) and knows x_i): argmax_c p(c)·π,
+    with π = N(w'ᵀx; c, s²) (least squares) or the training confusion P(ŷ | y = c)."""
+    R = np.atleast_2d(releases)
+    a = X_targets @ R.T  # (m, T)
+    cand = np.asarray(label_values, dtype=np.float64)
+    logp = np.log(np.maximum(prior, 1e-300))
+    if model == "linear":
+        s2 = np.array([max(s["s2"], 1e-300) for s in stats])
+        ll = -((a.T[:, :, None] - cand[None, None, :]) ** 2) / (2 * s2[:, None, None])
+    else:
+        pred = (a.T > 0).astype(int)  # (T, m)
+        conf = np.stack([s["confusion"] for s in stats])  # (T, 2, 2): P(pred | y)
+        ll = np.log(np.maximum(np.stack([conf[:, c, :][np.arange(len(R))[:, None], pred]
+                                         for c in range(2)], axis=2), 1e-300))
+    return np.argmax(ll + logp[None, None, :], axis=2)
+
+
+class _Attacker:
+    """Everything the attacks need for one fitted model and target, so that the σ sweep and
+    the IRFIL iterates only draw new releases."""
+
+    def __init__(self, cfg: FisherInformationConfig, view, fit, targets: np.ndarray) -> None:
+        self.cfg, self.view, self.fit, self.tg = cfg, view, fit, targets
+        self.y = fit_labels(cfg.model.model, view.y)
+        t = cfg.target
+        if t == "label":
+            self.codes = np.asarray(view.y)[targets]
+            freq = np.bincount(view.y, minlength=2).astype(float)
+        else:
+            attr = view.attributes[t]
+            self.attr = attr
+            self.codes = np.asarray(attr.codes)[targets]
+            freq = np.bincount(attr.codes, minlength=attr.k).astype(float)
+        self.prior = freq / freq.sum()
+
+    def guesses(self, name: str, R: np.ndarray) -> np.ndarray:
+        from core.attacks import fil_attacks as FA
+
+        cfg, view, fit = self.cfg, self.view, self.fit
+        if name == "fil_prior":
+            return FA.prior_attack(self.prior, m=self.tg.size, trials=len(R)).guesses
+        if cfg.target == "label":
+            if name == "fil_white_box":
+                return label_white_box(R, fit=fit, X=view.X, y=self.y, targets=self.tg)
+            stats = [FA.performance_stats(r, model=fit.model, X=view.X, y=self.y) for r in R]
+            return label_black_box(R, model=fit.model, X_targets=view.X[self.tg],
+                                   prior=self.prior, stats=stats, label_values=fit.label_values)
+        a = self.attr
+        if name == "fil_white_box":
+            return FA.white_box_attack(R, fit=fit, X=view.X, y=self.y, columns=a.columns,
+                                       candidates=a.candidates, targets=self.tg).guesses
+        stats = [FA.performance_stats(r, model=fit.model, X=view.X, y=self.y) for r in R]
+        return FA.black_box_attack(R, model=fit.model, X_targets=view.X[self.tg],
+                                   y_targets=self.y[self.tg], columns=a.columns,
+                                   candidates=a.candidates, prior=self.prior,
+                                   stats=stats).guesses
+
+    def accuracy(self, name: str, R: np.ndarray) -> np.ndarray:
+        """Accuracy per draw (scoring: the only place the true codes are read)."""
+        return (self.guesses(name, R) == self.codes[None, :]).mean(axis=1)
+
+
+def _utility(fit, view, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Test accuracy and test MSE (score vs the ±1 / {0,1} target) per release."""
+    yt = fit_labels(fit.model, view.y_test)
+    acc = np.array([fit.accuracy(view.X_test, yt, r) for r in R])
+    mse = np.array([fit.mse(view.X_test, yt, r) for r in R])
+    return acc, mse
+
+
+def _interval(per_draw: np.ndarray, m: int) -> dict[str, float]:
+    """95 % interval of a mean over noise draws (t over draws); n = guesses scored."""
+    T = len(per_draw)
+    half = 1.96 * float(per_draw.std(ddof=1)) / math.sqrt(T) if T > 1 else float("nan")
+    mu = float(per_draw.mean())
+    return {"lo": max(0.0, mu - half), "hi": min(1.0, mu + half), "n": float(T * m)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the runner
+
+
+def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
+                           stages: Stages | None = None) -> Result:
+    from core import fil
+    from core.attacks import fil_attacks as FA
+
+    stages = stages or Stages(None)
+    t0 = time.perf_counter()
+    progress.update(0.01, f"loading the {cfg.data.name} view")
+    view = load_view(cfg)
+    m = cfg.model
+    notes: list[str] = list(view.notes[:1])
+    out, _ = stages.get(FIT_STAGE, fit_part(cfg), lambda: _compute_fit(cfg, view, progress))
+    A = out.arrays
+    T_ir = int(out.meta["iterations"])
+    rel_it = int(out.meta["release"])
+    fit = refit(cfg, view, out, rel_it)
+    t_fit = time.perf_counter() - t0
+
+    # -- σ from the defense block, and every η at σ (the page computes the same function live)
+    R_norm = view.max_norm
+    cf = closed_form(A, defense=cfg.defense, granularity=cfg.granularity, model=m.model,
+                     n=view.n, l2=m.l2, feature_norm=R_norm)
+    sigma = cf["sigma"]
+    how = cf["how"]
+    metrics: dict[str, float] = {k: v for k, v in cf.items() if k.startswith("fil_")}
+    metrics.update({"fil_l2": m.l2, "fil_n_train": float(view.n), "fil_dim": float(view.d)})
+    from scipy.stats import spearmanr
+
+    metrics["fil_spearman_loss"] = float(spearmanr(A["eta_example"], A["loss"]).statistic)
+    metrics["fil_spearman_grad"] = float(spearmanr(A["eta_example"], A["grad_norm"]).statistic)
+    if m.model == "logistic":
+        if R_norm > 1 + 1e-9:
+            notes.append(f"features are not in the unit ball (max ‖x‖ = {R_norm:.3g}): the "
+                         "sensitivity uses R = max ‖x‖, 2R/(nλ)")
+    else:
+        notes.append("least squares has no finite L2 sensitivity: no (ε, δ) readout; FIL's η "
+                     "needs no such bound")
+    # -- IRFIL (Fig. 5, Table 1)
+    if T_ir:
+        s0, s1 = float(A["irfil_eta_std"][0]), float(A["irfil_eta_std"][-1])
+        metrics.update(fil_irfil_iterations=float(T_ir), fil_irfil_eta_std_before=s0,
+                       fil_irfil_eta_std_after=s1,
+                       fil_irfil_eta_mean_before=float(A["irfil_eta_mean"][0]),
+                       fil_irfil_eta_mean_after=float(A["irfil_eta_mean"][-1]),
+                       fil_irfil_std_ratio=s1 / s0 if s0 > 0 else float("nan"),
+                       fil_irfil_acc_before=float(A["irfil_acc"][0]),
+                       fil_irfil_acc_after=float(A["irfil_acc"][-1]))
+
+    # -- the release and the attacks at σ
+    rng = np.random.default_rng([cfg.seed, 11011])
+    tg = np.sort(rng.choice(view.n, size=min(view.n, cfg.attack.max_targets), replace=False))
+    att = _Attacker(cfg, view, fit, tg)
+    trials = cfg.attack.noise_trials
+    names = list(dict.fromkeys([*cfg.attack.attackers, "fil_prior"]))
+    progress.update(0.35, f"attacking {len(tg)} rows over {trials} noise draws")
+    R = fil.release(fit, sigma=sigma, trials=trials, rng=rng)
+    acc_u, mse_u = _utility(fit, view, R)
+    metrics["fil_utility_acc"] = float(acc_u.mean())
+    metrics["fil_utility_acc_clean"] = fit.accuracy(view.X_test, fit_labels(m.model, view.y_test))
+    metrics["fil_test_mse"] = float(mse_u.mean())
+    metrics["utility_majority"] = float(max(view.y_test.mean(), 1 - view.y_test.mean()))
+    intervals: dict[str, dict[str, float]] = {}
+    for name in names:
+        per = att.accuracy(name, R)
+        key = f"fil_attack_{name.removeprefix('fil_')}_acc"
+        metrics[key] = float(per.mean())
+        intervals[key] = _interval(per, len(tg))
+    ran = [n for n in cfg.attack.attackers]
+    scored = [n for n in ran if not (cfg.target == "label" and n == "fil_black_box")] or ran
+    if cfg.target == "label" and "fil_black_box" in ran:
+        notes.append("on the label the black-box attack is the model's own prediction of a "
+                     "training row: it measures training accuracy, not leakage, and is left out "
+                     "of the strongest attack")
+    best = max(scored, key=lambda n: metrics[f"fil_attack_{n.removeprefix('fil_')}_acc"])
+    metrics["fil_attack_acc_best"] = metrics[f"fil_attack_{best.removeprefix('fil_')}_acc"]
+    intervals["fil_attack_acc_best"] = intervals[f"fil_attack_{best.removeprefix('fil_')}_acc"]
+    metrics.update(fil_noise_trials=float(trials), fil_targets_attacked=float(len(tg)))
+    if m.model == "logistic" and "fil_white_box" in ran:
+        notes.append("logistic regression: the white-box attack's candidate models are one "
+                     "Newton step from the release (an approximation; least squares is exact)")
+
+    artifacts: dict[str, np.ndarray] = {k: np.asarray(A[k]) for k in (
+        "eta_example", "eta_label", "eta_attr", "group_eta", "eta_dataset", "loss", "grad_norm",
+        "irfil_eta_mean", "irfil_eta_std", "irfil_acc")}
+    artifacts["y_train"] = np.asarray(view.y, dtype=np.int64)
+    # Fig. 3: most / least leaking examples (per-example η), with pictures for image views
+    order = np.argsort(A["eta_example"], kind="stable")
+    lo_idx, hi_idx = order[:TOP_K], order[::-1][:TOP_K]
+    artifacts["least_idx"], artifacts["most_idx"] = lo_idx, hi_idx
+    if view.images is not None:
+        artifacts["least_images"] = np.asarray(view.images[lo_idx])
+        artifacts["most_images"] = np.asarray(view.images[hi_idx])
+    else:
+        artifacts["least_rows"] = np.asarray(view.X[lo_idx])
+        artifacts["most_rows"] = np.asarray(view.X[hi_idx])
+
+    # -- Fig. 6: utility and attack accuracy against η̄ over a σ grid (η̄ = mean η at σ)
+    sub = progress.sub(0.45, 0.75)
+    G = cfg.attack.sigma_grid
+    eta_bar_unit = float(np.mean(granularity_eta(cfg.granularity, A)))
+    eta_bar = np.logspace(-2, 2, G)  # from no leak to exact recovery of a ±1 / 0-1 value
+    sig_grid = eta_bar_unit / eta_bar
+    sweep = {"sigma": sig_grid, "eta_mean": eta_bar, "utility_acc": np.empty(G),
+             "test_mse": np.empty(G)}
+    for name in names:
+        sweep[f"acc_{name}"] = np.empty(G)
+        sweep[f"acc_{name}_std"] = np.empty(G)
+    for j, s in enumerate(sig_grid):
+        sub.update(j / G, f"σ sweep {j + 1}/{G}")
+        Rg = fil.release(fit, sigma=float(s), trials=trials, rng=rng)
+        a_u, m_u = _utility(fit, view, Rg)
+        sweep["utility_acc"][j], sweep["test_mse"][j] = a_u.mean(), m_u.mean()
+        for name in names:
+            per = att.accuracy(name, Rg)
+            sweep[f"acc_{name}"][j], sweep[f"acc_{name}_std"][j] = per.mean(), per.std()
+    artifacts.update({f"sweep_{k}": np.asarray(v) for k, v in sweep.items()})
+
+    # -- Fig. 7: white-box accuracy per decile of the initial η at IRFIL iterations 0, 2, T
+    if "fil_white_box" in ran:
+        its = sorted({0, min(2, T_ir), T_ir})
+        e0 = A["eta_attr"] if rel_it == 0 else _initial_attr_eta(cfg, view, out)
+        dec = np.empty((len(its), DECILES))
+        dec_eta = None
+        sub = progress.sub(0.75, 0.88)
+        for r_i, it in enumerate(its):
+            sub.update(r_i / len(its), f"white-box attack on IRFIL iterate {it}")
+            f_it = fit if it == rel_it else refit(cfg, view, out, it)
+            a_it = _Attacker(cfg, view, f_it, tg)
+            g = a_it.guesses("fil_white_box", fil.release(f_it, sigma=sigma, trials=trials,
+                                                         rng=rng))
+            dec_eta, dec[r_i] = FA.accuracy_by_decile(g, a_it.codes, e0[tg], bins=DECILES)
+        artifacts["decile_iterations"] = np.asarray(its, dtype=np.int64)
+        artifacts["decile_acc"] = dec
+        artifacts["decile_eta0"] = np.asarray(dec_eta) / sigma
+
+    # -- the Cramér–Rao panel: unbiased label reconstruction over the σ grid (least squares)
+    if m.model == "linear":
+        progress.update(0.9, "Cramér–Rao panel")
+        el = A["eta_label"]
+        pick = np.unique(np.argsort(el, kind="stable")[
+            np.linspace(0, view.n - 1, min(CRB_ROWS, view.n)).astype(int)])
+        rows_b, rows_v, rows_s, rows_bias = [], [], [], []
+        ratios_lo, ratios_hi = [], []
+        for s in sig_grid:
+            Rc = fil.release(fit, sigma=float(s), trials=cfg.attack.crb_trials, rng=rng)
+            est = FA.reconstruct_label(Rc, fit=fit, X=view.X, y=att.y, targets=pick)
+            rep = FA.crb_report(est, att.y[pick], el[pick] / s)
+            rows_b.append(rep["bound"])
+            rows_v.append(rep["variance"])
+            rows_bias.append(rep["bias"])
+            rows_s.append(np.full(pick.size, s))
+            ratios_lo.append(rep["ratio_lo"])
+            ratios_hi.append(rep["ratio_hi"])
+        ratio = np.concatenate(rows_v) / np.concatenate(rows_b)
+        artifacts.update(crb_bound=np.concatenate(rows_b), crb_variance=np.concatenate(rows_v),
+                         crb_sigma=np.concatenate(rows_s), crb_bias=np.concatenate(rows_bias),
+                         crb_ratio_lo=np.concatenate(ratios_lo),
+                         crb_ratio_hi=np.concatenate(ratios_hi))
+        metrics["fil_crb_min_ratio"] = float(ratio.min())
+        metrics["fil_crb_trials"] = float(cfg.attack.crb_trials)
+    else:
+        notes.append("Cramér–Rao panel: an unbiased reconstruction in closed form exists for "
+                     "least squares only (the logistic minimiser is not linear in the data)")
+
+    metrics["fil_seconds_fit"] = t_fit if stages.log.get(FIT_STAGE) == "computed" else 0.0
+    metrics["seconds_total"] = time.perf_counter() - t0
+    info = {"notes": notes, "sigma_how": how, "target": cfg.target, "stages": dict(stages.log),
+            "view": view.description, "feature_names": list(view.feature_names),
+            "label_names": list(view.label_names), "image_shape": view.image_shape,
+            "best_attack": best, "max_norm": R_norm, "release_iteration": rel_it,
+            "target_values": (list(view.label_names) if cfg.target == "label"
+                              else list(view.attributes[cfg.target].value_names)),
+            "interval_note": "attack intervals: 95 % over noise draws (t), n = guesses scored"}
+    return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
+                  metrics=metrics, intervals=intervals, artifacts=artifacts, info=info)
+
+
+def _initial_attr_eta(cfg: FisherInformationConfig, view, out: StageOutput) -> np.ndarray:
+    """The target's per-example η (σ = 1) of the unweighted model: Fig. 7 sorts by it."""
+    from core import fil
+
+    f0 = refit(cfg, view, out, 0)
+    y = fit_labels(cfg.model.model, view.y)
+    if cfg.target == "label":
+        return fil.per_example_fil(f0, view.X, y, granularity="label")
+    return fil.per_example_fil(f0, view.X, y, granularity="attribute",
+                               columns=target_columns(view, cfg.target).tolist())
