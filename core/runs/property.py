@@ -1,0 +1,274 @@
+"""Runner for ``kind: property``: Inf2Guard's defense against property inference (spec 004
+§2.2, Algorithm 2) and the property attacks of §3.2, composed from cached stages.
+
+1. subsets (cheap, recomputed): the defender's from the train split, the attacker's shadow
+   subsets from the aux split, the targets from the test split (:mod:`core.data.subsets`);
+2. ``train`` (stage): encoder, head and in-training adversary under λ (keyed by the data,
+   seed, defense, the training subsets and the training settings, never by the attackers);
+3. ``release`` (stage): per-sample utility on the test split and the aggregated
+   representations of the shadow and target subsets (mean and max) with the in-training
+   adversary's probabilities on the targets;
+4. ``attack`` (a stage per attacker, keyed by the release and its own parameters): a change
+   of attacker never retrains the encoder;
+5. scoring against the targets' true bins (accuracy, balanced accuracy, AUC, CE, gap to
+   chance, 95 % intervals), the K-ary leakage bound at the estimated H(u|R) and a t-SNE of the
+   target subsets (raw feature means beside released aggregates), a ``projection`` stage.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from core.config import PropertyConfig
+from core.data.base import Dataset
+from core.data.subsets import Subsets, aggregate, sample_subsets
+from core.progress import Progress
+from core.result import Result
+from core.stages import StageOutput, Stages
+
+_SEED_TAGS = {"train": 10_401, "aux": 10_402, "test": 10_403}
+
+
+def property_value(ds: Dataset, attribute: str, requested: str | None) -> tuple[int, str]:
+    """(code, name) of the attribute value whose share is the property: ``requested``, else
+    'Female' where the attribute has it (the paper's female ratio), else the value of code 1."""
+    values = list(ds.attribute_values[attribute])
+    if requested is not None:
+        if requested not in values:
+            raise ValueError(f"subsets.property_value: got {requested!r}; allowed for "
+                             f"{attribute!r}: {', '.join(values)}")
+        return values.index(requested), requested
+    name = "Female" if "Female" in values else values[1]
+    return values.index(name), name
+
+
+def make_subsets(cfg: PropertyConfig, ds: Dataset, has_value: np.ndarray) -> dict[str, Subsets]:
+    """The defender's (train), the attacker's shadow (aux) and the target (test) subsets."""
+    s = cfg.subsets
+    per = {"train": s.train_per_bin, "aux": s.aux_per_bin, "test": s.test_per_bin}
+    out = {}
+    for split, n in per.items():
+        rows = ds.split(split)
+        try:
+            out[split] = sample_subsets(rows, has_value[rows], n_values=s.n_values, per_bin=n,
+                                        size_min=s.size_min, size_max=s.size_max,
+                                        seed=(cfg.seed, _SEED_TAGS[split]))
+        except ValueError as exc:  # name the split whose pool is too small
+            raise ValueError(f"{exc} [{split} split of {ds.name!r}: {len(rows)} rows]") from None
+    return out
+
+
+def train_part(cfg: PropertyConfig, device: str) -> dict[str, Any]:
+    """What determines the trained networks (the train stage's key)."""
+    d = cfg.model_dump(mode="json")
+    s = d["subsets"]
+    return {"kind": cfg.kind, "device": device, "data": d["data"], "seed": cfg.seed,
+            "defense": d["defense"], "train": d["train"],
+            "subsets": {k: s[k] for k in ("n_values", "property_value", "size_min", "size_max",
+                                          "train_per_bin")}}
+
+
+def _build(cfg: PropertyConfig, d_in: int, n_classes: int):
+    from core.nn import AttributeAdversary, Encoder, TaskHead
+
+    t = cfg.train
+    return (Encoder(d_in, hidden=t.hidden_dim, rep_dim=t.representation_dim),
+            TaskHead(t.representation_dim, n_classes),
+            AttributeAdversary(t.representation_dim, cfg.subsets.n_values, hidden=64))
+
+
+def train_stage(cfg: PropertyConfig, X: torch.Tensor, y: torch.Tensor, sub: Subsets,
+                n_classes: int, progress: Progress) -> StageOutput:
+    from core.defenses.inf2guard_property import train_inf2guard_property
+
+    t = cfg.train
+    m = train_inf2guard_property(
+        X, y, sub, n_classes=n_classes, tradeoff_lambda=cfg.defense.tradeoff_lambda,
+        aggregation=cfg.defense.aggregation, epochs=t.epochs, pretrain_epochs=t.pretrain_epochs,
+        batch_subsets=t.batch_subsets, lr=t.lr, adversary_lr=t.adversary_lr,
+        hidden_dim=t.hidden_dim, representation_dim=t.representation_dim, adversary_hidden=64,
+        seed=cfg.seed, progress=progress)
+    cpu = {n: {k: v.detach().cpu() for k, v in net.state_dict().items()}
+           for n, net in (("encoder", m.encoder), ("head", m.head), ("adversary", m.adversary))}
+    return StageOutput(meta={"curves": m.curves, "seconds_train": m.seconds}, weights=cpu)
+
+
+def release_stage(cfg: PropertyConfig, ds: Dataset, X: torch.Tensor, nets, subs: dict[str, Subsets]
+                  ) -> StageOutput:
+    """Per-sample utility on the test split; aggregates (mean, max) of the shadow and target
+    subsets; the in-training adversary's probabilities on the targets' own-aggregator view."""
+    enc, head, adv = nets
+    with torch.no_grad():
+        R = torch.cat([enc(X[i:i + 8192]) for i in range(0, len(X), 8192)])
+        te = torch.as_tensor(np.array(ds.split("test")), device=X.device)
+        pred = head(R[te]).argmax(-1).cpu().numpy()
+    Rn = R.cpu().numpy().astype(np.float64)
+    y = np.asarray(ds.y)
+    arrays = {}
+    for split in ("aux", "test"):
+        for how in ("mean", "max"):
+            arrays[f"agg_{split}_{how}"] = aggregate(Rn, subs[split], how).astype(np.float32)
+    with torch.no_grad():
+        own = torch.as_tensor(arrays[f"agg_test_{cfg.defense.aggregation}"], device=X.device)
+        arrays["in_training_proba"] = torch.softmax(adv(own), -1).double().cpu().numpy()
+    util = float(np.mean(pred == y[ds.split("test")]))
+    return StageOutput(arrays=arrays, meta={"utility_acc": util})
+
+
+def attack_stage(cfg: PropertyConfig, name: str, rel: StageOutput, subs: dict[str, Subsets]
+                 ) -> StageOutput:
+    """One attacker on the release (the targets' truth is not passed in)."""
+    from core.attacks import property as P
+
+    K = cfg.subsets.n_values
+    how = cfg.defense.aggregation if cfg.attack.aggregation == "same" else cfg.attack.aggregation
+    if name == "in_training":
+        out = P.in_training_attack(rel.arrays["in_training_proba"])
+        how = cfg.defense.aggregation
+    elif name == "prior":
+        out = P.prior_property_attack(subs["aux"].labels, len(subs["test"]), K)
+    else:
+        release = P.SubsetRelease(rel.arrays[f"agg_test_{how}"].astype(np.float64), how)
+        out = P.fresh_property_attack(rel.arrays[f"agg_aux_{how}"].astype(np.float64),
+                                      subs["aux"].labels, release, n_values=K, model=name,
+                                      seed=cfg.seed, mlp_hidden=cfg.attack.mlp_hidden,
+                                      mlp_epochs=cfg.attack.mlp_epochs)
+    arrays = {"proba": out.proba}
+    if out.decision_weights is not None:
+        arrays["decision_weights"] = np.asarray(out.decision_weights, np.float64)
+    return StageOutput(arrays=arrays, meta={"info": {**out.info, "aggregation": how}})
+
+
+def projection_stage(cfg: PropertyConfig, ds: Dataset, rel: StageOutput, sub: Subsets
+                     ) -> StageOutput:
+    """t-SNE (PCA below 60 subsets) of the first ``projection_points`` target subsets: their
+    raw feature means beside their released aggregates (spec 004 Fig. 12 (b)/(d))."""
+    from core.projection import project
+
+    m = min(cfg.projection_points, len(sub))
+    sel = sub.take(np.arange(m))
+    raw = aggregate(np.asarray(ds.X), sel, "mean")
+    rep = rel.arrays[f"agg_test_{cfg.defense.aggregation}"][:m].astype(np.float64)
+    method = "tsne" if m >= 60 else "pca"
+    emb_raw, _ = project(raw, method=method, seed=cfg.seed)
+    emb_rep, _ = project(rep, method=method, seed=cfg.seed)
+    return StageOutput(arrays={"proj_raw": emb_raw, "proj_repr": emb_rep,
+                               "proj_attribute": sel.labels.astype(np.int64)},
+                       meta={"method": method})
+
+
+def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None = None) -> Result:
+    from core.attacks.property import majority_rate, score_property
+    from core.bounds.property import PIA_ESTIMATE_CAVEAT, PIA_K_ARY_NOTE, property_bounds
+    from core.data import load_dataset
+    from core.device import get_device
+
+    stages = stages or Stages(None)
+    t0 = time.perf_counter()
+    progress.update(0.01, f"loading {cfg.data.name}")
+    ds = load_dataset(cfg.data, cfg.seed)
+    attr = cfg.data.private_attribute or ds.default_attribute
+    code, value = property_value(ds, attr, cfg.subsets.property_value)
+    has_value = np.asarray(ds.attribute(attr)) == code
+    K = cfg.subsets.n_values
+    progress.update(0.03, "sampling subsets")
+    subs = make_subsets(cfg, ds, has_value)
+    dev = get_device(cfg.device)
+    stages.map_location = str(dev)
+    X = torch.tensor(np.asarray(ds.X), dtype=torch.float32, device=dev)
+    y = torch.tensor(np.asarray(ds.y), dtype=torch.int64, device=dev)
+    n_classes = len(ds.label_names)
+
+    # -- train -> release
+    trained, train_key = stages.get(
+        "train", train_part(cfg, dev.type),
+        lambda: train_stage(cfg, X, y, subs["train"], n_classes, progress.sub(0.04, 0.75)))
+    progress.update(0.76, "releasing representations")
+    nets = _build(cfg, X.shape[1], n_classes)
+    for net, name in zip(nets, ("encoder", "head", "adversary"), strict=True):
+        net.load_state_dict(trained.weights[name])
+        net.to(dev).eval()
+    s = cfg.subsets.model_dump(mode="json")
+    rel, release_key = stages.get("release", {"train": train_key, "subsets": s},
+                                  lambda: release_stage(cfg, ds, X, nets, subs))
+
+    # -- attacks: one stage each
+    labels = subs["test"].labels
+    metrics: dict[str, float] = {
+        "utility_acc": float(rel.meta["utility_acc"]),
+        "utility_majority": float(np.bincount(np.asarray(ds.y)[ds.split("test")]).max()
+                                  / len(ds.split("test"))),
+        "tradeoff_lambda": float(cfg.defense.tradeoff_lambda), "chance": 1.0 / K,
+        "n_values": float(K), "property_majority": majority_rate(labels, K),
+        "subsets_train": float(len(subs["train"])), "subsets_aux": float(len(subs["aux"])),
+        "subsets_test": float(len(subs["test"])),
+        "subset_size_mean": float(subs["test"].lengths.mean())}
+    intervals: dict[str, dict[str, float]] = {}
+    attack_info: dict[str, Any] = {}
+    ces: dict[str, float] = {}
+    n_att = len(cfg.attack.attackers)
+    for i, name in enumerate(cfg.attack.attackers):
+        progress.update(0.78 + 0.12 * i / n_att, f"attack: {name}")
+        part = {"release": release_key, "attacker": name,
+                "attack": cfg.attack.model_dump(mode="json") if name in ("mlp", "logreg") else None}
+        out, _ = stages.get("attack", part, lambda name=name: attack_stage(cfg, name, rel, subs),
+                            label=f"attack:{name}")
+        from core.attacks.property import PropertyAttack
+
+        att = PropertyAttack(out.arrays["proba"], out.arrays.get("decision_weights"),
+                             out.meta.get("info", {}))
+        sc, iv = score_property(att, labels, n_values=K, seed=cfg.seed)
+        for stat, v in sc.items():
+            metrics[f"property_{name}_{stat}"] = float(v)
+        for stat, (lo, hi) in iv.items():
+            intervals[f"property_{name}_{stat}"] = {"lo": float(lo), "hi": float(hi),
+                                                    "n": float(len(labels))}
+        attack_info[name] = att.info
+        if name != "prior":
+            ces[name] = sc["ce_nats"]
+    trained_attackers = [a for a in cfg.attack.attackers if a != "prior"] or list(cfg.attack.attackers)
+    best = max(trained_attackers, key=lambda a: metrics[f"property_{a}_acc"])
+    metrics["property_acc_best"] = metrics[f"property_{best}_acc"]
+    intervals["property_acc_best"] = intervals[f"property_{best}_acc"]
+    notes = [(f"property: share of {attr} = {value!r} in a subset, {K} bins at ratios "
+             f"{', '.join(f'{r:g}' for r in subs['test'].ratios)}; the same number of subsets per "
+             "bin (majority-bin rate = chance)")]
+    info: dict[str, Any] = {"private_attribute": f"share of {value}", "attribute": attr,
+                            "property_value": value,
+                            "attribute_values": [f"{r:g}" for r in subs["test"].ratios],
+                            "best_attacker": best, "attacks": attack_info, "notes": notes}
+
+    # -- the K-ary leakage bound at the lowest attacker CE (an upper estimate of H(u|R))
+    if ces:
+        who = min(ces, key=ces.get)
+        metrics.update(property_bounds(ces[who], K))
+        info["bound_from"] = who
+        info["bound_caveat"] = PIA_ESTIMATE_CAVEAT
+        info["bound_note"] = PIA_K_ARY_NOTE
+        if metrics["bound_pia_vacuous"]:
+            notes.append("the K-ary bound is vacuous here (Ĥ(u|R) ≤ 1 bit: it allows accuracy 1)")
+        if metrics["property_acc_best"] > metrics["bound_pia_fano_exact"] + 1e-9:
+            notes.append("the measured accuracy exceeds the tight bound at Ĥ: Ĥ over-estimates "
+                         "H(u|R) here, so the bound is optimistic, not a certificate")
+
+    # -- projection of the target subsets (raw feature means vs released aggregates)
+    artifacts: dict[str, np.ndarray] = {}
+    if cfg.projection_points > 0:
+        progress.update(0.92, "projecting the target subsets")
+        pr, _ = stages.get("projection", {"release": release_key,
+                                          "points": cfg.projection_points},
+                           lambda: projection_stage(cfg, ds, rel, subs["test"]))
+        artifacts.update(pr.arrays)
+        info["projection_method"] = pr.meta.get("method", "tsne")
+    curves = {f"property_train_{k}": [float(v) for v in vs]
+              for k, vs in trained.meta.get("curves", {}).items()}
+    metrics["seconds_train"] = float(trained.meta.get("seconds_train", 0.0))
+    metrics["seconds_total"] = time.perf_counter() - t0
+    info["stages"] = dict(stages.log)
+    return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
+                  metrics=metrics, intervals=intervals, curves=curves, artifacts=artifacts,
+                  info=info)

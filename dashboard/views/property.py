@@ -1,0 +1,328 @@
+"""Property: Inf2Guard's defense against property inference (spec 004 §2.2, Algorithm 2) and
+the property attacks of §3.2 — can an attacker tell the share of women (or of bold digits) in
+a subset of rows from the subset's aggregated representation?
+
+``controls()`` turns the widgets into a ``property`` config (small ``*_ui()`` functions); the
+rest draws the stored Result: utility beside the majority-class rate, each attacker's accuracy
+against chance 1/K with intervals, the threat-model cards, the K-ary leakage bound with a live
+what-if H, the tradeoff over λ (through the sweep machinery, the current λ starred) and a
+projection of the target subsets coloured by their property bin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from core.config import PROPERTY_ATTACKS
+from core.parts import ATTACKS, DEFENSES
+from core.tradeoff import tradeoff_points
+from dashboard import state
+from dashboard.components import copy_run, deferred, metrics_table, projection_pair, result_caption
+from dashboard.components._figures import figure
+from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
+from dashboard.sidebar import dataset_label, dataset_rows
+from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
+
+KIND = "property"
+DEFENSE = "inf2guard_property"
+DATASETS = ["adult", "digits", "mnist5k"]
+#: per data set: the attribute whose share is the property, subset sizes, subsets per bin
+#: (train and aux; the targets get half), epochs: small enough to run in seconds on a CPU
+PRESETS = {"adult": {"attribute": "sex", "sizes": (32, 256), "per_bin": 250, "epochs": 15},
+           "digits": {"attribute": "bold", "sizes": (8, 64), "per_bin": 150, "epochs": 15},
+           "mnist5k": {"attribute": "bold", "sizes": (16, 128), "per_bin": 200, "epochs": 15}}
+TITLES = {a: ATTACKS.get(f"property_{a}").title for a in PROPERTY_ATTACKS}
+SHORT = {"in_training": "in-training Ψ", "mlp": "fresh MLP", "logreg": "fresh logistic",
+         "prior": "prior"}
+LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def _init_state() -> None:
+    for k, v in {"pr_lambda": 0.75, "pr_k": 4, "pr_agg": "mean", "pr_attack_agg": "same",
+                 "pr_attackers": list(PROPERTY_ATTACKS)}.items():
+        st.session_state.setdefault(k, v)
+
+
+def data_ui() -> str:
+    rows = {r["name"]: r for r in dataset_rows()}
+    names = [n for n in DATASETS if n in rows]
+    fallback = "adult" if rows.get("adult", {}).get("available") else "digits"
+    state.follow_sidebar("pr_dataset", names, fallback)
+    name = st.selectbox("Data set", names, key="pr_dataset",
+                        format_func=lambda n: dataset_label(rows[n]))
+    if st.session_state.get("_pr_preset_for") != name:  # a new data set: its preset sizes
+        p = PRESETS[name]
+        st.session_state.update({"_pr_preset_for": name, "pr_sizes": p["sizes"],
+                                 "pr_per_bin": p["per_bin"], "pr_epochs": p["epochs"]})
+    return name
+
+
+def defense_ui() -> dict[str, Any]:
+    c1, c2, c3 = st.columns([2, 1, 1])
+    lam = c1.slider("λ · Inf2Guard privacy weight (0 = no defense, higher is more private)",
+                    0.0, 1.0, step=0.05, key="pr_lambda")
+    k = c2.selectbox("K property bins", [4, 7, 11], key="pr_k",
+                     help="The paper's ratio grids: K = 4 → 0.2–0.5 (Census), 7 → 0.2–0.8 "
+                          "(RSNA), 11 → 0.0–1.0 (CelebA).")
+    agg = c3.radio("Aggregation", ["mean", "max"], key="pr_agg", horizontal=True,
+                   help="The subset representation: the mean (Table 3) or the element-wise "
+                        "max (Table 4) of its rows' representations.")
+    return {"defense": {"kind": DEFENSE, "tradeoff_lambda": float(lam), "aggregation": agg},
+            "k": int(k)}
+
+
+def subsets_ui(k: int) -> dict[str, Any]:
+    c1, c2, c3 = st.columns([2, 1, 1])
+    lo, hi = c1.slider("Subset size (rows)", 2, 512, key="pr_sizes")
+    per_bin = c2.number_input("Subsets per bin", 5, 5000, step=50, key="pr_per_bin",
+                              help="The defender's training subsets and the attacker's shadow "
+                                   "subsets per bin; the attacked target subsets get half.")
+    epochs = c3.number_input("Epochs", 1, 500, step=5, key="pr_epochs")
+    return {"subsets": {"n_values": k, "size_min": int(lo), "size_max": int(hi),
+                        "train_per_bin": int(per_bin), "aux_per_bin": int(per_bin),
+                        "test_per_bin": max(5, int(per_bin) // 2)},
+            "train": {"epochs": int(epochs)}}
+
+
+def attack_ui() -> dict[str, Any]:
+    c1, c2 = st.columns([3, 1])
+    chosen = c1.multiselect("Attackers", list(PROPERTY_ATTACKS), key="pr_attackers",
+                            format_func=TITLES.get)
+    agg = c2.selectbox("Fresh attackers' aggregator", ["same", "mean", "max"],
+                       key="pr_attack_agg",
+                       help="'same' = the defender's; a substitute reproduces Table 17 (the "
+                            "attacker does not know the aggregator).")
+    return {"attackers": list(chosen), "aggregation": agg}
+
+
+def controls() -> dict[str, Any]:
+    _init_state()
+    s = state.settings()
+    top = st.columns([1, 3])
+    with top[0]:
+        name = data_ui()
+    with top[1]:
+        d = defense_ui()
+    sub = subsets_ui(d["k"])
+    attack = attack_ui()
+    return {"kind": KIND, "seed": s.seed, "device": s.device,
+            "data": {"name": name, "private_attribute": PRESETS[name]["attribute"]},
+            "defense": d["defense"], **sub, "attack": attack}
+
+
+# --------------------------------------------------------------------------------------------
+# results
+
+
+def attack_rows(result) -> list[dict[str, Any]]:
+    rows = []
+    for a in result.config["attack"]["attackers"]:
+        if metric(result, f"property_{a}_acc") is None:
+            continue
+        row: dict[str, Any] = {"attacker": TITLES.get(a, a), "short": SHORT.get(a, a),
+                               "accuracy": fmt_with_interval(result, f"property_{a}_acc"),
+                               "balanced acc": fmt_with_interval(result, f"property_{a}_bacc"),
+                               "AUC (1-vs-rest)": fmt_with_interval(result, f"property_{a}_auc"),
+                               "gap to chance": fmt(metric(result, f"property_{a}_gap")),
+                               "near chance?": near_chance_text(result, f"property_{a}_acc") or ""}
+        for m, name in (("acc", "acc"), ("bacc", "bacc"), ("auc", "auc")):
+            row[m] = metric(result, f"property_{a}_{name}")
+            iv = interval(result, f"property_{a}_{name}")
+            row[f"{m}_lo"], row[f"{m}_hi"] = iv if iv else (None, None)
+        rows.append(row)
+    return rows
+
+
+def threat_cards(attackers: list[str]) -> None:
+    with st.expander("Threat models: what each attacker sees and knows"):
+        lines = []
+        for a in attackers:
+            t = ATTACKS.get(f"property_{a}").threat.as_dict()
+            lines.append(f"- **{TITLES[a]}** — sees: {t['sees']}; knows: {t['knows']}; "
+                         f"goal: {t['goal']}.")
+        st.markdown("\n".join(lines))
+
+
+def headline_section(result) -> None:
+    k = int(metric(result, "n_values") or 4)
+    chance = metric(result, "chance")
+    c = st.columns(4)
+    c[0].metric("utility (per-sample test accuracy)", fmt(metric(result, "utility_acc")),
+                delta=f"{metric(result, 'utility_acc') - metric(result, 'utility_majority'):+.3f} "
+                      "vs majority class", delta_color="off",
+                help=f"Majority-class rate {fmt(metric(result, 'utility_majority'))}: a model "
+                     "predicting it alone reaches this.")
+    c[1].metric("majority-class rate", fmt(metric(result, "utility_majority")))
+    for col, who in ((c[2], "in_training"), (c[3], "mlp")):
+        v = metric(result, f"property_{who}_acc")
+        if v is not None:
+            col.metric(f"{SHORT[who]} attack accuracy", fmt(v),
+                       delta=f"{v - chance:+.3f} vs chance {chance:.3f}", delta_color="inverse",
+                       help=f"95 % interval {fmt_with_interval(result, f'property_{who}_acc')}; "
+                            f"chance 1/K = 1/{k}.")
+
+
+def attack_section(result) -> None:
+    rows = attack_rows(result)
+    if not rows:
+        st.warning("This result has no attack metrics.")
+        return
+    cols = ["attacker", "accuracy", "balanced acc", "AUC (1-vs-rest)", "gap to chance",
+            "near chance?"]
+    st.dataframe([{c: r[c] for c in cols} for r in rows], hide_index=True, width="stretch")
+    n = int(metric(result, "subsets_test") or 0)
+    st.caption(f"Each score with its 95 % interval over n = {n} target subsets (test split, "
+               f"mean size {fmt(metric(result, 'subset_size_mean'), 1)} rows). Chance = 1/K = "
+               f"{fmt(metric(result, 'chance'))}; the majority bin holds "
+               f"{fmt(metric(result, 'property_majority'))} of the targets (the prior's rate: the "
+               "bins are sampled equally). A score is called near chance only when its interval "
+               "contains chance. As in the paper's Table 3, the defense fights its own "
+               "adversary; the fresh attackers are trained afterwards on shadow subsets.")
+    st.plotly_chart(figure("attack_bars_figure", rows, chance=metric(result, "chance"),
+                           title="property attacks (95 % intervals)"),
+                    width="stretch", key="pr_attack_bars")
+    threat_cards([a for a in result.config["attack"]["attackers"]])
+
+
+@st.fragment
+def _bound_live(k: int, h_est: float | None, run_key: str) -> None:
+    from core.bounds.property import kary_fano_bound
+    from core.bounds.tappfl import fano_accuracy_bound
+
+    hmax = float(np.log2(k))
+    left, right = st.columns([1, 1.4])
+    with left:
+        h = st.slider("What-if H(u | R) (bits)", 0.0, hmax,
+                      float(np.clip(h_est if h_est is not None else hmax / 2, 0.0, hmax)),
+                      step=0.01, key=f"pr_what_if_h_{run_key}")
+        w1, w2 = st.columns(2)
+        w1.metric("K-ary form at what-if H", f"{float(kary_fano_bound(h, k)):.3f}")
+        w2.metric("tight Fano at what-if H", f"{float(fano_accuracy_bound(h, k)):.3f}")
+        st.caption("Both evaluated live by core.bounds.property; the K-ary form is 1 (vacuous) "
+                   "for H ≤ 1 bit.")
+    hs = tuple(float(x) for x in np.linspace(0.0, hmax, 81))
+    right.plotly_chart(figure("lines_figure", hs, {
+        "K-ary form 1 − (H − 1)/log₂(K − 1)": tuple(float(v) for v in kary_fano_bound(np.array(hs), k)),
+        "tight Fano": tuple(float(v) for v in fano_accuracy_bound(np.array(hs), k)),
+        "chance 1/K": tuple(1.0 / k for _ in hs)}, x_title="H(u | R) in bits",
+        y_title="max property accuracy", height=320), width="stretch", key="pr_bound_curve")
+
+
+def bound_section(result) -> None:
+    k = int(metric(result, "n_values") or 4)
+    h = metric(result, "property_h_bits")
+    st.subheader("Leakage bound")
+    if h is None:
+        st.info("No bound: run at least one trained attacker (its cross-entropy estimates H(u|R)).")
+        return
+    c = st.columns(4)
+    c[0].metric("Ĥ(u | R) (bits)", fmt(h), help=f"H(u) = log₂ {k} = {np.log2(k):.3f} bits for "
+                "equal bins; from the lowest attacker cross-entropy "
+                f"({result.info.get('bound_from', 'n/a')}).")
+    c[1].metric("K-ary bound (paper's form)", fmt(metric(result, "bound_pia_fano")))
+    c[2].metric("tight Fano bound", fmt(metric(result, "bound_pia_fano_exact")))
+    c[3].metric("measured best attack", fmt(metric(result, "property_acc_best")),
+                help=f"{TITLES.get(result.info.get('best_attacker'), 'n/a')}")
+    if metric(result, "bound_pia_vacuous") == 1:
+        st.warning("Vacuous at this setting: Ĥ(u|R) ≤ 1 bit, so the K-ary form allows accuracy 1 "
+                   "and says nothing. The tight Fano form beside it still does.")
+    best, tight = metric(result, "property_acc_best"), metric(result, "bound_pia_fano_exact")
+    if best is not None and tight is not None and best > tight:
+        st.warning(f"The measured accuracy {best:.3f} exceeds the tight bound {tight:.3f}: Ĥ "
+                   "over-estimates H(u|R), so the bound is optimistic here, not a certificate.")
+    st.caption(f"{result.info.get('bound_note', '')}. {result.info.get('bound_caveat', '')}.")
+    _bound_live(k, h, (result.key or "")[:16])
+
+
+def tradeoff_section(config: dict[str, Any], result) -> None:
+    st.subheader("Tradeoff over λ")
+    cfgs = {g: {**config, "defense": {**config["defense"], "tradeoff_lambda": g}} for g in LAMBDAS}
+    got = {g: peek(c) for g, c in cfgs.items()}
+    cur = float(config["defense"]["tradeoff_lambda"])
+    got[cur] = result
+    series = {f"{SHORT[a]} accuracy": f"property_{a}_acc" for a in config["attack"]["attackers"]
+              if a != "prior"}
+    pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
+                          attack_metrics=series)
+    missing = [g for g, r in got.items() if r is None]
+    start = st.button(f"Run the λ sweep ({len(missing)} missing)", key="pr_sweep",
+                      disabled=not missing)
+    run_with_progress({"kind": "sweep", "base": config,
+                       "grid": {"defense.tradeoff_lambda": list(LAMBDAS)},
+                       "seeds": [config.get("seed", 0)], "executor": "serial"},
+                      label="property λ sweep", start=start)
+    und = got.get(0.0)
+    undefended = None if und is None else (metric(und, "utility_acc"),
+                                           metric(und, "property_acc_best"))
+    if not pts:
+        st.info("No point to draw yet: run the λ sweep.")
+        return
+    st.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
+                           chance=metric(result, "chance"), symbol="λ",
+                           x_title="utility (per-sample test accuracy)",
+                           y_title="property attack accuracy"),
+                    width="stretch", key="pr_tradeoff")
+    st.caption(f"One point per stored λ (interval = 95 % of the attack accuracy); the star is the "
+               f"current λ, the cross λ = 0 (no defense) with its strongest attack. The "
+               f"majority-class utility is {fmt(metric(result, 'utility_majority'))}: a point left "
+               "of it predicts no better than the majority class.")
+
+
+def curves_section(result) -> None:
+    c = result.curves
+    if "property_train_adversary_acc" not in c:
+        return
+    xs = tuple(float(i + 1) for i in range(len(c["property_train_adversary_acc"])))
+    st.plotly_chart(figure("lines_figure", xs, {
+        "in-training adversary accuracy (batches)": tuple(c["property_train_adversary_acc"]),
+        "chance 1/K": tuple(float(metric(result, "chance") or 0.0) for _ in xs)},
+        x_title="defense epoch", y_title="accuracy", title="The game, epoch by epoch",
+        height=300), width="stretch", key="pr_curves")
+
+
+def show_result(config, result) -> None:
+    result_caption(result)
+    headline_section(result)
+    attack_section(result)
+    bound_section(result)
+    tradeoff_section(config, result)
+    if projection_pair(result, key="pr", title="Target subsets: raw feature means vs released "
+                                               "aggregates, coloured by property bin"):
+        st.caption("Here each point is one target subset: left, the mean of its raw features; "
+                   "right, its released aggregate (what the attacker sees). Colours ordered by "
+                   "share on the right mean the aggregate still carries the property.")
+    curves_section(result)
+    for note in result.info.get("notes", []):
+        st.caption(f"note: {note}")
+    if box := deferred("Config and all metrics", key="pr_show_metrics"):
+        with box:
+            j1, j2 = st.columns([1, 1.6])
+            j1.json(result.config, expanded=1)
+            with j2:
+                metrics_table(result)
+
+
+st.title("Property inference")
+st.caption("Can an attacker learn a property of a whole data set — the share of women in a "
+           "subset of Adult rows, the share of bold digits — from the subset's aggregated "
+           "representation? Inf2Guard (λ) trains the encoder against a property adversary "
+           "(Algorithm 2); fresh attackers trained afterwards on shadow subsets check what it "
+           "really hid.")
+config = controls()
+cfg = validate(config, label="Property")
+if cfg is None:
+    st.stop()
+buttons = st.container(horizontal=True)
+run_clicked = buttons.button("Run", type="primary", key="pr_run")
+copy_run(config)
+result = run_with_progress(config, label=f"{DEFENSES.get(DEFENSE).title} on {cfg.data.name}",
+                           start=run_clicked)
+if result is None:
+    st.info("No stored result for these settings yet. Press **Run** (digits: a few seconds; "
+            "Adult: about 20 s on a CPU). Runs are stored; then run the λ sweep for the tradeoff.")
+else:
+    show_result(config, result)
+running_jobs_panel()
