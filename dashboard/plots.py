@@ -273,6 +273,7 @@ def tradeoff_figure(
     x_title: str = "utility (test accuracy)",
     y_title: str = "attack AUC",
     height: int = 420,
+    current_series: str | None = None,
 ) -> go.Figure:
     """Utility on x, attack success on y: one line per series of
     :class:`core.tradeoff.TradeoffPoint` (``knob, utility, attack, attack_lo, attack_hi,
@@ -302,10 +303,13 @@ def tradeoff_figure(
             hovertemplate="%{text}<br>utility %{x:.3f}<br>" + name + " %{y:.3f}<extra></extra>",
         ))
     for i, (name, sel) in enumerate(series.items()):
+        if current_series is not None and name != current_series:
+            continue  # the current setting is a point of one series (e.g. one noise channel)
         cur = [p for p in sel if current is not None and abs(p.knob - current) < 1e-9]
         if cur:
             fig.add_trace(go.Scatter(x=[cur[0].utility], y=[cur[0].attack], mode="markers",
-                                     name=f"current {symbol}={current:g}", showlegend=i == 0,
+                                     name=f"current {symbol}={current:g}",
+                                     showlegend=i == 0 or current_series is not None,
                                      legendgroup="current",
                                      marker={"size": 18, "color": PALETTE[5], "symbol": "star"}))
     if undefended is not None:

@@ -1,0 +1,283 @@
+"""Reconstruction → from representations: Inf2Guard's learned perturbation δ = ε·tanh(u)
+against fixed noise channels (Gaussian, Laplace, uniform) and DP noise on the clipped r, with
+the in-training decoder, a fresh decoder and optimisation inversion reconstructing the images,
+Theorem 3's bound beside them and the tradeoff across ε with one curve per channel.
+
+``controls()`` turns the widgets into a ``repr_reconstruction`` config (small ``*_ui()``
+functions); the rest draws the stored Result.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from core.bounds import reconstruction as B
+from core.config import REPR_ATTACKS, REPR_CHANNELS
+from core.metric_schema import HEADLINES
+from core.parts import ATTACKS
+from core.tradeoff import tradeoff_points
+from dashboard import state
+from dashboard.components import copy_run, deferred, metrics_table, result_caption
+from dashboard.components._figures import figure
+from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.sidebar import dataset_label, dataset_rows
+from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
+
+KIND = "repr_reconstruction"
+CHANNEL_TITLES = {"learned": "learned δ = ε·tanh(u) (Inf2Guard)", "gaussian": "Gaussian N(0, ε²)",
+                  "laplace": "Laplace(0, ε)", "uniform": "uniform U(−ε, ε)",
+                  "dp": "DP: Gaussian mechanism on clipped r"}
+EPS_OPTIONS = [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0]
+#: the ε grid of the tradeoff sweep (every channel)
+EPS_GRID = (0.0, 0.5, 1.0, 2.0, 4.0)
+GRID_COLS = 10
+
+
+def _init_state() -> None:
+    for k, v in {"rr_channel": "learned", "rr_eps": 1.0, "rr_lambda": 0.4, "rr_epochs": 10,
+                 "rr_targets": 50, "rr_attackers": list(REPR_ATTACKS)}.items():
+        st.session_state.setdefault(k, v)
+
+
+def image_sets() -> list[dict[str, Any]]:
+    """Every image data set that can load here (embedded ones always)."""
+    rows = [r for r in dataset_rows() if r["kind"] == "image" and r["available"]]
+    first = {"digits": 0, "mnist5k": 1, "faces": 2}
+    return sorted(rows, key=lambda r: (first.get(r["name"], 3), r["name"]))
+
+
+def data_ui() -> str:
+    rows = {r["name"]: r for r in image_sets()}
+    names = list(rows)
+    state.follow_sidebar("rr_dataset", names, "digits")
+    return st.selectbox("Data set", names, key="rr_dataset",
+                        format_func=lambda n: dataset_label(rows[n]))
+
+
+def defense_ui() -> dict[str, Any]:
+    c1, c2, c3 = st.columns([1.4, 1.3, 1.3])
+    channel = c1.selectbox("Noise channel", list(REPR_CHANNELS), key="rr_channel",
+                           format_func=CHANNEL_TITLES.get)
+    eps = c2.select_slider("ε · noise scale (higher is more private; not a DP budget)",
+                           options=EPS_OPTIONS, key="rr_eps")
+    lam = c3.slider("λ · privacy weight (Eq. 20)", 0.0, 0.95, step=0.05, key="rr_lambda",
+                    help="0 = utility only; the encoder plays against the in-training decoder "
+                         "with weight λ. The paper's DRA runs use 0.4.")
+    return {"kind": "inf2guard_dra", "channel": channel, "epsilon": float(eps),
+            "tradeoff_lambda": float(lam)}
+
+
+def attack_ui() -> dict[str, Any]:
+    c1, c2, c3 = st.columns([2.6, 0.8, 0.8])
+    chosen = c1.multiselect("Attacks", list(REPR_ATTACKS), key="rr_attackers",
+                            format_func=lambda a: ATTACKS.get(a).title)
+    epochs = c2.number_input("Epochs", 1, 200, step=5, key="rr_epochs",
+                             help="Training epochs of the encoder, head and in-training decoder "
+                                  "(every channel trains this long).")
+    targets = c3.number_input("Targets", 2, 500, step=10, key="rr_targets",
+                              help="Test images attacked (the paper: 50).")
+    return {"train": {"epochs": int(epochs)},
+            "attack": {"attackers": list(chosen), "targets": int(targets)}}
+
+
+def controls() -> dict[str, Any]:
+    _init_state()
+    s = state.settings()
+    top = st.columns([1, 3])
+    with top[0]:
+        name = data_ui()
+    with top[1]:
+        defense = defense_ui()
+    rest = attack_ui()
+    return {"kind": KIND, "seed": s.seed, "device": s.device, "data": {"name": name},
+            "defense": defense, **rest}
+
+
+def threat_cards(attackers: list[str]) -> None:
+    cols = st.columns(max(1, len(attackers)))
+    for col, a in zip(cols, attackers):
+        part = ATTACKS.get(a)
+        col.markdown(f"**{part.title}**  \nsees: {part.threat.sees}  \nknows: "
+                     f"{part.threat.knows}  \ngoal: {part.threat.goal}")
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 3 (instant, before any run)
+
+
+def _data_dim(name: str) -> int:
+    """d of the flattened images (the loader is memoised per process)."""
+    from core.config import DataSpec
+    from core.data import load_dataset
+
+    return int(load_dataset(DataSpec(name=name), 0).X.shape[1])
+
+
+def bound_preview(name: str, eta_rmse: float = 0.15, eta_linf: float = 0.25) -> None:
+    """What Theorem 3 can say on this data set before any run: the denominators and the
+    largest I(x; r + δ) at which it is still informative."""
+    d = _data_dim(name)
+    eta2 = eta_rmse * math.sqrt(d)
+    den2, deni = (B.unit_cube_denominator(d, eta2, "l2"),
+                  B.unit_cube_denominator(d, eta_linf, "linf"))
+    st.caption(f"Theorem 3 on [0, 1]^{d}: Pr(‖A(r + δ) − x‖ ≥ η) ≥ 1 − (I(x; r + δ) + ln 2) / D. "
+               f"ℓ2 at η = {eta_rmse:g}·√d = {eta2:.3g}: D ≥ {den2:.1f} nats, informative while "
+               f"I < {B.max_informative_mi(den2):.1f} nats; ℓ∞ at η = {eta_linf:g}: D = "
+               f"{deni:.1f} nats (d·ln(1/2η)), informative while I < "
+               f"{B.max_informative_mi(deni):.1f} nats. At ε = 0 I is unbounded: vacuous.")
+
+
+def bound_section(result) -> None:
+    st.subheader("Theorem 3: guaranteed reconstruction error")
+    mi = metric(result, "bound_thm3_mi_nats")
+    rows = []
+    for norm, label in (("l2", "ℓ2"), ("linf", "ℓ∞")):
+        vac = bool(metric(result, f"bound_thm3_{norm}_vacuous"))
+        row = {"norm": label, "η": fmt(metric(result, f"bound_thm3_eta_{norm}"), 3),
+               "D (nats)": fmt(metric(result, f"bound_thm3_denominator_{norm}"), 1),
+               "bound Pr(error ≥ η)": "vacuous" if vac else
+               fmt(metric(result, f"bound_thm3_{norm}"), 3)}
+        for a in result.config["attack"]["attackers"]:
+            row[f"measured · {ATTACKS.get(a).title}"] = fmt(
+                metric(result, f"recon_{a}_frac_{norm}_ge_eta"), 2)
+        rows.append(row)
+    st.dataframe(rows, hide_index=True, width="stretch")
+    st.caption(f"I(x; r + δ) ≤ {fmt(mi, 1) if mi is not None else '∞'} nats (estimated: the "
+               "Gaussian max-entropy bound at the measured Var r and the noise's entropy). "
+               "The measured columns give the share of targets each attack reconstructs no "
+               "closer than η; the bound must sit below them. "
+               f"{int(metric(result, 'bound_thm3_violations') or 0)} measured share(s) below "
+               "the bound (the theorem assumes x uniform on [0, 1]^d; see the notes).")
+
+
+# --------------------------------------------------------------------------------------------
+# results
+
+
+def attack_rows(result) -> list[dict[str, str]]:
+    rows = []
+    for a in result.config["attack"]["attackers"]:
+        part = ATTACKS.get(a)
+        rows.append({"attack": part.title, "role": part.role,
+                     "SSIM": fmt_with_interval(result, f"recon_{a}_ssim", 3),
+                     "PSNR (dB)": fmt_with_interval(result, f"recon_{a}_psnr", 2),
+                     "MSE": fmt_with_interval(result, f"recon_{a}_mse", 4)})
+    return rows
+
+
+def gallery(result) -> None:
+    arts = result.artifacts
+    n = min(GRID_COLS, len(arts["originals"]))
+    blocks, titles = [arts["originals"][:n]], [f"#{i + 1}" for i in range(n)]
+    rows = ["targets"]
+    for a in result.config["attack"]["attackers"]:
+        if f"recon_{a}" not in arts:
+            continue
+        blocks.append(arts[f"recon_{a}"][:n])
+        rows.append(ATTACKS.get(a).title)
+        ssim = arts[f"ssim_{a}"]
+        titles += [f"{ssim[i]:.2f}" for i in range(n)]  # short: tiles can be 8 pixels wide
+    imgs = np.concatenate(blocks)
+    st.plotly_chart(figure("image_grid_figure", imgs, tuple(titles), cols=n, tile_px=70),
+                    width="stretch", key="rr_gallery")
+    st.caption("Rows, top to bottom: " + "; ".join(rows) + ". Each reconstruction is made "
+               "from the target's released r + δ and titled with its SSIM.")
+
+
+def _sweep_results(config: dict[str, Any]) -> dict[str, dict[float, Any]]:
+    out: dict[str, dict[float, Any]] = {}
+    for ch in REPR_CHANNELS:
+        for eps in EPS_GRID:
+            c = {**config, "defense": {**config["defense"], "channel": ch, "epsilon": eps}}
+            out.setdefault(ch, {})[eps] = peek(c)
+    return out
+
+
+def tradeoff_section(config: dict[str, Any], result) -> None:
+    st.subheader("Tradeoff across ε, one curve per channel")
+    got = _sweep_results(config)
+    cur_ch, cur_eps = config["defense"]["channel"], float(config["defense"]["epsilon"])
+    got[cur_ch][cur_eps] = result
+    head = HEADLINES[KIND]
+    pts = []
+    for ch, res in got.items():
+        pts += tradeoff_points({e: r for e, r in res.items() if r is not None}, kind=KIND,
+                               attack_metrics={CHANNEL_TITLES[ch]: head.attack})
+    missing = sum(r is None for res in got.values() for r in res.values())
+    start = st.button(f"Run the ε sweep over every channel ({missing} missing)", key="rr_sweep",
+                      disabled=not missing)
+    run_with_progress({"kind": "sweep", "base": config,
+                       "grid": {"defense.channel": list(REPR_CHANNELS),
+                                "defense.epsilon": list(EPS_GRID)},
+                       "seeds": [config.get("seed", 0)], "executor": "serial"},
+                      label="ε sweep over channels", start=start)
+    st.plotly_chart(figure("tradeoff_figure", pts, current=cur_eps, undefended=None, chance=None,
+                           symbol="ε", y_title="SSIM of the strongest attack (lower is more "
+                           "private)", current_series=CHANNEL_TITLES[cur_ch]),
+                    width="stretch", key="rr_tradeoff")
+    st.caption("Every channel's encoder trains with its own noise in the loop for the same "
+               "epochs, so the curves compare the noise, not the encoder. A channel beats "
+               "another where its curve runs lower at the same utility.")
+
+
+def show_result(config, result) -> None:
+    result_caption(result)
+    c = st.columns(5)
+    c[0].metric("utility on r + δ", fmt(metric(result, "utility_acc"), 3),
+                help=f"majority class {fmt(metric(result, 'utility_majority'), 3)}")
+    c[1].metric("utility on clean r", fmt(metric(result, "utility_acc_clean"), 3))
+    c[2].metric("strongest SSIM", fmt(metric(result, "recon_ssim"), 3),
+                help=f"by {result.info.get('strongest_attack')}")
+    c[3].metric("its PSNR (dB)", fmt(metric(result, "recon_psnr"), 2))
+    c[4].metric("its MSE", fmt(metric(result, "recon_mse"), 4))
+    st.dataframe(attack_rows(result), hide_index=True, width="stretch")
+    extra = []
+    if metric(result, "epsilon_accountant") is not None:
+        extra.append(f"DP channel: (ε_DP, δ) = ({fmt(metric(result, 'epsilon_accountant'), 3)}, "
+                     f"{config['defense'].get('dp_delta', 1e-5):g}) for one release "
+                     f"({result.info.get('accountant')}).")
+    extra.append(f"Noise: {fmt(metric(result, 'noise_std_mean'), 3)} mean std per coordinate, "
+                 f"entropy {fmt(metric(result, 'noise_entropy_nats'), 3)} nats per coordinate; "
+                 f"β = λα/(1−λ) = {fmt(metric(result, 'entropy_beta'), 3)}.")
+    st.caption(" ".join(extra))
+    gallery(result)
+    bound_section(result)
+    for note in result.info.get("notes", []):
+        st.caption(f"note: {note}")
+    tradeoff_section(config, result)
+    if box := deferred("Config and all metrics", key="rr_show_metrics"):
+        with box:
+            j1, j2 = st.columns([1, 1.6])
+            j1.json(result.config, expanded=1)
+            with j2:
+                metrics_table(result)
+
+
+st.title("Reconstruction: from representations")
+st.caption("Can an attacker rebuild an image from the representation a model shares? Inf2Guard "
+           "shares r + δ with a learned perturbation δ = ε·tanh(u), u ~ N(μ, σ²); beside it the "
+           "same encoder training with fixed Gaussian, Laplace or uniform noise at the same ε, "
+           "and DP noise on the clipped r. A decoder trained during the defense, a larger fresh "
+           "decoder trained afterwards and an optimisation inversion attack every setting.")
+config = controls()
+cfg = validate(config, label="Reconstruction from representations")
+if cfg is None:
+    st.stop()
+with st.expander("Threat model of each attack", expanded=False):
+    threat_cards(list(cfg.attack.attackers))
+bound_preview(cfg.data.name, cfg.bound.eta_rmse, cfg.bound.eta_linf)
+buttons = st.container(horizontal=True)
+run_clicked = buttons.button("Run", type="primary", key="rr_run")
+copy_run(config)
+result = run_with_progress(config, label=f"{cfg.defense.channel} ε = {cfg.defense.epsilon:g} "
+                           f"on {cfg.data.name}", start=run_clicked)
+if result is None:
+    st.info("No stored result for these settings yet. Press **Run** (digits, 10 epochs, three "
+            "attacks: a few seconds on a CPU; mnist5k about a minute). Runs are stored.")
+else:
+    show_result(config, result)
+running_jobs_panel()
