@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cache import default_store
+from core.compare import beats_at_level, match_attack_level
 from core.config import (
     AttributePrivacyConfig,
     DataSpec,
@@ -25,7 +26,6 @@ from core.config import (
     TappflDefense,
 )
 from core.defenses.tappfl import paper_preset, quick_preset
-from core.defenses.tuning import match_attack_level
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: in-training adversary settings: (Ψ steps per Θ step, Ψ learning rate / Θ learning rate).
@@ -139,14 +139,13 @@ def main(quick: bool = False) -> dict[str, Any]:
         # TAPPFL wins at equal privacy when every baseline setting that pushed the attack down to
         # TAPPFL's level (or below) kept less utility; with a cliff (DP: divergence) there may be
         # no setting *at* the level, so this dominance test is the honest comparison
-        private_enough = [h for h in res.history if h[1] <= target + 0.01]
+        best_below, better = beats_at_level(tappfl_utility, [h[1] for h in res.history],
+                                            [h[2] for h in res.history], target, tol=0.01)
         tuned[defense] = {"knob": res.knob, "attack_mlp_auc": res.attack, "utility": res.utility,
                           "bracketed": res.bracketed, "converged": res.converged,
                           "history": res.history, "tappfl_utility": tappfl_utility,
-                          "baseline_best_utility_at_or_below_target": max(
-                              (h[2] for h in private_enough), default=None),
-                          "tappfl_better": bool(private_enough)
-                          and all(tappfl_utility > h[2] for h in private_enough)}
+                          "baseline_best_utility_at_or_below_target": best_below,
+                          "tappfl_better": better}
         print(f"  {defense}: knob {res.knob:.3g} → MLP AUC {res.attack:.3f} (target {target:.3f}), "
               f"utility {res.utility:.3f} vs TAPPFL {tappfl_utility:.3f}", flush=True)
 

@@ -12,7 +12,7 @@ from core.defenses.dp import (
     classic_gaussian_sigma,
     gaussian_delta,
 )
-from core.defenses.tuning import match_attack_level
+from core.compare import match_attack_level
 
 
 def _deltas(K=4, seed=0):

@@ -1,4 +1,6 @@
-"""History: every stored run (the store's SQLite index); inspect, copy, delete, export.
+"""History: every stored run and sweep (the store's SQLite index); filter by kind, data set,
+defense and date; inspect, copy, delete, export (CSV / JSON); put two runs side by side
+(configs diffed, headline metrics with intervals, the figure as standalone HTML).
 
 Runs of an older engine (another ``engine_version``: version or source fingerprint) are shown
 and marked, not hidden; stored configs of an older shape (``kind: tappfl`` with a defense
@@ -7,6 +9,7 @@ string) are migrated (:func:`core.migrations.migrate`) before they are summarise
 
 from __future__ import annotations
 
+import datetime as dt
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,13 @@ from core.metric_schema import HEADLINES
 from core.migrations import RENAMED_KINDS, migrate
 from core.parts import DEFENSES
 from dashboard.components import copy_run, metrics_frame
+from dashboard.components.compare_plot import figure_html
+from dashboard.components.history_diff import (
+    config_diff,
+    headline_metric_names,
+    metric_rows,
+    pair_figure,
+)
 from dashboard.widgets import get_store
 
 OLDER = "older engine"
@@ -61,7 +71,55 @@ def setting(kind: str, cfg: dict) -> str:
         fl = cfg.get("fl", {})
         return (f"{defense_summary(cfg.get('defense', {'kind': 'tappfl'}))} · "
                 f"{fl.get('num_devices')} devices × {fl.get('rounds')} rounds")
+    if kind == "sweep":
+        base = cfg.get("base", {})
+        grid = cfg.get("grid", {})
+        what = ", ".join(f"{p} ({len(v)})" for p, v in grid.items()) or "seeds only"
+        return (f"{base.get('kind', '?')} · {defense_summary(base.get('defense', ''))} · "
+                f"over {what} × {len(cfg.get('seeds', []))} seeds")
+    if isinstance(cfg.get("defense"), dict):
+        return defense_summary(cfg["defense"])
     return ""
+
+
+def data_name(cfg: dict) -> str:
+    """The run's data set (a sweep's: its base's)."""
+    data = cfg.get("data") or (cfg.get("base") or {}).get("data") or {}
+    return str(data.get("name", "")) if isinstance(data, dict) else ""
+
+
+def defense_name(cfg: dict) -> str:
+    """The run's defense kind (a sweep's: its base's; ``none`` when the kind has none)."""
+    block = cfg.get("defense", (cfg.get("base") or {}).get("defense"))
+    if isinstance(block, dict):
+        return str(block.get("kind", "none"))
+    return str(block) if block else "none"
+
+
+def created_date(rec) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(rec.created[:10])
+    except ValueError:
+        return None
+
+
+def filter_records(records: list, data: list[str], defenses: list[str],
+                   dates: tuple[dt.date, ...] | None) -> list:
+    """Records whose data set is in ``data``, defense in ``defenses`` (empty: any) and whose
+    creation date lies in ``dates`` = (first, last) (None or incomplete: any)."""
+    out = []
+    for r in records:
+        cfg, _ = migrate(r.config)
+        if data and data_name(cfg) not in data:
+            continue
+        if defenses and defense_name(cfg) not in defenses:
+            continue
+        if dates and len(dates) == 2:
+            d = created_date(r)
+            if d is None or not dates[0] <= d <= dates[1]:
+                continue
+        out.append(r)
+    return out
 
 
 def main_metrics(kind: str) -> list[str]:
@@ -103,7 +161,22 @@ kind = f1.selectbox("Kind", ["all", *kinds], key="history_kind")
 limit = f2.number_input("Show at most", min_value=1, max_value=10_000, value=200, step=50,
                         key="history_limit")
 records = records_of(store, kind, int(limit))
+_migrated = [migrate(r.config)[0] for r in records]
+g1, g2, g3 = st.columns([1, 1, 1])
+data_filter = g1.multiselect("Data set", sorted({data_name(c) for c in _migrated} - {""}),
+                             key="history_data", placeholder="any")
+defense_filter = g2.multiselect("Defense", sorted({defense_name(c) for c in _migrated}),
+                                key="history_defense", placeholder="any")
+_days = sorted(d for d in (created_date(r) for r in records) if d is not None)
+date_filter = g3.date_input("Created between", value=(_days[0], _days[-1]) if _days else (),
+                            key="history_dates") if _days else None
+if isinstance(date_filter, dt.date):
+    date_filter = (date_filter, date_filter)
+records = filter_records(records, data_filter, defense_filter, date_filter)
 
+if not records and (data_filter or defense_filter):
+    st.info("No stored run matches these filters.")
+    st.stop()
 if not records:
     st.info("No stored runs yet. Runs appear here as soon as a page computes one (for example "
             "the projection on the Data & projections page).")
@@ -116,7 +189,8 @@ table = pd.DataFrame([
         "created (UTC)": r.created.replace("T", " ")[:19],
         "engine": engine_label(r.engine_version),
         "seconds": None if r.seconds is None else round(r.seconds, 2),
-        "data set": r.config.get("data", {}).get("name", ""),
+        "data set": data_name(migrate(r.config)[0]),
+        "defense": defense_name(migrate(r.config)[0]),
         "settings": setting(r.kind, r.config),
         "main metrics": ", ".join(f"{m}={_fmt(r.metrics.get(m))}"
                                   for m in main_metrics(r.kind) if m in r.metrics),
@@ -173,6 +247,66 @@ if st.button("Delete run", disabled=not confirm, key="history_delete"):
         st.rerun()
     else:
         st.warning(f"Run {key[:12]} was already gone.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Two runs side by side: configs diffed, headline metrics with intervals, figure as HTML
+
+
+def pair_section(store, records: list) -> None:
+    st.subheader("Two runs side by side")
+    if len(records) < 2:
+        st.caption("Two stored runs (after the filters) are needed to compare.")
+        return
+    if not st.toggle("Compare two runs", key="history_pair"):
+        return
+    by = {r.key: r for r in records}
+    keys = list(by)
+
+    def label(k: str) -> str:
+        r = by[k]
+        return f"{k[:12]} · {current_kind(r.kind)} · {setting(r.kind, r.config)}"
+
+    c1, c2 = st.columns(2)
+    first = next((i for i, k in enumerate(keys) if by[k].kind != "sweep"), 0)  # a run, not a grid
+    ka = c1.selectbox("Run A", keys, index=first, key="history_a", format_func=label)
+    # B defaults to the next run of A's kind (two runs of one kind are what a diff is for)
+    same = [i for i, k in enumerate(keys) if k != ka and by[k].kind == by[ka].kind]
+    kb = c2.selectbox("Run B", keys, index=same[0] if same else 1, key="history_b",
+                      format_func=label)
+    ra, rb = by[ka], by[kb]
+    a, b = store.get(ka), store.get(kb)
+    ca, cb = migrate(ra.config)[0], migrate(rb.config)[0]
+    names = list(dict.fromkeys(
+        headline_metric_names(current_kind(ra.kind), ca, ra.metrics)
+        + headline_metric_names(current_kind(rb.kind), cb, rb.metrics)))
+    left, right = st.columns([1.2, 1])
+    with left:
+        st.markdown("**Headline metrics** (95 % intervals where the run scored one)")
+        if names:
+            st.dataframe(metric_rows(names, a, b), hide_index=True, width="stretch")
+        else:
+            st.caption("Neither run reports headline metrics.")
+    with right:
+        diff = config_diff(ca, cb)
+        st.markdown(f"**Config diff** ({len(diff)} fields differ)")
+        if diff:
+            st.dataframe(diff, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(diff)))
+        else:
+            st.caption("Same config (another engine or seed-free field only).")
+    if names:
+        fig = pair_figure(names, a, b, (f"A {ka[:8]}", f"B {kb[:8]}"))
+        st.plotly_chart(fig, width="stretch", key="history_pair_chart")
+        h1, h2, _ = st.columns([1, 1, 3])
+        h1.download_button("Figure (standalone HTML)", lambda: figure_html(fig),
+                           file_name=f"runs_{ka[:8]}_{kb[:8]}.html", mime="text/html",
+                           key="history_pair_html")
+        h2.download_button("Both runs (JSON)", lambda: export_bytes([ra, rb], "json"),
+                           file_name=f"runs_{ka[:8]}_{kb[:8]}.json", mime="application/json",
+                           key="history_pair_json")
+
+
+pair_section(store, records)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,827 @@
+"""The comparison engine (issue #12; DESIGN: Architecture, "the view no other tool has"): every
+defense that applies to an attack family on one utility–privacy plane.
+
+A :class:`ComparisonSpec` names a family (an experiment kind: ``attribute_privacy``,
+``membership``, ``gradient_leakage``, any kind registered later), a data set, a utility metric
+and a privacy metric from :mod:`core.metric_schema`, and the defenses with their knob grids.
+:func:`run_comparison` runs one stored sweep per defense over seeds (``kind: sweep``,
+:mod:`core.runs.sweep`: only missing points run, on the sweep's executor) and reads each point
+back from the result store; the rest are pure functions over point arrays:
+
+- :func:`pareto_front`: the points no other point beats on both axes (more utility, less
+  leakage), ties kept;
+- :func:`utility_at_level`: a defense's best utility at an attack level at or below a target,
+  along its knob curve (a measured point, or linear interpolation on a segment that crosses
+  the level; a non-monotone curve may cross it several times: the best crossing counts);
+- :func:`equal_privacy_rows`: each defense's utility at matched attack levels (TAPPFL Fig. 4:
+  baselines tuned to the same attack success, then their test accuracy compared) with a
+  :func:`dominance` test over seeds;
+- :func:`match_attack_level`: bisection of one knob to a target attack level (the tuning
+  protocol of ``benchmarks/tappfl_adult.py``, formerly ``core.defenses.tuning``).
+
+Which defenses apply comes from :data:`core.parts.DEFENSES` (a defense's ``families`` and the
+release it produces there); a defense that does not apply is refused with the registry's
+reason (:func:`refusal`), never run. Adding a family or a defense means registering it there
+(its knob's ``grid`` is the default sweep) and its headline in ``HEADLINES``: nothing here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from core import metric_schema as S
+from core.parts import DEFENSES, DefensePart
+from core.progress import CancelToken, Progress, ProgressCallback, as_progress
+
+__all__ = [
+    "Comparison", "ComparisonSpec", "Curve", "DefenseSpec", "LevelMatch", "TuneResult",
+    "applicable_defenses", "beats_at_level", "block_variants", "comparison_sweeps",
+    "default_grid", "dominance", "equal_privacy_rows", "family_defaults", "match_attack_level",
+    "matched_levels", "metric_choices", "pareto_front", "refusal", "run_comparison",
+    "utility_at_level",
+]
+
+# ---------------------------------------------------------------------------------------------
+# pure functions over points
+
+
+def pareto_front(utility: Sequence[float], leakage: Sequence[float]) -> np.ndarray:
+    """Boolean mask of the Pareto-optimal points: maximise ``utility``, minimise ``leakage``.
+
+    A point is dominated when another has utility >= and leakage <= with one of them strict;
+    equal points do not dominate each other (ties stay on the front). Non-finite points are
+    never on the front. O(n log n): sort by leakage (ties: utility descending) and keep the
+    points whose utility beats every point of strictly lower leakage."""
+    u = np.asarray(utility, dtype=float)
+    a = np.asarray(leakage, dtype=float)
+    if u.shape != a.shape or u.ndim != 1:
+        raise ValueError(f"utility, leakage: got shapes {u.shape}, {a.shape}; expected equal 1-D")
+    ok = np.isfinite(u) & np.isfinite(a)
+    front = np.zeros(len(u), dtype=bool)
+    idx = np.flatnonzero(ok)
+    if not len(idx):
+        return front
+    order = idx[np.lexsort((-u[idx], a[idx]))]
+    best_below = -np.inf  # best utility among points of strictly lower leakage
+    i = 0
+    while i < len(order):
+        j = i
+        while j < len(order) and a[order[j]] == a[order[i]]:
+            j += 1
+        group = order[i:j]
+        top = u[group].max()  # the group's first point (sorted by utility descending)
+        if top > best_below:
+            front[group[u[group] == top]] = True
+        best_below = max(best_below, top)
+        i = j
+    return front
+
+
+@dataclass(frozen=True)
+class LevelMatch:
+    """A defense's utility at attack level <= ``level``: ``utility`` (None: no setting of the
+    grid reaches the level), ``how`` (``measured``: a grid point; ``interpolated``: on the
+    segment between two neighbouring knob values that crosses the level; ``unreachable``)
+    and the ``knob`` value (interpolated linearly for a crossing)."""
+
+    level: float
+    utility: float | None
+    how: str
+    knob: float | None = None
+
+
+def utility_at_level(knob: Sequence[float], leakage: Sequence[float], utility: Sequence[float],
+                     level: float, tol: float = 0.0) -> LevelMatch:
+    """The best utility a defense keeps with its attack at or below ``level`` (+ ``tol``).
+
+    Candidates are the grid points whose leakage is <= level + tol and, between neighbouring
+    knob values, the point where the segment crosses the level (linear in both axes: the curve
+    between two measured settings is not known, and this is the simplest honest guess, marked
+    ``interpolated``). A non-monotone curve can cross the level several times; every crossing
+    is a candidate. Points with a non-finite value are skipped."""
+    k = np.asarray(knob, dtype=float)
+    a = np.asarray(leakage, dtype=float)
+    u = np.asarray(utility, dtype=float)
+    if not (k.shape == a.shape == u.shape) or k.ndim != 1:
+        raise ValueError(f"knob, leakage, utility: got shapes {k.shape}, {a.shape}, {u.shape}; "
+                         "expected equal 1-D")
+    ok = np.isfinite(a) & np.isfinite(u) & np.isfinite(k)
+    order = np.argsort(k[ok], kind="stable")
+    k, a, u = k[ok][order], a[ok][order], u[ok][order]
+    thr = float(level) + float(tol)
+    best: LevelMatch | None = None
+
+    def consider(util: float, how: str, kv: float) -> None:
+        nonlocal best
+        if best is None or util > best.utility or (util == best.utility and how == "measured"):
+            best = LevelMatch(float(level), float(util), how, float(kv))
+
+    for i in range(len(k)):
+        if a[i] <= thr:
+            consider(u[i], "measured", k[i])
+    for i in range(len(k) - 1):
+        a0, a1 = a[i], a[i + 1]
+        if (a0 - thr) * (a1 - thr) < 0:  # strictly on both sides: a crossing inside
+            t = (thr - a0) / (a1 - a0)
+            consider(u[i] + t * (u[i + 1] - u[i]), "interpolated", k[i] + t * (k[i + 1] - k[i]))
+    return best if best is not None else LevelMatch(float(level), None, "unreachable", None)
+
+
+def beats_at_level(ref_utility: float, leakage: Sequence[float], utility: Sequence[float],
+                   level: float, tol: float = 0.0) -> tuple[float | None, bool]:
+    """The measured-points dominance test of TAPPFL's Fig. 4 protocol: the best utility among
+    another defense's settings whose attack is at or below ``level`` + ``tol``, and whether
+    ``ref_utility`` beats it. With no setting that private (a cliff: DP diverging) there is
+    nothing to beat: ``(None, False)``."""
+    a = np.asarray(leakage, dtype=float)
+    u = np.asarray(utility, dtype=float)
+    ok = np.isfinite(a) & np.isfinite(u) & (a <= float(level) + float(tol))
+    if not ok.any():
+        return None, False
+    best = float(u[ok].max())
+    return best, bool(ref_utility > best)
+
+
+def dominance(a: Sequence[float | None], b: Sequence[float | None], z: float = 2.0) -> str:
+    """Which of two defenses keeps more utility at one attack level, over seeds: ``"A"``,
+    ``"B"``, ``"tie"`` (the mean difference within ``z`` standard errors of the paired
+    per-seed differences) or ``"n/a"`` (one side never reaches the level). With one seed the
+    standard error is unknown: the sign decides and the row says ``1 seed``."""
+    pairs = [(float(x), float(y)) for x, y in zip(a, b, strict=True)
+             if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
+    if not pairs:
+        return "n/a"
+    d = np.array([x - y for x, y in pairs])
+    mean = float(d.mean())
+    se = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
+    if abs(mean) <= z * se or mean == 0.0:
+        return "tie"
+    return "A" if mean > 0 else "B"
+
+
+def matched_levels(leakage: Iterable[float], n: int = 5, *, chance: float | None = None
+                   ) -> list[float]:
+    """``n`` attack levels to compare defenses at: evenly spaced between the lowest and the
+    highest defended attack level seen (the lowest not below chance). Not rounded: a level
+    rounded below the lowest point would make that point unreachable."""
+    vals = np.array([v for v in leakage if v is not None and math.isfinite(v)], dtype=float)
+    if not len(vals):
+        return []
+    lo, hi = float(vals.min()), float(vals.max())
+    if chance is not None and math.isfinite(chance):
+        lo = max(lo, float(chance))
+    if hi <= lo or n <= 1:
+        return [hi]
+    return sorted({float(v) for v in np.linspace(lo, hi, n)})
+
+
+# ---------------------------------------------------------------------------------------------
+# bisection to a target attack level (TAPPFL Fig. 4: "tuned so that the attribute-inference
+# accuracy matches TAPPFL's")
+
+
+@dataclass
+class TuneResult:
+    """``knob`` reaching the target (the closest evaluation found), its ``attack`` and ``utility``;
+    ``history`` = every (knob, attack, utility) evaluated, in order; ``bracketed`` = the target
+    lay between the attack levels at ``lo`` and ``hi``; ``converged`` = |attack − target| ≤ tol."""
+
+    knob: float
+    attack: float
+    utility: float
+    target: float
+    bracketed: bool
+    converged: bool
+    history: list[tuple[float, float, float]] = field(default_factory=list)
+
+    @property
+    def n_evals(self) -> int:
+        return len(self.history)
+
+
+def match_attack_level(
+    evaluate: Callable[[float], tuple[float, float]],
+    *,
+    target: float,
+    lo: float,
+    hi: float,
+    increasing: bool,
+    tol: float = 0.01,
+    max_evals: int = 8,
+    log_scale: bool = False,
+) -> TuneResult:
+    """Bisect ``knob`` ∈ [lo, hi] until ``evaluate(knob)[0]`` (the attack metric) is within ``tol``
+    of ``target``. ``increasing``: whether the attack level grows with the knob (True for DP ε,
+    False for the pruning rate). ``log_scale`` bisects at geometric means (for ε).
+
+    ``lo`` and ``hi`` are evaluated first; if the target is outside their attack levels the
+    result is the closer end with ``bracketed=False`` (no further evaluations). The attack is
+    assumed monotone in the knob; with a noisy evaluation the closest point found is returned."""
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"lo, hi: got {lo!r}, {hi!r}; expected finite lo < hi")
+    if log_scale and lo <= 0:
+        raise ValueError(f"lo: got {lo!r}; log_scale needs 0 < lo")
+    if max_evals < 2:
+        raise ValueError(
+            f"max_evals: got {max_evals}; allowed range >= 2 (both ends are evaluated)"
+        )
+    if not tol >= 0:
+        raise ValueError(f"tol: got {tol!r}; allowed range 0 <= value")
+
+    history: list[tuple[float, float, float]] = []
+
+    def ev(x: float) -> float:
+        a, u = evaluate(x)
+        history.append((float(x), float(a), float(u)))
+        return float(a)
+
+    def result(bracketed: bool) -> TuneResult:
+        best = min(history, key=lambda h: abs(h[1] - target))
+        return TuneResult(knob=best[0], attack=best[1], utility=best[2], target=float(target),
+                          bracketed=bracketed, converged=abs(best[1] - target) <= tol,
+                          history=history)
+
+    a_lo = ev(lo)
+    if abs(a_lo - target) <= tol:
+        return result(True)
+    a_hi = ev(hi)
+    if abs(a_hi - target) <= tol:
+        return result(True)
+    if not (min(a_lo, a_hi) <= target <= max(a_lo, a_hi)):
+        return result(False)
+    sign = 1.0 if increasing else -1.0
+    x_lo, x_hi = lo, hi
+    while len(history) < max_evals:
+        mid = math.sqrt(x_lo * x_hi) if log_scale else 0.5 * (x_lo + x_hi)
+        a = ev(mid)
+        if abs(a - target) <= tol:
+            break
+        # attack too low (in the increasing orientation) -> move up
+        if sign * (a - target) < 0:
+            x_lo = mid
+        else:
+            x_hi = mid
+    return result(True)
+
+
+# ---------------------------------------------------------------------------------------------
+# what applies (read from the parts registry and the metric schema)
+
+
+def applicable_defenses(family: str) -> list[str]:
+    """Registered defenses of ``family`` (``none`` included: the no-defense point)."""
+    return [n for n, d in DEFENSES.items() if family in d.families]
+
+
+def _families() -> list[str]:
+    return sorted({f for d in DEFENSES.values() for f in d.families})
+
+
+def refusal(family: str, defense: str) -> str | None:
+    """Why ``defense`` cannot be compared on ``family``'s plane (one line), or None if it can.
+
+    The reason is the registry's: the families the defense belongs to, the release it produces
+    there, and the release ``family``'s attacks observe."""
+    if defense not in DEFENSES:
+        return f"{defense!r} is not a registered defense ({', '.join(DEFENSES.names())})"
+    part = DEFENSES.get(defense)
+    if family in part.families:
+        return None
+    if family not in _families():
+        return f"no defense is registered for the family {family!r} (families: {', '.join(_families())})"
+    theirs = sorted({DEFENSES.get(n).release_for(family) for n in applicable_defenses(family)})
+    where = "; ".join(f"{f} (it releases {part.release_for(f)})" for f in part.families)
+    return (f"{part.title} does not apply to {family}: it is registered for {where}, while "
+            f"{family}'s attacks observe {' / '.join(theirs)} releases")
+
+
+def family_defaults(family: str) -> dict[str, Any]:
+    """The family's config with its defaults (the kind's model from :mod:`core.config`)."""
+    from core.config import CONFIG_MODELS
+
+    if family not in CONFIG_MODELS or family == "sweep":
+        raise ValueError(f"family: got {family!r}; allowed: "
+                         f"{', '.join(k for k in CONFIG_MODELS if k in _families())}")
+    return CONFIG_MODELS[family]().model_dump(mode="json")
+
+
+def default_grid(part: DefensePart) -> tuple[float, ...]:
+    """The knob's registered comparison grid, else five values over [low, high] on its scale."""
+    if part.knob is None:
+        return ()
+    if part.knob.grid:
+        return tuple(float(v) for v in part.knob.grid)
+    lo, hi = part.knob.low, part.knob.high
+    vals = np.geomspace(lo, hi, 5) if part.knob.scale == "log" and lo > 0 else np.linspace(lo, hi, 5)
+    return tuple(float(f"{v:.4g}") for v in vals)
+
+
+def block_variants(family: str, defense: str) -> dict[str, list[Any]]:
+    """The choice fields of a defense's config block (Literal fields other than ``kind``:
+    the κ channel's ``channel``, pruning's ``target``) and their values, read from the
+    family's config model: the variants a page may offer as separate curves."""
+    from typing import Literal, get_args, get_origin
+
+    from core.config import CONFIG_MODELS, _union_models
+
+    model = CONFIG_MODELS[family]
+    block = next((m for m in _union_models(model.model_fields["defense"].annotation)
+                  if m.model_fields.get("kind") and m.model_fields["kind"].default == defense), None)
+    if block is None:
+        return {}
+    out: dict[str, list[Any]] = {}
+    for name, f in block.model_fields.items():
+        if name != "kind" and get_origin(f.annotation) is Literal and len(get_args(f.annotation)) > 1:
+            out[name] = list(get_args(f.annotation))
+    return out
+
+
+def metric_choices(family: str, direction: str, store: Any | None = None) -> list[str]:
+    """Metric names a comparison on ``family`` may use with ``direction`` (``utility`` or
+    ``leakage``): the headline's, :data:`core.metric_schema.COMPARE_PRIVACY`'s and the
+    registered names of that direction found in the family's stored runs."""
+    head = S.HEADLINES.get(family)
+    names: list[str] = []
+    if head is not None:
+        names.append(head.utility if direction == "utility" else head.attack)
+    if direction == "leakage":
+        names.extend(getattr(S, "COMPARE_PRIVACY", {}).get(family, ()))
+    if store is not None:
+        # a store problem must not hide the registered names
+        with contextlib.suppress(OSError, sqlite3.Error, ValueError):
+            for rec in store.list(kind=family, limit=200):
+                names.extend(rec.metrics)
+    return [n for n in dict.fromkeys(n for n in names if n)
+            if S.is_registered(n) and S.get(n).direction == direction]
+
+
+# ---------------------------------------------------------------------------------------------
+# a comparison
+
+
+@dataclass(frozen=True)
+class DefenseSpec:
+    """One curve: a registered ``defense``, fixed ``params`` of its block (a variant, e.g.
+    ``{"channel": "white"}``), its knob ``grid`` (None: :func:`default_grid`) and a ``label``."""
+
+    defense: str
+    params: tuple[tuple[str, Any], ...] = ()
+    grid: tuple[float, ...] | None = None
+    label: str | None = None
+
+    @classmethod
+    def of(cls, defense: str, grid: Sequence[float] | None = None, label: str | None = None,
+           **params: Any) -> DefenseSpec:
+        return cls(defense, tuple(sorted(params.items())),
+                   None if grid is None else tuple(float(g) for g in grid), label)
+
+    @property
+    def name(self) -> str:
+        if self.label:
+            return self.label
+        part = DEFENSES.get(self.defense) if self.defense in DEFENSES else None
+        title = part.title if part else self.defense
+        return title + "".join(f" · {v}" for _, v in self.params)
+
+
+@dataclass(frozen=True)
+class ComparisonSpec:
+    """What to compare: ``family`` (a kind), ``data`` (a data set name), the ``utility`` and
+    ``privacy`` metric names, the ``defenses``, the ``seeds``, ``base`` (overrides of the
+    family's defaults, a nested mapping: training size, attackers, ...), and where the sweeps
+    run (``executor``, ``workers``: not part of any key)."""
+
+    family: str
+    data: str
+    utility: str
+    privacy: str
+    defenses: tuple[DefenseSpec, ...]
+    seeds: tuple[int, ...] = (0,)
+    base: Mapping[str, Any] = field(default_factory=dict)
+    executor: str = "serial"
+    workers: int | None = None
+
+
+def _merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), dict) \
+            else copy.deepcopy(v)
+    return out
+
+
+def _check_metric(name: str, direction: str, what: str) -> None:
+    spec = S.get(name)  # UnknownMetricError names the closest
+    if spec.direction != direction:
+        raise ValueError(f"{what}: got {name!r}, a metric of direction {spec.direction!r}; "
+                         f"expected a {direction} metric")
+
+
+def comparison_sweeps(spec: ComparisonSpec) -> tuple[list[tuple[DefenseSpec, dict[str, Any]]],
+                                                     list[tuple[DefenseSpec, str]]]:
+    """One sweep config per applicable defense (grid over ``defense.<knob field>`` × seeds),
+    and the refused ones with their reason. ``none`` is added when missing (the no-defense
+    point is always drawn). Raises ValueError for a bad metric or family."""
+    _check_metric(spec.utility, "utility", "utility")
+    _check_metric(spec.privacy, "leakage", "privacy")
+    if not spec.seeds:
+        raise ValueError("seeds: got an empty list; give at least one seed")
+    base = _merge(family_defaults(spec.family), spec.base)
+    base["data"] = {**base.get("data", {}), "name": spec.data}
+    defenses = list(spec.defenses)
+    if not any(d.defense == "none" for d in defenses) and "none" in applicable_defenses(spec.family):
+        defenses.insert(0, DefenseSpec("none"))
+    sweeps, refused = [], []
+    for d in defenses:
+        why = refusal(spec.family, d.defense)
+        if why is not None:
+            refused.append((d, why))
+            continue
+        part = DEFENSES.get(d.defense)
+        block = {"kind": d.defense, **dict(d.params)}
+        grid: dict[str, list[Any]] = {}
+        if part.knob is not None:
+            values = d.grid if d.grid is not None else default_grid(part)
+            grid[f"defense.{part.knob.field}"] = [float(v) for v in values]
+        sweep = {"kind": "sweep", "base": {**base, "defense": block}, "grid": grid,
+                 "seeds": [int(s) for s in spec.seeds], "executor": spec.executor}
+        if spec.workers is not None:
+            sweep["workers"] = int(spec.workers)
+        sweeps.append((d, sweep))
+    return sweeps, refused
+
+
+@dataclass
+class Curve:
+    """One defense's points: ``knob`` values (grid order) × ``seeds``; ``utility`` and
+    ``leakage`` arrays (n_knob, n_seed), the knob's ``budget`` metric values (same shape;
+    NaN where the run reports none), the run ``keys`` and each point's 95 % interval of the
+    privacy metric (``leak_lo`` / ``leak_hi``, NaN where the run has none)."""
+
+    name: str
+    defense: str
+    params: dict[str, Any]
+    symbol: str | None
+    knob_field: str | None
+    budget_metric: str | None
+    knob: np.ndarray
+    seeds: list[int]
+    utility: np.ndarray
+    leakage: np.ndarray
+    budget: np.ndarray
+    leak_lo: np.ndarray
+    leak_hi: np.ndarray
+    keys: list[list[str]]
+
+    @property
+    def utility_mean(self) -> np.ndarray:
+        return _nanmean(self.utility)
+
+    @property
+    def leakage_mean(self) -> np.ndarray:
+        return _nanmean(self.leakage)
+
+    @property
+    def utility_std(self) -> np.ndarray:
+        return _nanstd(self.utility)
+
+    @property
+    def leakage_std(self) -> np.ndarray:
+        return _nanstd(self.leakage)
+
+    def at_level(self, level: float, seed_index: int | None = None) -> LevelMatch:
+        """:func:`utility_at_level` on the seed-mean curve, or on one seed's curve."""
+        if seed_index is None:
+            return utility_at_level(self.knob, self.leakage_mean, self.utility_mean, level)
+        return utility_at_level(self.knob, self.leakage[:, seed_index],
+                                self.utility[:, seed_index], level)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "defense": self.defense, "params": self.params,
+                "symbol": self.symbol, "knob_field": self.knob_field,
+                "budget_metric": self.budget_metric, "knob": _list(self.knob),
+                "seeds": self.seeds, "utility": _list(self.utility), "leakage": _list(self.leakage),
+                "budget": _list(self.budget), "leak_lo": _list(self.leak_lo),
+                "leak_hi": _list(self.leak_hi), "keys": self.keys}
+
+
+def _nanmean(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    cnt = np.isfinite(x).sum(-1)
+    s = np.where(np.isfinite(x), x, 0.0).sum(-1)
+    return np.where(cnt > 0, s / np.maximum(cnt, 1), np.nan)
+
+
+def _nanstd(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    m = _nanmean(x)[..., None]
+    cnt = np.isfinite(x).sum(-1)
+    v = np.where(np.isfinite(x), (x - m) ** 2, 0.0).sum(-1) / np.maximum(cnt - 1, 1)
+    return np.where(cnt > 1, np.sqrt(v), 0.0)
+
+
+def _list(x: np.ndarray) -> Any:
+    return [[None if not math.isfinite(v) else float(v) for v in row] if np.ndim(row) else
+            (None if not math.isfinite(row) else float(row)) for row in np.asarray(x, dtype=float)]
+
+
+@dataclass
+class Comparison:
+    """A comparison's outcome: the ``curves`` (the no-defense one included), the ``refused``
+    defenses with their reasons, the chance levels of both metrics (None where the schema has
+    none), the Pareto mask over the seed-mean points of every curve (:meth:`points`), and how
+    the points were obtained (``points_run`` / ``points_cached``, ``seconds``)."""
+
+    spec: ComparisonSpec
+    curves: list[Curve]
+    refused: list[tuple[str, str]]
+    chance_leakage: float | None
+    chance_utility: float | None
+    points_run: int
+    points_cached: int
+    seconds: float
+    sweep_keys: list[str] = field(default_factory=list)
+
+    @property
+    def undefended(self) -> Curve | None:
+        return next((c for c in self.curves if c.defense == "none"), None)
+
+    @property
+    def defended(self) -> list[Curve]:
+        return [c for c in self.curves if c.defense != "none"]
+
+    def points(self) -> list[tuple[str, float | None, float, float]]:
+        """(curve name, knob, utility mean, leakage mean) of every seed-mean point."""
+        return [(c.name, None if c.knob_field is None else float(k), float(u), float(a))
+                for c in self.curves
+                for k, u, a in zip(c.knob, c.utility_mean, c.leakage_mean, strict=True)]
+
+    def pareto(self) -> np.ndarray:
+        pts = self.points()
+        return pareto_front([p[2] for p in pts], [p[3] for p in pts])
+
+    def levels(self, n: int = 5) -> list[float]:
+        vals = [v for c in self.defended for v in c.leakage_mean]
+        return matched_levels(vals, n, chance=self.chance_leakage)
+
+    def table(self, levels: Sequence[float] | None = None) -> list[dict[str, Any]]:
+        return equal_privacy_rows(self.defended, self.levels() if levels is None else levels)
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.spec
+        return {"family": s.family, "data": s.data, "utility": s.utility, "privacy": s.privacy,
+                "seeds": list(s.seeds), "refused": [list(r) for r in self.refused],
+                "chance_leakage": self.chance_leakage, "chance_utility": self.chance_utility,
+                "curves": [c.to_dict() for c in self.curves],
+                "pareto": [p[:2] for p, on in zip(self.points(), self.pareto(), strict=True) if on],
+                "table": self.table(), "points_run": self.points_run,
+                "points_cached": self.points_cached, "seconds": self.seconds}
+
+
+def equal_privacy_rows(curves: Sequence[Curve], levels: Sequence[float]) -> list[dict[str, Any]]:
+    """TAPPFL Fig. 4 as rows: per attack level, each defense's utility with its attack at or
+    below that level (:func:`utility_at_level` on its seed-mean curve; ``None`` when no setting
+    gets there), how it was read (``measured`` / ``interpolated``), the best defense, and the
+    dominance of the best over the runner-up across seeds (:func:`dominance`)."""
+    rows = []
+    for level in levels:
+        row: dict[str, Any] = {"level": float(level)}
+        per_seed: dict[str, dict[int, float | None]] = {}
+        for c in curves:
+            m = c.at_level(level)
+            row[c.name] = m.utility
+            row[f"{c.name} ·how"] = m.how
+            per_seed[c.name] = {s: c.at_level(level, j).utility for j, s in enumerate(c.seeds)}
+        reach = sorted(((row[c.name], c.name) for c in curves if row[c.name] is not None),
+                       reverse=True)
+        row["best"] = reach[0][1] if reach else None
+        if len(reach) >= 2:
+            a, b = reach[0][1], reach[1][1]
+            common = [s for s in per_seed[a] if s in per_seed[b]]  # paired by seed
+            xa, xb = [per_seed[a][s] for s in common], [per_seed[b][s] for s in common]
+            verdict = dominance(xa, xb)
+            n = sum(x is not None and y is not None for x, y in zip(xa, xb, strict=True))
+            row["dominance"] = {"A": f"{a} above {b}", "B": f"{b} above {a} (per seed)",
+                                "tie": f"{a} ≈ {b} (within seed noise)",
+                                "n/a": f"{a} alone reaches it on every seed"}[verdict] + \
+                (" · 1 seed" if n == 1 else f" · {n} seeds")
+        else:
+            row["dominance"] = "only one defense reaches this level" if reach else \
+                "no defense reaches this level"
+        rows.append(row)
+    return rows
+
+
+def _point_metrics(result: Any, names: Sequence[str]) -> list[float]:
+    out = []
+    for n in names:
+        v = None if n is None else result.metrics.get(n)
+        out.append(float("nan") if v is None else float(v))
+    return out
+
+
+def run_comparison(spec: ComparisonSpec, store: Any,
+                   progress: Progress | ProgressCallback | None = None,
+                   cancel: CancelToken | None = None) -> Comparison:
+    """Run (or read) one stored sweep per applicable defense and assemble the curves.
+
+    ``store`` is a result store (``cache.store.ResultStore``: ``get_or_run`` and ``get``);
+    each sweep runs only its missing points (on ``spec.executor``) and every point is read
+    back from the store to take the chosen metrics. Raises ValueError when the privacy or
+    utility metric is missing from the family's runs (naming what they do report)."""
+    prog = as_progress(progress, cancel)
+    t0 = time.perf_counter()
+    sweeps, refused = comparison_sweeps(spec)
+    from core.config import parse_config
+
+    for _, cfg in sweeps:  # every sweep valid before any runs: bad input stores nothing
+        parse_config(cfg)
+    curves: list[Curve] = []
+    run_n = cached_n = 0
+    sweep_keys = []
+    metrics_seen: set[str] = set()
+    first_metrics: dict[str, float] | None = None
+    for i, (d, cfg) in enumerate(sweeps):
+        sub = prog.sub(i / len(sweeps), (i + 1) / len(sweeps))
+        sub.update(0.0, f"{d.name}: sweep {i + 1} of {len(sweeps)}")
+        res = store.get_or_run(cfg, progress=sub, cancel=prog.cancel)
+        sweep_keys.append(res.key)
+        rows = res.info["rows"]
+        part = DEFENSES.get(d.defense)
+        kf = f"defense.{part.knob.field}" if part.knob is not None else None
+        knobs = list(dict.fromkeys(r[kf] for r in rows)) if kf else [float("nan")]
+        seeds = list(dict.fromkeys(int(r["seed"]) for r in rows))
+        shape = (len(knobs), len(seeds))
+        arr = {n: np.full(shape, np.nan) for n in ("u", "a", "b", "lo", "hi")}
+        keys = [["" for _ in seeds] for _ in knobs]
+        budget = part.knob.budget_metric if part.knob is not None else None
+        for r in rows:
+            ki = knobs.index(r[kf]) if kf else 0
+            si = seeds.index(int(r["seed"]))
+            point = store.get(r["key"])
+            if point is None:
+                raise RuntimeError(f"{d.name}: point {r['key'][:12]} vanished from the store")
+            run_n += int(not r.get("from_cache", False) and not res.from_cache)
+            cached_n += int(bool(r.get("from_cache", False) or res.from_cache))
+            metrics_seen.update(point.metrics)
+            first_metrics = first_metrics or point.metrics
+            arr["u"][ki, si], arr["a"][ki, si], arr["b"][ki, si] = _point_metrics(
+                point, [spec.utility, spec.privacy, budget])
+            iv = point.interval(spec.privacy)
+            if iv is not None:
+                arr["lo"][ki, si], arr["hi"][ki, si] = iv
+            keys[ki][si] = r["key"]
+        curves.append(Curve(
+            name=d.name if d.defense != "none" else "no defense", defense=d.defense,
+            params=dict(d.params), symbol=part.knob.symbol if part.knob else None,
+            knob_field=part.knob.field if part.knob else None, budget_metric=budget,
+            knob=np.array(knobs, dtype=float), seeds=seeds, utility=arr["u"], leakage=arr["a"],
+            budget=arr["b"], leak_lo=arr["lo"], leak_hi=arr["hi"], keys=keys))
+    for name, what in ((spec.privacy, "privacy"), (spec.utility, "utility")):
+        if metrics_seen and name not in metrics_seen:
+            have = [m for m in sorted(metrics_seen) if S.is_registered(m)
+                    and S.get(m).direction == ("leakage" if what == "privacy" else "utility")]
+            raise ValueError(f"{what}: {spec.family} runs do not report {name!r}; they report "
+                             f"{', '.join(have[:12])}")
+    fm = first_metrics or {}
+    prog.update(1.0, "comparison ready")
+    return Comparison(spec=spec, curves=curves, refused=[(d.name, why) for d, why in refused],
+                      chance_leakage=S.chance_value(spec.privacy, fm),
+                      chance_utility=S.chance_value(spec.utility, fm),
+                      points_run=run_n, points_cached=cached_n,
+                      seconds=time.perf_counter() - t0, sweep_keys=sweep_keys)
+
+
+# ---------------------------------------------------------------------------------------------
+# presets
+
+
+def teaching_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
+    """The preset "teaching" comparison: membership on the embedded ``digits`` (an MLP trained
+    on 300 members; loss, offline LiRA and RMIA with 4 shadow models), Inf2Guard λ, DP-SGD z
+    and the Natural and White κ channels (three knob values each) over two seeds, against the
+    strongest attack's AUC. Sized to run cold in under three minutes on two CPU cores."""
+    return ComparisonSpec(
+        family="membership", data="digits", utility="utility_acc", privacy="mia_auc_best",
+        defenses=(DefenseSpec.of("inf2guard", (0.0, 0.5, 0.9)),
+                  DefenseSpec.of("dp_sgd", (0.5, 1.0, 2.0)),
+                  DefenseSpec.of("channel", (1.0, 4.0, 16.0), channel="natural"),
+                  DefenseSpec.of("channel", (1.0, 4.0, 16.0), channel="white")),
+        seeds=(0, 1),
+        base={"train": {"members": 300, "epochs": 40, "lr": 0.005},
+              "attack": {"attackers": ["loss", "lira_offline", "rmia"], "shadows": 4,
+                         "rmia_references": 1}},
+        executor=executor, workers=workers)
+
+
+def attribute_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
+    """Attribute inference on real UCI ``adult`` (private sex; 8,000 rows subsampled, TAPPFL's
+    dashboard-sized preset: 10 devices, 5 rounds): TAPPFL λ, DP-Gaussian and DP-Laplace on the
+    uploads (ε), magnitude pruning (rate), against the strongest fresh attacker's AUC."""
+    from core.config import DataSpec
+    from core.defenses.tappfl_presets import quick_preset
+
+    base = quick_preset(DataSpec(name="adult")).model_dump(mode="json")
+    for k in ("defense", "kind", "seed"):  # the comparison sets these
+        base.pop(k)
+    base["data"] = {"name": "adult", "max_samples": 8000}
+    base["projection_points"] = 0
+    return ComparisonSpec(
+        family="attribute_privacy", data="adult", utility="utility_acc",
+        privacy="attack_auc_best",
+        defenses=(DefenseSpec.of("tappfl", (0.25, 0.5, 1.0)),
+                  DefenseSpec.of("dp_gaussian", (1.0, 16.0, 256.0)),
+                  DefenseSpec.of("dp_laplace", (1.0, 16.0, 256.0)),
+                  DefenseSpec.of("pruning", (0.5, 0.9, 0.99))),
+        seeds=(0,), base=base, executor=executor, workers=workers)
+
+
+def membership_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
+    """Membership on ``mnist5k`` (an MLP on 300 members, 20 epochs; loss, offline LiRA and RMIA
+    with 4 shadows): Inf2Guard λ, DP-SGD z, the Natural κ channel, against the strongest
+    attack's AUC."""
+    return ComparisonSpec(
+        family="membership", data="mnist5k", utility="utility_acc", privacy="mia_auc_best",
+        defenses=(DefenseSpec.of("inf2guard", (0.0, 0.5, 1.0)),
+                  DefenseSpec.of("dp_sgd", (0.5, 2.0)),
+                  DefenseSpec.of("channel", (20.0, 80.0, 320.0), channel="natural")),
+        seeds=(0,),
+        base={"train": {"members": 300, "epochs": 20, "lr": 0.003},
+              "attack": {"attackers": ["loss", "lira_offline", "rmia"], "shadows": 4,
+                         "rmia_references": 1}},
+        executor=executor, workers=workers)
+
+
+def gradient_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
+    """Gradient reconstruction on ``mnist5k`` (an MLP trained 2 epochs centrally; iDLG on 8
+    single-image uploads of the fresh model): the Natural and White κ channels and DP-SGD,
+    against the strongest inverter's median PSNR."""
+    return ComparisonSpec(
+        family="gradient_leakage", data="mnist5k", utility="utility_acc",
+        privacy="recon_best_psnr_median",
+        defenses=(DefenseSpec.of("channel", (10.0, 100.0, 1000.0), channel="natural"),
+                  DefenseSpec.of("channel", (10.0, 100.0, 1000.0), channel="white"),
+                  DefenseSpec.of("dp_sgd", (0.5, 1.0, 2.0))),
+        seeds=(0,),
+        base={"train": {"epochs": 2}, "attack": {"attackers": ["idlg"], "targets": 8,
+                                                 "model_inversion": False}},
+        executor=executor, workers=workers)
+
+
+def property_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
+    """Property inference on real ``adult`` (subsets of 32-256 rows, K = 4 share bins; 100
+    train subsets per bin): Inf2Guard's property defense (λ), against the strongest property
+    attacker's accuracy."""
+    return ComparisonSpec(
+        family="property", data="adult", utility="utility_acc", privacy="property_acc_best",
+        defenses=(DefenseSpec.of("inf2guard_property", (0.0, 0.5, 0.9)),), seeds=(0,),
+        base={"subsets": {"train_per_bin": 100, "aux_per_bin": 100, "test_per_bin": 50},
+              "train": {"epochs": 5}, "projection_points": 0},
+        executor=executor, workers=workers)
+
+
+def representation_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
+    """Reconstruction from shared representations on ``digits``: Inf2Guard's learned
+    perturbation and fixed Gaussian noise at the same scale ε, against the strongest decoder's
+    SSIM."""
+    return ComparisonSpec(
+        family="repr_reconstruction", data="digits", utility="utility_acc", privacy="recon_ssim",
+        defenses=(DefenseSpec.of("inf2guard_dra", (0.0, 1.0, 4.0), channel="learned"),
+                  DefenseSpec.of("inf2guard_dra", (0.0, 1.0, 4.0), channel="gaussian")),
+        seeds=(0,),
+        base={"train": {"epochs": 4}, "attack": {"attackers": ["decoder_in_training",
+                                                             "decoder_fresh"],
+                                                 "targets": 30, "fresh_epochs": 10}},
+        executor=executor, workers=workers)
+
+
+def fil_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
+    """Training-attribute reconstruction on ``digits`` (0 vs 1, PCA to 20 dimensions, a linear
+    model): FIL's output perturbation over the target η, against the strongest attribute
+    reconstruction attack (white box, black box, prior)."""
+    return ComparisonSpec(
+        family="fisher_information", data="digits", utility="fil_utility_acc",
+        privacy="fil_attack_acc_best",
+        defenses=(DefenseSpec.of("fil_output_perturbation", (0.3, 1.0, 3.0, 10.0)),),
+        seeds=(0,), base={}, executor=executor, workers=workers)
+
+
+#: comparisons the Compare page offers and the ``compare`` benchmark runs (name -> builder)
+PRESETS: dict[str, Callable[..., ComparisonSpec]] = {
+    "teaching: membership on digits": teaching_spec,
+    "attribute inference on adult": attribute_spec,
+    "membership on mnist5k": membership_spec,
+    "gradient reconstruction on mnist5k": gradient_spec,
+    "property inference on adult": property_spec,
+    "reconstruction from representations on digits": representation_spec,
+    "training-attribute reconstruction (FIL) on digits": fil_spec,
+}

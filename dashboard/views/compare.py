@@ -1,0 +1,267 @@
+"""Compare: every defense that applies to an attack family on one utility–privacy plane.
+
+``controls()`` turns the widgets into a :class:`core.compare.ComparisonSpec` (a preset, or a
+family, data set, utility and privacy metric, defenses and their knob grids, seeds); the
+engine (:mod:`core.compare`) builds one stored sweep per defense, which run as one job of the
+shared queue (progress, cancel) and store every point; the comparison is then read back from
+the store and drawn: one curve per defense with seeds as error bars, the Pareto front, chance
+and the no-defense point, a slider that scrubs the cached grid, the equal-privacy table, and
+exports (standalone HTML figure, CSV table). Defenses that do not apply are listed with the
+registry's reason.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core import compare as C
+from core import metric_schema as S
+from core.config import cache_key, parse_config
+from core.experiments import RUNNERS
+from core.parts import DEFENSES
+from dashboard import state
+from dashboard.components.compare_plot import (
+    comparison_figure,
+    figure_html,
+    points_frame,
+    table_frame,
+)
+from dashboard.widgets import get_store, run_many_with_progress, running_jobs_panel
+
+CUSTOM = "custom"
+TEACHING = next(iter(C.PRESETS))
+
+
+def families() -> list[str]:
+    """Kinds with a runner, a headline and at least one registered defense besides none."""
+    fams = {f for d in DEFENSES.values() for f in d.families}
+    return [f for f in sorted(fams) if f in RUNNERS and f in S.HEADLINES
+            and any(n != "none" for n in C.applicable_defenses(f))]
+
+
+def option_of(d: C.DefenseSpec) -> str:
+    """``dp_sgd`` or ``channel:white`` (a defense and the value of its variant field)."""
+    field = DEFENSES.get(d.defense).variants
+    return d.defense + "".join(f":{v}" for f, v in d.params if f == field)
+
+
+def spec_of_option(family: str, opt: str, grid: tuple[float, ...] | None) -> C.DefenseSpec:
+    name, *vals = opt.split(":")
+    field = DEFENSES.get(name).variants
+    return C.DefenseSpec(name, tuple((field, v) for v in vals[:1] if field), grid)
+
+
+def defense_options(family: str) -> list[str]:
+    """Every applicable defense; a defense that registers a ``variants`` field (the κ
+    channel's Natural / White / Personalized / Laplace, Inf2Guard's learned or fixed noise)
+    as one option per value, since each is a defense of its own."""
+    out = []
+    for n in C.applicable_defenses(family):
+        if n == "none":
+            continue
+        field = DEFENSES.get(n).variants
+        variants = C.block_variants(family, n).get(field) if field else None
+        if variants:
+            out.extend(f"{n}:{v}" for v in variants)
+        else:
+            out.append(n)
+    return out
+
+
+def option_label(opt: str) -> str:
+    name, *vals = opt.split(":")
+    return DEFENSES.get(name).title + "".join(f" · {v}" for v in vals)
+
+
+def _parse_grid(text: str, field: str) -> tuple[float, ...] | None:
+    try:
+        vals = tuple(float(v) for v in text.replace(";", ",").split(",") if v.strip())
+    except ValueError:
+        st.error(f"{field}: got {text!r}; expected numbers separated by commas")
+        return None
+    if not vals:
+        st.error(f"{field}: give at least one value")
+        return None
+    return vals
+
+
+def apply_preset(name: str) -> None:
+    """Put a preset's choices into the widgets' state (before they are drawn)."""
+    spec = C.PRESETS[name]()
+    st.session_state["cmp_family"] = spec.family
+    st.session_state["cmp_data"] = spec.data
+    st.session_state["cmp_utility"] = spec.utility
+    st.session_state["cmp_privacy"] = spec.privacy
+    st.session_state["cmp_defenses"] = [option_of(d) for d in spec.defenses]
+    for d in spec.defenses:
+        st.session_state[f"cmp_grid_{option_of(d)}"] = ", ".join(f"{g:g}" for g in d.grid or ())
+    st.session_state["cmp_seeds"] = len(spec.seeds)
+    st.session_state["_cmp_applied"] = name
+
+
+def controls() -> C.ComparisonSpec | None:
+    st.session_state.setdefault("cmp_preset", TEACHING)
+    preset = st.selectbox("Comparison", [*C.PRESETS, CUSTOM], key="cmp_preset",
+                          help="A preset fills every choice below; change any of them to make "
+                               "it your own (the preset's training sizes are kept).")
+    if preset != CUSTOM and st.session_state.get("_cmp_applied") != preset:
+        apply_preset(preset)
+    base_spec = C.PRESETS[st.session_state.get("_cmp_applied", TEACHING)]()
+    c1, c2, c3, c4 = st.columns(4)
+    family = c1.selectbox("Attack family", families(), key="cmp_family")
+    datasets = _datasets(family)
+    if st.session_state.get("cmp_data") not in datasets:
+        st.session_state["cmp_data"] = datasets[0]
+    data = c2.selectbox("Data set", datasets, key="cmp_data")
+    store = get_store()
+    utilities = C.metric_choices(family, "utility", store)
+    privacies = C.metric_choices(family, "leakage", store)
+    for k, opts in (("cmp_utility", utilities), ("cmp_privacy", privacies)):
+        if st.session_state.get(k) not in opts:
+            st.session_state[k] = opts[0]
+    utility = c3.selectbox("Utility metric", utilities, key="cmp_utility",
+                           help="more is better; from the metric schema")
+    privacy = c4.selectbox("Privacy metric", privacies, key="cmp_privacy",
+                           format_func=lambda n: f"{n} · {S.get(n).description}"[:70],
+                           help="attack success: lower is more private")
+    opts = defense_options(family)
+    kept = [o for o in st.session_state.get("cmp_defenses", []) if o in opts]
+    if kept != st.session_state.get("cmp_defenses"):
+        firsts = list({o.split(":")[0]: o for o in reversed(opts)}.values())[::-1]
+        st.session_state["cmp_defenses"] = kept or firsts[:4]  # one per defense
+    chosen = st.multiselect("Defenses (the undefended point is always drawn)", opts,
+                            key="cmp_defenses", format_func=option_label)
+    specs: list[C.DefenseSpec] = []
+    if chosen:
+        cols = st.columns(min(len(chosen), 4))
+        for i, opt in enumerate(chosen):
+            part = DEFENSES.get(opt.split(":")[0])
+            if part.knob is None:
+                specs.append(spec_of_option(family, opt, None))
+                continue
+            key = f"cmp_grid_{opt}"
+            st.session_state.setdefault(key, ", ".join(f"{g:g}" for g in C.default_grid(part)))
+            text = cols[i % len(cols)].text_input(
+                f"{option_label(opt)}: {part.knob.symbol} grid", key=key,
+                help=f"{part.knob.label}; {part.knob.direction.replace('_', ' ')}; "
+                     f"allowed {part.knob.low:g} … {part.knob.high:g}")
+            grid = _parse_grid(text, key.removeprefix("cmp_grid_"))
+            if grid is None:
+                return None
+            specs.append(spec_of_option(family, opt, grid))
+    st.session_state.setdefault("cmp_seeds", 2)
+    seeds = st.slider("Seeds per point", 1, 5, key="cmp_seeds")
+    refused_names = [n for n in DEFENSES.names() if C.refusal(family, n) is not None]
+    if refused_names:
+        with st.expander(f"{len(refused_names)} registered defenses do not apply to {family}"):
+            for n in refused_names:
+                st.caption(f"**{DEFENSES.get(n).title}**: {C.refusal(family, n)}")
+    base = dict(base_spec.base) if base_spec.family == family else {}
+    s = state.settings()
+    return C.ComparisonSpec(family=family, data=data, utility=utility, privacy=privacy,
+                            defenses=tuple(specs), seeds=tuple(range(s.seed, s.seed + seeds)),
+                            base=base)
+
+
+def _datasets(family: str) -> list[str]:
+    """Data sets a family's config accepts (validated: image families take image sets)."""
+    from dashboard.sidebar import dataset_rows
+
+    out = []
+    base = C.family_defaults(family)
+    for row in dataset_rows():
+        try:
+            parse_config({**base, "data": {**base.get("data", {}), "name": row["name"]}})
+        except ValueError:  # ConfigError: a set this family cannot use
+            continue
+        out.append(row["name"])
+    return out
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _comparison(_spec: C.ComparisonSpec, keys: tuple[str, ...], metrics: tuple[str, str]
+                ) -> C.Comparison:
+    """The comparison read back from the store once per set of stored sweeps (``keys``) and
+    pair of metrics:
+    scrubbing the slider or switching tables reruns the page without touching the store."""
+    return C.run_comparison(_spec, get_store())
+
+
+def show(cmp: C.Comparison) -> None:
+    n = max((len(c.knob) for c in cmp.defended), default=1)
+    position = None
+    if n > 1:
+        position = st.slider("Scrub the grid (cached points: nothing recomputes)", 1, n,
+                             key="cmp_position") - 1
+    fig = comparison_figure(cmp, position)
+    st.plotly_chart(fig, width="stretch", key="cmp_plane")
+    st.caption(f"{cmp.points_cached + cmp.points_run} points ({cmp.points_run} computed now, "
+               f"{cmp.points_cached} from the store) · lines join each defense's settings in knob "
+               "order · bars: ± one standard deviation over seeds · dashed: the Pareto front "
+               "(no other point has more utility and less leakage) · star: no defense.")
+    if position is not None:
+        rows = []
+        for c in cmp.defended:
+            j = min(position, len(c.knob) - 1)
+            rows.append({"defense": c.name, "knob": f"{c.symbol} = {c.knob[j]:g}",
+                         cmp.spec.utility: round(float(c.utility_mean[j]), 4),
+                         cmp.spec.privacy: round(float(c.leakage_mean[j]), 4)})
+        st.dataframe(rows, hide_index=True, width="stretch")
+    st.subheader("Utility at equal privacy")
+    levels = cmp.levels()
+    rows = cmp.table(levels)
+    frame = table_frame(rows, [c.name for c in cmp.defended])
+    st.dataframe(frame, hide_index=True, width="stretch")
+    st.caption(f"Each defense's best {cmp.spec.utility} over its settings whose "
+               f"{cmp.spec.privacy} is at or below the level (TAPPFL's Fig. 4 protocol); "
+               "* = read on the segment between two grid points that crosses the level; "
+               "— = no setting gets that private. The dominance test pairs seeds: a difference "
+               "within two standard errors is a tie.")
+    d1, d2, d3 = st.columns(3)
+    d1.download_button("Table (CSV)", frame.to_csv(index=False), file_name="compare_table.csv",
+                       mime="text/csv", key="cmp_csv")
+    d2.download_button("Points (CSV)", points_frame(cmp).to_csv(index=False),
+                       file_name="compare_points.csv", mime="text/csv", key="cmp_points_csv")
+    d3.download_button("Figure (standalone HTML)", lambda: figure_html(fig),
+                       file_name="compare.html", mime="text/html", key="cmp_html")
+    with st.expander("Every point"):
+        st.dataframe(points_frame(cmp), hide_index=True, width="stretch")
+    for name, why in cmp.refused:
+        st.caption(f"not compared: {name}: {why}")
+
+
+st.title("Compare defenses")
+st.caption("Every registered defense that applies to an attack family, on one utility–privacy "
+           "plane: each defense's knob swept over seeds (one stored sweep per defense: only "
+           "missing points run), the Pareto front, and each defense's utility at matched "
+           "attack levels.")
+spec = controls()
+if spec is None:
+    st.stop()
+try:
+    sweeps, refused = C.comparison_sweeps(spec)
+    configs = [cfg for _, cfg in sweeps]
+    keys = tuple(cache_key(parse_config(c)) for c in configs)
+except ValueError as exc:  # ConfigError included: one line per problem
+    st.error(f"Comparison: invalid settings: {exc}\n\nNothing was stored.")
+    st.stop()
+for d, why in refused:
+    st.warning(f"{d.name}: {why}")
+# the teaching preset as shipped starts by itself; a changed one waits for the button
+auto = st.session_state.get("cmp_preset") == TEACHING and \
+    configs == [c for _, c in C.comparison_sweeps(C.PRESETS[TEACHING]())[0]]
+run_clicked = st.button("Run the comparison", type="primary", key="cmp_run")
+results = run_many_with_progress(configs, label=f"comparison on {spec.data}",
+                                 start=run_clicked or auto)
+if results is None:
+    st.info(f"{len(configs)} sweeps ({sum(len(c['seeds']) * max(1, len(next(iter(c['grid'].values()), [0]))) for c in configs)} "
+            "points) not all stored yet. Press **Run the comparison**; every point is stored "
+            "as it finishes, so a cancelled comparison keeps them.")
+else:
+    try:
+        cmp = _comparison(spec, keys, (spec.utility, spec.privacy))
+    except ValueError as exc:  # a metric these runs do not report: one line, nothing stored
+        st.error(f"Comparison: {exc}")
+    else:
+        show(cmp)
+running_jobs_panel()
