@@ -18,5 +18,8 @@ BENCHMARKS: dict[str, str] = {
     "channel_solve": "benchmarks.channel_solve:main",
     "membership": "benchmarks.membership_bench:main",
     "shadow_speed": "benchmarks.shadow_speed:main",
+    "property": "benchmarks.property_bench:main",
+    "repr_reconstruction": "benchmarks.repr_reconstruction_bench:main",
     "fil": "benchmarks.fil_bench:main",
+    "compare": "benchmarks.compare_bench:main",
 }

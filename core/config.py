@@ -523,6 +523,403 @@ class MembershipConfig(_Experiment):
 
 
 # ---------------------------------------------------------------------------------------------
+# fisher information (FIL of output-perturbed linear / logistic regression; spec 002 Part A)
+
+#: nominal attributes of each FIL view an attack may target (besides ``label``)
+FIL_TARGETS = {
+    ("adult", "paper"): ("marital_status", "sex", "race", "workclass", "education",
+                         "occupation", "native_country"),
+    ("adult", "standard"): (),
+    ("synthetic", None): ("b",),
+    ("digits", None): (),
+    ("mnist5k", None): (),
+}
+FIL_ATTACKS = ("fil_white_box", "fil_black_box", "fil_prior")
+
+
+class FilDataSpec(_Model):
+    """A FIL data view (:mod:`core.data.fil_views`): two digit classes in PCA / unit-ball
+    form, Adult in the paper's view (or the other pages' view), or a synthetic GLM."""
+
+    name: Literal["digits", "mnist5k", "adult", "synthetic"] = "digits"
+    classes: tuple[Annotated[int, Ge(0), Le(9)], Annotated[int, Ge(0), Le(9)]] = Field(
+        (0, 1), description="digits / mnist5k: the two classes (label 1 = the second)")
+    pca_dim: Annotated[int, Ge(2), Le(256)] = Field(20, description="digits / mnist5k: PCA dims")
+    adult_view: Literal["paper", "standard"] = Field(
+        "paper", description="adult: the FIL paper's 86-column view or the other pages' view")
+    data_dir: str | None = None
+    max_samples: Annotated[int, Ge(50), Le(1_000_000)] | None = Field(
+        None, description="seeded cap on the training rows (speed)")
+    test_fraction: Annotated[float, Ge(0.05), Le(0.5)] = 0.2
+    n_samples: Annotated[int, Ge(100), Le(200_000)] = Field(1000, description="synthetic: rows")
+    n_features: Annotated[int, Ge(2), Le(500)] = Field(10, description="synthetic: columns")
+    correlation: Annotated[float, Ge(0.0), Le(0.95)] = Field(
+        0.3, description="synthetic: feature correlation ρ^|j−k|")
+    outlier_fraction: Annotated[float, Ge(0.0), Le(0.5)] = Field(
+        0.02, description="synthetic: rows with features ×4 and the label flipped")
+
+    @model_validator(mode="after")
+    def _check(self) -> FilDataSpec:
+        if self.classes[0] == self.classes[1]:
+            raise ValueError(f"classes: got {list(self.classes)}; expected two different digits")
+        return self
+
+    def targets(self) -> tuple[str, ...]:
+        """What an attack may target on this view: ``label`` and its nominal attributes."""
+        view = self.adult_view if self.name == "adult" else None
+        return ("label", *FIL_TARGETS[(self.name, view)])
+
+
+class FilOutputPerturbation(_Model):
+    """FIL's defense (spec 002 §A7): the L2-regularised GLM trained to optimality and released
+    as w' = w* + N(0, σ²I). σ is given directly (``sigma``), solved from a target η
+    (``eta_target``: the worst-case or the mean η at the chosen granularity equals it) or from
+    (``epsilon``, ``delta``) through the sensitivity 2/(nλ) (logistic regression on unit-ball
+    features only; least squares has none). Exactly one of the three is set."""
+
+    kind: Literal["fil_output_perturbation"] = "fil_output_perturbation"
+    sigma: Annotated[float, Gt(0.0), Le(1e6)] | None = Field(
+        None, description="noise standard deviation σ of the released weights")
+    eta_target: Annotated[float, Gt(0.0), Le(1e9)] | None = Field(
+        3.2, description="solve σ so that the worst-case (or mean) η equals this")
+    eta_reduce: Literal["max", "mean"] = "max"
+    epsilon: Annotated[float, Gt(0.0), Le(1e4)] | None = Field(
+        None, description="solve σ for (ε, δ)-DP (logistic, unit ball)")
+    delta: Annotated[float, Gt(0.0), Lt(1.0)] = 1e-5
+    dp_method: Literal["rdp", "classic"] = "rdp"
+    releases: Annotated[int, Ge(1), Le(100_000)] = Field(
+        1, description="k independent releases: composed FIL η√k")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_given_replaces_default(cls, data: Any) -> Any:
+        """Giving ``sigma`` or ``epsilon`` alone means that mode: the default target η steps
+        aside."""
+        if isinstance(data, dict) and "eta_target" not in data and (
+                data.get("sigma") is not None or data.get("epsilon") is not None):
+            data = {**data, "eta_target": None}
+        return data
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> FilOutputPerturbation:
+        given = [n for n in ("sigma", "eta_target", "epsilon") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(f"sigma, eta_target, epsilon: got {', '.join(given) or 'none'} set; "
+                             "set exactly one (the others null)")
+        return self
+
+    @property
+    def noise_from(self) -> str:
+        return "sigma" if self.sigma is not None else "eta" if self.eta_target is not None else "dp"
+
+
+class FilModelSpec(_Model):
+    """The GLM: least squares (targets ±1) or logistic regression, no intercept, with the L2
+    weight ``l2`` (the paper's λ in Σℓ + (nλ/2)‖w‖²; not TAPPFL's trade-off λ)."""
+
+    model: Literal["linear", "logistic"] = "linear"
+    l2: Annotated[float, Ge(0.0), Le(100.0)] = Field(
+        1e-3, description="L2 weight λ of Σℓ + (nλ/2)‖w‖² (FIL's λ)")
+
+    @model_validator(mode="after")
+    def _check(self) -> FilModelSpec:
+        if self.model == "logistic" and self.l2 <= 0:
+            raise ValueError(f"l2: got {self.l2:g}; logistic regression needs l2 > 0 (separable "
+                             "data has no finite minimiser); allowed range 0 < value <= 100")
+        return self
+
+
+class IRFILSpec(_Model):
+    """Iteratively reweighted FIL (Algorithm 1 with the corrected weighted Jacobian, Eq. 29)."""
+
+    iterations: Annotated[int, Ge(0), Le(50)] = Field(5, description="T (0 = no reweighting)")
+    weight_method: Literal["sample", "class", "hybrid"] = "sample"
+    min_weight: Annotated[float, Ge(0.0), Le(1.0)] = 0.0
+    max_weight: Annotated[float, Ge(1.0), Le(1e9)] | None = None
+    release: bool = Field(False, description="release IRFIL's last iterate (False: the plain "
+                          "model is released; IRFIL is shown beside it)")
+
+    @model_validator(mode="after")
+    def _check(self) -> IRFILSpec:
+        if self.max_weight is not None and self.max_weight <= self.min_weight:
+            raise ValueError(f"max_weight: got {self.max_weight:g}; must exceed min_weight = "
+                             f"{self.min_weight:g}")
+        return self
+
+
+class FilAttackSpec(_Model):
+    """Attacks on the released weights (spec 002 §A10), repeated over ``noise_trials`` draws,
+    and the Cramér–Rao panel's unbiased reconstruction over ``crb_trials`` draws per σ."""
+
+    attackers: tuple[str, ...] = FIL_ATTACKS
+    target: str | None = Field(None, description="attribute attacked (None = the view's default)")
+    noise_trials: Annotated[int, Ge(1), Le(10_000)] = 20
+    crb_trials: Annotated[int, Ge(10), Le(100_000)] = 1000
+    sigma_grid: Annotated[int, Ge(2), Le(30)] = Field(
+        7, description="σ values of the utility / attack / Cramér–Rao sweep")
+    max_targets: Annotated[int, Ge(10), Le(1_000_000)] = Field(
+        2000, description="training rows attacked per draw (seeded subsample)")
+
+    @model_validator(mode="after")
+    def _check(self) -> FilAttackSpec:
+        for a in self.attackers:
+            if a not in FIL_ATTACKS:
+                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(FIL_ATTACKS)}")
+        if len(set(self.attackers)) != len(self.attackers):
+            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        return self
+
+
+class FisherInformationConfig(_Experiment):
+    """Fisher information loss of an output-perturbed linear / logistic regression (Hannun et
+    al., UAI 2021; spec 002 Part A): η per example / attribute / label / group / data set,
+    IRFIL, white-box / black-box / prior attacks and the Cramér–Rao panel."""
+
+    kind: Literal["fisher_information"] = "fisher_information"
+    data: FilDataSpec = FilDataSpec()
+    model: FilModelSpec = FilModelSpec()
+    defense: FilOutputPerturbation = FilOutputPerturbation()
+    granularity: Literal["example", "attribute", "label", "group", "dataset"] = Field(
+        "example", description="which η σ is solved for and the headline reports")
+    irfil: IRFILSpec = IRFILSpec()
+    attack: FilAttackSpec = FilAttackSpec()
+
+    @model_validator(mode="after")
+    def _check(self) -> FisherInformationConfig:
+        from core.parts import check_combination
+
+        check_combination(self.kind, self.defense.kind, self.attack.attackers)
+        allowed = self.data.targets()
+        if self.attack.target is not None and self.attack.target not in allowed:
+            raise ValueError(f"attack.target: got {self.attack.target!r}; allowed for "
+                             f"{self.data.name!r}: {', '.join(allowed)}")
+        if self.defense.epsilon is not None and self.model.model == "linear":
+            raise ValueError("defense.epsilon: least squares has no finite L2 sensitivity, so "
+                             "no σ gives (ε, δ)-DP; set sigma or eta_target, or use logistic")
+        return self
+
+    @property
+    def target(self) -> str:
+        """The attacked attribute (the view's default when unset)."""
+        if self.attack.target is not None:
+            return self.attack.target
+        t = self.data.targets()
+        return t[1] if len(t) > 1 else "label"
+
+
+# ---------------------------------------------------------------------------------------------
+# property inference (Inf2Guard's PIA defense, spec 004 §2.2 / §3.2)
+
+#: property attackers (registered in core.parts as ``property_<name>``)
+PROPERTY_ATTACKS = ("in_training", "mlp", "logreg", "prior")
+
+
+class Inf2GuardPropertyDefense(_Model):
+    """Inf2Guard against property inference (spec 004 §2.2, Eq. 11 / Algorithm 2): encoder,
+    per-sample task head and a K-way property adversary on aggregated subset representations,
+    in a game weighted by λ (λ = 0: no defense)."""
+
+    kind: Literal["inf2guard_property"] = "inf2guard_property"
+    tradeoff_lambda: Annotated[float, Ge(0.0), Le(1.0)] = Field(
+        0.5, description="Inf2Guard privacy weight λ (Eq. 11): 0 = utility only, 1 = privacy only")
+    aggregation: Literal["mean", "max"] = Field(
+        "mean", description="subset representation: mean (Table 3) or element-wise max (Table 4)")
+
+
+class PropertySubsetSpec(_Model):
+    """Subsets whose property is the share of one value of the private attribute, binned into
+    K classes on the paper's ratio grid (K = 4: 0.2-0.5, 7: 0.2-0.8, 11: 0.0-1.0), the same
+    number per bin, sizes uniform in [size_min, size_max] (:mod:`core.data.subsets`)."""
+
+    n_values: Annotated[int, Ge(4), Le(11)] = Field(
+        4, description="K property classes: 4, 7 or 11 (the paper's ratio grids)")
+    property_value: str | None = Field(
+        None, description="the attribute value whose share is the property; None = 'Female' "
+                          "where the attribute has it (the paper's female ratio), else code 1")
+    size_min: Annotated[int, Ge(2), Le(4096)] = 32
+    size_max: Annotated[int, Ge(2), Le(4096)] = 256
+    train_per_bin: Annotated[int, Ge(5), Le(100_000)] = Field(
+        500, description="defender's subsets per bin (train split)")
+    aux_per_bin: Annotated[int, Ge(5), Le(100_000)] = Field(
+        500, description="attacker's shadow subsets per bin (aux split)")
+    test_per_bin: Annotated[int, Ge(5), Le(100_000)] = Field(
+        250, description="attacked target subsets per bin (test split)")
+
+    @model_validator(mode="after")
+    def _check(self) -> PropertySubsetSpec:
+        if self.n_values not in (4, 7, 11):
+            raise ValueError(f"n_values: got {self.n_values}; allowed: 4, 7, 11 (the paper's "
+                             "ratio grids)")
+        if self.size_min > self.size_max:
+            raise ValueError(f"size_min: got {self.size_min}; allowed range 2 <= value <= "
+                             f"size_max = {self.size_max}")
+        return self
+
+
+class PropertyTrainSpec(_Model):
+    """Algorithm 2's training: pre-training epochs (encoder + head, then the adversary on
+    frozen aggregates), then the λ game over minibatches of ``batch_subsets`` subsets."""
+
+    epochs: Annotated[int, Ge(1), Le(1000)] = 20
+    pretrain_epochs: Annotated[int, Ge(0), Le(100)] = 3
+    batch_subsets: Annotated[int, Ge(1), Le(4096)] = 32
+    lr: Annotated[float, Gt(0.0), Le(10.0)] = 1e-3
+    adversary_lr: Annotated[float, Gt(0.0), Le(10.0)] = 3e-3
+    representation_dim: Annotated[int, Ge(2), Le(1024)] = 32
+    hidden_dim: Annotated[int, Ge(2), Le(4096)] = 64
+
+
+class PropertyAttackSpec(_Model):
+    """Property attacks on the target subsets' aggregates: the in-training adversary, fresh
+    K-way classifiers trained on shadow subsets from the aux split, the prior."""
+
+    attackers: tuple[str, ...] = PROPERTY_ATTACKS
+    aggregation: Literal["same", "mean", "max"] = Field(
+        "same", description="the fresh attackers' aggregator: the defender's ('same') or a "
+                            "substitute (Table 17: mean defense, max attacker)")
+    mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
+    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = 100
+
+    @model_validator(mode="after")
+    def _check(self) -> PropertyAttackSpec:
+        if not self.attackers:
+            raise ValueError(f"attackers: got an empty list; choose from {', '.join(PROPERTY_ATTACKS)}")
+        for a in self.attackers:
+            if a not in PROPERTY_ATTACKS:
+                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(PROPERTY_ATTACKS)}")
+        if len(set(self.attackers)) != len(self.attackers):
+            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        return self
+
+
+class PropertyConfig(_Experiment):
+    """Property inference against shared representations (Inf2Guard, spec 004 §2.2, §3.2):
+    the encoder trained under Algorithm 2, subsets of the test split attacked through their
+    aggregated representations, per-sample utility, the K-ary leakage bound."""
+
+    kind: Literal["property"] = "property"
+    data: DataSpec = DataSpec(name="adult")
+    defense: Inf2GuardPropertyDefense = Inf2GuardPropertyDefense()
+    subsets: PropertySubsetSpec = PropertySubsetSpec()
+    train: PropertyTrainSpec = PropertyTrainSpec()
+    attack: PropertyAttackSpec = PropertyAttackSpec()
+    projection_points: Annotated[int, Ge(0), Le(3000)] = Field(
+        400, description="target subsets projected (t-SNE), 0 = none")
+
+    @model_validator(mode="after")
+    def _check_combination(self) -> PropertyConfig:
+        from core.parts import check_combination
+
+        check_combination(self.kind, self.defense.kind,
+                          tuple(f"property_{a}" for a in self.attack.attackers))
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
+# representation reconstruction (Inf2Guard's learned perturbation vs fixed noise channels;
+# spec 004 §2.3, §3.3, Theorem 3)
+
+REPR_CHANNELS = ("learned", "gaussian", "laplace", "uniform", "dp")
+REPR_ATTACKS = ("decoder_in_training", "decoder_fresh", "inversion")
+
+
+class Inf2GuardDRADefense(_Model):
+    """The shared representation r + δ (spec 004 §2.3, Eqs. 20-26, Algorithms 3-4): the noise
+    ``channel`` at scale ``epsilon`` — ``learned`` δ = ε·tanh(u), u ~ N(μ, σ²) with μ, σ
+    learned; fixed ``gaussian`` N(0, ε²), ``laplace`` Laplace(0, ε), ``uniform`` U(−ε, ε); ``dp``
+    the Gaussian mechanism N(0, ε²) on r clipped to ``dp_clip_norm`` — with the encoder trained
+    with that noise in the loop against an in-training decoder, weighted by λ."""
+
+    kind: Literal["inf2guard_dra"] = "inf2guard_dra"
+    channel: Literal["learned", "gaussian", "laplace", "uniform", "dp"] = Field(
+        "learned", description="the noise channel (the headline knob beside ε)")
+    epsilon: Annotated[float, Ge(0.0), Le(100.0)] = Field(
+        1.0, description="Inf2Guard noise scale ε (not a DP budget): |δ_i| <= ε for learned")
+    tradeoff_lambda: Annotated[float, Ge(0.0), Lt(1.0)] = Field(
+        0.4, description="Inf2Guard privacy weight λ (Eq. 20; the paper's DRA runs use 0.4)")
+    entropy_alpha: Annotated[float, Ge(0.0), Le(1000.0)] = Field(
+        1.0, description="entropy weight α; β = λα/(1−λ) (Eq. 26), entropy in nats per coordinate")
+    mc_samples: Annotated[int, Ge(1), Le(64)] = Field(
+        5, description="Monte-Carlo noise samples K per row (the paper: 5)")
+    dp_clip_norm: Annotated[float, Gt(0.0), Le(1000.0)] = Field(
+        4.0, description="dp channel: L2 clip C of r (sensitivity 2C)")
+    dp_delta: Annotated[float, Gt(0.0), Lt(1.0)] = Field(
+        1e-5, description="dp channel: δ of the reported (ε_DP, δ)")
+
+
+class ReprTrainSpec(_Model):
+    """Encoder, task head and in-training decoder (Algorithm 4), Adam."""
+
+    epochs: Annotated[int, Ge(1), Le(500)] = 10
+    batch_size: Annotated[int, Ge(1), Le(4096)] = 64
+    lr: Annotated[float, Gt(0.0), Le(10.0)] = 1e-3
+    hidden_dim: Annotated[int, Ge(2), Le(4096)] = 256
+    representation_dim: Annotated[int, Ge(2), Le(1024)] = 64
+    decoder_hidden: Annotated[int, Ge(2), Le(4096)] = Field(
+        256, description="the in-training decoder Ψ's hidden width")
+    max_train: Annotated[int, Ge(50), Le(1_000_000)] = Field(
+        3000, description="seeded cap on the training rows (speed)")
+
+
+class ReprAttackSpec(_Model):
+    """Reconstruction attacks on r + δ (:mod:`core.attacks.reconstruction`), scored on
+    ``targets`` test images (the paper attacks 50)."""
+
+    attackers: tuple[str, ...] = REPR_ATTACKS
+    targets: Annotated[int, Ge(2), Le(2000)] = 50
+    fresh_hidden: Annotated[int, Ge(2), Le(8192)] = Field(
+        512, description="the fresh decoder's width (two hidden layers)")
+    fresh_epochs: Annotated[int, Ge(1), Le(1000)] = 30
+    inversion_iterations: Annotated[int, Ge(1), Le(20_000)] = 300
+    inversion_tv: Annotated[float, Ge(0.0), Le(100.0)] = Field(
+        0.05, description="weight of the total-variation prior in the inversion")
+
+    @model_validator(mode="after")
+    def _check(self) -> ReprAttackSpec:
+        if not self.attackers:
+            raise ValueError(f"attackers: got an empty list; choose from {', '.join(REPR_ATTACKS)}")
+        for a in self.attackers:
+            if a not in REPR_ATTACKS:
+                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(REPR_ATTACKS)}")
+        if len(set(self.attackers)) != len(self.attackers):
+            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        return self
+
+
+class ReprBoundSpec(_Model):
+    """Where Theorem 3 is evaluated: ℓ2 at η = ``eta_rmse``·√d (a per-pixel RMSE) and ℓ∞ at
+    ``eta_linf``."""
+
+    eta_rmse: Annotated[float, Gt(0.0), Le(1.0)] = 0.15
+    eta_linf: Annotated[float, Gt(0.0), Le(1.0)] = 0.25
+
+
+class ReprReconstructionConfig(_Experiment):
+    """Reconstruction of images from shared representations r + δ: Inf2Guard's learned
+    perturbation against fixed noise channels and DP noise (spec 004 §2.3), attacked by the
+    in-training decoder, a fresh decoder and optimisation inversion (§3.3), Theorem 3 beside."""
+
+    kind: Literal["repr_reconstruction"] = "repr_reconstruction"
+    data: DataSpec = DataSpec(name="digits")
+    defense: Inf2GuardDRADefense = Inf2GuardDRADefense()
+    train: ReprTrainSpec = ReprTrainSpec()
+    attack: ReprAttackSpec = ReprAttackSpec()
+    bound: ReprBoundSpec = ReprBoundSpec()
+
+    @model_validator(mode="after")
+    def _check_data(self) -> ReprReconstructionConfig:
+        from core.data.registry import get_info
+        from core.parts import check_combination
+
+        if self.data.name not in IMAGE_DATASETS and get_info(self.data.name).kind != "image":
+            raise ValueError(f"data.name: got {self.data.name!r}; reconstruction needs an image "
+                             f"data set ({', '.join(sorted(IMAGE_DATASETS))} or a registered "
+                             "image folder)")
+        check_combination(self.kind, self.defense.kind, self.attack.attackers)
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
 # sweep (a grid over another kind's config)
 
 #: at most this many points (grid × seeds) in one sweep
@@ -582,13 +979,19 @@ class SweepConfig(_Model):
 # the union
 
 Config = Annotated[ProjectionConfig | AttributePrivacyConfig | GradientLeakageConfig
-                   | MembershipConfig | SweepConfig, Field(discriminator="kind")]
+                   | MembershipConfig | FisherInformationConfig
+                   | PropertyConfig
+                   | ReprReconstructionConfig
+                   | SweepConfig, Field(discriminator="kind")]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Config)
 CONFIG_MODELS: dict[str, type[_Model]] = {
     "projection": ProjectionConfig,
     "attribute_privacy": AttributePrivacyConfig,
     "gradient_leakage": GradientLeakageConfig,
     "membership": MembershipConfig,
+    "fisher_information": FisherInformationConfig,
+    "property": PropertyConfig,
+    "repr_reconstruction": ReprReconstructionConfig,
     "sweep": SweepConfig,
 }
 

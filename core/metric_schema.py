@@ -471,6 +471,188 @@ for _spec in (
 ):
     register(_spec)
 
+# -- Fisher information loss (core/runs/fisher_information.py; spec 002 Part A)
+FIL_ATTACKERS = {"white_box": "the white-box attack (Eq. 30)",
+                 "black_box": "the black-box attack (Eq. 31)",
+                 "prior": "the prior baseline (most frequent value)"}
+register_family("fil_attack_{who}_acc", {"who": FIL_ATTACKERS},
+                description="accuracy of {who_text} on the noisy release (mean over draws)",
+                unit="fraction", direction="leakage",
+                chance="fil_attack_prior_acc", group="attack")
+FIL_ETAS = {"example": "per-example", "label": "per-example label", "attr": "per-example "
+            "target-attribute", "group": "per-class group"}
+register_family("fil_eta_{g}_mean", {"g": FIL_ETAS}, description="mean {g_text} FIL η at σ",
+                unit="η", direction="leakage", group="fil")
+register_family("fil_eta_{g}_max", {"g": FIL_ETAS}, description="largest {g_text} FIL η at σ",
+                unit="η", direction="leakage", group="fil")
+for _spec in (
+    _S("fil_attack_acc_best", "highest attribute-inference accuracy over the FIL attacks run",
+       "fraction", "leakage", "fil_attack_prior_acc", "attack"),
+    _S("fil_utility_acc", "test accuracy of the released noisy GLM (mean over noise draws)",
+       "fraction", "utility", "utility_majority", "utility"),
+    _S("fil_utility_acc_clean", "test accuracy of the GLM before the noise (w*)",
+       "fraction", "utility", "utility_majority", "utility"),
+    _S("fil_test_mse", "test mean squared error of the noisy GLM's score vs ±1 targets",
+       "MSE", "neither", None, "utility"),
+    _S("fil_eta", "FIL η at σ at the chosen granularity (worst case; the headline budget)",
+       "η", "leakage", None, "fil"),
+    _S("fil_eta_mean", "mean per-example FIL η at σ at the chosen granularity", "η", "leakage",
+       None, "fil"),
+    _S("fil_eta_std", "standard deviation of the per-example FIL η at σ (chosen granularity)",
+       "η", "neither", None, "fil"),
+    _S("fil_eta_dataset", "FIL η of the whole training set at σ (λ_max of Σ J_i J_iᵀ)", "η",
+       "leakage", None, "fil"),
+    _S("fil_eta_composed", "FIL η of k independent releases, η√k (worst case)", "η", "leakage",
+       None, "fil"),
+    _S("fil_sigma", "standard deviation σ of the Gaussian noise on the released weights",
+       "std", "neither", None, "defense"),
+    _S("fil_epsilon", "DP ε of the release at σ and δ (logistic, unit-ball features)", "ε",
+       "leakage", None, "defense"),
+    _S("fil_delta", "δ of the DP readout", "δ", "neither", None, "defense"),
+    _S("fil_sensitivity", "L2 sensitivity 2/(nλ) of the regularised logistic minimiser",
+       "norm", "neither", None, "defense"),
+    _S("fil_local_rdp_max", "derived local Rényi DP (α = 1) of the worst example, η²‖Δ‖²/2",
+       "nats", "leakage", None, "defense"),
+    _S("fil_releases", "number k of independent noisy releases composed", "count", "neither",
+       None, "defense"),
+    _S("fil_l2", "L2 weight λ of the GLM (FIL's λ, echoed)", "λ", "neither", None, "defense"),
+    _S("fil_irfil_iterations", "IRFIL iterations T run", "count", "neither", None, "fil"),
+    _S("fil_irfil_eta_std_before", "std of per-example η (σ = 1) before IRFIL", "η", "neither",
+       None, "fil"),
+    _S("fil_irfil_eta_std_after", "std of per-example η (σ = 1) after IRFIL", "η", "neither",
+       None, "fil"),
+    _S("fil_irfil_eta_mean_before", "mean per-example η (σ = 1) before IRFIL", "η", "leakage",
+       None, "fil"),
+    _S("fil_irfil_eta_mean_after", "mean per-example η (σ = 1) after IRFIL", "η", "leakage",
+       None, "fil"),
+    _S("fil_irfil_std_ratio", "std(η) after IRFIL over before (smaller = more equal)", "ratio",
+       "neither", None, "fil"),
+    _S("fil_irfil_acc_before", "test accuracy of the noise-free GLM before IRFIL", "fraction",
+       "utility", "utility_majority", "utility"),
+    _S("fil_irfil_acc_after", "test accuracy of the noise-free GLM after IRFIL", "fraction",
+       "utility", "utility_majority", "utility"),
+    _S("fil_crb_min_ratio", "smallest measured variance / Cramér–Rao bound 1/η² over the σ grid",
+       "ratio", "neither", None, "bound"),
+    _S("fil_crb_trials", "noise draws per σ of the unbiased reconstruction", "count", "neither",
+       None, "bound"),
+    _S("fil_noise_trials", "noise draws each attack is repeated over", "count", "neither", None,
+       "attack"),
+    _S("fil_targets_attacked", "training rows attacked per noise draw", "count", "neither",
+       None, "attack"),
+    _S("fil_n_train", "training rows of the GLM", "count", "neither", None, "data"),
+    _S("fil_dim", "feature dimension d of the GLM", "count", "neither", None, "data"),
+    _S("fil_seconds_fit", "wall-clock time of the fit and the per-example FIL", "seconds",
+       "neither", None, "timing"),
+    _S("fil_spearman_loss", "Spearman ρ of per-example η and the per-example loss (Fig. 4a)",
+       "ρ", "neither", None, "fil"),
+    _S("fil_spearman_grad", "Spearman ρ of per-example η and ‖∇_w ℓ‖ (Fig. 4b)", "ρ",
+       "neither", None, "fil"),
+):
+    register(_spec)
+
+# -- property inference (core/runs/property.py; core/attacks/property.py; spec 004 §2.2)
+PROPERTY_ATTACKERS = {"in_training": "Inf2Guard's in-training property adversary",
+                      "mlp": "a fresh MLP on shadow-subset aggregates",
+                      "logreg": "a fresh logistic attacker on shadow-subset aggregates",
+                      "prior": "the no-model prior (shadow bin frequencies)"}
+_PIA = {"who": PROPERTY_ATTACKERS}
+register_family("property_{who}_acc", _PIA, description="property-inference accuracy of {who_text}",
+                unit="fraction", direction="leakage", chance="chance", group="attack")
+register_family("property_{who}_bacc", _PIA, description="property balanced accuracy of {who_text}",
+                unit="fraction", direction="leakage", chance="chance", group="attack")
+register_family("property_{who}_auc", _PIA, description="one-vs-rest macro AUC over the K bins of "
+                "{who_text}", unit="AUC", direction="leakage", chance=0.5, group="attack")
+register_family("property_{who}_ce_nats", _PIA, description="test cross-entropy of {who_text} "
+                "(lower = more leakage)", unit="nats", direction="neither", group="attack")
+register_family("property_{who}_gap", _PIA, description="accuracy of {who_text} minus chance 1/K",
+                unit="fraction", direction="leakage", chance=0.0, group="attack")
+for _spec in (
+    _S("property_acc_best", "highest property-inference accuracy over the attackers run",
+       "fraction", "leakage", "chance", "attack"),
+    _S("property_majority", "test share of the most frequent property bin (the prior's rate)",
+       "fraction", "neither", None, "attack"),
+    _S("property_h_bits", "H(u|R) estimate from the lowest attacker cross-entropy (lower = leakier)",
+       "bits", "neither", None, "bound"),
+    _S("bound_pia_fano", "K-ary bound 1 − (H − 1)/log₂(K − 1) on property accuracy at estimated H",
+       "fraction", "leakage", "chance", "bound"),
+    _S("bound_pia_fano_exact", "tight Fano bound on property accuracy at the estimated H(u|R)",
+       "fraction", "leakage", "chance", "bound"),
+    _S("bound_pia_vacuous", "1 if the K-ary bound is >= 1 at the estimated H (says nothing), else 0",
+       "flag", "neither", None, "bound"),
+    _S("subsets_train", "defender's training subsets (train split)", "count", "neither", None,
+       "data"),
+    _S("subsets_aux", "attacker's shadow subsets (aux split)", "count", "neither", None, "data"),
+    _S("subsets_test", "attacked target subsets (test split)", "count", "neither", None, "data"),
+    _S("subset_size_mean", "mean rows per target subset", "rows", "neither", None, "data"),
+    _S("property_train_utility_ce", "per-sample task cross-entropy per defense epoch (curves)",
+       "nats", "neither", None, "training"),
+    _S("property_train_adversary_ce", "in-training property adversary's CE per epoch (curves)",
+       "nats", "neither", None, "training"),
+    _S("property_train_adversary_acc", "in-training adversary's batch accuracy per epoch (curves)",
+       "fraction", "leakage", "chance", "training"),
+):
+    register(_spec)
+
+# -- reconstruction from shared representations (core/runs/repr_reconstruction.py; spec 004 §2.3)
+REPR_ATTACKERS = {"decoder_in_training": "the in-training decoder Ψ",
+                  "decoder_fresh": "the fresh decoder",
+                  "inversion": "the optimisation inversion"}
+_RR = {"who": REPR_ATTACKERS}
+register_family("recon_{who}_mse", _RR, description="per-pixel MSE of {who_text}'s "
+                "reconstructions from r + δ (lower = leakier)", unit="MSE", direction="neither",
+                group="reconstruction")
+register_family("recon_{who}_psnr", _RR, description="mean PSNR of {who_text}'s reconstructions "
+                "from r + δ, data range 1", unit="dB", direction="leakage", group="reconstruction")
+register_family("recon_{who}_ssim", _RR, description="mean SSIM of {who_text}'s reconstructions "
+                "from r + δ", unit="SSIM", direction="leakage", group="reconstruction")
+register_family("recon_{who}_frac_l2_ge_eta", _RR, description="share of targets {who_text} "
+                "reconstructs at ℓ2 error >= η (Theorem 3's event)", unit="fraction",
+                direction="neither", group="bound")
+register_family("recon_{who}_frac_linf_ge_eta", _RR, description="share of targets {who_text} "
+                "reconstructs at ℓ∞ error >= η (Theorem 3's event)", unit="fraction",
+                direction="neither", group="bound")
+for _spec in (
+    _S("utility_acc_clean", "test accuracy of the task head on the clean representation r",
+       "fraction", "utility", "utility_majority", "utility"),
+    _S("perturbation_scale", "Inf2Guard noise scale ε of the shared r + δ (not a DP budget)",
+       "ε", "neither", None, "defense"),
+    _S("entropy_beta", "entropy weight β = λα/(1−λ) of the learned perturbation (Eq. 26)",
+       "β", "neither", None, "defense"),
+    _S("noise_entropy_nats", "differential entropy of δ per coordinate (mean over coordinates)",
+       "nats", "neither", None, "defense"),
+    _S("noise_std_mean", "standard deviation of δ per coordinate (mean over coordinates)",
+       "std", "neither", None, "defense"),
+    _S("representation_dim", "dimension k of the shared representation", "count", "neither",
+       None, "data"),
+    _S("bound_thm3_mi_nats", "upper estimate of I(x; r + δ) (max-entropy bound at the measured "
+       "Var r): Theorem 3's input", "nats", "leakage", None, "bound"),
+    _S("bound_thm3_l2", "Theorem 3: lower bound on Pr(ℓ2 reconstruction error >= η) (estimated)",
+       "probability", "neither", None, "bound"),
+    _S("bound_thm3_linf", "Theorem 3: lower bound on Pr(ℓ∞ reconstruction error >= η) "
+       "(estimated)", "probability", "neither", None, "bound"),
+    _S("bound_thm3_l2_vacuous", "1 if Theorem 3's ℓ2 bound says nothing here, else 0", "flag",
+       "neither", None, "bound"),
+    _S("bound_thm3_linf_vacuous", "1 if Theorem 3's ℓ∞ bound says nothing here, else 0", "flag",
+       "neither", None, "bound"),
+    _S("bound_thm3_eta_l2", "η of the ℓ2 bound (per-pixel RMSE × √d)", "norm", "neither", None,
+       "bound"),
+    _S("bound_thm3_eta_linf", "η of the ℓ∞ bound", "norm", "neither", None, "bound"),
+    _S("bound_thm3_denominator_l2", "ln Vol(X) − ln Vol(X(η)) for ℓ2 on [0, 1]^d (a lower "
+       "estimate)", "nats", "neither", None, "bound"),
+    _S("bound_thm3_denominator_linf", "ln Vol(X) − ln Vol(X(η)) for ℓ∞ on [0, 1]^d (exact)",
+       "nats", "neither", None, "bound"),
+    _S("bound_thm3_violations", "(attacker, norm) pairs whose measured share of errors >= η "
+       "falls below Theorem 3's bound", "count", "neither", None, "bound"),
+    _S("epoch", "training epoch (curves)", "count", "neither", None, "training"),
+    _S("train_utility_ce", "task cross-entropy on r + δ per epoch (curves)", "nats", "neither",
+       None, "training"),
+    _S("train_decoder_mse", "in-training decoder's MSE per epoch (curves; lower = leakier)",
+       "MSE", "neither", None, "training"),
+    _S("train_noise_entropy", "entropy of δ per coordinate per epoch (curves)", "nats",
+       "neither", None, "training"),
+):
+    register(_spec)
+
 # -- sweeps (core/runs/sweep.py); each point's own metrics are in its row and its stored run
 for _spec in (
     _S("points_total", "points of the sweep (grid × seeds)", "count", "neither", None, "sweep"),
@@ -505,6 +687,28 @@ HEADLINES: dict[str, Headline] = {
     "gradient_leakage": Headline(utility="utility_acc", attack="recon_best_psnr_median",
                                  budget={"none": None, "channel": "kappa",
                                          "dp_sgd": "epsilon_accountant"}),
+    # the strongest attribute attack on the noisy weights against the worst-case FIL η
+    "fisher_information": Headline(utility="fil_utility_acc", attack="fil_attack_acc_best",
+                                   budget="fil_eta"),
+    # Inf2Guard vs property inference: per-sample utility, the strongest property attack, λ
+    "property": Headline(utility="utility_acc", attack="property_acc_best",
+                         budget="tradeoff_lambda"),
+    # Inf2Guard's perturbation of shared representations: SSIM of the strongest attack, ε
+    "repr_reconstruction": Headline(utility="utility_acc", attack="recon_ssim",
+                                    budget="perturbation_scale"),
     # a sweep's headlines are its points' (its rows carry the base kind's)
     "sweep": Headline(utility=None, attack=None, budget=None),
+}
+
+#: privacy (leakage) metrics the Compare page offers per kind beside its headline attack
+#: (core.compare.metric_choices adds whatever the kind's stored runs report); a kind not
+#: listed offers its headline attack and its stored runs' metrics
+COMPARE_PRIVACY: dict[str, tuple[str, ...]] = {
+    "attribute_privacy": ("attack_auc_best", "attack_bacc_best", "attack_mlp_auc",
+                          "attack_logreg_auc", "attack_in_training_bacc", "tpr_at_0p1pct_fpr"),
+    "membership": ("mia_auc_best", "mia_tpr_at_0p1pct_fpr_best", "mia_loss_auc",
+                   "mia_lira_offline_auc", "mia_lira_offline_bacc",
+                   "mia_lira_offline_epsilon_lower_bound", "mia_rmia_auc", "train_test_gap"),
+    "gradient_leakage": ("recon_best_psnr_median", "recon_best_psnr", "recon_best_ssim",
+                         "model_inversion_ssim_median"),
 }

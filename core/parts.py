@@ -35,6 +35,9 @@ class Knob:
     direction: Direction
     #: the metric a run reports the knob's effective budget under (Compare's x axis)
     budget_metric: str | None = None
+    #: the knob values a comparison sweeps by default (core.compare); empty: five values
+    #: spread over [low, high] on the knob's scale
+    grid: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class DefensePart:
     #: (family, release) pairs where the release differs by family (``none`` releases
     #: representations in attribute privacy and uploads in gradient leakage)
     family_releases: tuple[tuple[str, str], ...] = ()
+    #: a choice field of the block whose values are defenses of their own on a comparison
+    #: plane (the κ channel's Natural / White / ...; core.compare, the Compare page)
+    variants: str | None = None
 
     def release_for(self, family: str) -> str:
         """The release this defense produces in ``family``."""
@@ -90,26 +96,29 @@ DEFENSES.register("none", DefensePart(
 DEFENSES.register("tappfl", DefensePart(
     name="tappfl", title="TAPPFL (λ)", families=_FL, release="representation",
     knob=Knob("tradeoff_lambda", "λ", "TAPPFL privacy weight", 0.0, 1.0, "linear",
-              "higher_is_more_private", budget_metric="tradeoff_lambda"),
+              "higher_is_more_private", budget_metric="tradeoff_lambda",
+              grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
     accounting=None, builder="core.defenses.federated:build_tappfl",
     description="Encoder trained on −λ·CE(adversary) − (1−λ)·I_JSD(x; r | u) (Eq. 7); "
                 "no formal guarantee: measured by attacks."))
 DEFENSES.register("dp_gaussian", DefensePart(
     name="dp_gaussian", title="DP-Gaussian on uploads", families=_FL, release="representation",
     knob=Knob("epsilon", "ε", "per-round DP budget", 0.01, 10_000.0, "log",
-              "lower_is_more_private", budget_metric="epsilon_accountant"),
+              "lower_is_more_private", budget_metric="epsilon_accountant",
+              grid=(1.0, 4.0, 16.0, 64.0, 256.0)),
     accounting="rdp", builder="core.defenses.federated:build_dp",
     description="Each device's update clipped and noised (Gaussian, per-round (ε, δ))."))
 DEFENSES.register("dp_laplace", DefensePart(
     name="dp_laplace", title="DP-Laplace on uploads", families=_FL, release="representation",
     knob=Knob("epsilon", "ε", "per-round DP budget", 0.01, 10_000.0, "log",
-              "lower_is_more_private", budget_metric="epsilon_accountant"),
+              "lower_is_more_private", budget_metric="epsilon_accountant",
+              grid=(1.0, 4.0, 16.0, 64.0, 256.0)),
     accounting="basic", builder="core.defenses.federated:build_dp",
     description="Each device's update clipped (L1) and noised (Laplace, per-round pure ε)."))
 DEFENSES.register("pruning", DefensePart(
     name="pruning", title="magnitude pruning of uploads", families=_FL, release="representation",
     knob=Knob("rate", "p", "pruning rate", 0.0, 0.99, "linear", "higher_is_more_private",
-              budget_metric="pruning_rate"),
+              budget_metric="pruning_rate", grid=(0.5, 0.8, 0.9, 0.95, 0.99)),
     accounting=None, builder="core.defenses.federated:build_pruning",
     description="The smallest-magnitude fraction of each upload zeroed (TAPPFL's MC baseline)."))
 
@@ -117,9 +126,9 @@ DEFENSES.register("pruning", DefensePart(
 
 DEFENSES.register("channel", DefensePart(
     name="channel", title="κ channel (data-space noise)", families=_GL + _MIA, release="update",
-    family_releases=(("membership", "model"),),
+    family_releases=(("membership", "model"),), variants="channel",
     knob=Knob("kappa", "κ", "capacity per round (nats)", 0.01, 1e5, "log",
-              "lower_is_more_private", budget_metric="kappa"),
+              "lower_is_more_private", budget_metric="kappa", grid=(2.0, 8.0, 32.0, 128.0, 512.0)),
     accounting="capacity", builder="core.runs.gradient_stages:build_channel",
     description="The model trains on D̃ = D + ξ with ξ solved from the capacity κ (Eq. 18): "
                 "Natural σI, White ∝ Σ_D (Eq. 19), Personalized σ·diag β (Eq. 20, exact via "
@@ -128,7 +137,8 @@ DEFENSES.register("dp_sgd", DefensePart(
     name="dp_sgd", title="DP-SGD (Opacus)", families=_GL + _MIA, release="update",
     family_releases=(("membership", "model"),),
     knob=Knob("noise_multiplier", "z", "noise multiplier", 0.05, 100.0, "log",
-              "higher_is_more_private", budget_metric="epsilon_accountant"),
+              "higher_is_more_private", budget_metric="epsilon_accountant",
+              grid=(0.3, 0.6, 1.0, 2.0)),
     accounting="prv", builder="core.defenses.dpsgd:train_dpsgd",
     description="Per-sample clipping and Gaussian noise on the batch gradient (Abadi et al. "
                 "2016) through Opacus; ε from the PRV accountant (RDP where PRV is unreliable); "
@@ -137,7 +147,8 @@ DEFENSES.register("dp_sgd", DefensePart(
 DEFENSES.register("inf2guard", DefensePart(
     name="inf2guard", title="Inf2Guard (λ)", families=_MIA, release="model",
     knob=Knob("tradeoff_lambda", "λ", "Inf2Guard privacy weight", 0.0, 1.0, "linear",
-              "higher_is_more_private", budget_metric="tradeoff_lambda"),
+              "higher_is_more_private", budget_metric="tradeoff_lambda",
+              grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
     accounting=None, builder="core.defenses.inf2guard:train_inf2guard",
     description="Encoder, task head and a membership adversary in the game of Eq. 6 "
                 "(Algorithm 1); no formal guarantee: measured by attacks (and Theorem 1's "
@@ -231,6 +242,130 @@ ATTACKS.register("prior", AttackPart(
     threat=ThreatModel(sees="nothing", knows="the attribute's frequencies in the aux rows",
                        goal=_GOAL_U),
     function="core.attacks.protocol:prior_attack", role="baseline"))
+
+# -- Fisher information loss (spec 002 Part A): output perturbation and its attacks ------------
+
+_FIL = ("fisher_information",)
+DEFENSES.register("fil_output_perturbation", DefensePart(
+    name="fil_output_perturbation", title="FIL output perturbation (σ)", families=_FIL,
+    release="model",
+    knob=Knob("eta_target", "η", "target FIL η (worst case)", 1e-4, 1e4, "log",
+              "lower_is_more_private", budget_metric="fil_eta", grid=(0.1, 0.3, 1.0, 3.0, 10.0)),
+    accounting="fil", builder="core.runs.fisher_information:resolve_sigma",
+    description="L2-regularised linear / logistic regression trained to optimality and released "
+                "as w' = w* + N(0, σ²I); σ set directly, from a target η (η = ‖J‖₂/σ, Eq. 17) "
+                "or from (ε, δ) via the sensitivity 2/(nλ) (logistic, unit ball)."))
+_SEES_W = "the released noisy weights w' = w* + N(0, σ²I) of the linear / logistic model"
+_GOAL_T = "infer each training row's target attribute (or label)"
+ATTACKS.register("fil_white_box", AttackPart(
+    name="fil_white_box", title="white-box (Eq. 30)", accepts=("model",),
+    threat=ThreatModel(sees=_SEES_W,
+                       knows="every training value but the target (the rest of the row and "
+                             "every other row), the training algorithm (loss, λ, IRFIL weights) "
+                             "and σ",
+                       goal=_GOAL_T + ": the candidate whose refit is nearest to w'"),
+    function="core.attacks.fil_attacks:white_box_attack", role="fresh"))
+ATTACKS.register("fil_black_box", AttackPart(
+    name="fil_black_box", title="black-box (Eq. 31, Fredrikson et al.)", accepts=("model",),
+    threat=ThreatModel(sees="query access to the released model: its predictions φ(w', x)",
+                       knows="the target row but its attribute, its label, the attribute's "
+                             "training marginal and the model's training error statistics",
+                       goal=_GOAL_T + ": argmax prior × fit of the prediction to the label"),
+    function="core.attacks.fil_attacks:black_box_attack", role="fresh"))
+ATTACKS.register("fil_prior", AttackPart(
+    name="fil_prior", title="prior (no model)", accepts=("model",),
+    threat=ThreatModel(sees="nothing", knows="the attribute's training marginal",
+                       goal=_GOAL_T + ": always its most frequent value"),
+    function="core.attacks.fil_attacks:prior_attack", role="baseline"))
+
+# -- property inference (Inf2Guard, spec 004 §2.2 / §3.2) --------------------------------------
+
+_PIA = ("property",)
+DEFENSES.register("inf2guard_property", DefensePart(
+    name="inf2guard_property", title="Inf2Guard vs property inference (λ)", families=_PIA,
+    release="representation", family_releases=(("property", "subset_representation"),),
+    knob=Knob("tradeoff_lambda", "λ", "Inf2Guard privacy weight", 0.0, 1.0, "linear",
+              "higher_is_more_private", budget_metric="tradeoff_lambda",
+              grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
+    accounting=None, builder="core.defenses.inf2guard_property:train_inf2guard_property",
+    description="Encoder, per-sample task head and a K-way property adversary on aggregated "
+                "subset representations in the game of Eq. 11 (Algorithm 2); λ = 0 is no "
+                "defense; no formal guarantee: measured by attacks and the K-ary Fano bound."))
+_SEES_AGG = ("the aggregated representation Agg({f(x)}) (mean or max) of each target subset "
+             "of the test split")
+_KNOWS_SHADOW = ("the released encoder and the aggregator; shadow subsets it builds from its "
+                 "auxiliary rows (aux split) with their attribute values, so their properties")
+_GOAL_P = "infer each target subset's property: the share of the attribute value, binned into K"
+ATTACKS.register("property_in_training", AttackPart(
+    name="property_in_training", title="in-training property adversary Ψ",
+    accepts=("subset_representation",),
+    threat=ThreatModel(sees=_SEES_AGG,
+                       knows="nothing beyond its training: Ψ was trained in Algorithm 2 against "
+                             "the encoder, on the defender's subsets (the adversary the defense "
+                             "fights)", goal=_GOAL_P),
+    function="core.attacks.property:in_training_attack", role="in_training"))
+ATTACKS.register("property_mlp", AttackPart(
+    name="property_mlp", title="fresh MLP on shadow subsets", accepts=("subset_representation",),
+    threat=ThreatModel(sees=_SEES_AGG, knows=_KNOWS_SHADOW, goal=_GOAL_P),
+    function="core.attacks.property:fresh_property_attack", role="fresh",
+    params=("mlp_hidden", "mlp_epochs")))
+ATTACKS.register("property_logreg", AttackPart(
+    name="property_logreg", title="fresh logistic regression on shadow subsets",
+    accepts=("subset_representation",),
+    threat=ThreatModel(sees=_SEES_AGG, knows=_KNOWS_SHADOW, goal=_GOAL_P),
+    function="core.attacks.property:fresh_property_attack", role="fresh"))
+ATTACKS.register("property_prior", AttackPart(
+    name="property_prior", title="prior (no model)", accepts=("subset_representation",),
+    threat=ThreatModel(sees="nothing", knows="the bin frequencies of its shadow subsets",
+                       goal=_GOAL_P + ": always its most frequent bin"),
+    function="core.attacks.property:prior_property_attack", role="baseline"))
+
+
+# -- reconstruction from shared representations (Inf2Guard, spec 004 §2.3 / §3.3) ------------
+
+_RR = ("repr_reconstruction",)
+DEFENSES.register("inf2guard_dra", DefensePart(
+    name="inf2guard_dra", title="Inf2Guard perturbation r + δ (ε, channel)", families=_RR,
+    release="representation", family_releases=(("repr_reconstruction", "noisy_representation"),),
+    variants="channel",
+    knob=Knob("epsilon", "ε", "Inf2Guard noise scale (not a DP budget)", 0.0, 10.0, "linear",
+              "higher_is_more_private", budget_metric="perturbation_scale",
+              grid=(0.0, 0.5, 1.0, 2.0, 4.0)),
+    accounting=None, builder="core.defenses.inf2guard_reconstruction:train_inf2guard_dra",
+    description="The shared representation is r + δ: learned δ = ε·tanh(u), u ~ N(μ, σ²) "
+                "(Eq. 21, Algorithms 3-4, β = λα/(1−λ)), or fixed Gaussian / Laplace / uniform "
+                "noise at the same ε, or the Gaussian mechanism on the clipped r (dp: (ε_DP, δ) "
+                "reported); the encoder trains with the noise in the loop against a decoder "
+                "adversary (λ). Bounded by Theorem 3 at an estimated I(x; r + δ)."))
+_SEES_RD = "the released r + δ of each target image (one noise draw per target)"
+_GOAL_X_RD = "reconstruct each target image x from r + δ"
+ATTACKS.register("decoder_in_training", AttackPart(
+    name="decoder_in_training", title="in-training decoder Ψ",
+    accepts=("noisy_representation",),
+    threat=ThreatModel(sees=_SEES_RD,
+                       knows="nothing beyond its training: the decoder the defense trained "
+                             "against, on the defender's own (x, r + δ) pairs",
+                       goal=_GOAL_X_RD),
+    function="core.attacks.reconstruction:decode", role="in_training"))
+ATTACKS.register("decoder_fresh", AttackPart(
+    name="decoder_fresh", title="fresh decoder (larger, trained afterwards)",
+    accepts=("noisy_representation",),
+    threat=ThreatModel(sees=_SEES_RD,
+                       knows="the encoder as a query interface and the noise distribution p_Φ "
+                             "(ε, channel, learned μ, σ); auxiliary images (aux split) it "
+                             "encodes and perturbs itself to train on (x, r + δ)",
+                       goal=_GOAL_X_RD),
+    function="core.attacks.reconstruction:train_fresh_decoder", role="fresh",
+    params=("fresh_hidden", "fresh_epochs")))
+ATTACKS.register("inversion", AttackPart(
+    name="inversion", title="optimisation inversion (‖f(x) − r̃‖² + TV)",
+    accepts=("noisy_representation",),
+    threat=ThreatModel(sees=_SEES_RD,
+                       knows="the encoder's weights (white box) and an image prior (total "
+                             "variation); no auxiliary data",
+                       goal=_GOAL_X_RD),
+    function="core.attacks.reconstruction:invert_representations", role="fresh",
+    params=("inversion_iterations", "inversion_tv")))
 
 
 def applicable_attacks(release: str) -> list[str]:

@@ -34,8 +34,16 @@ PAGES = [
             icon=":material/group_work:", url_path="attribute_privacy"),
     st.Page("views/membership.py", title="Membership", icon=":material/how_to_reg:",
             url_path="membership"),
+    st.Page("views/property.py", title="Property", icon=":material/pie_chart:",
+            url_path="property"),
     st.Page("views/reconstruction.py", title="Reconstruction: gradient leakage",
             icon=":material/image_search:", url_path="reconstruction"),
+    st.Page("views/repr_reconstruction.py", title="Reconstruction: from representations",
+            icon=":material/blur_on:", url_path="repr_reconstruction"),
+    st.Page("views/fisher_information.py", title="Fisher information", icon=":material/functions:",
+            url_path="fisher_information"),
+    st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:",
+            url_path="compare"),
     st.Page("views/history.py", title="History", icon=":material/history:", url_path="history"),
 ]
 

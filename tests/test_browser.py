@@ -217,3 +217,106 @@ def test_membership_page_runs_and_draws_the_rocs(browser, server):
     _no_exception(page)
     _screenshot(page, ARTIFACTS / "membership.png")
     assert not errors, errors
+
+
+def test_property_page_runs_and_draws_the_attacks(browser, server):
+    """Property: Run on digits (the embedded set; bold-digit share) draws the attack bars, the
+    bound curve and the target subsets' projection."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "/property", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Property inference").wait_for(timeout=60_000)
+    for label, value in (("Subsets per bin", "30"), ("Epochs", "3")):
+        box = page.get_by_role("spinbutton", name=label)
+        box.fill(value)
+        box.press("Enter")
+        page.wait_for_timeout(500)
+    page.get_by_role("button", name="Run", exact=True).click()
+    bars = page.locator(".st-key-pr_attack_bars .js-plotly-plot")
+    bars.wait_for(state="visible", timeout=180_000)
+    page.locator(".st-key-pr_proj_repr .js-plotly-plot").wait_for(state="visible", timeout=60_000)
+    box = bars.bounding_box()
+    assert box is not None and box["width"] > 300, box
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "property.png")
+    assert not errors, errors
+
+
+def test_fisher_information_page_fits_and_draws_the_eta_histogram(browser, server):
+    """Fisher information: digits fits by itself on opening; the η histogram by class, the
+    most / least leaking images and, on the Cramér–Rao tab, the variance-vs-bound panel."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "/fisher_information", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Fisher information").wait_for(timeout=60_000)
+    hist = page.locator(".st-key-fi_hist .js-plotly-plot")
+    hist.wait_for(state="visible", timeout=180_000)
+    box = hist.bounding_box()
+    assert box is not None and box["width"] > 300, box
+    page.locator(".st-key-fi_most .js-plotly-plot").wait_for(state="visible", timeout=30_000)
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "fisher_information.png")
+    page.get_by_role("tab", name="Cramér–Rao").click()
+    page.locator(".st-key-fi_crb .js-plotly-plot").wait_for(state="visible", timeout=30_000)
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "fisher_information_crb.png")
+    assert not errors, errors
+
+
+def test_repr_reconstruction_page_runs_and_draws_the_grid(browser, server):
+    """Reconstruction from representations: Run on digits draws the reconstructions grid and
+    the ε tradeoff plot (one curve per channel)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "/repr_reconstruction", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Reconstruction: from representations").wait_for(timeout=60_000)
+    for label, value in (("Epochs", "3"), ("Targets", "10")):
+        box = page.get_by_role("spinbutton", name=label)
+        box.fill(value)
+        box.press("Enter")
+        page.wait_for_timeout(500)
+    page.get_by_role("button", name="Run", exact=True).click()
+    grid = page.locator(".st-key-rr_gallery .js-plotly-plot")
+    grid.wait_for(state="visible", timeout=180_000)
+    page.locator(".st-key-rr_tradeoff .js-plotly-plot").wait_for(state="visible", timeout=60_000)
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "repr_reconstruction.png")
+    assert not errors, errors
+
+
+def test_compare_page_draws_four_defenses_on_one_plane(browser, server, tmp_path_factory):
+    """Compare: the teaching preset (membership on digits) with its points stored beforehand
+    (stand-in metrics from tests/test_compare_page.py, so the test trains nothing) draws the
+    plane with four defenses, the undefended point and the Pareto front, and the table."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_compare_page import populate
+
+    from cache.store import ResultStore
+    from core.compare import teaching_spec
+
+    (root,) = tmp_path_factory.getbasetemp().glob("browser-cache[0-9]*")  # the server's store
+    populate(ResultStore(root), teaching_spec())
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "/compare", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Compare defenses").wait_for(timeout=60_000)
+    plane = page.locator(".st-key-cmp_plane .js-plotly-plot")
+    plane.wait_for(state="visible", timeout=120_000)
+    box = plane.bounding_box()
+    assert box is not None and box["width"] > 600 and box["height"] > 300, box
+    legend = [t or "" for t in plane.locator(".legend .legendtext").all_text_contents()]
+    defenses = [t for t in legend if t.startswith(("Inf2Guard", "DP-SGD", "κ channel"))]
+    assert len(defenses) >= 4, legend
+    assert any(t.startswith("Pareto front") for t in legend), legend
+    page.get_by_text("Utility at equal privacy").wait_for(timeout=30_000)
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "compare.png")
+    assert not errors, errors
