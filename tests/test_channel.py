@@ -408,3 +408,10 @@ def test_invalid_inputs_one_line(call, pattern):
     with pytest.raises(ValueError, match=pattern) as e:
         call()
     assert "\n" not in str(e.value)
+
+
+def test_white_scale_at_huge_kappa_is_zero_noise_not_an_overflow():
+    from core.bounds.channel import white_scale
+
+    assert white_scale(1e6, 10) == 0.0
+    assert 0.0 < white_scale(3000.0, 10) < 1e-200  # 2κ/d = 600: still representable

@@ -325,8 +325,11 @@ def solve_sigma_batch(eigenvalues: ArrayLike, kappa: float, batch_size: int) -> 
 
 
 def white_scale(kappa: float, d: int) -> float:
-    """s = 1/(e^{2κ/d} − 1): White-Channel noise variance per unit data variance (Eq. 19)."""
-    return 1.0 / math.expm1(2.0 * _positive("kappa", kappa) / _pos_int("d", d))
+    """s = 1/(e^{2κ/d} − 1): White-Channel noise variance per unit data variance (Eq. 19).
+    Beyond 2κ/d ≈ 709 e^{2κ/d} overflows a float; the noise there is below any float's
+    resolution, so s = 0 (no noise) instead of an OverflowError."""
+    x = 2.0 * _positive("kappa", kappa) / _pos_int("d", d)
+    return 0.0 if x > 700.0 else 1.0 / math.expm1(x)
 
 
 def white_sigmas(eigenvalues: ArrayLike, kappa: float, d: int | None = None) -> np.ndarray:
