@@ -148,16 +148,16 @@ def _repr_search(quick: bool) -> list[dict[str, Any]]:
 
 
 def _utility_at_equal_lira(rows, name: str, target_auc: float) -> float | None:
-    """Utility of defense ``name`` interpolated at LiRA (online) AUC ``target_auc`` along its
-    curve; None when the curve does not reach it."""
-    pts = sorted((r["lira_online_auc"], r["utility"]) for r in rows if r["point"] == name)
+    """Utility of defense ``name`` where its LiRA (online) AUC reaches ``target_auc`` along its
+    knob curve (:func:`core.compare.utility_at_level`, the engine's matching); None when the
+    curve never gets that low."""
+    from core.compare import utility_at_level
+
+    pts = [r for r in rows if r["point"] == name]
     if not pts:
         return None
-    a = np.array([p[0] for p in pts])
-    u = np.array([p[1] for p in pts])
-    if not a.min() <= target_auc <= a.max():
-        return None
-    return float(np.interp(target_auc, a, u))
+    return utility_at_level([r["knob"] for r in pts], [r["lira_online_auc"] for r in pts],
+                            [r["utility"] for r in pts], target_auc).utility
 
 
 def main(quick: bool = False) -> dict[str, Any]:
@@ -202,8 +202,9 @@ def main(quick: bool = False) -> dict[str, Any]:
          "(the paper's 'MIA accuracy' on balanced members / non-members), measured at Inf2Guard "
          f"λ = 0 for the undefended value; best λ = {best['knob']} (of λ > 0 losing at most 3 "
          "points, the one whose representation attack is closest to chance)."),
-        (f"Equal LiRA AUC: both utilities interpolated at the lowest Inf2Guard LiRA AUC "
-         f"({target:.3f}); None where a curve does not reach it."),
+        (f"Equal LiRA AUC: each defense's best utility with LiRA AUC at most the lowest "
+         f"Inf2Guard LiRA AUC ({target:.3f}), crossings interpolated (core.compare."
+         "utility_at_level); None where a curve does not reach it."),
         (f"Defended points use {SHADOWS_DEFENDED} shadows trained with the defense; the "
          "undefended one 16 trained together; RMIA offline with 1 reference at defended points."),
     ]
