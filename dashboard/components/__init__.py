@@ -12,6 +12,7 @@ from dashboard.components.curves import round_curves
 from dashboard.components.deferred import deferred
 from dashboard.components.projections import projection_pair
 from dashboard.components.result_info import (
+    config_and_metrics,
     defense_panel,
     metrics_frame,
     metrics_table,
@@ -21,7 +22,7 @@ from dashboard.components.result_info import (
 from dashboard.components.tradeoff import tradeoff_plot
 
 __all__ = [
-    "attack_table", "bounds_panel", "cli_one_liner", "config_mapping", "config_yaml", "copy_run",
+    "attack_table", "bounds_panel", "cli_one_liner", "config_and_metrics", "config_mapping", "config_yaml", "copy_run",
     "defense_panel", "deferred", "metrics_frame", "metrics_table", "projection_pair", "result_caption",
     "round_curves", "strongest_attacker", "threat_card_lines", "tradeoff_plot", "utility_panel",
 ]

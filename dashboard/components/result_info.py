@@ -94,3 +94,16 @@ def metrics_table(result: Any, *, height: int | None = None) -> None:
     kw = {"height": height} if height else {}
     st.dataframe(metrics_frame(dict(result.metrics), result), hide_index=True, width="stretch",
                  column_config={"value": st.column_config.NumberColumn(format="%.4g")}, **kw)
+
+
+def config_and_metrics(result: Any, *, key: str) -> None:
+    """The run's config and every metric it reported, in a box drawn only when opened
+    (:func:`dashboard.components.deferred.deferred`)."""
+    from dashboard.components.deferred import deferred
+
+    if box := deferred("Config and all metrics", key=key):
+        with box:
+            j1, j2 = st.columns([1, 1.6])
+            j1.json(result.config, expanded=1)
+            with j2:
+                metrics_table(result)

@@ -25,10 +25,10 @@ from dashboard import state
 from dashboard.components import (
     attack_table,
     bounds_panel,
+    config_and_metrics,
     copy_run,
     defense_panel,
     deferred,
-    metrics_table,
     projection_pair,
     result_caption,
     round_curves,
@@ -370,12 +370,7 @@ def show_result(config: dict[str, Any], result, grid_results: dict[float, Any],
 
     for note in result.info.get("notes", []):
         st.caption(f"note: {note}")
-    if box := deferred("Config and all metrics", key="ap_show_metrics"):
-        with box:
-            j1, j2 = st.columns([1, 1.6])
-            j1.json(result.config, expanded=1)
-            with j2:
-                metrics_table(result)
+    config_and_metrics(result, key="ap_show_metrics")
 
 
 # --------------------------------------------------------------------------------------------

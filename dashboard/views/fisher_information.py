@@ -23,13 +23,7 @@ from core.config import FilDataSpec
 from core.parts import ATTACKS
 from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
-from dashboard.components import (
-    copy_run,
-    deferred,
-    metrics_table,
-    result_caption,
-    threat_card_lines,
-)
+from dashboard.components import config_and_metrics, copy_run, result_caption, threat_card_lines
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.fil_figures import fil_figure
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -404,10 +398,5 @@ if result is not None:
     result_caption(result)
     for note in result.info.get("notes", []):
         st.caption(f"note: {note}")
-    if box := deferred("Config and all metrics", key="fi_show_metrics"):
-        with box:
-            j1, j2 = st.columns([1, 1.6])
-            j1.json(result.config, expanded=1)
-            with j2:
-                metrics_table(result)
+    config_and_metrics(result, key="fi_show_metrics")
 running_jobs_panel()

@@ -17,13 +17,7 @@ from core.metric_schema import HEADLINES, MIA_ATTACKS
 from core.parts import DEFENSES
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import (
-    copy_run,
-    deferred,
-    metrics_table,
-    result_caption,
-    threat_card_lines,
-)
+from dashboard.components import config_and_metrics, copy_run, result_caption, threat_card_lines
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.sidebar import dataset_label, dataset_rows
@@ -246,12 +240,7 @@ def show_result(config, result) -> None:
     for note in result.info.get("notes", []):
         st.caption(f"note: {note}")
     tradeoff_section(config, result)
-    if box := deferred("Config and all metrics", key="mi_show_metrics"):
-        with box:
-            j1, j2 = st.columns([1, 1.6])
-            j1.json(result.config, expanded=1)
-            with j2:
-                metrics_table(result)
+    config_and_metrics(result, key="mi_show_metrics")
 
 
 st.title("Membership inference")

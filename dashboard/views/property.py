@@ -20,7 +20,7 @@ from core.config import PROPERTY_ATTACKS
 from core.parts import ATTACKS, DEFENSES
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import copy_run, deferred, metrics_table, projection_pair, result_caption
+from dashboard.components import config_and_metrics, copy_run, projection_pair, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.sidebar import dataset_label, dataset_rows
@@ -297,12 +297,7 @@ def show_result(config, result) -> None:
     curves_section(result)
     for note in result.info.get("notes", []):
         st.caption(f"note: {note}")
-    if box := deferred("Config and all metrics", key="pr_show_metrics"):
-        with box:
-            j1, j2 = st.columns([1, 1.6])
-            j1.json(result.config, expanded=1)
-            with j2:
-                metrics_table(result)
+    config_and_metrics(result, key="pr_show_metrics")
 
 
 st.title("Property inference")

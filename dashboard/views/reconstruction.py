@@ -21,7 +21,7 @@ from core.metric_schema import HEADLINES
 from core.parts import ATTACKS, DEFENSES
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import copy_run, deferred, metrics_table, result_caption
+from dashboard.components import config_and_metrics, copy_run, deferred, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.reconstruction_settings import (
@@ -366,12 +366,7 @@ def show_result(config, cfg, result) -> None:
             st.plotly_chart(figure("lines_figure", tuple(range(1, len(ys) + 1)),
                                    {"test accuracy": tuple(ys)}, x_title="epoch / round",
                                    y_title="accuracy"), width="stretch", key="gl_curves")
-    if box := deferred("Config and all metrics", key="gl_show_metrics"):
-        with box:
-            j1, j2 = st.columns([1, 1.6])
-            j1.json(result.config, expanded=1)
-            with j2:
-                metrics_table(result)
+    config_and_metrics(result, key="gl_show_metrics")
 
 
 # --------------------------------------------------------------------------------------------
