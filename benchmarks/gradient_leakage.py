@@ -138,26 +138,30 @@ def _ratio_per_kappa(rows, a: str, b: str, field: str) -> dict[str, float]:
 
 
 def _utility_at_equal_psnr(rows) -> tuple[float, list[dict[str, float]]]:
-    """Mean ratio utility(Natural) / utility(DP-SGD) at the PSNRs both curves reach
-    (linear interpolation of utility against PSNR along each curve)."""
+    """Mean ratio utility(Natural) / utility(DP-SGD) at PSNRs both curves reach: each curve's
+    best utility with PSNR at most the level (:func:`core.compare.utility_at_level`, the
+    engine's matching; crossings interpolated), seeds averaged per knob value first."""
+    from core.compare import utility_at_level
+
     def curve(name):
         knob = "kappa_per_dim" if name != "dp_sgd" else "z"
         acc: dict[float, list[tuple[float, float]]] = {}
         for r in rows:
             if r.get("defense") == name:
                 acc.setdefault(r[knob], []).append((r["psnr_median"], r["utility"]))
-        pts = sorted((float(np.mean([p for p, _ in v])), float(np.mean([u for _, u in v])))
-                     for v in acc.values())
-        return np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+        ks = sorted(acc)
+        return (ks, [float(np.mean([p for p, _ in acc[k]])) for k in ks],
+                [float(np.mean([u for _, u in acc[k]])) for k in ks])
 
-    px, ux = curve("natural")
-    pd, ud = curve("dp_sgd")
-    lo, hi = max(px.min(), pd.min()), min(px.max(), pd.max())
+    nat, dp = curve("natural"), curve("dp_sgd")
+    lo, hi = max(min(nat[1]), min(dp[1])), min(max(nat[1]), max(dp[1]))
     if not lo < hi:
         return float("nan"), []
-    grid = np.linspace(lo, hi, 5)
-    ratios = [{"psnr": float(g), "natural": float(np.interp(g, px, ux)),
-               "dp_sgd": float(np.interp(g, pd, ud))} for g in grid]
+    ratios = []
+    for g in np.linspace(lo, hi, 5):
+        un, ud = utility_at_level(*nat, g).utility, utility_at_level(*dp, g).utility
+        if un is not None and ud is not None:
+            ratios.append({"psnr": float(g), "natural": float(un), "dp_sgd": float(ud)})
     return float(np.mean([r["natural"] / r["dp_sgd"] for r in ratios])), ratios
 
 
