@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from core.compare import match_attack_level
 from core.defenses.compression import PruneUpload
 from core.defenses.dp import (
     DPUpload,
@@ -12,7 +13,6 @@ from core.defenses.dp import (
     classic_gaussian_sigma,
     gaussian_delta,
 )
-from core.compare import match_attack_level
 
 
 def _deltas(K=4, seed=0):
