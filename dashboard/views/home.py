@@ -34,21 +34,37 @@ PAGE_LINES = [
      ("loss, confidence, LiRA (offline / online, shadow models trained the target's way) and "
      "RMIA against Inf2Guard (λ), DP-SGD and the κ channel; ROC linear and log-log with the DP "
      "region; TPR at low FPR with the count that makes it meaningful; ε audited from below.")),
+    ("views/property.py", "Property", ":material/pie_chart:",
+     ("can an attacker read the share of women in a subset of Adult rows from its aggregated "
+     "representation? Inf2Guard's property game (λ, K bins, mean / max) against its own "
+     "adversary and fresh attackers on shadow subsets; the K-ary leakage bound.")),
     ("views/reconstruction.py", "Reconstruction: gradient leakage", ":material/image_search:",
      ("invert uploads with DLG / iDLG / Inverting Gradients; defend with the κ channel (Natural, "
      "White, Personalized, Laplace) or DP-SGD; σ solved from κ live, Theorem 1's floor and the "
      "Wiener MMSE beside the measured error; κ and z sweeps as tradeoff curves.")),
+    ("views/repr_reconstruction.py", "Reconstruction: from representations",
+     ":material/blur_on:",
+     ("rebuild images from shared representations r + δ: Inf2Guard's learned noise against "
+     "fixed Gaussian, Laplace and uniform noise at the same ε and DP on the clipped r; decoders "
+     "and an optimisation inversion; Theorem 3's error bound; one tradeoff curve per channel.")),
+    ("views/fisher_information.py", "Fisher information", ":material/functions:",
+     ("how much a released linear / logistic model reveals about each training example "
+     "(η = ‖J‖/σ); σ ↔ η ↔ ε live; IRFIL's reweighting; white-box and black-box attacks and "
+     "the Cramér–Rao bound.")),
+    ("views/compare.py", "Compare", ":material/compare_arrows:",
+     ("every defense that applies to an attack family on one utility–privacy plane: curves "
+     "over seeds, the Pareto front, each defense's utility at equal privacy; a teaching preset "
+     "precomputed on first visit.")),
     ("views/history.py", "History", ":material/history:",
-     ("every stored run: inspect its metrics and config, copy it as YAML / CLI, delete, export "
-     "CSV / JSON; runs of an older engine are marked.")),
+     ("every stored run and sweep, filtered by kind, data set, defense and date: inspect, copy as "
+     "YAML / CLI, two runs side by side with their configs diffed, delete, export CSV / JSON "
+     "and figures as HTML; runs of an older engine are marked.")),
 ]
 for path, title, icon, line in PAGE_LINES:
     left, right = st.columns([1, 3], vertical_alignment="center")
     with left:
         st.page_link(path, label=title, icon=icon)
     right.markdown(line)
-st.caption("Planned (not yet built): Property · representation inversion · Fisher information · "
-           "Compare (cross-defense tradeoffs).")
 
 st.subheader("Data sets")
 rows = dataset_rows()
