@@ -435,7 +435,10 @@ def comparison_sweeps(spec: ComparisonSpec) -> tuple[list[tuple[DefenseSpec, dic
     _check_metric(spec.privacy, "leakage", "privacy")
     if not spec.seeds:
         raise ValueError("seeds: got an empty list; give at least one seed")
-    base = _merge(family_defaults(spec.family), spec.base)
+    defaults = family_defaults(spec.family)
+    if "projection_points" in defaults:
+        defaults["projection_points"] = 0  # a comparison reads metrics, never a run's projection
+    base = _merge(defaults, spec.base)
     base["data"] = {**base.get("data", {}), "name": spec.data}
     defenses = list(spec.defenses)
     if not any(d.defense == "none" for d in defenses) and "none" in applicable_defenses(spec.family):
@@ -719,7 +722,8 @@ def teaching_spec(executor: str = "serial", workers: int | None = None) -> Compa
         seeds=(0, 1),
         base={"train": {"members": 300, "epochs": 40, "lr": 0.005},
               "attack": {"attackers": ["loss", "lira_offline", "rmia"], "shadows": 4,
-                         "rmia_references": 1}},
+                         "rmia_references": 1},
+              "projection_points": 0},
         executor=executor, workers=workers)
 
 
@@ -757,7 +761,8 @@ def membership_spec(executor: str = "serial", workers: int | None = None) -> Com
         seeds=(0,),
         base={"train": {"members": 300, "epochs": 20, "lr": 0.003},
               "attack": {"attackers": ["loss", "lira_offline", "rmia"], "shadows": 4,
-                         "rmia_references": 1}},
+                         "rmia_references": 1},
+              "projection_points": 0},
         executor=executor, workers=workers)
 
 

@@ -512,6 +512,8 @@ class MembershipConfig(_Experiment):
     defense: MembershipDefense = NoDefense()
     train: MembershipTrainSpec = MembershipTrainSpec()
     attack: MembershipAttackSpec = MembershipAttackSpec()
+    projection_points: Annotated[int, Ge(0), Le(5000)] = Field(
+        1000, description="pool rows in the t-SNE of the release coloured by membership (0 = none)")
 
     @model_validator(mode="after")
     def _check_combination(self) -> MembershipConfig:

@@ -123,3 +123,14 @@ def test_pooled_lira_is_not_biased_by_unequal_in_out_counts():
         sc = _shadow_attack(name, cfg, probs[:, 0], probs[:, rest], ins.T[:, rest], None, None)
         auc = membership_report(sc, ins[0], seed=0)["auc"]
         assert abs(auc - 0.5) < 0.03, (name, auc)
+
+
+def test_projection_can_be_switched_off_and_comparisons_do():
+    from core.compare import ComparisonSpec, DefenseSpec, comparison_sweeps
+
+    r = _run(attack={**TINY["attack"], "attackers": ["loss"]}, projection_points=0)
+    assert "proj_release" not in r.artifacts and "projection" not in r.info["stages"]
+    sweeps, _ = comparison_sweeps(ComparisonSpec(
+        family="membership", data="digits", utility="utility_acc", privacy="mia_auc_best",
+        defenses=(DefenseSpec.of("inf2guard", (0.0,)),), seeds=(0,)))
+    assert all(sw["base"]["projection_points"] == 0 for _, sw in sweeps)

@@ -295,13 +295,15 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
                        bound_mia_exact=float(thm2_exact_bound(h)))
         notes.append("Inf2Guard Theorem 1: " + caveat)
     # the released representations in 2-D, coloured by membership (a stage: t-SNE costs seconds)
-    progress.update(0.95, "projecting the release")
-    rel = A["r_pool"] if "r_pool" in A else np.log(np.clip(A["p_pool"], 1e-12, 1.0))
-    proj, _ = stages.get("projection", {"target": target_key},
-                         lambda: _projection(rel, cfg.seed))
-    artifacts["proj_release"] = proj.arrays["embedding"]
-    artifacts["proj_member"] = member[proj.arrays["indices"]].astype(np.int64)
-    artifacts["proj_label"] = np.asarray(ds.y)[pool][proj.arrays["indices"]].astype(np.int64)
+    if cfg.projection_points > 0:
+        progress.update(0.95, "projecting the release")
+        rel = A["r_pool"] if "r_pool" in A else np.log(np.clip(A["p_pool"], 1e-12, 1.0))
+        n_proj = cfg.projection_points
+        proj, _ = stages.get("projection", {"target": target_key, "points": n_proj},
+                             lambda: _projection(rel, cfg.seed, n_proj))
+        artifacts["proj_release"] = proj.arrays["embedding"]
+        artifacts["proj_member"] = member[proj.arrays["indices"]].astype(np.int64)
+        artifacts["proj_label"] = np.asarray(ds.y)[pool][proj.arrays["indices"]].astype(np.int64)
     best = max(scores, key=lambda n: metrics[f"mia_{n}_auc"])
     metrics["mia_auc_best"] = metrics[f"mia_{best}_auc"]
     metrics["mia_tpr_at_0p1pct_fpr_best"] = max(metrics[f"mia_{n}_tpr_at_0p1pct_fpr"] for n in scores)
@@ -314,11 +316,12 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
                   metrics=metrics, intervals=intervals, artifacts=artifacts, info=info)
 
 
-def _projection(release: np.ndarray, seed: int) -> StageOutput:
-    """t-SNE of the release on the pool rows (at most 1,000, seeded)."""
+def _projection(release: np.ndarray, seed: int, points: int) -> StageOutput:
+    """t-SNE of the release on at most ``points`` pool rows (a seeded subsample)."""
     from core.projection import project
 
-    emb, idx = project(np.asarray(release, np.float64), method="tsne", seed=seed, max_points=1000)
+    emb, idx = project(np.asarray(release, np.float64), method="tsne", seed=seed,
+                       max_points=points)
     return StageOutput(arrays={"embedding": emb, "indices": idx})
 
 
