@@ -259,7 +259,7 @@ result = run_with_progress(config, label=f"{DEFENSES.get(cfg.defense.kind).title
                            start=run_clicked)
 if result is None:
     st.info("No stored result for these settings yet. Press **Run** (mnist5k, 500 members, "
-            "16 shadow models: about 15 s on a CPU). Runs are stored.")
+            "16 shadow models, 8 targets pooled: about 20 s on a 2-core CPU). Runs are stored.")
 else:
     show_result(config, result)
 running_jobs_panel()
