@@ -1,0 +1,104 @@
+"""The one range checker: every one-line "field: got X; allowed range ..." message in privlab
+is written here (scikit-learn's habit: constraints declared once, validated at the boundary).
+
+Config fields declare their ranges with pydantic's ``Ge`` / ``Gt`` / ``Le`` / ``Lt`` and
+:func:`core.config.format_validation_error` renders them with :func:`range_text`; functions that
+take numbers directly (bounds, accountants, attacks) call :func:`check_range`,
+:func:`check_int`, :func:`check_choice` or :func:`check_array`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["check_array", "check_choice", "check_int", "check_range", "range_error",
+           "range_text"]
+
+
+def _num(v: float) -> str:
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    return f"{float(v):g}"
+
+
+def range_text(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
+               hi_open: bool = False, integer: bool = False, note: str = "") -> str:
+    """``"allowed range 0 < value <= 1"``; ``None`` or an infinite end leaves that side out;
+    ``integer`` adds "(integer)"; ``note`` is appended in parentheses (why the range)."""
+    left = "" if lo is None or math.isinf(lo) else f"{_num(lo)} {'<' if lo_open else '<='} "
+    right = "" if hi is None or math.isinf(hi) else f" {'<' if hi_open else '<='} {_num(hi)}"
+    text = f"allowed range {left}value{right}"
+    if integer:
+        text += " (integer)"
+    if note:
+        text += f" ({note})"
+    return text
+
+
+def _given(value: Any) -> str:
+    s = repr(value) if not isinstance(value, float | np.floating) else f"{float(value)!r}"
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def range_error(field: str, value: Any, lo: float | None = None, hi: float | None = None, *,
+                lo_open: bool = False, hi_open: bool = False, integer: bool = False,
+                note: str = "") -> ValueError:
+    """The one-line ``ValueError`` for ``field`` outside its range (raise it yourself)."""
+    return ValueError(f"{field}: got {_given(value)}; "
+                      + range_text(lo, hi, lo_open=lo_open, hi_open=hi_open, integer=integer,
+                                   note=note))
+
+
+def check_range(field: str, value: Any, lo: float = -math.inf, hi: float = math.inf, *,
+                lo_open: bool = False, hi_open: bool = False, note: str = "") -> float:
+    """``float(value)`` if it is a finite-or-allowed number inside the range, else the one-line
+    ``ValueError`` naming ``field``. NaN is never inside; ±inf only where the range's open end
+    allows it (``hi=math.inf`` with ``hi_open=False`` admits inf)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise range_error(field, value, lo, hi, lo_open=lo_open, hi_open=hi_open,
+                          note=note) from None
+    below = v <= lo if lo_open else v < lo
+    above = v >= hi if hi_open else v > hi
+    if math.isnan(v) or below or above:
+        raise range_error(field, value, lo, hi, lo_open=lo_open, hi_open=hi_open, note=note)
+    return v
+
+
+def check_int(field: str, value: Any, lo: int | None = None, hi: int | None = None, *,
+              note: str = "") -> int:
+    """``int(value)`` if it is an integer (not a bool) in [lo, hi], else the one-line error."""
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if ok and ((lo is not None and value < lo) or (hi is not None and value > hi)):
+        ok = False
+    if not ok:
+        raise range_error(field, value, lo, hi, integer=True, note=note)
+    return int(value)
+
+
+def check_choice(field: str, value: Any, allowed: Iterable[str]) -> str:
+    """``value`` if it is one of ``allowed``, else ``field: got 'x'; allowed: a, b``."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ValueError(f"{field}: got {_given(value)}; allowed: {', '.join(allowed)}")
+    return value
+
+
+def check_array(field: str, values: Any, lo: float = -math.inf, hi: float = math.inf, *,
+                lo_open: bool = False, hi_open: bool = False, note: str = "") -> np.ndarray:
+    """A float64 array every element of which is inside the range (NaN never is); the error
+    names the first offending value."""
+    a = np.asarray(values, dtype=np.float64)
+    below = a <= lo if lo_open else a < lo
+    above = a >= hi if hi_open else a > hi
+    bad = np.isnan(a) | below | above
+    if bad.any():
+        raise range_error(field, float(a[bad].flat[0]), lo, hi, lo_open=lo_open,
+                          hi_open=hi_open, note=note)
+    return a
