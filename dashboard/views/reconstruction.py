@@ -5,7 +5,7 @@ Gradients and model inversion (spec 001).
 ``controls()`` turns the widgets into a ``gradient_leakage`` config (small ``*_ui()``
 functions returning values). The closed-form panel (σ solved from κ, κ/d, per-direction
 capacity, Theorem 1 and the Wiener MMSE) is recomputed on every slider move from the cached
-data spectrum (:mod:`core.runs.gradient_stages`); runs go through the shared job queue and are
+data spectrum (:mod:`core.bounds.channel_readout`); runs go through the shared job queue and are
 stored, and the κ / z sweeps draw one utility–privacy curve per channel.
 """
 
@@ -44,20 +44,20 @@ MODELS = {"mlp": "small MLP (sigmoid)", "lenet5": "LeNet-5 (the paper's)",
 @st.cache_resource(max_entries=16, show_spinner="eigendecomposition of the data covariance")
 def data_spectrum(name: str, seed: int) -> tuple[Any, tuple[int, int, int]]:
     """The train split's spectrum (the engine's spectrum stage, cached per process)."""
+    from core.bounds.channel_readout import image_spectrum
     from core.config import DataSpec
     from core.data import load_dataset
-    from core.runs.gradient_stages import spectrum, spectrum_from
 
     ds = load_dataset(DataSpec(name=name), seed)
-    return spectrum_from(spectrum(np.asarray(ds.X)[ds.split("train")])), tuple(ds.image_shape)
+    return image_spectrum(np.asarray(ds.X)[ds.split("train")]), tuple(ds.image_shape)
 
 
 @st.cache_resource(max_entries=16, show_spinner="β-whitened eigendecomposition")
 def personalized_basis(name: str, seed: int, rect: tuple | None, multiplier: float):
     """The Personalized channel's (μ, w) for one β mask (one O(d³) eigh, cached)."""
+    from core.bounds.channel_readout import personalized_basis as basis
     from core.config import ChannelDefense
-    from core.runs.gradient_stages import channel_beta
-    from core.runs.gradient_stages import personalized_basis as basis
+    from core.defenses.channel import channel_beta
 
     spec, shape = data_spectrum(name, seed)
     block = ChannelDefense(channel="personalized", beta_rect=rect, beta_multiplier=multiplier)
@@ -197,7 +197,7 @@ def controls() -> dict[str, Any]:
 def live_panel(cfg) -> None:
     """σ, κ/d, per-direction capacity, Theorem 1 and the Wiener MMSE from the cached
     spectrum: no run needed, recomputed on every slider move."""
-    from core.runs.gradient_stages import live_channel
+    from core.bounds.channel_readout import live_channel
 
     spec, shape = data_spectrum(cfg.data.name, cfg.seed)
     live = live_channel(cfg, spec, shape, basis=basis_for(cfg))
@@ -217,7 +217,7 @@ def live_panel(cfg) -> None:
 
 
 def bounds_vs_kappa(cfg, spec, shape, measured: list[tuple[float, float, str]] | None = None) -> None:
-    from core.runs.gradient_stages import bound_curves
+    from core.bounds.channel_readout import bound_curves
 
     d = int(np.prod(shape))
     kap = np.array(kappa_grid(d))
