@@ -18,7 +18,7 @@ import numpy as np
 import streamlit as st
 
 from core.metric_schema import HEADLINES
-from core.parts import ATTACKS, DEFENSES
+from core.parts import ATTACKS, DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import config_and_metrics, copy_run, deferred, result_caption
@@ -139,10 +139,10 @@ def beta_ui() -> dict[str, Any]:
 
 
 def attack_ui() -> dict[str, Any]:
-    inverters = [n for n, a in ATTACKS.items() if "update" in a.accepts and a.fresh]
+    inverters = list(config_names(KIND))
     c1, c2, c3, c4, c5 = st.columns([1.6, 0.8, 0.8, 0.9, 1])
     chosen = c1.multiselect("Attacks", inverters, key="gl_attackers",
-                            format_func=lambda n: ATTACKS.get(n).title)
+                            format_func=attack_titles(KIND).get)
     targets = c2.number_input("Targets", 1, 256, key="gl_targets",
                               help="Independent uploads attacked in one batched optimisation.")
     batch = c3.number_input("Batch size", 1, 64, key="gl_batch", help="Images per upload.")
@@ -157,8 +157,9 @@ def attack_ui() -> dict[str, Any]:
         steps = o2.number_input("Local steps (fedavg)", 1, 50, key="gl_local_steps")
         mi = o3.toggle("Model inversion of the trained model", key="gl_mi")
         for n in chosen or inverters[:1]:
-            t = ATTACKS.get(n).threat
-            st.caption(f"**{ATTACKS.get(n).title}** · sees: {t.sees} · knows: {t.knows} · "
+            part = attack_by_config_name(KIND, n)
+            t = part.threat
+            st.caption(f"**{part.title}** · sees: {t.sees} · knows: {t.knows} · "
                        f"goal: {t.goal}")
     return {"attackers": list(chosen), "targets": int(targets), "batch_size": int(batch),
             "iterations": int(iters) or None, "model_state": state_, "observation": obs,
