@@ -112,10 +112,11 @@ def _repr_search(quick: bool) -> list[dict[str, Any]]:
     longer training and larger pools (Table 15 finds bigger encoders leak more)."""
     import torch
 
+    from core.attacks.membership import MembershipRelease, representation_attack
     from core.config import DataSpec
     from core.data import load_dataset
     from core.defenses.inf2guard import train_inf2guard
-    from core.runs.membership import _representation_attack
+    from core.knowledge import AdversaryKnowledge
 
     out = []
     for data, m, ep, hid, rep in (REPR_SEARCH[:1] if quick else REPR_SEARCH):
@@ -135,7 +136,10 @@ def _repr_search(quick: bool) -> list[dict[str, Any]]:
         g = train_inf2guard(X[pool[mem]], y[pool[mem]], X[rng.choice(ax, min(m, len(ax)), replace=False)],
                             n_classes=len(ds.label_names), tradeoff_lambda=0.0, epochs=ep - ep // 4,
                             pretrain_epochs=ep // 4, hidden_dim=hid, representation_dim=rep)
-        sc, _ = _representation_attack(g.representations(X[pool]).double().numpy(), mem, 0)
+        r_pool = g.representations(X[pool]).double().numpy()
+        sc = representation_attack(
+            MembershipRelease(p_true=np.ones(len(mem)), representations=r_pool),
+            AdversaryKnowledge(n_classes=2, extra={"membership": mem}), seed=0).scores
         util = float((g.logits(X[te]).argmax(-1) == y[te]).float().mean())
         train_acc = float((g.logits(X[pool[mem]]).argmax(-1) == y[pool[mem]]).float().mean())
         row = {"data": data, "members": m, "epochs": ep, "hidden": hid, "rep_dim": rep,

@@ -11,6 +11,7 @@
     privlab delete KEY
     privlab export PATH [--format csv|json] [--kind K]
     privlab datasets [--json]
+    privlab parts [--family F] [--json]
     privlab data add NAME --csv PATH --task COL --private COL [--private COL ...] [--ignore COL ...]
     privlab data add NAME --images DIR [--size 28] [--color gray|rgb] [--attributes CSV]
     privlab data list [--json]
@@ -375,6 +376,45 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_parts(args: argparse.Namespace) -> int:
+    """Every registered defense and attack: family, release, knob, threat model."""
+    from core.parts import FAMILIES, describe
+
+    parts = describe()
+    if args.family is not None:
+        if args.family not in FAMILIES:
+            raise UsageError(f"--family: got {args.family!r}; allowed: {', '.join(FAMILIES)}")
+        parts = {"defenses": [d for d in parts["defenses"] if args.family in d["families"]],
+                 "attacks": [a for a in parts["attacks"] if a["family"] == args.family]}
+    if args.json:
+        _json_out(parts)
+        return EXIT_OK
+    rows = []
+    for d in parts["defenses"]:
+        k = d["knob"]
+        knob = "-" if k is None else (f"{k['symbol']} = {k['field']} in [{k['low']:g}, "
+                                      f"{k['high']:g}] {k['scale']}, "
+                                      f"{k['direction'].replace('_', ' ')}")
+        releases = "; ".join(f"{f}: {' + '.join(r)}" for f, r in d["release"].items())
+        rows.append({"defense": d["name"], "title": d["title"], "release": releases,
+                     "knob": knob, "accounting": d["accounting"]})
+    print(_table(rows, ["defense", "title", "release", "knob", "accounting"]))
+    for family in dict.fromkeys(a["family"] for a in parts["attacks"]):
+        atts = [a for a in parts["attacks"] if a["family"] == family]
+        print(f"\nattacks of {family} ({FAMILIES.get(family).title}):")
+        print(_table([{"attack": a["config_name"], "registered as": a["name"],
+                       "title": a["title"], "accepts": ", ".join(a["accepts"]),
+                       "needs": ", ".join(a["needs"]) or "-", "role": a["role"],
+                       "listed": "yes" if a["selectable"] else "always / switch",
+                       "pools targets": "yes" if a["pools_targets"] else "no"} for a in atts],
+                     ["attack", "registered as", "title", "accepts", "needs", "role", "listed",
+                      "pools targets"]))
+        for a in atts:
+            t = a["threat"]
+            print(f"  {a['config_name']}: sees {t['sees']}; knows {t['knows']}; goal: {t['goal']}")
+    return EXIT_OK
+
+
 def cmd_data_add(args: argparse.Namespace) -> int:
     from core.data import user
 
@@ -560,6 +600,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("datasets", help="the data sets and whether they are available")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_datasets)
+
+    sp = sub.add_parser("parts", help="every registered defense and attack: family, release, "
+                        "knob and threat model")
+    sp.add_argument("--family", default=None, metavar="F", help="only this attack family")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_parts)
 
     sp = sub.add_parser("data", help="your own data sets: add, list, remove")
     dsub = sp.add_subparsers(dest="data_command", required=True, metavar="ACTION")

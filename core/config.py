@@ -21,6 +21,8 @@ import yaml
 from annotated_types import Ge, Gt, Le, Len, Lt
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from core.parts import check_attackers, check_combination, config_names
+
 # Names of the built-in data sets (core.data.registry.DATASETS must agree; a test checks).
 # ``DataSpec.name`` also takes a set registered with `privlab data add` (core.data.user).
 DatasetName = Literal[
@@ -170,16 +172,7 @@ class AttackSpec(_Model):
 
     @model_validator(mode="after")
     def _check_attackers(self) -> AttackSpec:
-        from core.parts import ATTACKS
-
-        if not self.attackers:
-            raise ValueError("attackers: got an empty list; choose at least one fresh attacker")
-        for a in self.attackers:
-            if a not in ATTACKS or not ATTACKS.get(a).fresh:
-                fresh = [n for n, p in ATTACKS.items() if p.fresh]
-                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(fresh)}")
-        if len(set(self.attackers)) != len(self.attackers):
-            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        check_attackers("attribute_privacy", self.attackers)
         return self
 
 
@@ -280,8 +273,6 @@ class AttributePrivacyConfig(_Experiment):
 
     @model_validator(mode="after")
     def _check_combination(self) -> AttributePrivacyConfig:
-        from core.parts import check_combination
-
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 
@@ -396,16 +387,7 @@ class InversionSpecCfg(_Model):
 
     @model_validator(mode="after")
     def _check_attackers(self) -> InversionSpecCfg:
-        from core.parts import ATTACKS
-
-        allowed = [n for n, a in ATTACKS.items() if "update" in a.accepts and a.fresh]
-        if not self.attackers:
-            raise ValueError(f"attackers: got an empty list; choose from {', '.join(allowed)}")
-        for a in self.attackers:
-            if a not in allowed:
-                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(allowed)}")
-        if len(set(self.attackers)) != len(self.attackers):
-            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        check_attackers("gradient_leakage", self.attackers)
         return self
 
 
@@ -424,7 +406,6 @@ class GradientLeakageConfig(_Experiment):
     @model_validator(mode="after")
     def _check_data(self) -> GradientLeakageConfig:
         from core.data.registry import get_info
-        from core.parts import check_combination
 
         if self.data.name not in IMAGE_DATASETS and get_info(self.data.name).kind != "image":
             raise ValueError(f"data.name: got {self.data.name!r}; gradient leakage needs an "
@@ -437,8 +418,8 @@ class GradientLeakageConfig(_Experiment):
 # ---------------------------------------------------------------------------------------------
 # membership (Inf2Guard's MIA defense, DP-SGD and the κ channel against loss / LiRA / RMIA)
 
-MEMBERSHIP_ATTACKS = ("loss", "confidence", "entropy", "lira_offline", "lira_online", "rmia",
-                      "representation", "in_training")
+#: the membership attacks a config may name (registered in core.parts as ``mia_<name>``)
+MEMBERSHIP_ATTACKS = config_names("membership")
 
 
 class Inf2GuardDefense(_Model):
@@ -480,11 +461,7 @@ class MembershipAttackSpec(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> MembershipAttackSpec:
-        if not self.attackers:
-            raise ValueError(f"attackers: got an empty list; choose from {', '.join(MEMBERSHIP_ATTACKS)}")
-        for a in self.attackers:
-            if a not in MEMBERSHIP_ATTACKS:
-                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(MEMBERSHIP_ATTACKS)}")
+        check_attackers("membership", self.attackers)
         if self.shadows % 2:
             raise ValueError(f"shadows: got {self.shadows}; must be even (each row is in exactly "
                              "half the shadow models)")
@@ -517,10 +494,8 @@ class MembershipConfig(_Experiment):
 
     @model_validator(mode="after")
     def _check_combination(self) -> MembershipConfig:
-        needs_r = [a for a in self.attack.attackers if a in ("representation", "in_training")]
-        if needs_r and self.defense.kind != "inf2guard":
-            raise ValueError(f"attack.attackers: {needs_r[0]!r} reads Inf2Guard's representations "
-                             f"or adversary; defense {self.defense.kind!r} has none")
+        # the representation attacks accept representation releases: only Inf2Guard's
+        check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 
 
@@ -536,7 +511,7 @@ FIL_TARGETS = {
     ("digits", None): (),
     ("mnist5k", None): (),
 }
-FIL_ATTACKS = ("fil_white_box", "fil_black_box", "fil_prior")
+FIL_ATTACKS = config_names("fisher_information")
 
 
 class FilDataSpec(_Model):
@@ -664,11 +639,7 @@ class FilAttackSpec(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> FilAttackSpec:
-        for a in self.attackers:
-            if a not in FIL_ATTACKS:
-                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(FIL_ATTACKS)}")
-        if len(set(self.attackers)) != len(self.attackers):
-            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        check_attackers("fisher_information", self.attackers)
         return self
 
 
@@ -688,8 +659,6 @@ class FisherInformationConfig(_Experiment):
 
     @model_validator(mode="after")
     def _check(self) -> FisherInformationConfig:
-        from core.parts import check_combination
-
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         allowed = self.data.targets()
         if self.attack.target is not None and self.attack.target not in allowed:
@@ -713,7 +682,7 @@ class FisherInformationConfig(_Experiment):
 # property inference (Inf2Guard's PIA defense, spec 004 §2.2 / §3.2)
 
 #: property attackers (registered in core.parts as ``property_<name>``)
-PROPERTY_ATTACKS = ("in_training", "mlp", "logreg", "prior")
+PROPERTY_ATTACKS = config_names("property")
 
 
 class Inf2GuardPropertyDefense(_Model):
@@ -784,13 +753,7 @@ class PropertyAttackSpec(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> PropertyAttackSpec:
-        if not self.attackers:
-            raise ValueError(f"attackers: got an empty list; choose from {', '.join(PROPERTY_ATTACKS)}")
-        for a in self.attackers:
-            if a not in PROPERTY_ATTACKS:
-                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(PROPERTY_ATTACKS)}")
-        if len(set(self.attackers)) != len(self.attackers):
-            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        check_attackers("property", self.attackers)
         return self
 
 
@@ -810,10 +773,7 @@ class PropertyConfig(_Experiment):
 
     @model_validator(mode="after")
     def _check_combination(self) -> PropertyConfig:
-        from core.parts import check_combination
-
-        check_combination(self.kind, self.defense.kind,
-                          tuple(f"property_{a}" for a in self.attack.attackers))
+        check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 
 
@@ -822,7 +782,7 @@ class PropertyConfig(_Experiment):
 # spec 004 §2.3, §3.3, Theorem 3)
 
 REPR_CHANNELS = ("learned", "gaussian", "laplace", "uniform", "dp")
-REPR_ATTACKS = ("decoder_in_training", "decoder_fresh", "inversion")
+REPR_ATTACKS = config_names("repr_reconstruction")
 
 
 class Inf2GuardDRADefense(_Model):
@@ -878,13 +838,7 @@ class ReprAttackSpec(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> ReprAttackSpec:
-        if not self.attackers:
-            raise ValueError(f"attackers: got an empty list; choose from {', '.join(REPR_ATTACKS)}")
-        for a in self.attackers:
-            if a not in REPR_ATTACKS:
-                raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(REPR_ATTACKS)}")
-        if len(set(self.attackers)) != len(self.attackers):
-            raise ValueError(f"attackers: got {list(self.attackers)}; each attacker at most once")
+        check_attackers("repr_reconstruction", self.attackers)
         return self
 
 
@@ -911,7 +865,6 @@ class ReprReconstructionConfig(_Experiment):
     @model_validator(mode="after")
     def _check_data(self) -> ReprReconstructionConfig:
         from core.data.registry import get_info
-        from core.parts import check_combination
 
         if self.data.name not in IMAGE_DATASETS and get_info(self.data.name).kind != "image":
             raise ValueError(f"data.name: got {self.data.name!r}; reconstruction needs an image "

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 from core.config import cache_key, parse_config
-from core.device import seed_everything
 from core.progress import CancelToken, Progress, ProgressCallback, as_progress
 from core.registry import Registry, load_object
 from core.result import Result
@@ -54,7 +53,9 @@ def run(
     stages: StageStore | None = None,
     points: PointStore | None = None,
 ) -> Result:
-    """Validate ``config`` (a model or a mapping), seed everything, run its kind's runner.
+    """Validate ``config`` (a model or a mapping) and run its kind's runner. Nothing global is
+    seeded: every draw comes from a local generator of the run's seed (:mod:`core.seeds`), so
+    runs in threads of one process do not disturb each other.
 
     ``stages``: where trained models, releases and attack outputs are cached between runs
     (``cache.store.ResultStore.stages`` on disk, :class:`core.stages.MemoryStageStore` in a
@@ -66,7 +67,6 @@ def run(
     notes: list[str] = []
     cfg = parse_config(config, notes)
     prog = as_progress(progress, cancel)
-    seed_everything(cfg.seed)
     t0 = time.perf_counter()
     prog.update(0.0, f"starting {cfg.kind}")
     with thread_limits():  # the run's one thread budget (core.threads); nothing below sets threads

@@ -5,6 +5,11 @@ its chance level; and each kind's headline utility, attack success and budget.
 Pages, History, Compare and benchmarks read names from here instead of re-spelling strings;
 ``tests/test_metric_schema.py`` checks that every metric the runners emit is registered.
 
+The per-attack metric names (``mia_<attack>_auc``, ``recon_<attack>_psnr``, ...) are not
+written here: they are generated from the registered attacks (:mod:`core.parts`: each family's
+metric template, each attack's stats and its one title) with the per-stat texts of
+:data:`FAMILY_STATS`, so registering an attack registers its metrics.
+
 - ``direction``: ``"utility"`` (more = more utility), ``"leakage"`` (more = more leakage) or
   ``"neither"`` (a setting, a count, a time, or a quantity where *less* means more leakage,
   such as an attacker's cross-entropy or a reconstruction's MSE; the description says so).
@@ -70,7 +75,7 @@ def register(spec: MetricSpec) -> MetricSpec:
     registered name is a ValueError."""
     if not isinstance(spec, MetricSpec):
         raise TypeError(f"spec: got {type(spec).__name__}; expected a MetricSpec")
-    old = _REGISTRY.get(spec.name)
+    old = _REGISTRY.get(spec.name) or attack_specs().get(spec.name)
     if old is not None and old != spec:
         raise ValueError(f"metric {spec.name!r} is already registered with a different spec")
     _REGISTRY[spec.name] = spec
@@ -83,7 +88,12 @@ def get(name: str) -> MetricSpec:
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=3)
+        pass
+    generated = attack_specs()
+    try:
+        return generated[name]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(name), [*_REGISTRY, *generated], n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UnknownMetricError(
             f"unknown metric {name!r}: not registered in core.metric_schema{hint}"
@@ -91,17 +101,141 @@ def get(name: str) -> MetricSpec:
 
 
 def is_registered(name: str) -> bool:
-    return name in _REGISTRY
+    return name in _REGISTRY or name in attack_specs()
 
 
 def unregistered(names: Iterable[str]) -> list[str]:
     """The names (first-seen order, no repeats) that are not registered."""
-    return [n for n in dict.fromkeys(names) if n not in _REGISTRY]
+    generated = attack_specs()
+    return [n for n in dict.fromkeys(names) if n not in _REGISTRY and n not in generated]
 
 
 def all_specs() -> list[MetricSpec]:
-    """Every registered spec, in registration order."""
-    return list(_REGISTRY.values())
+    """Every registered spec: the registered attacks' (generated), then the others in
+    registration order."""
+    return [*attack_specs().values(), *_REGISTRY.values()]
+
+
+# ---------------------------------------------------------------------------------------------
+# per-attack metrics, generated from the registered attacks
+
+_A = "attack"
+_R = "reconstruction"
+
+
+def _stat(description: str, unit: str, direction: str, chance: float | str | None = None,
+          group: str = _A) -> dict[str, Any]:
+    return {"description": description, "unit": unit, "direction": direction, "chance": chance,
+            "group": group}
+
+
+#: per family, per stat: the spec's fields; ``{who_text}`` is the attack's title
+FAMILY_STATS: dict[str, dict[str, dict[str, Any]]] = {
+    "attribute_privacy": {
+        "acc": _stat("attribute-inference accuracy: {who_text}", "fraction", "leakage", "chance"),
+        "bacc": _stat("attribute-inference balanced accuracy: {who_text}", "fraction",
+                      "leakage", "chance"),
+        "auc": _stat("attack AUC (OvR macro if k > 2): {who_text}", "AUC", "leakage", 0.5),
+        "adv": _stat("advantage max(TPR − FPR) (OvR mean if k > 2): {who_text}", "fraction",
+                     "leakage", 0.0),
+        "ce_nats": _stat("test cross-entropy (lower = more leakage): {who_text}", "nats",
+                         "neither", "attack_prior_ce_nats"),
+    },
+    "membership": {
+        "auc": _stat("membership AUC: {who_text}", "AUC", "leakage", 0.5),
+        "adv": _stat("membership advantage max(TPR − FPR): {who_text}", "fraction", "leakage",
+                     0.0),
+        "bacc": _stat("membership balanced accuracy at the best threshold: {who_text}",
+                      "fraction", "leakage", 0.5),
+        "tpr_at_1pct_fpr": _stat("TPR at 1 % FPR: {who_text}", "fraction", "leakage", 0.01),
+        "tpr_at_0p1pct_fpr": _stat("TPR at 0.1 % FPR: {who_text}", "fraction", "leakage",
+                                   0.001),
+        "epsilon_lower_bound": _stat("ε audited from below (Clopper–Pearson): {who_text}", "ε",
+                                     "leakage", 0.0),
+    },
+    "property": {
+        "acc": _stat("property-inference accuracy: {who_text}", "fraction", "leakage", "chance"),
+        "bacc": _stat("property balanced accuracy: {who_text}", "fraction", "leakage", "chance"),
+        "auc": _stat("one-vs-rest macro AUC over the K bins: {who_text}", "AUC", "leakage", 0.5),
+        "ce_nats": _stat("test cross-entropy (lower = more leakage): {who_text}", "nats",
+                         "neither"),
+        "gap": _stat("accuracy minus chance 1/K: {who_text}", "fraction", "leakage", 0.0),
+    },
+    "gradient_leakage": {
+        "mse": _stat("per-pixel MSE vs clean targets (lower = leakier): {who_text}", "MSE",
+                     "neither", group=_R),
+        "psnr": _stat("mean PSNR of matched reconstructions: {who_text}", "dB", "leakage",
+                      group=_R),
+        "psnr_median": _stat("median PSNR of matched reconstructions: {who_text}", "dB",
+                             "leakage", group=_R),
+        "ssim": _stat("mean SSIM of matched reconstructions: {who_text}", "SSIM", "leakage",
+                      group=_R),
+        "label_acc": _stat("label accuracy (recovered or joint labels): {who_text}", "fraction",
+                           "leakage", "chance", group=_R),
+        "seconds": _stat("wall-clock time on all targets (one batch): {who_text}", "seconds",
+                         "neither", group="timing"),
+    },
+    "repr_reconstruction": {
+        "mse": _stat("per-pixel MSE from r + δ (lower = leakier): {who_text}", "MSE", "neither",
+                     group=_R),
+        "psnr": _stat("mean PSNR from r + δ, data range 1: {who_text}", "dB", "leakage",
+                      group=_R),
+        "ssim": _stat("mean SSIM from r + δ: {who_text}", "SSIM", "leakage", group=_R),
+        "frac_l2_ge_eta": _stat("share of ℓ2 errors >= η (Theorem 3's event): {who_text}",
+                                "fraction", "neither", group="bound"),
+        "frac_linf_ge_eta": _stat("share of ℓ∞ errors >= η (Theorem 3's event): {who_text}",
+                                  "fraction", "neither", group="bound"),
+    },
+    "fisher_information": {
+        "acc": _stat("accuracy on the noisy release (mean over draws): {who_text}", "fraction",
+                     "leakage", "fil_attack_prior_acc"),
+    },
+}
+#: attribute privacy also scores every fresh attacker on raw x, and reports each gap to chance
+RAW_PREFIX = "raw_"
+_GAP = _stat("accuracy minus chance 1/k: {who_text}", "fraction", "leakage", 0.0)
+#: the strongest inverter of a gradient-leakage run, under the family's names
+STRONGEST = {"gradient_leakage": ("best", "the strongest inverter")}
+
+_GENERATED: tuple[int, dict[str, MetricSpec]] = (-1, {})
+
+
+def _generated_spec(name: str, fields: Mapping[str, Any], who_text: str) -> MetricSpec:
+    return MetricSpec(name=name, **{k: (v.format(who_text=who_text) if isinstance(v, str) else v)
+                                    for k, v in fields.items()})
+
+
+def attack_specs() -> dict[str, MetricSpec]:
+    """The metric specs of every registered attack (rebuilt when the attack registry moves)."""
+    global _GENERATED
+    from core.parts import ATTACKS, FAMILIES, attacks_for
+
+    version, specs = _GENERATED
+    if version == ATTACKS.version:
+        return specs
+    out: dict[str, MetricSpec] = {}
+    for family, stats in FAMILY_STATS.items():
+        template = FAMILIES.get(family).metric_template
+        whos: list[tuple[str, str, tuple[str, ...]]] = []
+        for part in attacks_for(family):
+            unknown = [s for s in part.stat_names() if s not in stats]
+            if unknown:
+                raise ValueError(f"stats of attack {part.name!r}: got {unknown[0]!r}; allowed for "
+                                 f"{family}: {', '.join(stats)}")
+            whos.append((part.who, part.title, part.stat_names()))
+            if family == "attribute_privacy" and part.fresh and "raw" in part.accepts:
+                whos.append((RAW_PREFIX + part.who, f"raw x · {part.title}", part.stat_names()))
+        if family in STRONGEST:
+            who, text = STRONGEST[family]
+            whos.append((who, text, tuple(stats)))
+        for who, text, names in whos:
+            for stat in names:
+                name = template.format(who=who, stat=stat)
+                out[name] = _generated_spec(name, stats[stat], text)
+            if family == "attribute_privacy":
+                out[f"gap_{who}"] = _generated_spec(f"gap_{who}", _GAP, text)
+    _GENERATED = (ATTACKS.version, out)
+    return out
 
 
 def register_family(
@@ -185,33 +319,6 @@ for _spec in (
        "fraction", "neither", None, "utility"),
 ):
     register(_spec)
-
-# -- attacks, per attacker (attribute privacy: in-training, fresh, prior and raw-x attackers)
-ATTACKERS = {
-    "in_training": "the in-training adversary",
-    "logreg": "a fresh logistic attacker on r",
-    "mlp": "a fresh MLP attacker on r",
-    "prior": "the no-model prior (train frequencies)",
-    "raw_logreg": "a fresh logistic attacker on raw x",
-    "raw_mlp": "a fresh MLP attacker on raw x",
-}
-_WHO = {"who": ATTACKERS}
-register_family("attack_{who}_acc", _WHO, description="attribute-inference accuracy of {who_text}",
-                unit="fraction", direction="leakage", chance="chance", group="attack")
-register_family("attack_{who}_bacc", _WHO,
-                description="attribute-inference balanced accuracy of {who_text}",
-                unit="fraction", direction="leakage", chance="chance", group="attack")
-register_family("attack_{who}_auc", _WHO,
-                description="attack AUC of {who_text} (OvR macro if k > 2)",
-                unit="AUC", direction="leakage", chance=0.5, group="attack")
-register_family("attack_{who}_adv", _WHO,
-                description="advantage max(TPR − FPR) of {who_text} (OvR mean if k > 2)",
-                unit="fraction", direction="leakage", chance=0.0, group="attack")
-register_family("attack_{who}_ce_nats", _WHO,
-                description="test cross-entropy of {who_text} (lower = more leakage)",
-                unit="nats", direction="neither", chance="attack_prior_ce_nats", group="attack")
-register_family("gap_{who}", _WHO, description="accuracy of {who_text} minus chance 1/k",
-                unit="fraction", direction="leakage", chance=0.0, group="attack")
 
 # -- attacks, cross-paper headline names
 for _spec in (
@@ -350,26 +457,7 @@ for _spec in (
 ):
     register(_spec)
 
-# -- gradient leakage (core/runs/gradient_leakage.py; spec 001)
-INVERTERS = {"dlg": "DLG", "idlg": "iDLG", "ig": "Inverting Gradients", "best": "the strongest inverter"}
-_INV = {"who": INVERTERS}
-register_family("recon_{who}_mse", _INV, description="per-pixel MSE of {who_text}'s "
-                "matched reconstructions vs clean targets (lower = leakier)",
-                unit="MSE", direction="neither", group="reconstruction")
-register_family("recon_{who}_psnr", _INV, description="mean PSNR of {who_text}'s matched "
-                "reconstructions, data range 1", unit="dB", direction="leakage",
-                group="reconstruction")
-register_family("recon_{who}_psnr_median", _INV, description="median PSNR of {who_text}'s "
-                "matched reconstructions, data range 1", unit="dB", direction="leakage",
-                group="reconstruction")
-register_family("recon_{who}_ssim", _INV, description="mean SSIM of {who_text}'s matched "
-                "reconstructions", unit="SSIM", direction="leakage", group="reconstruction")
-register_family("recon_{who}_label_acc", _INV, description="label accuracy of {who_text} "
-                "(recovered or jointly optimised labels)", unit="fraction",
-                direction="leakage", chance="chance", group="reconstruction")
-register_family("recon_{who}_seconds", _INV, description="wall-clock time of {who_text} on "
-                "all targets (one batched optimisation)", unit="seconds", direction="neither",
-                group="timing")
+# -- gradient leakage (core/runs/gradient_leakage.py; spec 001): per-inverter names generated
 for _spec in (
     _S("recon_psnr_median", "median PSNR of reconstructions vs targets, data range 1", "dB",
        "leakage", None, "reconstruction"),
@@ -431,27 +519,7 @@ for _spec in (
 ):
     register(_spec)
 
-# -- membership (core/runs/membership.py; core/attacks/membership.py)
-MIA_ATTACKS = {"loss": "the loss threshold", "confidence": "the confidence threshold",
-               "entropy": "the entropy threshold", "lira_offline": "offline LiRA",
-               "lira_online": "online LiRA", "rmia": "RMIA (offline)",
-               "representation": "a fresh MLP on Inf2Guard's representations",
-               "in_training": "Inf2Guard's in-training adversary"}
-_MIA = {"who": MIA_ATTACKS}
-register_family("mia_{who}_auc", _MIA, description="membership AUC of {who_text}", unit="AUC",
-                direction="leakage", chance=0.5, group="attack")
-register_family("mia_{who}_adv", _MIA, description="membership advantage max(TPR − FPR) of "
-                "{who_text}", unit="fraction", direction="leakage", chance=0.0, group="attack")
-register_family("mia_{who}_bacc", _MIA, description="membership balanced accuracy of {who_text} "
-                "at its best threshold", unit="fraction", direction="leakage", chance=0.5,
-                group="attack")
-register_family("mia_{who}_tpr_at_1pct_fpr", _MIA, description="TPR at 1 % FPR of {who_text}",
-                unit="fraction", direction="leakage", chance=0.01, group="attack")
-register_family("mia_{who}_tpr_at_0p1pct_fpr", _MIA, description="TPR at 0.1 % FPR of "
-                "{who_text}", unit="fraction", direction="leakage", chance=0.001, group="attack")
-register_family("mia_{who}_epsilon_lower_bound", _MIA, description="ε audited from below by "
-                "{who_text} (Clopper–Pearson)", unit="ε", direction="leakage", chance=0.0,
-                group="attack")
+# -- membership (core/runs/membership.py; core/attacks/membership.py): per-attack names generated
 for _spec in (
     _S("mia_auc_best", "highest membership AUC over the attacks run", "AUC", "leakage", 0.5,
        "attack"),
@@ -472,13 +540,6 @@ for _spec in (
     register(_spec)
 
 # -- Fisher information loss (core/runs/fisher_information.py; spec 002 Part A)
-FIL_ATTACKERS = {"white_box": "the white-box attack (Eq. 30)",
-                 "black_box": "the black-box attack (Eq. 31)",
-                 "prior": "the prior baseline (most frequent value)"}
-register_family("fil_attack_{who}_acc", {"who": FIL_ATTACKERS},
-                description="accuracy of {who_text} on the noisy release (mean over draws)",
-                unit="fraction", direction="leakage",
-                chance="fil_attack_prior_acc", group="attack")
 FIL_ETAS = {"example": "per-example", "label": "per-example label", "attr": "per-example "
             "target-attribute", "group": "per-class group"}
 register_family("fil_eta_{g}_mean", {"g": FIL_ETAS}, description="mean {g_text} FIL η at σ",
@@ -551,21 +612,6 @@ for _spec in (
     register(_spec)
 
 # -- property inference (core/runs/property.py; core/attacks/property.py; spec 004 §2.2)
-PROPERTY_ATTACKERS = {"in_training": "Inf2Guard's in-training property adversary",
-                      "mlp": "a fresh MLP on shadow-subset aggregates",
-                      "logreg": "a fresh logistic attacker on shadow-subset aggregates",
-                      "prior": "the no-model prior (shadow bin frequencies)"}
-_PIA = {"who": PROPERTY_ATTACKERS}
-register_family("property_{who}_acc", _PIA, description="property-inference accuracy of {who_text}",
-                unit="fraction", direction="leakage", chance="chance", group="attack")
-register_family("property_{who}_bacc", _PIA, description="property balanced accuracy of {who_text}",
-                unit="fraction", direction="leakage", chance="chance", group="attack")
-register_family("property_{who}_auc", _PIA, description="one-vs-rest macro AUC over the K bins of "
-                "{who_text}", unit="AUC", direction="leakage", chance=0.5, group="attack")
-register_family("property_{who}_ce_nats", _PIA, description="test cross-entropy of {who_text} "
-                "(lower = more leakage)", unit="nats", direction="neither", group="attack")
-register_family("property_{who}_gap", _PIA, description="accuracy of {who_text} minus chance 1/K",
-                unit="fraction", direction="leakage", chance=0.0, group="attack")
 for _spec in (
     _S("property_acc_best", "highest property-inference accuracy over the attackers run",
        "fraction", "leakage", "chance", "attack"),
@@ -594,23 +640,6 @@ for _spec in (
     register(_spec)
 
 # -- reconstruction from shared representations (core/runs/repr_reconstruction.py; spec 004 §2.3)
-REPR_ATTACKERS = {"decoder_in_training": "the in-training decoder Ψ",
-                  "decoder_fresh": "the fresh decoder",
-                  "inversion": "the optimisation inversion"}
-_RR = {"who": REPR_ATTACKERS}
-register_family("recon_{who}_mse", _RR, description="per-pixel MSE of {who_text}'s "
-                "reconstructions from r + δ (lower = leakier)", unit="MSE", direction="neither",
-                group="reconstruction")
-register_family("recon_{who}_psnr", _RR, description="mean PSNR of {who_text}'s reconstructions "
-                "from r + δ, data range 1", unit="dB", direction="leakage", group="reconstruction")
-register_family("recon_{who}_ssim", _RR, description="mean SSIM of {who_text}'s reconstructions "
-                "from r + δ", unit="SSIM", direction="leakage", group="reconstruction")
-register_family("recon_{who}_frac_l2_ge_eta", _RR, description="share of targets {who_text} "
-                "reconstructs at ℓ2 error >= η (Theorem 3's event)", unit="fraction",
-                direction="neither", group="bound")
-register_family("recon_{who}_frac_linf_ge_eta", _RR, description="share of targets {who_text} "
-                "reconstructs at ℓ∞ error >= η (Theorem 3's event)", unit="fraction",
-                direction="neither", group="bound")
 for _spec in (
     _S("utility_acc_clean", "test accuracy of the task head on the clean representation r",
        "fraction", "utility", "utility_majority", "utility"),

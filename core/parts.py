@@ -2,9 +2,17 @@
 
 A :class:`DefensePart` names its config block (a tagged pydantic model carrying only its own
 parameters), the release it produces, its privacy knob and its accounting, and where its
-builder lives. An :class:`AttackPart` names the releases it accepts, its threat-model card and
-its function. :func:`check_combination` runs at config validation (one-line errors), and the
-pages read the same entries to grey out what does not apply.
+builder lives (per family: :meth:`DefensePart.builder_for`). An :class:`AttackPart` declares
+everything a runner, a config and a page need: its :class:`Family`, the name a user writes in
+``cfg.attack.attackers`` (:attr:`AttackPart.key`), one display title, the releases it accepts,
+what else it needs, whether its scores pool over several target models, its metric names and
+its protocol function. Registering a part here is the one edit that makes it appear in the
+config's allowed names, the metric schema, the page's attacker list and ``privlab parts``.
+
+Queries: :func:`attacks_for`, :func:`attack_by_config_name`, :func:`config_names`,
+:func:`attack_titles`, :func:`defenses_for`; :func:`check_attackers` and
+:func:`check_combination` run at config validation (one-line errors), and the pages read the
+same entries to grey out what does not apply.
 
 This module is light (no torch): builders and attack functions are ``"module:attr"`` strings
 imported on use.
@@ -12,13 +20,58 @@ imported on use.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from core.knowledge import ThreatModel
-from core.registry import Registry
+from core.registry import Registry, UnknownName
 
 Direction = Literal["higher_is_more_private", "lower_is_more_private"]
+
+#: what an attack may need beyond the release it observes (its threat card says it in words)
+NEEDS = {
+    "labels": "the candidate records' labels",
+    "shadows": "shadow models trained the target's way on halves of a pool",
+    "references": "reference (OUT) models and population records z never trained on",
+    "encoder": "the released encoder (white box or as a query interface)",
+    "aux": "auxiliary records with their private values",
+    "in_training": "the defense's own adversary, trained inside its game",
+    "gradients": "the uploaded gradient or update and the global model it started from",
+    "model": "the released model's weights (white box)",
+    "training_data": "every training value but the target's (FIL's white-box attacker)",
+}
+
+
+@dataclass(frozen=True)
+class Family:
+    """An attack family (one experiment kind): its metric names are
+    ``metric_template.format(who=<attack's metric key>, stat=<stat>)`` for each of its
+    attacks' ``stats`` (the family's ``stats`` unless an attack declares its own)."""
+
+    name: str
+    title: str
+    metric_template: str
+    stats: tuple[str, ...]
+
+
+FAMILIES: Registry[Family] = Registry("family")
+for _f in (
+        Family("attribute_privacy", "attribute inference on released representations",
+               "attack_{who}_{stat}", ("acc", "bacc", "auc", "adv", "ce_nats")),
+        Family("membership", "membership inference", "mia_{who}_{stat}",
+               ("auc", "adv", "bacc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr",
+                "epsilon_lower_bound")),
+        Family("property", "property inference on aggregated representations",
+               "property_{who}_{stat}", ("acc", "bacc", "auc", "ce_nats", "gap")),
+        Family("gradient_leakage", "reconstruction from uploaded gradients", "recon_{who}_{stat}",
+               ("mse", "psnr", "psnr_median", "ssim", "label_acc", "seconds")),
+        Family("repr_reconstruction", "reconstruction from shared representations r + δ",
+               "recon_{who}_{stat}", ("mse", "psnr", "ssim", "frac_l2_ge_eta",
+                                      "frac_linf_ge_eta")),
+        Family("fisher_information", "attribute reconstruction from a perturbed GLM",
+               "fil_attack_{who}_{stat}", ("acc",))):
+    FAMILIES.register(_f.name, _f)
 
 
 @dataclass(frozen=True)
@@ -58,25 +111,89 @@ class DefensePart:
     #: a choice field of the block whose values are defenses of their own on a comparison
     #: plane (the κ channel's Natural / White / ...; core.compare, the Compare page)
     variants: str | None = None
+    #: (family, release) pairs the defense releases *besides* its main release there
+    #: (Inf2Guard's membership defense publishes its encoder's representations r too)
+    extra_releases: tuple[tuple[str, str], ...] = ()
+    #: (family, "module:attr") where the family's runner builds the defense with another
+    #: builder than :attr:`builder` (``none`` trains plainly outside the FedAvg family)
+    family_builders: tuple[tuple[str, str], ...] = ()
 
     def release_for(self, family: str) -> str:
         """The release this defense produces in ``family``."""
         return dict(self.family_releases).get(family, self.release)
 
+    def releases_for(self, family: str) -> tuple[str, ...]:
+        """Every release the adversary observes in ``family`` (the main one first)."""
+        extra = tuple(r for f, r in self.extra_releases if f == family)
+        return (self.release_for(family), *extra)
+
+    def builder_for(self, family: str) -> str:
+        """``"module:attr"`` of the builder the ``family``'s runner calls."""
+        return dict(self.family_builders).get(family, self.builder)
+
 
 @dataclass(frozen=True)
 class AttackPart:
+    """A registered attack: everything a config, a runner, the metric schema and a page need.
+
+    ``function`` is the protocol function the runner calls through
+    :func:`core.attacks.protocol.run_attack` as ``function(release, knowledge, **options,
+    **params)``; ``params`` are the ``cfg.attack`` fields it reads, ``options`` fixed keyword
+    arguments (the preset a shared function runs). ``config_name`` is what a user writes in
+    ``cfg.attack.attackers`` (default: ``name``); ``metric_key`` the ``{who}`` of its metric
+    names (default: the config name)."""
+
     name: str
     title: str
     accepts: tuple[str, ...]
     threat: ThreatModel
     function: str
-    #: a fresh attacker the config's ``attack.attackers`` may list (trained after the defense)
+    #: a fresh attacker (trained after the defense)
     fresh: bool = False
     #: what kind of adversary: "in_training" (the one the defense trained against), "fresh",
     #: "baseline" (no model)
     role: Literal["in_training", "fresh", "baseline"] = "fresh"
     params: tuple[str, ...] = field(default_factory=tuple)
+    family: str = "attribute_privacy"
+    config_name: str | None = None
+    #: keys of :data:`NEEDS`: what it reads beyond the release
+    needs: tuple[str, ...] = ()
+    #: its scores pool over several target models (the target and shadow models, each scored
+    #: against the others: ML Privacy Meter's protocol)
+    pools_targets: bool = False
+    #: the stat suffixes of its metrics (None: its family's)
+    stats: tuple[str, ...] | None = None
+    metric_key: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+    #: ``cfg.attack.attackers`` may list it (False: the runner always runs it, or another
+    #: switch does: the in-training adversary, the prior, model inversion)
+    selectable: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.needs if n not in NEEDS]
+        if unknown:
+            raise ValueError(f"needs of attack {self.name!r}: got {unknown[0]!r}; allowed: "
+                             f"{', '.join(NEEDS)}")
+
+    @property
+    def key(self) -> str:
+        """The name a user writes in ``cfg.attack.attackers``."""
+        return self.config_name or self.name
+
+    @property
+    def who(self) -> str:
+        """The ``{who}`` of its metric names."""
+        return self.metric_key or self.key
+
+    def stat_names(self) -> tuple[str, ...]:
+        return FAMILIES.get(self.family).stats if self.stats is None else self.stats
+
+    def metric_name(self, stat: str) -> str:
+        return FAMILIES.get(self.family).metric_template.format(who=self.who, stat=stat)
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Every metric name a run reports for this attack."""
+        return tuple(self.metric_name(s) for s in self.stat_names())
 
 
 DEFENSES: Registry[DefensePart] = Registry("defense")
@@ -87,12 +204,15 @@ ATTACKS: Registry[AttackPart] = Registry("attack")
 _FL = ("attribute_privacy",)
 _GL = ("gradient_leakage",)
 _MIA = ("membership",)
+_CENTRAL = "core.defenses.central"
 DEFENSES.register("none", DefensePart(
     name="none", title="none (undefended)", families=_FL + _GL + _MIA, release="representation",
     knob=None, accounting=None, builder="core.defenses.federated:build_none",
     description="Attribute privacy: the encoder trained on the utility term only (λ = 0). "
                 "Gradient leakage: plain training, the uploads released as they are.",
-    family_releases=(("gradient_leakage", "update"), ("membership", "model"))))
+    family_releases=(("gradient_leakage", "update"), ("membership", "model")),
+    family_builders=(("gradient_leakage", f"{_CENTRAL}:build_plain"),
+                     ("membership", f"{_CENTRAL}:build_plain"))))
 DEFENSES.register("tappfl", DefensePart(
     name="tappfl", title="TAPPFL (λ)", families=_FL, release="representation",
     knob=Knob("tradeoff_lambda", "λ", "TAPPFL privacy weight", 0.0, 1.0, "linear",
@@ -129,7 +249,7 @@ DEFENSES.register("channel", DefensePart(
     family_releases=(("membership", "model"),), variants="channel",
     knob=Knob("kappa", "κ", "capacity per round (nats)", 0.01, 1e5, "log",
               "lower_is_more_private", budget_metric="kappa", grid=(2.0, 8.0, 32.0, 128.0, 512.0)),
-    accounting="capacity", builder="core.runs.gradient_stages:build_channel",
+    accounting="capacity", builder=f"{_CENTRAL}:build_channel",
     description="The model trains on D̃ = D + ξ with ξ solved from the capacity κ (Eq. 18): "
                 "Natural σI, White ∝ Σ_D (Eq. 19), Personalized σ·diag β (Eq. 20, exact via "
                 "β-whitening), Laplace (a derived bound). I(D; upload | W_i) ≤ κ per round."))
@@ -139,20 +259,21 @@ DEFENSES.register("dp_sgd", DefensePart(
     knob=Knob("noise_multiplier", "z", "noise multiplier", 0.05, 100.0, "log",
               "higher_is_more_private", budget_metric="epsilon_accountant",
               grid=(0.3, 0.6, 1.0, 2.0)),
-    accounting="prv", builder="core.defenses.dpsgd:train_dpsgd",
+    accounting="prv", builder=f"{_CENTRAL}:build_dpsgd",
     description="Per-sample clipping and Gaussian noise on the batch gradient (Abadi et al. "
                 "2016) through Opacus; ε from the PRV accountant (RDP where PRV is unreliable); "
                 "capacity B/z² per step (Thm 4, tight B/(2z²))."))
 
 DEFENSES.register("inf2guard", DefensePart(
     name="inf2guard", title="Inf2Guard (λ)", families=_MIA, release="model",
+    extra_releases=(("membership", "representation"),),
     knob=Knob("tradeoff_lambda", "λ", "Inf2Guard privacy weight", 0.0, 1.0, "linear",
               "higher_is_more_private", budget_metric="tradeoff_lambda",
               grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
-    accounting=None, builder="core.defenses.inf2guard:train_inf2guard",
+    accounting=None, builder=f"{_CENTRAL}:build_inf2guard",
     description="Encoder, task head and a membership adversary in the game of Eq. 6 "
                 "(Algorithm 1); no formal guarantee: measured by attacks (and Theorem 1's "
-                "leakage bound at an estimated H(u|r))."))
+                "leakage bound at an estimated H(u|r)). Releases the model and its encoder's r."))
 
 # -- membership-inference attacks (config names without the ``mia_`` prefix) -----------------
 
@@ -161,25 +282,30 @@ _KNOWS_REC = "each candidate record (x, y)"
 _KNOWS_SHADOW = (_KNOWS_REC + "; a shadow pool of the same distribution and the training "
                  "algorithm, defense included (it trains shadow models the target's way)")
 _GOAL_M = "decide whether each candidate record was in the training set"
-for _n, _t, _k, _f in (
-        ("loss", "loss threshold (Yeom et al.)", _KNOWS_REC, "loss_attack"),
-        ("confidence", "confidence threshold", _KNOWS_REC, "confidence_attack"),
-        ("entropy", "entropy threshold", "each candidate record x", "entropy_attack"),
-        ("lira_offline", "LiRA offline (OUT shadows)", _KNOWS_SHADOW, "lira_offline"),
-        ("lira_online", "LiRA online (IN and OUT shadows)", _KNOWS_SHADOW, "lira_online"),
-        ("rmia", "RMIA offline (reference models, population z)",
-         _KNOWS_SHADOW + "; population records z never used in training", "rmia")):
+_MEM = "core.attacks.membership"
+for _n, _t, _k, _needs, _pool in (
+        ("loss", "loss threshold (Yeom et al.)", _KNOWS_REC, ("labels",), True),
+        ("confidence", "confidence threshold", _KNOWS_REC, ("labels",), True),
+        ("entropy", "entropy threshold", "each candidate record x", (), False),
+        ("modified_entropy", "modified entropy (Song & Mittal)", _KNOWS_REC, ("labels",), False),
+        ("lira_offline", "LiRA (offline)", _KNOWS_SHADOW, ("labels", "shadows"), True),
+        ("lira_online", "LiRA (online)", _KNOWS_SHADOW, ("labels", "shadows"), True),
+        ("rmia", "RMIA (offline)", _KNOWS_SHADOW + "; population records z never used in "
+         "training", ("labels", "shadows", "references"), True)):
     ATTACKS.register(f"mia_{_n}", AttackPart(
         name=f"mia_{_n}", title=_t, accepts=("model",),
         threat=ThreatModel(sees=_SEES_MODEL, knows=_k, goal=_GOAL_M),
-        function=f"core.attacks.membership:{_f}", fresh=True))
+        function=f"{_MEM}:{_n}_on_release", fresh=True, family="membership", config_name=_n,
+        needs=_needs, pools_targets=_pool,
+        params=("rmia_references", "rmia_a") if _n == "rmia" else ()))
 ATTACKS.register("mia_representation", AttackPart(
     name="mia_representation", title="representation attack (fresh MLP on r)",
     accepts=("representation",),
     threat=ThreatModel(sees="Inf2Guard's released representations r of the candidate records",
                        knows="the membership of 80 % of the pool (its training folds)",
                        goal=_GOAL_M),
-    function="core.runs.membership:_representation_attack", fresh=True))
+    function=f"{_MEM}:representation_attack", fresh=True, family="membership",
+    config_name="representation", needs=("aux",)))
 ATTACKS.register("mia_in_training", AttackPart(
     name="mia_in_training", title="Inf2Guard's own membership adversary Ψ",
     accepts=("representation",),
@@ -187,7 +313,8 @@ ATTACKS.register("mia_in_training", AttackPart(
                        knows="nothing beyond its training: the adversary trained inside the "
                              "game against the encoder (the one the defense fights)",
                        goal=_GOAL_M),
-    function="core.defenses.inf2guard:Inf2GuardModel.membership_proba", role="in_training"))
+    function=f"{_MEM}:in_training_attack", role="in_training", family="membership",
+    config_name="in_training", needs=("in_training",)))
 
 # -- gradient-inversion attacks (spec 001 §1.3-1.4): presets of one spec ----------------------
 
@@ -195,26 +322,32 @@ _SEES_UPD = ("one upload per target: a step's gradient (or a FedAvg local update
              "victim's batch, and the global model it started from")
 _KNOWS_ARCH = "the architecture and the loss; not the data, not the defense's noise draw"
 _GOAL_X = "reconstruct the victim's (clean) training images"
+_INV = "core.attacks.gradient_inversion:invert_upload"
+_GL_PARAMS = ("iterations", "batch_size", "observation", "local_steps", "local_lr")
 ATTACKS.register("dlg", AttackPart(
     name="dlg", title="DLG (L2, L-BFGS, labels joint)", accepts=("update",),
     threat=ThreatModel(sees=_SEES_UPD, knows=_KNOWS_ARCH, goal=_GOAL_X + " and labels"),
-    function="core.attacks.gradient_inversion:invert", fresh=True))
+    function=_INV, fresh=True, family="gradient_leakage", needs=("gradients",),
+    options=(("preset", "dlg"),), params=_GL_PARAMS))
 ATTACKS.register("idlg", AttackPart(
     name="idlg", title="iDLG (labels from the last layer)", accepts=("update",),
     threat=ThreatModel(sees=_SEES_UPD, knows=_KNOWS_ARCH, goal=_GOAL_X),
-    function="core.attacks.gradient_inversion:invert", fresh=True))
+    function=_INV, fresh=True, family="gradient_leakage", needs=("gradients",),
+    options=(("preset", "idlg"),), params=_GL_PARAMS))
 ATTACKS.register("ig", AttackPart(
     name="ig", title="Inverting Gradients (cosine + TV, Adam)", accepts=("update",),
     threat=ThreatModel(sees=_SEES_UPD, knows=_KNOWS_ARCH + "; an image prior (total variation)",
                        goal=_GOAL_X),
-    function="core.attacks.gradient_inversion:invert", fresh=True))
+    function=_INV, fresh=True, family="gradient_leakage", needs=("gradients",),
+    options=(("preset", "ig"),), params=_GL_PARAMS))
 ATTACKS.register("model_inversion", AttackPart(
     name="model_inversion", title="model inversion (class representatives)", accepts=("model",),
     threat=ThreatModel(sees="the trained model (white box)",
                        knows="the mean of images outside the training set (the start point)",
                        goal="a representative image of each class (scored against the class "
                             "centre)"),
-    function="core.attacks.gradient_inversion:model_inversion", role="fresh"))
+    function="core.attacks.gradient_inversion:model_inversion_attack", role="fresh",
+    family="gradient_leakage", needs=("model", "aux"), stats=(), selectable=False))
 
 # -- attribute-inference attacks ---------------------------------------------------------------
 
@@ -227,21 +360,25 @@ ATTACKS.register("in_training", AttackPart(
                        knows="nothing beyond its training: the devices' own Ψ_k, trained during "
                              "FedAvg against the encoder (the adversary the defense fights)",
                        goal=_GOAL_U),
-    function="core.attacks.protocol:in_training_attack", role="in_training"))
+    function="core.attacks.protocol:in_training_attack", role="in_training",
+    family="attribute_privacy", needs=("in_training",), selectable=False))
 ATTACKS.register("logreg", AttackPart(
     name="logreg", title="fresh logistic regression", accepts=("representation", "raw"),
     threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
-    function="core.attacks.protocol:fresh_attack", fresh=True, params=("max_train",)))
+    function="core.attacks.protocol:fresh_attack", fresh=True, params=("max_train",),
+    family="attribute_privacy", needs=("encoder", "aux"), options=(("model", "logreg"),)))
 ATTACKS.register("mlp", AttackPart(
     name="mlp", title="fresh MLP", accepts=("representation", "raw"),
     threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
     function="core.attacks.protocol:fresh_attack", fresh=True,
-    params=("mlp_hidden", "mlp_epochs", "max_train")))
+    params=("mlp_hidden", "mlp_epochs", "max_train"), family="attribute_privacy",
+    needs=("encoder", "aux"), options=(("model", "mlp"),)))
 ATTACKS.register("prior", AttackPart(
     name="prior", title="prior (no model)", accepts=("representation", "raw", "model", "update"),
     threat=ThreatModel(sees="nothing", knows="the attribute's frequencies in the aux rows",
                        goal=_GOAL_U),
-    function="core.attacks.protocol:prior_attack", role="baseline"))
+    function="core.attacks.protocol:prior_attack", role="baseline", family="attribute_privacy",
+    needs=("aux",), selectable=False))
 
 # -- Fisher information loss (spec 002 Part A): output perturbation and its attacks ------------
 
@@ -251,12 +388,13 @@ DEFENSES.register("fil_output_perturbation", DefensePart(
     release="model",
     knob=Knob("eta_target", "η", "target FIL η (worst case)", 1e-4, 1e4, "log",
               "lower_is_more_private", budget_metric="fil_eta", grid=(0.1, 0.3, 1.0, 3.0, 10.0)),
-    accounting="fil", builder="core.runs.fisher_information:resolve_sigma",
+    accounting="fil", builder="core.defenses.fil_output:resolve_sigma",
     description="L2-regularised linear / logistic regression trained to optimality and released "
                 "as w' = w* + N(0, σ²I); σ set directly, from a target η (η = ‖J‖₂/σ, Eq. 17) "
                 "or from (ε, δ) via the sensitivity 2/(nλ) (logistic, unit ball)."))
 _SEES_W = "the released noisy weights w' = w* + N(0, σ²I) of the linear / logistic model"
 _GOAL_T = "infer each training row's target attribute (or label)"
+_FA = "core.attacks.fil_attacks"
 ATTACKS.register("fil_white_box", AttackPart(
     name="fil_white_box", title="white-box (Eq. 30)", accepts=("model",),
     threat=ThreatModel(sees=_SEES_W,
@@ -264,19 +402,22 @@ ATTACKS.register("fil_white_box", AttackPart(
                              "every other row), the training algorithm (loss, λ, IRFIL weights) "
                              "and σ",
                        goal=_GOAL_T + ": the candidate whose refit is nearest to w'"),
-    function="core.attacks.fil_attacks:white_box_attack", role="fresh"))
+    function=f"{_FA}:white_box_on_release", role="fresh", family="fisher_information",
+    metric_key="white_box", needs=("training_data",)))
 ATTACKS.register("fil_black_box", AttackPart(
     name="fil_black_box", title="black-box (Eq. 31, Fredrikson et al.)", accepts=("model",),
     threat=ThreatModel(sees="query access to the released model: its predictions φ(w', x)",
                        knows="the target row but its attribute, its label, the attribute's "
                              "training marginal and the model's training error statistics",
                        goal=_GOAL_T + ": argmax prior × fit of the prediction to the label"),
-    function="core.attacks.fil_attacks:black_box_attack", role="fresh"))
+    function=f"{_FA}:black_box_on_release", role="fresh", family="fisher_information",
+    metric_key="black_box", needs=("labels",)))
 ATTACKS.register("fil_prior", AttackPart(
     name="fil_prior", title="prior (no model)", accepts=("model",),
     threat=ThreatModel(sees="nothing", knows="the attribute's training marginal",
                        goal=_GOAL_T + ": always its most frequent value"),
-    function="core.attacks.fil_attacks:prior_attack", role="baseline"))
+    function=f"{_FA}:prior_on_release", role="baseline", family="fisher_information",
+    metric_key="prior"))
 
 # -- property inference (Inf2Guard, spec 004 §2.2 / §3.2) --------------------------------------
 
@@ -296,6 +437,7 @@ _SEES_AGG = ("the aggregated representation Agg({f(x)}) (mean or max) of each ta
 _KNOWS_SHADOW = ("the released encoder and the aggregator; shadow subsets it builds from its "
                  "auxiliary rows (aux split) with their attribute values, so their properties")
 _GOAL_P = "infer each target subset's property: the share of the attribute value, binned into K"
+_PA = "core.attacks.property"
 ATTACKS.register("property_in_training", AttackPart(
     name="property_in_training", title="in-training property adversary Ψ",
     accepts=("subset_representation",),
@@ -303,22 +445,27 @@ ATTACKS.register("property_in_training", AttackPart(
                        knows="nothing beyond its training: Ψ was trained in Algorithm 2 against "
                              "the encoder, on the defender's subsets (the adversary the defense "
                              "fights)", goal=_GOAL_P),
-    function="core.attacks.property:in_training_attack", role="in_training"))
+    function=f"{_PA}:in_training_on_release", role="in_training", family="property",
+    config_name="in_training", needs=("in_training",)))
 ATTACKS.register("property_mlp", AttackPart(
     name="property_mlp", title="fresh MLP on shadow subsets", accepts=("subset_representation",),
     threat=ThreatModel(sees=_SEES_AGG, knows=_KNOWS_SHADOW, goal=_GOAL_P),
-    function="core.attacks.property:fresh_property_attack", role="fresh",
-    params=("mlp_hidden", "mlp_epochs")))
+    function=f"{_PA}:fresh_on_release", role="fresh", family="property", config_name="mlp",
+    params=("mlp_hidden", "mlp_epochs", "aggregation"), needs=("encoder", "aux"),
+    options=(("model", "mlp"),)))
 ATTACKS.register("property_logreg", AttackPart(
     name="property_logreg", title="fresh logistic regression on shadow subsets",
     accepts=("subset_representation",),
     threat=ThreatModel(sees=_SEES_AGG, knows=_KNOWS_SHADOW, goal=_GOAL_P),
-    function="core.attacks.property:fresh_property_attack", role="fresh"))
+    function=f"{_PA}:fresh_on_release", role="fresh", family="property", config_name="logreg",
+    params=("mlp_hidden", "mlp_epochs", "aggregation"), needs=("encoder", "aux"),
+    options=(("model", "logreg"),)))
 ATTACKS.register("property_prior", AttackPart(
     name="property_prior", title="prior (no model)", accepts=("subset_representation",),
     threat=ThreatModel(sees="nothing", knows="the bin frequencies of its shadow subsets",
                        goal=_GOAL_P + ": always its most frequent bin"),
-    function="core.attacks.property:prior_property_attack", role="baseline"))
+    function=f"{_PA}:prior_on_release", role="baseline", family="property",
+    config_name="prior", needs=("aux",)))
 
 
 # -- reconstruction from shared representations (Inf2Guard, spec 004 §2.3 / §3.3) ------------
@@ -339,6 +486,7 @@ DEFENSES.register("inf2guard_dra", DefensePart(
                 "adversary (λ). Bounded by Theorem 3 at an estimated I(x; r + δ)."))
 _SEES_RD = "the released r + δ of each target image (one noise draw per target)"
 _GOAL_X_RD = "reconstruct each target image x from r + δ"
+_RA = "core.attacks.reconstruction"
 ATTACKS.register("decoder_in_training", AttackPart(
     name="decoder_in_training", title="in-training decoder Ψ",
     accepts=("noisy_representation",),
@@ -346,7 +494,8 @@ ATTACKS.register("decoder_in_training", AttackPart(
                        knows="nothing beyond its training: the decoder the defense trained "
                              "against, on the defender's own (x, r + δ) pairs",
                        goal=_GOAL_X_RD),
-    function="core.attacks.reconstruction:decode", role="in_training"))
+    function=f"{_RA}:in_training_decoder", role="in_training", family="repr_reconstruction",
+    needs=("in_training",)))
 ATTACKS.register("decoder_fresh", AttackPart(
     name="decoder_fresh", title="fresh decoder (larger, trained afterwards)",
     accepts=("noisy_representation",),
@@ -355,8 +504,8 @@ ATTACKS.register("decoder_fresh", AttackPart(
                              "(ε, channel, learned μ, σ); auxiliary images (aux split) it "
                              "encodes and perturbs itself to train on (x, r + δ)",
                        goal=_GOAL_X_RD),
-    function="core.attacks.reconstruction:train_fresh_decoder", role="fresh",
-    params=("fresh_hidden", "fresh_epochs")))
+    function=f"{_RA}:fresh_decoder", role="fresh", family="repr_reconstruction",
+    params=("fresh_hidden", "fresh_epochs"), needs=("encoder", "aux")))
 ATTACKS.register("inversion", AttackPart(
     name="inversion", title="optimisation inversion (‖f(x) − r̃‖² + TV)",
     accepts=("noisy_representation",),
@@ -364,8 +513,41 @@ ATTACKS.register("inversion", AttackPart(
                        knows="the encoder's weights (white box) and an image prior (total "
                              "variation); no auxiliary data",
                        goal=_GOAL_X_RD),
-    function="core.attacks.reconstruction:invert_representations", role="fresh",
-    params=("inversion_iterations", "inversion_tv")))
+    function=f"{_RA}:optimisation_inversion", role="fresh", family="repr_reconstruction",
+    params=("inversion_iterations", "inversion_tv"), needs=("encoder",)))
+
+
+# -- queries: configs, the metric schema, pages and the CLI read these ------------------------
+
+
+def attacks_for(family: str) -> list[AttackPart]:
+    """The attacks of ``family`` in registration order (an unknown family: one-line error)."""
+    FAMILIES.get(family)
+    return [a for a in ATTACKS.values() if a.family == family]
+
+
+def config_names(family: str) -> tuple[str, ...]:
+    """The names ``cfg.attack.attackers`` of ``family`` may hold, in registration order."""
+    return tuple(a.key for a in attacks_for(family) if a.selectable)
+
+
+def attack_by_config_name(family: str, name: str) -> AttackPart:
+    """The part a ``family`` config names ``name`` (membership's ``loss`` is ``mia_loss``)."""
+    for a in attacks_for(family):
+        if a.key == name:
+            return a
+    raise UnknownName(f"attack: got {name!r}; allowed for {family}: "
+                      f"{', '.join(a.key for a in attacks_for(family))}")
+
+
+def attack_titles(family: str) -> dict[str, str]:
+    """Config name -> the one display title, for every attack of ``family``."""
+    return {a.key: a.title for a in attacks_for(family)}
+
+
+def defenses_for(family: str) -> list[str]:
+    """Registered defenses of ``family`` (``none`` included)."""
+    return [n for n, d in DEFENSES.items() if family in d.families]
 
 
 def applicable_attacks(release: str) -> list[str]:
@@ -373,18 +555,57 @@ def applicable_attacks(release: str) -> list[str]:
     return [n for n, a in ATTACKS.items() if release in a.accepts]
 
 
-def check_combination(family: str, defense: str, attackers: tuple[str, ...]) -> None:
+def check_attackers(family: str, attackers: Iterable[str]) -> None:
+    """Raise ValueError (one line, field ``attackers``) unless ``attackers`` is a non-empty
+    list of distinct config names of ``family``."""
+    allowed = config_names(family)
+    attackers = list(attackers)
+    if not attackers:
+        raise ValueError(f"attackers: got an empty list; choose from {', '.join(allowed)}")
+    for a in attackers:
+        if a not in allowed:
+            raise ValueError(f"attackers: got {a!r}; allowed: {', '.join(allowed)}")
+    if len(set(attackers)) != len(attackers):
+        raise ValueError(f"attackers: got {attackers}; each attacker at most once")
+
+
+def check_combination(family: str, defense: str, attackers: Iterable[str]) -> None:
     """Raise ValueError (one line naming the field) if the defense does not belong to the
-    family or an attacker does not accept the defense's release."""
+    family or an attacker (a config name of ``family``) accepts none of the releases the
+    defense produces there."""
     part = DEFENSES.get(defense)
     if family not in part.families:
-        allowed = [n for n, d in DEFENSES.items() if family in d.families]
-        raise ValueError(f"defense.kind: got {defense!r}; allowed for {family}: {', '.join(allowed)}")
-    release = part.release_for(family)
+        raise ValueError(f"defense.kind: got {defense!r}; allowed for {family}: "
+                         f"{', '.join(defenses_for(family))}")
+    releases = part.releases_for(family)
     for name in attackers:
-        att = ATTACKS.get(name)
-        if release not in att.accepts:
+        att = attack_by_config_name(family, name)
+        if not set(att.accepts) & set(releases):
+            ok = [a.key for a in attacks_for(family)
+                  if a.selectable and set(a.accepts) & set(releases)]
             raise ValueError(
                 f"attack.attackers: {name!r} attacks {' or '.join(att.accepts)} releases; "
-                f"defense {defense!r} releases {release}s (allowed here: "
-                f"{', '.join(a for a in applicable_attacks(release) if ATTACKS.get(a).fresh)})")
+                f"defense {defense!r} releases {' and '.join(r + 's' for r in releases)} "
+                f"(allowed here: {', '.join(ok)})")
+
+
+def describe() -> dict[str, list[dict[str, Any]]]:
+    """Every registered defense and attack as plain data (``privlab parts``)."""
+    defenses = []
+    for name, d in DEFENSES.items():
+        k = d.knob
+        defenses.append({
+            "name": name, "title": d.title, "families": list(d.families),
+            "release": {f: list(d.releases_for(f)) for f in d.families},
+            "knob": None if k is None else {
+                "field": k.field, "symbol": k.symbol, "label": k.label, "low": k.low,
+                "high": k.high, "scale": k.scale, "direction": k.direction},
+            "accounting": d.accounting,
+            "builder": {f: d.builder_for(f) for f in d.families}})
+    attacks = [{"name": name, "config_name": a.key, "family": a.family, "title": a.title,
+                "accepts": list(a.accepts), "needs": list(a.needs), "role": a.role,
+                "selectable": a.selectable, "pools_targets": a.pools_targets,
+                "threat": a.threat.as_dict(), "metrics": list(a.metric_names()),
+                "function": a.function}
+               for name, a in ATTACKS.items()]
+    return {"defenses": defenses, "attacks": attacks}

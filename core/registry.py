@@ -26,6 +26,9 @@ class Registry(Generic[T]):
     def __init__(self, what: str) -> None:
         self.what = what
         self._entries: dict[str, T] = {}
+        #: bumped on every register / unregister (readers that derive tables from the entries,
+        #: such as the metric schema, rebuild when it moves)
+        self.version = 0
 
     @overload
     def register(self, name: str, entry: T) -> T: ...
@@ -39,13 +42,15 @@ class Registry(Generic[T]):
             if name in self._entries:
                 raise ValueError(f"{self.what}: {name!r} is already registered")
             self._entries[name] = obj
+            self.version += 1
             return obj
 
         return _add if entry is None else _add(entry)
 
     def unregister(self, name: str) -> None:
         """Remove an entry (tests that register a temporary part)."""
-        self._entries.pop(name, None)
+        if self._entries.pop(name, None) is not None:
+            self.version += 1
 
     def get(self, name: str) -> T:
         try:

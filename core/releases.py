@@ -49,13 +49,16 @@ class RepresentationRelease:
     The attacker encodes its own auxiliary rows with the released encoder; those encodings
     live in :class:`core.knowledge.AdversaryKnowledge`, not here.
 
-    ``nonfinite_frac``: the fraction of entries a diverged encoder produced as NaN/inf (zeroed).
+    ``nonfinite_frac``: the fraction of entries a diverged encoder produced as NaN/inf (zeroed);
+    ``adversary_proba``: the defense's own adversary's class probabilities on the targets (the
+    in-training attacker, trained inside the defense's game), when it has one.
     """
 
     kind: ClassVar[str] = "representation"
     targets: np.ndarray
     encoder: Any | None = None
     nonfinite_frac: float = 0.0
+    adversary_proba: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if np.asarray(self.targets).ndim != 2:

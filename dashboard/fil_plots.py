@@ -12,11 +12,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.parts import attack_titles
 from dashboard.plots import PALETTE
 
 _MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
-ATTACK_TITLES = {"fil_white_box": "white-box (Eq. 30)", "fil_black_box": "black-box (Eq. 31)",
-                 "fil_prior": "prior"}
 
 
 def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:
@@ -124,7 +123,7 @@ def sweep_figure(eta_bar: np.ndarray, utility: np.ndarray, attacks: dict[str, np
     for j, (name, acc) in enumerate(attacks.items()):
         sd = attack_std.get(name)
         fig.add_trace(go.Scatter(x=x, y=acc, mode="lines+markers",
-                                 name=ATTACK_TITLES.get(name, name), marker_color=PALETTE[j],
+                                 name=attack_titles("fisher_information").get(name, name), marker_color=PALETTE[j],
                                  error_y=None if sd is None else {"array": sd, "visible": True}),
                       1, 2)
     if prior is not None:

@@ -11,7 +11,7 @@ from torch import nn
 
 from core.defenses.tappfl import TappflObjective
 from core.fl import FedAvgState, num_sampled, plan_round, run_fedavg
-from core.nn import AttributeAdversary, Encoder, MICritic
+from core.nn import AttributeAdversary, Encoder, MICritic, seeded
 from core.progress import Cancelled, CancelToken, Progress
 
 D, REP, V = 6, 8, 3
@@ -31,13 +31,13 @@ def _unequal_partition() -> list[np.ndarray]:
 
 
 def _tappfl_state(parts, *, dropout: float = 0.0, lam: float = 0.5, adversary_steps: int = 2):
-    torch.manual_seed(0)
-    enc = Encoder(D, hidden=10, rep_dim=REP, dropout=dropout)
-    adv = AttributeAdversary(REP, V, hidden=8)
-    crit = MICritic(D, REP, V, hidden=8)
+    g = torch.Generator().manual_seed(0)  # a local stream: the engine seeds nothing global
+    enc = seeded(Encoder(D, hidden=10, rep_dim=REP, dropout=dropout), g)
+    adv = seeded(AttributeAdversary(REP, V, hidden=8), g)
+    crit = seeded(MICritic(D, REP, V, hidden=8), g)
     n = len(parts)
-    advs = [AttributeAdversary(REP, V, hidden=8) for _ in range(n)]
-    crits = [MICritic(D, REP, V, hidden=8) for _ in range(n)]
+    advs = [seeded(AttributeAdversary(REP, V, hidden=8), g) for _ in range(n)]
+    crits = [seeded(MICritic(D, REP, V, hidden=8), g) for _ in range(n)]
     stack = lambda ms: {k: torch.stack([dict(m.named_parameters())[k].detach() for m in ms])
                         for k, _ in ms[0].named_parameters()}
     state = FedAvgState(shared=enc, private={"adversary": stack(advs), "critic": stack(crits)}, partition=parts)

@@ -58,19 +58,18 @@ def test_target_epsilon_alone_replaces_the_default_multiplier():
 
 def test_live_panel_is_instant_and_consistent():
     from core.bounds.channel import capacity
-    from core.data import load_dataset
-    from core.runs.gradient_stages import (
+    from core.bounds.channel_readout import (
         bound_curves,
-        channel_beta,
+        image_spectrum,
         live_channel,
         personalized_basis,
-        spectrum,
-        spectrum_from,
     )
+    from core.data import load_dataset
+    from core.defenses.channel import channel_beta
 
     cfg0 = parse_config({"kind": "gradient_leakage", "data": {"name": "mnist5k"}})
     ds = load_dataset(cfg0.data, 0)
-    sp = spectrum_from(spectrum(np.asarray(ds.X)[ds.split("train")]))
+    sp = image_spectrum(np.asarray(ds.X)[ds.split("train")])
     assert sp.n_zero > 100  # MNIST's constant border pixels: the plug-in needs the subspace
     for ch in ("natural", "white", "personalized", "laplace"):
         cfg = parse_config({"kind": "gradient_leakage", "data": {"name": "mnist5k"},

@@ -25,7 +25,10 @@ def test_undefended_target_leaks_and_every_metric_is_registered():
     m = r.metrics
     assert m["members"] == m["nonmembers"] == 80
     assert m["train_test_gap"] > 0  # an overfit target: what membership inference feeds on
-    assert m["mia_lira_online_auc"] > 0.55 and m["mia_auc_best"] >= m["mia_loss_auc"]
+    # the strongest attack reads membership (0.62-0.67 over seeds 0-4); online LiRA alone is
+    # noisy with 4 shadows (2 IN, 2 OUT per row: 0.50-0.63 over the same seeds)
+    assert m["mia_auc_best"] > 0.6 and m["mia_auc_best"] >= m["mia_loss_auc"]
+    assert m["mia_lira_online_auc"] > 0.45
     lo, hi = r.interval("mia_loss_auc")
     assert lo <= m["mia_loss_auc"] <= hi
     assert unregistered(m) == []
@@ -83,7 +86,9 @@ def test_target_and_shadows_are_stages_and_pooled_targets_score_thousands():
                                     "attackers": ["loss", "lira_online", "rmia"]}}, stages=store)
     assert set(again.info["stages"].values()) == {"hit"}
     n_mem, n_non = again.info["scored"]["lira_online"]
-    assert n_mem == n_non and 4 * 80 - 4 <= n_mem <= 4 * 80  # balanced; shadows hold ~half
+    # balanced; each shadow target holds about half the pool (3 of 6 shadows per row: the
+    # pooled member count is 314 at the median over seeds, 292 at the 0.1 % quantile)
+    assert n_mem == n_non and 4 * 80 - 30 <= n_mem <= 4 * 80
     assert again.info["scored"]["rmia"] == again.info["scored"]["lira_online"]
     assert again.metrics["mia_loss_auc"] != first.metrics["mia_loss_auc"]  # 4× the rows scored
     assert any("pooled over 4 target models" in n for n in again.info["notes"])
@@ -109,18 +114,19 @@ def test_pooled_lira_is_not_biased_by_unequal_in_out_counts():
     row got equal counts)."""
     import numpy as np
 
-    from core.attacks.membership import membership_report
+    from core.attacks.membership import MembershipRelease, membership_report
+    from core.attacks.protocol import run_attack
     from core.attacks.shadows import shadow_splits
-    from core.runs.membership import _shadow_attack
 
-    cfg = parse_config({"kind": "membership", "attack": {"shadows": 4, "rmia_references": 1}})
     rng = np.random.default_rng(0)
     n = 6000
     ins = shadow_splits(n, 4, seed=1)  # (K, n)
     probs = rng.uniform(0.05, 0.95, size=(n, 4))  # no model has learned anything
-    rest = np.arange(4) != 0
+    # shadow 0 as a pooled target against the other three, as the runner scores it
+    release = MembershipRelease(p_true=probs[:, 0], shadow_p=probs, shadow_in=ins.T)
+    shadow_target = release.shadow_as_target(0)
     for name in ("lira_offline", "lira_online"):
-        sc = _shadow_attack(name, cfg, probs[:, 0], probs[:, rest], ins.T[:, rest], None, None)
+        sc = run_attack(name, shadow_target, None, family="membership").member_scores()
         auc = membership_report(sc, ins[0], seed=0)["auc"]
         assert abs(auc - 0.5) < 0.03, (name, auc)
 

@@ -447,14 +447,15 @@ def test_copy_run_yaml_and_cli_give_the_same_config_back(store):
 
 
 def test_attribute_page_attackers_multiselect_drives_attack_attackers(store):
-    from core.parts import ATTACKS
+    from core.parts import attacks_for
 
     store.get_or_run(tappfl_base(tradeoff_lambda=0.5, attackers=("mlp",)), runner=contract_runner)
     at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("synthetic").run()
     box = at.multiselect(key="ap_attackers")
-    assert set(box.options) == {ATTACKS.get(n).title for n, a in ATTACKS.items()
-                                if a.fresh and "representation" in a.accepts}
+    # the family's own fresh attackers (not another family's, such as membership's r attack)
+    assert set(box.options) == {a.title for a in attacks_for("attribute_privacy")
+                                if a.selectable and "representation" in a.accepts}
     assert box.value == ["logreg", "mlp"]
     assert any("No stored result" in i.value for i in at.info)
     box.set_value(["mlp"]).run()

@@ -24,6 +24,13 @@ attacker's knowledge; the ground truth is used only by the scoring helpers.
   t ↦ ‖w' − f(𝒟 with x_ik = t)‖² through exact rank-2 refits (approximately unbiased for small σ).
 - :func:`crb_report`: measured variance over noise draws against the bound 1/η² (Eq. 3), with a
   chi-square interval for the variance.
+- :func:`label_white_box` / :func:`label_black_box`: Eqs. 30 and 31 on the label itself.
+
+The registered parts (:mod:`core.parts`) name the protocol functions ``*_on_release``: each
+takes a :class:`GLMRelease` (the noisy weights, one row per draw) and an
+:class:`~core.knowledge.AdversaryKnowledge` whose ``extra`` holds what the threat model grants
+(:func:`glm_knowledge`), and returns the guesses (trials, m); the runner calls them through
+:func:`core.attacks.protocol.run_attack`.
 
 Every "knows everything but x_i^S" computation removes row i's contribution from the full-data
 Hessian by a rank-1 downdate, so the result for target i provably does not depend on the stored
@@ -34,16 +41,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from core.fil import FittedGLM, _check_model, _derivs, check_sigma
 
 __all__ = [
-    "AttackGuesses", "accuracy_by_decile", "attack_accuracy", "black_box_attack",
-    "candidate_models", "crb_report", "performance_stats", "prior_attack", "reconstruct_feature",
-    "reconstruct_label", "true_codes", "white_box_attack",
+    "AttackGuesses", "GLMRelease", "accuracy_by_decile", "attack_accuracy", "black_box_attack",
+    "black_box_on_release", "candidate_models", "crb_report", "glm_knowledge", "label_black_box",
+    "label_white_box", "performance_stats", "prior_attack", "prior_on_release",
+    "reconstruct_feature", "reconstruct_label", "true_codes", "white_box_attack",
+    "white_box_on_release",
 ]
 
 DEFAULT_CHUNK = 2048  # targets per chunk: memory O(chunk·k·d) (+ O(trials·chunk·k) scores)
@@ -437,3 +446,129 @@ def crb_report(estimates: np.ndarray, truth: np.ndarray, eta: np.ndarray, *,
     return {"variance": var, "bias": est.mean(0) - tr, "mse": ((est - tr[None]) ** 2).mean(0),
             "bound": bound, "ratio": ratio, "ratio_lo": ratio * lo, "ratio_hi": ratio * hi,
             "trials": np.full(var.shape, T)}
+
+
+# ---------------------------------------------------------------------------------------------
+# attacks on the label (the engine's white-box attack above targets feature columns)
+
+
+def _label_candidate_models(fit, X: np.ndarray, y: np.ndarray, tg: np.ndarray,
+                            cand: np.ndarray, release: np.ndarray | None) -> np.ndarray:
+    """f(𝒟 with y_i = c) for targets ``tg`` and label candidates ``cand``: (m, k, d).
+
+    Least squares, exact: w*(c) = A(r − ω_i y_i x_i) + ω_i c A x_i (r = XᵀWy; the attacker
+    knows every y_j, j ≠ i, so the first term never reads y_i). Logistic, an approximation:
+    one Newton step from the release w' (as the engine's feature attack): the candidate's
+    gradient Σ_{j≠i} ω_j ℓ'_j x_j + ω_i (s_i − c) x_i + nλw' needs no y_i either."""
+    om = np.ones(fit.n) if fit.weights is None else fit.weights
+    xi, w = X[tg], om[tg]
+    if fit.model == "linear":
+        A = fit.hessian_inv
+        r = fit.hessian @ fit.theta
+        known = (r[None, :] - (w * y[tg])[:, None] * xi) @ A
+        a = (xi @ A) * w[:, None]
+        return known[:, None, :] + cand[None, :, None] * a[:, None, :]
+    th0 = np.asarray(release, dtype=np.float64)
+    d1, d2 = _derivs("logistic", X @ th0, fit.encode(y))
+    H = (X * (om * d2)[:, None]).T @ X
+    H[np.diag_indices_from(H)] += fit.n * fit.l2
+    G = X.T @ (om * d1) + fit.n * fit.l2 * th0
+    s_i = d1[tg] + fit.encode(y[tg])  # σ(w'ᵀx_i), label-free
+    # remove row i's true term, add the candidate's: G − ω(s − y_i)x + ω(s − c)x
+    G_c = (G[None, None, :] - (w * d1[tg])[:, None, None] * xi[:, None, :]
+           + (w[:, None] * (s_i[:, None] - cand[None, :]))[..., None] * xi[:, None, :])
+    return th0[None, None, :] - np.linalg.solve(H, G_c.reshape(-1, fit.d).T).T.reshape(G_c.shape)
+
+
+def label_white_box(releases: np.ndarray, *, fit, X: np.ndarray, y: np.ndarray,
+                    targets: np.ndarray) -> np.ndarray:
+    """Eq. 30 on the label: argmin_c ‖w' − f(𝒟 with y_i = c)‖ per draw and target (guesses are
+    candidate indices into the label coding; shape (trials, m))."""
+    cand = np.asarray(fit.label_values, dtype=np.float64)
+    R = np.atleast_2d(releases)
+    if fit.model == "linear":
+        th = _label_candidate_models(fit, X, y, targets, cand, None)
+        dist = ((R**2).sum(1)[:, None, None] - 2 * np.einsum("td,mkd->tmk", R, th)
+                + (th**2).sum(-1)[None])
+    else:
+        dist = np.stack([((_label_candidate_models(fit, X, y, targets, cand, r) - r) ** 2).sum(-1)
+                         for r in R])
+    return np.argmin(dist, axis=2)
+
+
+def label_black_box(releases: np.ndarray, *, model: str, X_targets: np.ndarray,
+                    prior: np.ndarray, stats: list[dict], label_values) -> np.ndarray:
+    """Eq. 31 on the label (the attacker queries φ(w', x_i) and knows x_i): argmax_c p(c)·π,
+    with π = N(w'ᵀx; c, s²) (least squares) or the training confusion P(ŷ | y = c)."""
+    R = np.atleast_2d(releases)
+    a = X_targets @ R.T  # (m, T)
+    cand = np.asarray(label_values, dtype=np.float64)
+    logp = np.log(np.maximum(prior, 1e-300))
+    if model == "linear":
+        s2 = np.array([max(s["s2"], 1e-300) for s in stats])
+        ll = -((a.T[:, :, None] - cand[None, None, :]) ** 2) / (2 * s2[:, None, None])
+    else:
+        pred = (a.T > 0).astype(int)  # (T, m)
+        conf = np.stack([s["confusion"] for s in stats])  # (T, 2, 2): P(pred | y)
+        ll = np.log(np.maximum(np.stack([conf[:, c, :][np.arange(len(R))[:, None], pred]
+                                         for c in range(2)], axis=2), 1e-300))
+    return np.argmax(ll + logp[None, None, :], axis=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# the protocol: what the attacker observes, and the functions the registered parts name
+
+
+@dataclass(frozen=True)
+class GLMRelease:
+    """The released noisy weights w' = w* + N(0, σ²I), one row per noise draw (trials, d)."""
+
+    kind: ClassVar[str] = "model"
+    weights: np.ndarray
+
+
+def glm_knowledge(*, fit: FittedGLM, X: np.ndarray, y: np.ndarray, targets: np.ndarray,
+                  prior: np.ndarray, columns: Sequence[int] | None = None,
+                  candidates: np.ndarray | None = None) -> Any:
+    """What the FIL attackers know: the training rows ``X`` and coded labels ``y`` (the
+    white-box attacker: all but the target value, which its functions never read), the fit's
+    algorithm (loss, λ, weights) in ``fit``, the attacked rows ``targets``, the target's
+    marginal ``prior`` and, for an attribute, its ``columns`` and value ``candidates`` (None:
+    the target is the label)."""
+    from core.knowledge import AdversaryKnowledge
+
+    return AdversaryKnowledge(n_classes=max(2, len(prior)), prior=np.asarray(prior),
+                              extra={"fit": fit, "X": X, "y": y, "targets": targets,
+                                     "columns": columns, "candidates": candidates})
+
+
+def white_box_on_release(release: GLMRelease, knowledge: Any, **_: Any) -> np.ndarray:
+    """Eq. 30 on the attribute (:func:`white_box_attack`) or the label (:func:`label_white_box`)."""
+    e = knowledge.extra
+    if e["columns"] is None:
+        return label_white_box(release.weights, fit=e["fit"], X=e["X"], y=e["y"],
+                               targets=e["targets"])
+    return white_box_attack(release.weights, fit=e["fit"], X=e["X"], y=e["y"],
+                            columns=e["columns"], candidates=e["candidates"],
+                            targets=e["targets"]).guesses
+
+
+def black_box_on_release(release: GLMRelease, knowledge: Any, **_: Any) -> np.ndarray:
+    """Eq. 31 on the attribute (:func:`black_box_attack`) or the label (:func:`label_black_box`),
+    from the release's own training error statistics."""
+    e = knowledge.extra
+    fit, X, y, tg = e["fit"], e["X"], e["y"], e["targets"]
+    R = release.weights
+    stats = [performance_stats(r, model=fit.model, X=X, y=y) for r in R]
+    if e["columns"] is None:
+        return label_black_box(R, model=fit.model, X_targets=X[tg], prior=knowledge.prior,
+                               stats=stats, label_values=fit.label_values)
+    return black_box_attack(R, model=fit.model, X_targets=X[tg], y_targets=y[tg],
+                            columns=e["columns"], candidates=e["candidates"],
+                            prior=knowledge.prior, stats=stats).guesses
+
+
+def prior_on_release(release: GLMRelease, knowledge: Any, **_: Any) -> np.ndarray:
+    """The marginal's mode for every target and draw (:func:`prior_attack`)."""
+    return prior_attack(knowledge.prior, m=np.asarray(knowledge.extra["targets"]).size,
+                        trials=len(np.atleast_2d(release.weights))).guesses

@@ -74,7 +74,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -83,11 +83,14 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
 
 from core.progress import Progress, ProgressCallback, as_progress
+from core.seeds import torch_stream
 
 __all__ = [
-    "PRESETS", "InversionResult", "InversionSpec", "class_centres", "fedavg_update_observation",
-    "invert", "labels_from_gradient", "match_reconstructions", "model_inversion", "preset",
-    "score_model_inversion", "score_reconstructions", "target_gradients", "total_variation",
+    "PRESETS", "InversionResult", "InversionSpec", "UploadRelease", "WhiteBoxModelRelease",
+    "class_centres", "fedavg_update_observation", "invert", "invert_upload",
+    "labels_from_gradient", "match_reconstructions", "model_inversion", "model_inversion_attack",
+    "preset", "score_model_inversion", "score_reconstructions", "target_gradients",
+    "total_variation",
 ]
 
 MAX_BATCH = 64
@@ -423,9 +426,8 @@ def _count_labels(row: Tensor, b: int) -> list[int]:
 
 
 def _row_generator(seed: int, tid: int, restart: int, attempt: int) -> torch.Generator:
-    """A CPU generator for one dummy, seeded by (seed, target id, restart, attempt)."""
-    s = np.random.SeedSequence([int(seed) % 2**63, int(tid) % 2**63, int(restart), int(attempt)])
-    return torch.Generator().manual_seed(int(s.generate_state(1, np.uint64)[0] >> 1))
+    """A CPU generator for one dummy: the stream (seed, "dummy", target id, restart, attempt)."""
+    return torch_stream(seed, "dummy", int(tid), int(restart), int(attempt))
 
 
 def _draw_dummy(gen: torch.Generator, spec: InversionSpec, shape: tuple[int, ...], n_classes: int,
@@ -996,3 +998,58 @@ def score_model_inversion(inverted: Tensor | np.ndarray, centres: np.ndarray) ->
     med = (lambda v: float(np.median(v)) if len(v) else math.nan)
     return {"mi_mse_median": med(m), "mi_psnr_median": med(p), "mi_ssim_median": med(s),
             "per_class": {"class": np.array(keep), "mse": m, "psnr": p, "ssim": s}}
+
+
+# ---------------------------------------------------------------------------------------------
+# the protocol: what the attacker observes, and the functions the registered parts name
+
+
+@dataclass(frozen=True)
+class UploadRelease:
+    """What a gradient-inversion attacker observes (spec 001 §1.3): each target's upload
+    ``observed`` (name → (T, *param shape)) and the global model ``params`` it started from,
+    with the architecture ``model`` and the images' shape (it knows the model and the loss)."""
+
+    kind: ClassVar[str] = "update"
+    model: nn.Module
+    params: dict[str, Tensor]
+    observed: dict[str, Tensor]
+    image_shape: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class WhiteBoxModelRelease:
+    """A trained model in white-box form: its architecture ``model`` and weights ``params``."""
+
+    kind: ClassVar[str] = "model"
+    model: nn.Module
+    params: dict[str, Tensor]
+    image_shape: tuple[int, int, int]
+
+
+def _preset_spec(name: str, iterations: int | None) -> InversionSpec:
+    return preset(name) if iterations is None else preset(name, iterations=iterations)
+
+
+def invert_upload(release: UploadRelease, knowledge: Any, *, preset: str, seed: int,
+                  batch_size: int, iterations: int | None = None, observation: str = "gradient",
+                  local_steps: int = 1, local_lr: float = 1e-4,
+                  progress: Progress | ProgressCallback | None = None,
+                  **_: Any) -> InversionResult:
+    """The named preset of :func:`invert` (DLG, iDLG, Inverting Gradients) on every upload of
+    the release (``iterations``: the preset's default when None)."""
+    return invert(release.model, release.params, release.observed,
+                  spec=_preset_spec(preset, iterations), batch_size=batch_size,
+                  image_shape=release.image_shape, n_classes=knowledge.n_classes, seed=seed,
+                  observation=observation, local_steps=local_steps, local_lr=local_lr,
+                  progress=progress)
+
+
+def model_inversion_attack(release: WhiteBoxModelRelease, knowledge: Any, *, seed: int = 0,
+                           progress: Progress | ProgressCallback | None = None,
+                           **_: Any) -> Tensor:
+    """:func:`model_inversion` of the released model from the start image the attacker knows
+    (``knowledge.extra["init"]``: the mean of images outside the training set)."""
+    return model_inversion(release.model, release.params, n_classes=knowledge.n_classes,
+                           image_shape=release.image_shape, init=knowledge.extra["init"],
+                           seed=seed, progress=progress)

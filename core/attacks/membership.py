@@ -13,6 +13,13 @@ Attacks (numpy only; the caller computes the model outputs):
 - LiRA (Carlini et al., S&P 2022): :func:`logit_scale`, :func:`lira_offline`, :func:`lira_online`;
 - RMIA (Zarifzadeh et al., ICML 2024): :func:`rmia`.
 
+The protocol functions the registered parts name (``*_on_release``, :func:`representation_attack`,
+:func:`in_training_attack`; :mod:`core.parts`) take a :class:`MembershipRelease` (the target's
+outputs on the candidate records, the shadow models' outputs and membership masks, and for
+Inf2Guard the released representations) and return :class:`MembershipScores`; the runner calls
+them through :func:`core.attacks.protocol.run_attack` and scores every one with
+:func:`membership_report`.
+
 Reference-model matrices are (n, K): row i, column k = the statistic of target sample i under
 reference model k; NaN marks "model k does not apply to sample i" (e.g. sample i was IN model k
 when the matrix holds OUT statistics).
@@ -21,7 +28,8 @@ when the matrix holds OUT statistics).
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -45,6 +53,8 @@ ATTACK_DIRECTIONS: dict[str, str] = {
     "lira_offline": HIGHER_IS_MEMBER,
     "lira_online": HIGHER_IS_MEMBER,
     "rmia": HIGHER_IS_MEMBER,
+    "representation": HIGHER_IS_MEMBER,
+    "in_training": HIGHER_IS_MEMBER,
 }
 
 _P_FLOOR = 1e-12  # probability floor before a log
@@ -300,6 +310,168 @@ def rmia(
     # LR(x, z) >= γ  <=>  ln r_z <= ln r_x − ln γ
     count = np.searchsorted(lz, lx - math.log(gamma), side="right")
     return count / lz.size
+
+
+# ---------------------------------------------------------------------------------------------
+# the protocol: what the attacker sees, and one function per registered attack
+
+
+@dataclass(frozen=True)
+class MembershipRelease:
+    """What a membership attacker works from: the target's outputs on the n candidate records,
+    the K shadow (reference) models' outputs with their membership masks, and the population.
+
+    ``p_true`` (n,) the target's probability of each candidate's true class; ``probs`` (n, k)
+    its class probabilities (None for a shadow model standing in as a target: the pooled
+    attacks read ``p_true`` only); ``labels`` (n,) the candidates' labels; ``shadow_p`` (n, K)
+    each shadow's true-class probability and ``shadow_in`` (n, K) whether candidate i trained
+    shadow k; ``population_p`` (m,) and ``population_shadow_p`` (m, K) the same on population
+    records z in no training set (RMIA); ``representations`` (n, d) and ``adversary`` (n,):
+    Inf2Guard's released r and its in-training adversary's Pr(member)."""
+
+    kind: ClassVar[str] = "model"
+    p_true: np.ndarray
+    probs: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    shadow_p: np.ndarray | None = None
+    shadow_in: np.ndarray | None = None
+    population_p: np.ndarray | None = None
+    population_shadow_p: np.ndarray | None = None
+    representations: np.ndarray | None = None
+    adversary: np.ndarray | None = None
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return ("model", "representation") if self.representations is not None else ("model",)
+
+    def shadow_as_target(self, t: int) -> MembershipRelease:
+        """Shadow model ``t`` as the target, against the other shadows (ML Privacy Meter's
+        pooled protocol); its members are ``shadow_in[:, t]``."""
+        if self.shadow_p is None or self.shadow_in is None:
+            raise ValueError("shadow_p: a pooled target needs the shadow models' outputs")
+        rest = np.arange(self.shadow_p.shape[1]) != t
+        pz = None if self.population_shadow_p is None else self.population_shadow_p
+        return MembershipRelease(
+            p_true=np.clip(self.shadow_p[:, t], _P_FLOOR, 1.0), labels=self.labels,
+            shadow_p=self.shadow_p[:, rest], shadow_in=self.shadow_in[:, rest],
+            population_p=None if pz is None else pz[:, t],
+            population_shadow_p=None if pz is None else pz[:, rest])
+
+
+@dataclass
+class MembershipScores:
+    """One attack's score per candidate (oriented by ``direction``) and what it reports."""
+
+    scores: np.ndarray
+    direction: str = HIGHER_IS_MEMBER
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def member_scores(self) -> np.ndarray:
+        """The scores with HIGHER = MORE LIKELY MEMBER, whatever the attack's direction."""
+        return self.scores if self.direction == HIGHER_IS_MEMBER else -self.scores
+
+
+def _need(value: np.ndarray | None, name: str) -> np.ndarray:
+    if value is None:
+        raise ValueError(f"release.{name}: this attack needs it; the release has none")
+    return np.asarray(value, dtype=np.float64)
+
+
+def loss_on_release(release: MembershipRelease, knowledge: Any = None, **_: Any) -> MembershipScores:
+    """:func:`loss_attack` on the target's loss −ln p_y (p floored at 1e-12)."""
+    p = _need(release.p_true, "p_true")
+    return MembershipScores(loss_attack(-np.log(np.clip(p, _P_FLOOR, None))))
+
+
+def confidence_on_release(release: MembershipRelease, knowledge: Any = None,
+                          **_: Any) -> MembershipScores:
+    """:func:`confidence_attack` on the target's true-class probability."""
+    return MembershipScores(confidence_attack(_need(release.p_true, "p_true")))
+
+
+def entropy_on_release(release: MembershipRelease, knowledge: Any = None,
+                       **_: Any) -> MembershipScores:
+    """:func:`entropy_attack` on the target's class probabilities."""
+    return MembershipScores(entropy_attack(_need(release.probs, "probs")))
+
+
+def modified_entropy_on_release(release: MembershipRelease, knowledge: Any = None,
+                                **_: Any) -> MembershipScores:
+    """:func:`modified_entropy_attack` on the target's class probabilities and the labels."""
+    return MembershipScores(modified_entropy_attack(_need(release.probs, "probs"),
+                                                    _need(release.labels, "labels").astype(int)))
+
+
+def _balanced_in_out(release: MembershipRelease) -> tuple[np.ndarray, np.ndarray]:
+    """(in_phi, out_phi) (n, K): logit-scaled shadow confidences, NaN where a shadow is not
+    IN (OUT) for the row. Every row gets as many IN (and OUT) models as the row with the
+    fewest: a shadow target leaves its members K/2 − 1 IN and K/2 OUT models and its
+    non-members the reverse, and Gaussians fitted to unequal counts bias the ranking (below
+    chance at K = 4)."""
+    phi = logit_scale(_need(release.shadow_p, "shadow_p"))
+    ins = np.asarray(release.shadow_in, dtype=bool)
+    n_in, n_out = int(ins.sum(1).min()), int((~ins).sum(1).min())
+    use_in = ins & (np.cumsum(ins, 1) <= n_in)
+    use_out = ~ins & (np.cumsum(~ins, 1) <= n_out)
+    return np.where(use_in, phi, np.nan), np.where(use_out, phi, np.nan)
+
+
+def lira_offline_on_release(release: MembershipRelease, knowledge: Any = None,
+                            **_: Any) -> MembershipScores:
+    """:func:`lira_offline` of the target against each row's OUT shadows."""
+    _, out_phi = _balanced_in_out(release)
+    return MembershipScores(lira_offline(logit_scale(_need(release.p_true, "p_true")), out_phi))
+
+
+def lira_online_on_release(release: MembershipRelease, knowledge: Any = None,
+                           **_: Any) -> MembershipScores:
+    """:func:`lira_online` of the target against each row's IN and OUT shadows."""
+    in_phi, out_phi = _balanced_in_out(release)
+    return MembershipScores(lira_online(logit_scale(_need(release.p_true, "p_true")), in_phi,
+                                        out_phi))
+
+
+def rmia_on_release(release: MembershipRelease, knowledge: Any = None, *, rmia_references: int,
+                    rmia_a: float = DEFAULT_RMIA_A, **_: Any) -> MembershipScores:
+    """Offline :func:`rmia`: each row's first ``rmia_references`` OUT shadows are its reference
+    models, the population records z the comparison set."""
+    R = int(rmia_references)
+    ins = np.asarray(release.shadow_in, dtype=bool)
+    order = np.argsort(ins, axis=1, kind="stable")[:, :R]
+    ref = np.take_along_axis(_need(release.shadow_p, "shadow_p"), order, 1)
+    pz = _need(release.population_shadow_p, "population_shadow_p")
+    return MembershipScores(rmia(_need(release.p_true, "p_true"), ref,
+                                 _need(release.population_p, "population_p"), pz[:, :R],
+                                 a=rmia_a, offline=True))
+
+
+def representation_attack(release: MembershipRelease, knowledge: Any, *, seed: int,
+                          folds: int = 5, **_: Any) -> MembershipScores:
+    """The paper's representation attack (spec 004 §3.1): a fresh MLP membership classifier
+    on r trained on 80 % of the pool with its true membership (``knowledge.extra
+    ["membership"]``); every pool row scored by cross-fitting (two folds of 80/20 would leave
+    rows unscored, so five folds). ``info["ce_nats"]``: the attacker's mean cross-entropy."""
+    from core.attacks.attribute import fresh_attacker
+    from core.seeds import derive, stream
+
+    R = _need(release.representations, "representations")
+    u = np.asarray(knowledge.extra["membership"]).astype(np.int64)
+    out = np.full(len(u), np.nan)
+    ce = []
+    fold = stream(seed, "mia_representation", "folds").permutation(len(u)) % folds
+    for f in range(folds):
+        tr, te = fold != f, fold == f
+        res = fresh_attacker(R[tr], u[tr], R[te], u[te], model="mlp", n_classes=2,
+                             seed=derive(seed, "mia_representation", "fold", f))
+        out[te] = res.proba[:, 1]
+        ce.append(res.ce_nats * te.sum())
+    return MembershipScores(out, info={"ce_nats": float(np.sum(ce) / len(u))})
+
+
+def in_training_attack(release: MembershipRelease, knowledge: Any = None,
+                       **_: Any) -> MembershipScores:
+    """Inf2Guard's own membership adversary Ψ: its Pr(member | r) of each candidate."""
+    return MembershipScores(_need(release.adversary, "adversary"))
 
 
 # ---------------------------------------------------------------------------------------------

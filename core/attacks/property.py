@@ -11,12 +11,17 @@ except :func:`score_property`, which only scores.
 - :func:`prior_property_attack`: the no-model baseline (shadow bin frequencies);
 - :func:`score_property`: accuracy, balanced accuracy, one-vs-rest AUC, cross-entropy and the
   gap to chance 1/K, each score with its 95 % interval (:func:`core.metrics.attack_intervals`).
+
+The registered parts (:mod:`core.parts`) name the protocol functions ``*_on_release``: each takes
+a :class:`SubsetRelease` and an :class:`~core.knowledge.AdversaryKnowledge` (the shadow subsets'
+aggregates and bins, K) and returns a :class:`PropertyAttack`; the runner calls them through
+:func:`core.attacks.protocol.run_attack`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -27,11 +32,15 @@ from core.metrics import attack_intervals, attack_scores, prior_proba
 @dataclass(frozen=True)
 class SubsetRelease:
     """What the property attacker observes: the aggregated representations of the target
-    subsets (m, d) and the aggregator that made them (``mean`` or ``max``)."""
+    subsets (m, d) and the aggregator that made them (``mean`` or ``max``); with the defense's
+    own adversary Ψ, its probabilities ``in_training_proba`` (m, K) on the targets aggregated
+    the defender's way (``in_training_aggregation``)."""
 
     aggregates: np.ndarray
     aggregation: str
     kind: str = "subset_representation"
+    in_training_proba: np.ndarray | None = None
+    in_training_aggregation: str | None = None
 
 
 @dataclass
@@ -66,6 +75,35 @@ def prior_property_attack(shadow_labels: np.ndarray, n_targets: int, n_values: i
     """The no-model baseline: the shadow subsets' bin frequencies for every target."""
     return PropertyAttack(prior_proba(np.asarray(shadow_labels), n_targets, n_values), None,
                           {"baseline": "prior"})
+
+
+def in_training_on_release(release: SubsetRelease, knowledge: Any = None,
+                           **_: Any) -> PropertyAttack:
+    """The defense's own adversary Ψ on the release (its probabilities, computed in the
+    defender's aggregation)."""
+    if release.in_training_proba is None:
+        raise ValueError("release.in_training_proba: the release carries no in-training adversary")
+    out = in_training_attack(release.in_training_proba)
+    out.info["aggregation"] = release.in_training_aggregation
+    return out
+
+
+def fresh_on_release(release: SubsetRelease, knowledge: Any, *, model: Literal["mlp", "logreg"],
+                     seed: int, mlp_hidden: int = 64, mlp_epochs: int = 100,
+                     **_: Any) -> PropertyAttack:
+    """:func:`fresh_property_attack` trained on the knowledge's shadow-subset aggregates
+    (``aux_features``) and bins (``aux_labels``)."""
+    return fresh_property_attack(knowledge.aux_features, knowledge.aux_labels, release,
+                                 n_values=knowledge.n_classes, model=model, seed=seed,
+                                 mlp_hidden=mlp_hidden, mlp_epochs=mlp_epochs)
+
+
+def prior_on_release(release: SubsetRelease, knowledge: Any, **_: Any) -> PropertyAttack:
+    """:func:`prior_property_attack` from the shadow subsets' bins."""
+    out = prior_property_attack(knowledge.aux_labels, len(release.aggregates),
+                                knowledge.n_classes)
+    out.info["aggregation"] = release.aggregation
+    return out
 
 
 def majority_rate(labels: np.ndarray, n_values: int) -> float:

@@ -8,6 +8,15 @@ An attack function takes a release (:mod:`core.releases`), an
 the number of rows scored and 95 % intervals. Fresh attackers are calibrated with
 a class-balanced decision (:func:`core.attacks.attribute.fresh_attacker_proba`) so an
 imbalanced attribute cannot collapse them to the majority class.
+
+:func:`run_attack` is the one call every runner scores attacks through: it looks the attack up
+(by registry name, or by the name a family's config uses), checks that it accepts the release,
+and calls the protocol function the part names with the part's fixed options and the
+``cfg.attack`` fields it declares (:func:`attack_params`). What the function returns is the
+family's output type (class probabilities here; membership scores, reconstructions and guesses
+in :mod:`core.attacks.membership`, :mod:`core.attacks.reconstruction`,
+:mod:`core.attacks.gradient_inversion`, :mod:`core.attacks.fil_attacks`), scored by the
+family's one scoring function.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from core.knowledge import AdversaryKnowledge, GroundTruth
-from core.parts import ATTACKS
+from core.parts import ATTACKS, AttackPart, attack_by_config_name
 from core.registry import load_object
 
 #: the attack statistics every attribute attacker reports, metric suffix -> attack_scores key
@@ -62,9 +71,13 @@ def finite_proba(P: np.ndarray) -> np.ndarray:
     return out
 
 
-def in_training_attack(release, knowledge: AdversaryKnowledge, *, proba: np.ndarray, **_: Any) -> AttackOutput:
+def in_training_attack(release, knowledge: AdversaryKnowledge, *, proba: np.ndarray | None = None,
+                       **_: Any) -> AttackOutput:
     """The adversary the defense trained against: its probabilities on the target rows were
-    produced with the trained defense (they come from the train stage)."""
+    produced with the trained defense (the release's ``adversary_proba``, or ``proba``)."""
+    proba = release.adversary_proba if proba is None else proba
+    if proba is None:
+        raise ValueError("release.adversary_proba: the release carries no in-training adversary")
     return AttackOutput("in_training", finite_proba(proba))
 
 
@@ -93,15 +106,34 @@ def prior_attack(release, knowledge: AdversaryKnowledge, **_: Any) -> AttackOutp
     return AttackOutput("prior", prior_proba(knowledge.aux_labels, n, knowledge.n_classes))
 
 
-def run_attack(name: str, release, knowledge: AdversaryKnowledge, **params: Any) -> AttackOutput:
-    """Run the registered attack ``name`` (its release kind must be one it accepts)."""
-    part = ATTACKS.get(name)
-    if release.kind not in part.accepts:
+def attack_part(name: str, family: str | None = None) -> AttackPart:
+    """The part of registry name ``name``, or of config name ``name`` in ``family``."""
+    return ATTACKS.get(name) if family is None else attack_by_config_name(family, name)
+
+
+def attack_params(part: AttackPart, spec: Any) -> dict[str, Any]:
+    """The ``cfg.attack`` fields the attack declares (``part.params``), read from ``spec``."""
+    return {p: getattr(spec, p) for p in part.params}
+
+
+def release_kinds(release: Any) -> tuple[str, ...]:
+    """What a release object offers: its ``kinds`` when it offers several (a model and its
+    encoder's representations), else its ``kind``."""
+    kinds = getattr(release, "kinds", None)
+    return tuple(kinds) if kinds else (release.kind,)
+
+
+def run_attack(name: str, release, knowledge: AdversaryKnowledge, *, family: str | None = None,
+               **params: Any) -> Any:
+    """Run the registered attack ``name`` (a registry name; with ``family``, the name the
+    family's config uses) on ``release``: ``function(release, knowledge, **options, **params)``.
+    The release must be of a kind the attack accepts."""
+    part = attack_part(name, family)
+    kinds = release_kinds(release)
+    if not set(kinds) & set(part.accepts):
         raise ValueError(f"attack: {name!r} accepts {', '.join(part.accepts)} releases; "
-                         f"got a {release.kind} release")
-    if part.fresh:
-        params.setdefault("model", name)
-    return load_object(part.function)(release, knowledge, **params)
+                         f"got a {' / '.join(kinds)} release")
+    return load_object(part.function)(release, knowledge, **dict(part.options), **params)
 
 
 def score_attack(out: AttackOutput, truth: GroundTruth, *, n_boot: int = 200, seed: int = 0) -> AttackScores:

@@ -12,11 +12,17 @@
 Scoring reuses :func:`core.attacks.gradient_inversion.score_reconstructions` (MSE, PSNR, SSIM
 under the registered names, with bootstrap intervals); each target is reconstructed from its
 own release, so no matching is needed (batches of one).
+
+The registered parts (:mod:`core.parts`) name the protocol functions :func:`in_training_decoder`,
+:func:`fresh_decoder` and :func:`optimisation_inversion`: each takes a
+:class:`NoisyRepresentationRelease` and returns the reconstructions (n, d); the runner calls
+them through :func:`core.attacks.protocol.run_attack`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -26,8 +32,7 @@ from torch import Tensor
 from core.defenses.inf2guard_reconstruction import Decoder, Perturbation
 from core.nn import seeded
 from core.progress import Progress
-
-ATTACKERS = ("decoder_in_training", "decoder_fresh", "inversion")
+from core.seeds import derive
 
 
 @torch.no_grad()
@@ -100,6 +105,49 @@ def invert_representations(encoder: torch.nn.Module, Z: Tensor, image_shape: tup
         for p in encoder.parameters():
             p.requires_grad_(True)
     return torch.sigmoid(w).detach()
+
+
+@dataclass(frozen=True)
+class NoisyRepresentationRelease:
+    """What the reconstruction attacker observes: ``targets`` r + δ (n, k), one noise draw per
+    target image, with the ``encoder`` (a query interface or white box, per the attack) and the
+    noise distribution p_Φ (``perturbation``); ``decoder``: the defense's own decoder Ψ."""
+
+    kind: ClassVar[str] = "noisy_representation"
+    targets: Tensor
+    encoder: torch.nn.Module
+    perturbation: Perturbation
+    image_shape: tuple[int, int, int]
+    decoder: Decoder | None = None
+
+
+def in_training_decoder(release: NoisyRepresentationRelease, knowledge: Any = None,
+                        **_: Any) -> Tensor:
+    """The defense's own decoder Ψ on the released r + δ."""
+    if release.decoder is None:
+        raise ValueError("release.decoder: the release carries no in-training decoder")
+    return decode(release.decoder, release.targets)
+
+
+def fresh_decoder(release: NoisyRepresentationRelease, knowledge: Any, *, fresh_hidden: int,
+                  fresh_epochs: int, seed: int, lr: float = 1e-3, batch_size: int = 64,
+                  progress: Progress | None = None, **_: Any) -> Tensor:
+    """A decoder trained afterwards on the attacker's auxiliary images
+    (``knowledge.extra["aux_images"]``) through the encoder and p_Φ, applied to the release."""
+    dec = train_fresh_decoder(release.encoder, release.perturbation,
+                              knowledge.extra["aux_images"], hidden=fresh_hidden,
+                              epochs=fresh_epochs, lr=lr, batch_size=batch_size,
+                              seed=derive(seed, "fresh_decoder"), progress=progress)
+    return decode(dec, release.targets)
+
+
+def optimisation_inversion(release: NoisyRepresentationRelease, knowledge: Any = None, *,
+                           inversion_iterations: int, inversion_tv: float,
+                           progress: Progress | None = None, **_: Any) -> Tensor:
+    """:func:`invert_representations` of the released r + δ through the encoder."""
+    return invert_representations(release.encoder, release.targets, release.image_shape,
+                                  iterations=inversion_iterations, tv=inversion_tv,
+                                  progress=progress)
 
 
 def score(recon: np.ndarray, targets: np.ndarray, image_shape: tuple[int, int, int], *,

@@ -7,9 +7,9 @@ training procedure, each on its own subset of the attacker's shadow pool, traine
 - :func:`train_shadows`: the K trainings. Model k is :func:`core.defenses.noisy_training.
   train_central` (the target's loop: per-epoch shuffle by a local generator, batches of
   ``batch_size`` with a smaller last one, mean cross-entropy, SGD or Adam) on the rows
-  ``in_mask[k]``, with seed ``s_k = sub_seed(seed, k)``: initial weights from
-  ``Generator(sub_seed(s_k, 2))`` (:func:`core.nn.init_module_`), batch order from
-  ``Generator(sub_seed(s_k, 0))`` exactly as ``train_central(seed=s_k)`` draws it.
+  ``in_mask[k]``, with seed ``s_k = derive(seed, "shadow", k)`` (:mod:`core.seeds`): initial
+  weights from ``torch_stream(s_k, "init")`` (:func:`core.nn.init_module_`), batch order from
+  ``torch_stream(s_k, "train", "order")`` exactly as ``train_central(seed=s_k)`` draws it.
   ``batched=True`` runs all K in one computation over stacked parameters (name → (K, *shape)):
   ``vmap(functional_call)`` on (K, B, d) batches, one backward through the sum of the K
   per-model mean losses (model k's loss depends only on its slice, so each slice's gradient is
@@ -46,11 +46,11 @@ from core.defenses.noisy_training import (
     check_data,
     check_int,
     check_range,
-    sub_seed,
     train_central,
 )
 from core.nn import init_module_
 from core.progress import Progress
+from core.seeds import derive, stream, torch_stream
 
 __all__ = ["MAX_SHADOWS", "ShadowModels", "per_example_loss", "per_example_true_prob",
            "shadow_splits", "train_shadows"]
@@ -77,14 +77,14 @@ def shadow_splits(pool_size: int, K: int, *, seed: int, fraction: float = 0.5) -
     Each row independently joins a uniformly random set of m models, m = K·fraction when that
     is an integer (K even, fraction 0.5: exactly K/2, the paired design), otherwise
     ⌊K·fraction⌋ or ⌈K·fraction⌉ with the probabilities that make its mean K·fraction. Model
-    sizes are then about fraction·pool_size each (not exactly equal). Seeded by ``seed``
-    (a local numpy generator)."""
+    sizes are then about fraction·pool_size each (not exactly equal). Drawn from the stream
+    ``(seed, "shadow_splits")``."""
     check_int("pool_size", pool_size, 1)
     _check_k(K)
     check_range("fraction", fraction, 0.0, 1.0, lo_open=True)
     if fraction >= 1.0:
         raise ValueError(f"fraction: got {fraction!r}; allowed range 0 < value < 1")
-    rng = np.random.default_rng([int(seed), 7301])
+    rng = stream(seed, "shadow_splits")
     target = K * float(fraction)
     lo = math.floor(target)
     m = lo + (rng.random(pool_size) < target - lo) if target > lo else np.full(pool_size, lo)
@@ -158,20 +158,21 @@ def per_example_true_prob(shadows: ShadowModels, X: Tensor, y: Tensor) -> Tensor
 # training
 
 
-def _model_seed(seed: int, k: int) -> int:
-    return sub_seed(seed, k)
+def shadow_seed(seed: int, k: int) -> int:
+    """Shadow model k's own seed s_k: its training (``train_central(seed=s_k)``) and its
+    initial weights (``torch_stream(s_k, "init")``) draw from streams under it."""
+    return derive(seed, "shadow", k, bits=63)
 
 
 def _init_model(model_factory: Callable[[], nn.Module], seed: int, k: int, device) -> nn.Module:
-    """Model k's initial weights: ``init_module_`` from ``Generator(sub_seed(s_k, 2))``."""
+    """Model k's initial weights: ``init_module_`` from ``torch_stream(s_k, "init")``."""
     m = model_factory()
     if not isinstance(m, nn.Module):
         raise TypeError(f"model_factory: returned {type(m).__name__}; allowed: an nn.Module")
     if any(True for _ in m.buffers()):
         raise ValueError("model_factory: module has buffers (e.g. BatchNorm); allowed: "
                          "modules with parameters only")
-    gen = torch.Generator().manual_seed(sub_seed(_model_seed(seed, k), 2))
-    return init_module_(m, gen).to(device)
+    return init_module_(m, torch_stream(shadow_seed(seed, k), "init")).to(device)
 
 
 def _check_mask(in_mask, n: int) -> np.ndarray:
@@ -223,7 +224,7 @@ def train_shadows(
             rows = dev_mask[k]
             train_central(m, X[rows], y[rows], image_shape=image_shape, epochs=epochs,
                           batch_size=batch_size, lr=lr, optimizer=optimizer,
-                          seed=_model_seed(seed, k),
+                          seed=shadow_seed(seed, k),
                           progress=None if progress is None else progress.sub(k / K, (k + 1) / K))
         params = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models])
                   for n, _ in models[0].named_parameters()}
@@ -264,7 +265,7 @@ def _train_batched(models: list[nn.Module], X: Tensor, y: Tensor, mask: np.ndarr
     rows = [torch.as_tensor(np.flatnonzero(mask[k])) for k in range(K)]
     per_epoch = [-(-len(r) // b) for r in rows]
     steps = max(per_epoch)
-    gens = [torch.Generator().manual_seed(sub_seed(_model_seed(seed, k), 0)) for k in range(K)]
+    gens = [torch_stream(shadow_seed(seed, k), "train", "order") for k in range(K)]
     adam = optimizer == "adam"
     if adam:
         m1 = [torch.zeros_like(p) for p in leaves]

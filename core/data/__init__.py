@@ -21,6 +21,7 @@ from core.data.errors import DataError
 from core.data.files import ENV_DATA_DIR
 from core.data.partition import partition, skew
 from core.data.registry import DATASETS, DatasetInfo, all_datasets, dataset_attributes, get_info
+from core.seeds import stream
 
 __all__ = [
     "DATASETS", "DataError", "DataSpecLike", "Dataset", "DatasetInfo", "all_datasets", "clear_memo",
@@ -51,7 +52,7 @@ def _load(spec: DataSpecLike, seed: int, env_data_dir: str | None, user_fp: str 
     if set(raw.attributes) != set(info.attributes):
         raise RuntimeError(f"{spec.name}: loader attributes {sorted(raw.attributes)} disagree "
                            f"with the registry's {list(info.attributes)}")
-    keep = subsample(len(raw.y), spec.max_samples, [seed, 1], strata=raw.y)  # stream 1: the cap
+    keep = subsample(len(raw.y), spec.max_samples, stream(seed, "max_samples"), strata=raw.y)
     whole = len(keep) == len(raw.y)
     rows = (lambda a: a) if whole else (lambda a: a[keep])
     y = np.asarray(rows(raw.y), dtype=np.int64)

@@ -31,6 +31,7 @@ from functools import lru_cache
 import numpy as np
 
 from core.data.errors import DataError
+from core.seeds import stream
 
 VIEW_NAMES = ("digits", "mnist5k", "adult", "synthetic")
 IMAGE_VIEWS = frozenset({"digits", "mnist5k"})
@@ -122,7 +123,7 @@ def _cap(rows: np.ndarray, y: np.ndarray, cap: int | None, seed: int) -> np.ndar
 
     if cap is None or cap >= len(rows):
         return rows
-    return rows[subsample(len(rows), cap, [seed, 11], strata=y[rows])]
+    return rows[subsample(len(rows), cap, stream(seed, "fil_view", "cap"), strata=y[rows])]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,7 +308,7 @@ def synthetic_glm_view(n_samples: int = 1000, n_features: int = 10, correlation:
     if not 0.0 <= outlier_fraction <= 0.5:
         raise ValueError(f"data.outlier_fraction: got {outlier_fraction}; allowed range "
                          "0 <= value <= 0.5")
-    rng = np.random.default_rng([int(seed), 0xF11])
+    rng = stream(seed, "fil_view", "synthetic")
     n, dg = int(n_samples), int(n_features) - 1
     lags = np.abs(np.subtract.outer(np.arange(dg), np.arange(dg)))
     L = np.linalg.cholesky(correlation ** lags + 1e-12 * np.eye(dg))

@@ -15,6 +15,8 @@ from typing import Literal
 
 import numpy as np
 
+from core.seeds import stream
+
 Scheme = Literal["iid", "dirichlet", "attribute"]
 _MAX_TRIES = 1000
 
@@ -69,7 +71,7 @@ def partition(
             f"min_size: got {min_size!r}; allowed range 0 <= value <= {n // num_clients} "
             f"(rows per client with {num_clients} clients)"
         )
-    rng = np.random.default_rng([int(seed), 0xFED])
+    rng = stream(seed, "partition")
     if scheme == "iid":
         return [np.sort(p).astype(np.int64) for p in np.array_split(rng.permutation(n), num_clients)]
     if scheme == "attribute":

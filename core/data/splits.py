@@ -6,10 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-
-def _rng(seed: int, tag: int) -> np.random.Generator:
-    """Independent stream per purpose, all derived from the experiment seed."""
-    return np.random.default_rng([int(seed), int(tag)])
+from core.seeds import stream
 
 
 def _take(idx: np.ndarray, k: int, strata: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
@@ -42,9 +39,9 @@ def subsample(
     """The one seeded row subsample: at most ``cap`` entries of ``rows`` (an index array, or
     ``range(rows)`` for an int), drawn without replacement, returned sorted (int64).
 
-    ``cap`` None (or >= the number of rows) keeps every row. ``seed``: an int or int sequence
-    for ``np.random.default_rng`` (e.g. ``[seed, purpose]`` for an independent stream), or a
-    generator (advanced in place). ``strata``: a label per row of ``rows`` (same length) to keep
+    ``cap`` None (or >= the number of rows) keeps every row. ``seed``: an int for
+    ``np.random.default_rng``, or a generator (advanced in place; :func:`core.seeds.stream`
+    names an independent one per purpose). ``strata``: a label per row of ``rows`` (same length) to keep
     its proportions to within one row (largest remainder). Unstratified, the draw is
     ``np.sort(rows[default_rng(seed).choice(len(rows), cap, replace=False)])``.
     """
@@ -80,7 +77,7 @@ def make_splits(
     ``round(fraction * n)`` rows each and train is the rest.
     """
     n = len(y)
-    rng = _rng(seed, 2)
+    rng = stream(seed, "splits")
     allidx = np.arange(n, dtype=np.int64)
     if fixed_test is not None:
         test = allidx[fixed_test]

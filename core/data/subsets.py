@@ -85,11 +85,12 @@ class Subsets:
 
 
 def sample_subsets(pool: np.ndarray, has_value: np.ndarray, *, n_values: int, per_bin: int,
-                   size_min: int, size_max: int, seed: int | tuple[int, ...]) -> Subsets:
+                   size_min: int, size_max: int, seed: int | np.random.Generator) -> Subsets:
     """``per_bin`` subsets per property class (K·per_bin in all, shuffled) drawn from the rows
     ``pool`` of a data set, ``has_value[i]`` True where pool row i holds the attribute value
     whose share is the property. Raises ValueError (one line naming the field) when a size
-    range cannot realise a ratio or the pool is too small for the largest subset."""
+    range cannot realise a ratio or the pool is too small for the largest subset. ``seed``: an
+    int or a generator (a :func:`core.seeds.stream`)."""
     ratios = property_ratios(n_values)
     pool = np.asarray(pool, dtype=np.int64)
     hv = np.asarray(has_value, dtype=bool)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.data.raw import RawData
+from core.seeds import stream
 
 
 def generate(n: int, dependence: float, seed: int):
@@ -26,7 +27,7 @@ def generate(n: int, dependence: float, seed: int):
 
     if not 0.0 <= dependence <= 1.0:
         raise ValueError(f"dependence: got {dependence}; allowed range 0 <= value <= 1")
-    rng = np.random.default_rng([int(seed), 0x5E7])
+    rng = stream(seed, "synthetic")
     u = (rng.random(n) < 0.5).astype(np.int64)
     agree = rng.random(n) < (1.0 + dependence) / 2.0
     y = np.where(agree, u, 1 - u).astype(np.int64)

@@ -19,6 +19,7 @@ from core.data import files
 from core.data.errors import DataError
 from core.data.images import DIGIT_NAMES, digit_attributes
 from core.data.raw import RawData
+from core.seeds import stream
 
 # host checked before a download is attempted, and a file proving the set is present
 _HOSTS = {
@@ -150,7 +151,8 @@ def load_celeba(spec, seed: int = 0) -> RawData:
     names = list(ds.attr_names)
     col = {n: names.index(n) for n in ("Smiling", "Male", "Young")}
     y_all = attr[:, col["Smiling"]]
-    keep = subsample(len(y_all), spec.max_samples or CELEBA_DEFAULT_CAP, [seed, 1], strata=y_all)
+    keep = subsample(len(y_all), spec.max_samples or CELEBA_DEFAULT_CAP,
+                     stream(seed, "max_samples"), strata=y_all)
     img_dir = Path(ds.root) / ds.base_folder / "img_align_celeba"
     X = np.empty((len(keep), 3 * CELEBA_SIDE * CELEBA_SIDE), dtype=np.float32)
     for i, j in enumerate(keep):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
@@ -259,3 +259,26 @@ def parameter_space_channel(per_sample_grads: np.ndarray, lr: float, batch_size:
     gram = gc @ gc.T / (g.shape[0] - 1)
     lam = np.linalg.eigvalsh(0.5 * (gram + gram.T))[::-1] * (eta * eta / bsz)
     return cb.solve_sigma(lam, kappa)
+
+
+# ---------------------------------------------------------------------------------------------
+# a config block's channel (the κ defense's builder, the page and Flower devices use this)
+
+
+def channel_beta(block: Any, image_shape: tuple[int, int, int]) -> np.ndarray | None:
+    """The Personalized channel's β (d,) of a channel block (``channel``, ``beta_rect``,
+    ``beta_multiplier``): the block's rectangle, or the paper's eye band scaled to the image;
+    None for the other channels."""
+    if block.channel != "personalized":
+        return None
+    rect = paper_eye_rect(image_shape) if block.beta_rect is None else tuple(block.beta_rect)
+    return beta_mask(image_shape, rect, block.beta_multiplier)
+
+
+def channel_from_block(block: Any, spectrum: cb.Spectrum, image_shape: tuple[int, int, int],
+                       mu: np.ndarray | None = None) -> tuple[SolvedChannel, ChannelNoise]:
+    """(SolvedChannel, ChannelNoise) of a channel block: κ solved into the noise (Eqs. 18-20).
+    ``mu``: the β-whitened eigenvalues when already known (Personalized)."""
+    solved = solve_channel(block.channel, spectrum, block.kappa,
+                           beta=channel_beta(block, image_shape), mu=mu)
+    return solved, ChannelNoise(solved, spectrum.eigenvectors if block.channel == "white" else None)

@@ -8,9 +8,9 @@ federation to be reproducible, a device's noise must not depend on which process
 :class:`ChannelDeviceObjective` keeps each device's noise-stream position as a *private*
 network (:class:`DeviceNoiseState`: its id and the number of local steps it has perturbed),
 which the simulator stacks over devices and Flower keeps in each node's ``context.state``,
-exactly like TAPPFL's per-device adversaries. Step s of device k draws its noise from a
-generator seeded by (seed, k, s). So the simulator (vectorised or sequential) and Flower draw
-the same noise and reach the same global model up to float summation order
+exactly like TAPPFL's per-device adversaries. Step s of device k draws its noise from the
+stream (seed, "device_noise", k, s) (:mod:`core.seeds`). So the simulator (vectorised or
+sequential) and Flower draw the same noise and reach the same global model up to float summation order
 (tests/test_flower_channel.py). In distribution this is the same channel as
 :class:`core.fl.image_objective.NoisyImageObjective` with a ``perturb`` (independent noise
 per row and step); only the bookkeeping of the random stream differs.
@@ -27,6 +27,7 @@ from torch import Tensor, nn
 from core.fl.flower import MISSING_FLOWER, FlowerRun, ObjectiveRecipe, run_flower_fedavg
 from core.fl.image_objective import NoisyImageObjective
 from core.fl.types import DeviceBatch, FedAvgState, StackedBatch
+from core.seeds import torch_stream
 
 __all__ = ["MISSING_FLOWER", "ChannelDeviceObjective", "DeviceNoiseState", "channel_objective",
            "channel_recipe", "channel_state", "run_flower_channel"]
@@ -42,12 +43,6 @@ class DeviceNoiseState(nn.Module):
         self.step = nn.Parameter(torch.zeros(1), requires_grad=False)
 
 
-def _noise_seed(seed: int, device: int, step: int) -> int:
-    """A 63-bit seed for (run seed, device, step) (numpy's SeedSequence mixes the three)."""
-    return int(np.random.SeedSequence([int(seed), int(device), int(step)]).generate_state(
-        1, dtype=np.uint64)[0] >> 1)
-
-
 class ChannelDeviceObjective(NoisyImageObjective):
     """:class:`NoisyImageObjective` whose devices draw the channel noise ``noise``
     (:class:`core.defenses.channel.ChannelNoise`) from their own keyed streams."""
@@ -59,7 +54,7 @@ class ChannelDeviceObjective(NoisyImageObjective):
 
     def _draw(self, x_flat: Tensor, device: int, step: int) -> Tensor:
         """x + ξ for one device's valid rows of one step, from the (seed, device, step) stream."""
-        gen = torch.Generator(device=x_flat.device).manual_seed(_noise_seed(self.seed, device, step))
+        gen = torch_stream(self.seed, "device_noise", device, step, device=x_flat.device)
         return self.noise.perturb(x_flat, generator=gen)
 
     def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
@@ -90,14 +85,15 @@ class ChannelDeviceObjective(NoisyImageObjective):
 
 def _dataset_and_noise(data: str, seed: int, channel: str, kappa: float,
                        max_samples: int | None):
+    from core.bounds.channel_readout import image_spectrum
     from core.config import ChannelDefense, DataSpec
     from core.data import load_dataset
-    from core.runs.gradient_stages import build_channel, spectrum, spectrum_from
+    from core.defenses.channel import channel_from_block
 
     ds = load_dataset(DataSpec(name=data, max_samples=max_samples), seed)
-    X = np.asarray(ds.X, dtype=np.float64)
-    spec = spectrum_from(spectrum(X[ds.split("train")]))
-    _, noise = build_channel(ChannelDefense(channel=channel, kappa=kappa), spec, ds.image_shape)
+    spec = image_spectrum(np.asarray(ds.X)[ds.split("train")])
+    _, noise = channel_from_block(ChannelDefense(channel=channel, kappa=kappa), spec,
+                                  ds.image_shape)
     return ds, noise
 
 

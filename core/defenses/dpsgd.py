@@ -45,9 +45,9 @@ from core.defenses.noisy_training import (
     check_test,
     evaluate_accuracy,
     make_optimizer,
-    sub_seed,
 )
 from core.progress import Progress
+from core.seeds import torch_stream
 
 __all__ = ["DPTrainResult", "check_opacus_compatible", "train_dpsgd"]
 
@@ -212,13 +212,13 @@ def train_dpsgd(
     n = len(X)
     loader = DataLoader(_Rows(as_images(X, image_shape), y), batch_size=int(batch_size),
                         collate_fn=_batch_as_is,
-                        generator=torch.Generator().manual_seed(sub_seed(seed, 2)))
+                        generator=torch_stream(seed, "dpsgd", "batches"))
     per_epoch = len(loader)
     q = 1.0 / per_epoch  # Opacus' own sample rate for this loader
     steps = int(epochs) * per_epoch
     sigma = (float(noise_multiplier) if noise_multiplier is not None else
              dpsgd_noise_multiplier(float(target_epsilon), q, steps, float(delta), accountant))
-    noise_gen = torch.Generator(device=dev).manual_seed(sub_seed(seed, 3))
+    noise_gen = torch_stream(seed, "dpsgd", "noise", device=dev)
     opt = make_optimizer(model, optimizer, lr, momentum)
     engine, dp_model, dp_opt, dp_loader = _make_private(accountant, model, opt, loader, sigma,
                                                         max_grad_norm, noise_gen)

@@ -8,7 +8,7 @@ as metrics (from the accountant the part declares in :mod:`core.parts`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.config import FedAvgSpec
@@ -30,10 +30,15 @@ class FederatedDefense:
     upload_transform: UploadTransform | None
     metrics: dict[str, float]
     info: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def _at_lambda_zero(name: str) -> list[str]:
+    return [f"defense {name!r} trains the encoder at λ = 0 (utility term only)"]
 
 
 def build_none(block, fl: FedAvgSpec) -> FederatedDefense:
-    return FederatedDefense("none", 0.0, None, {}, {})
+    return FederatedDefense("none", 0.0, None, {}, {}, _at_lambda_zero("none"))
 
 
 def build_tappfl(block, fl: FedAvgSpec) -> FederatedDefense:
@@ -60,16 +65,16 @@ def build_dp(block, fl: FedAvgSpec) -> FederatedDefense:
              dp_delta_total=float(tot["delta_total"]), dp_noise_multiplier=t.noise_multiplier,
              dp_fraction_sampled=num_sampled(fl.num_devices, fl.fraction_fit) / fl.num_devices)
     info = {"accountant": tot["accountant"], "dp": t.describe(), "dp_threat_model": DP_THREAT_MODEL}
-    return FederatedDefense(block.kind, 0.0, t, m, info)
+    return FederatedDefense(block.kind, 0.0, t, m, info, _at_lambda_zero(block.kind))
 
 
 def build_pruning(block, fl: FedAvgSpec) -> FederatedDefense:
     from core.defenses.compression import PruneUpload
 
     return FederatedDefense("pruning", 0.0, PruneUpload(block.rate, target=block.target),
-                            {"pruning_rate": float(block.rate)}, {})
+                            {"pruning_rate": float(block.rate)}, {}, _at_lambda_zero("pruning"))
 
 
 def build_defense(block, fl: FedAvgSpec) -> FederatedDefense:
     """The registered builder of ``block.kind`` applied to the block."""
-    return load_object(DEFENSES.get(block.kind).builder)(block, fl)
+    return load_object(DEFENSES.get(block.kind).builder_for("attribute_privacy"))(block, fl)

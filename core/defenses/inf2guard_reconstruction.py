@@ -45,6 +45,7 @@ from torch import Tensor, nn
 
 from core.nn import Encoder, TaskHead, seeded
 from core.progress import Progress
+from core.seeds import torch_stream
 
 CHANNELS = ("learned", "gaussian", "laplace", "uniform", "dp")
 
@@ -269,7 +270,7 @@ def train_inf2guard_dra(X: Tensor, y: Tensor, *, n_classes: int, channel: str = 
                        seed=seed)
     for mod in (m.encoder, m.head, m.decoder, m.perturbation):
         mod.to(dev).train()
-    gen = torch.Generator().manual_seed(int(seed) + 1)
+    gen = torch_stream(seed, "inf2guard_dra", "train")
     lam, K = float(tradeoff_lambda), int(mc_samples)
     beta = beta_of(lam, entropy_alpha)
     var_x = float(Xf.var()) or 1.0

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from core.progress import Progress
+from core.seeds import torch_stream
 
 __all__ = ["NOISE_MODES", "OPTIMIZERS", "Perturb", "TrainResult", "evaluate_accuracy",
            "train_central"]
@@ -117,12 +118,6 @@ def check_test(X_test: Tensor | None, y_test: Tensor | None, image_shape: tuple[
         raise ValueError("X_test/y_test: got only one of them; allowed: both or neither")
     if X_test is not None:
         check_data(X_test, y_test, image_shape, prefix="test ")
-
-
-def sub_seed(seed: int, stream: int) -> int:
-    """An independent 63-bit seed for ``stream`` of ``seed`` (numpy SeedSequence)."""
-    state = np.random.SeedSequence([int(seed), int(stream)]).generate_state(1, np.uint64)
-    return int(state[0] >> 1)
 
 
 def as_images(x: Tensor, image_shape: tuple[int, ...]) -> Tensor:
@@ -219,8 +214,8 @@ def train_central(
     _check_train_args(epochs, batch_size, lr, optimizer, momentum, noise_mode)
     t0 = time.perf_counter()
     dev = X.device
-    order_gen = torch.Generator().manual_seed(sub_seed(seed, 0))
-    noise_gen = torch.Generator(device=dev).manual_seed(sub_seed(seed, 1))
+    order_gen = torch_stream(seed, "train", "order")
+    noise_gen = torch_stream(seed, "train", "noise", device=dev)
     opt = make_optimizer(model, optimizer, lr, momentum)
     n, b = len(X), int(batch_size)
     result = TrainResult(noise_mode="none" if perturb is None else noise_mode)

@@ -41,6 +41,7 @@ from core.fl.types import (  # re-exported: the types' old home
 )
 from core.fl.vectorised import train_round_vectorised
 from core.progress import Progress
+from core.seeds import stream
 
 __all__ = [
     "DeviceBatch", "FedAvgState", "LocalObjective", "Params", "RoundPlan", "StackedBatch",
@@ -144,6 +145,12 @@ def aggregate(
     return out
 
 
+def round_stream(seed: int, r: int) -> np.random.Generator:
+    """Round r's generator (devices, batch order, masks, transform seeds): the simulator and
+    the Flower adapter draw from the same one."""
+    return stream(seed, "fedavg", "round", r)
+
+
 def run_fedavg(
     objective: LocalObjective,
     state: FedAvgState,
@@ -166,7 +173,7 @@ def run_fedavg(
 
     ``data`` holds the device data as whole tensors on the compute device (rows indexed by the
     partition); the objective reads the fields it needs (TAPPFL: ``x`` and ``u``, never the
-    task label). Round r's randomness comes from ``np.random.default_rng([seed, r])``, so the
+    task label). Round r's randomness comes from ``round_stream(seed, r)``, so the
     vectorised and sequential paths see identical batches. ``progress`` is updated per round
     and every few local steps (and raises :class:`core.progress.Cancelled` when cancelled);
     ``on_round(r, state)`` runs after each round's aggregation. ``on_upload(r, global_params,
@@ -188,7 +195,7 @@ def run_fedavg(
     start = state.round
     for r in range(start + 1, start + rounds + 1):
         t0 = time.perf_counter()
-        rng = np.random.default_rng([int(seed), int(r)])
+        rng = round_stream(seed, r)
         plan = plan_round(
             rng, state.partition, round=r, fraction_fit=fraction_fit, local_epochs=local_epochs,
             batch_size=batch_size, dropout=dropout, device=dev,

@@ -54,7 +54,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from core.fl.fedavg import aggregate, plan_round
+from core.fl.fedavg import aggregate, plan_round, round_stream
 from core.fl.types import FedAvgState, LocalObjective, UploadTransform
 from core.progress import Progress
 
@@ -413,7 +413,7 @@ def make_server_app(
         out["setup_seconds"] = time.perf_counter() - t_made
         for r in range(start + 1, start + rounds + 1):
             t0 = time.perf_counter()
-            plan = plan_round(np.random.default_rng([int(seed), int(r)]), state.partition,
+            plan = plan_round(round_stream(seed, r), state.partition,
                               round=r, fraction_fit=fraction_fit, local_epochs=local_epochs,
                               batch_size=batch_size, dropout=dropout)
             glob = {n: p.detach().clone() for n, p in state.shared.named_parameters()}

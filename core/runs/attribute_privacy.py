@@ -24,24 +24,31 @@ from typing import Any
 
 import numpy as np
 
-from core.attacks.protocol import AttackOutput, score_attack, strongest
+from core.attacks.protocol import (
+    AttackOutput,
+    attack_params,
+    attack_part,
+    run_attack,
+    score_attack,
+    strongest,
+)
 from core.config import AttributePrivacyConfig
 from core.data.splits import subsample
 from core.knowledge import AdversaryKnowledge, GroundTruth
+from core.parts import attacks_for
 from core.progress import Progress
 from core.releases import RawRelease, RepresentationRelease
 from core.result import Result
 from core.runs import attribute_stages as S
 from core.stages import Stages
 
-#: the attackers that read the release (the strongest is reported as ``*_best``)
-ON_RELEASE = ("in_training", "logreg", "mlp")
+FAMILY = "attribute_privacy"
 
 
-def _attack_params(cfg: AttributePrivacyConfig, name: str) -> dict[str, Any]:
-    from core.parts import ATTACKS
-
-    return {p: getattr(cfg.attack, p) for p in ATTACKS.get(name).params}
+def on_release() -> list[str]:
+    """The attackers that read the release (the strongest is reported as ``*_best``): every
+    one of the family that is not a no-model baseline."""
+    return [a.key for a in attacks_for(FAMILY) if a.role != "baseline"]
 
 
 def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stages: Stages | None = None) -> Result:
@@ -61,9 +68,7 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     dev = get_device(cfg.device)
     stages.map_location = str(dev)
     defense = build_defense(cfg.defense, cfg.fl)
-    notes: list[str] = []
-    if cfg.defense.kind != "tappfl":
-        notes.append(f"defense {cfg.defense.kind!r} trains the encoder at λ = 0 (utility term only)")
+    notes: list[str] = list(defense.notes)
 
     # -- train -> release
     trained, train_key = stages.get("train", S.train_part(cfg, dev.type),
@@ -74,7 +79,8 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     rel_out, release_key = stages.get("release", {"train": train_key}, lambda: S.release(encoder, ds))
     R = rel_out.arrays
     release = RepresentationRelease(targets=R["R_test"], encoder=encoder,
-                                    nonfinite_frac=rel_out.meta["nonfinite_frac"])
+                                    nonfinite_frac=rel_out.meta["nonfinite_frac"],
+                                    adversary_proba=trained.arrays["in_training_proba"])
     if release.nonfinite_frac > 0:
         notes.append(f"the encoder diverged: {100 * release.nonfinite_frac:.1f} % of representation "
                      "entries are NaN/inf (set to 0 before the heads and attackers)")
@@ -83,14 +89,20 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     know_r = AdversaryKnowledge(n_classes=k, aux_features=R["R_aux"], aux_labels=u[ax],
                                 training_algorithm="the defense's FedAvg encoder (white-box)")
     know_x = AdversaryKnowledge(n_classes=k, aux_features=X[ax], aux_labels=u[ax])
-    outputs: dict[str, AttackOutput] = {
-        "in_training": AttackOutput("in_training", trained.arrays["in_training_proba"]),
-        "prior": _run_stage(stages, "prior", RawRelease(X[te]), know_x, {}, cfg,
-                            S.data_part(cfg)),
-    }
+    # the attacks every run scores (the in-training adversary; the no-model baseline, which
+    # sees nothing of the release and is keyed by the data alone), then the chosen fresh ones
+    outputs: dict[str, AttackOutput] = {}
+    for part in attacks_for(FAMILY):
+        if part.selectable:
+            continue
+        if part.role == "baseline":
+            outputs[part.key] = _run_stage(stages, part.key, RawRelease(X[te]), know_x, {}, cfg,
+                                           S.data_part(cfg))
+        else:
+            outputs[part.key] = run_attack(part.key, release, know_r, family=FAMILY)
     for j, name in enumerate(cfg.attack.attackers):
         ev.update(0.05 + 0.6 * j / len(cfg.attack.attackers), f"attack: fresh {name}")
-        params = _attack_params(cfg, name)
+        params = attack_params(attack_part(name, FAMILY), cfg.attack)
         outputs[name] = _run_stage(stages, name, release, know_r, params, cfg, {"release": release_key})
         outputs[f"raw_{name}"] = _run_stage(stages, name, RawRelease(X[te]), know_x, params, cfg,
                                             S.data_part(cfg), label=f"raw_{name}")
@@ -109,9 +121,9 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
                 lo, hi = sc.intervals[stat]
                 intervals[f"attack_{who}_{stat}"] = {"lo": lo, "hi": hi, "n": sc.n}
         metrics[f"gap_{who}"] = sc.values["acc"] - 1.0 / k
-    best = strongest({w: scores[w] for w in ON_RELEASE if w in scores})
+    best = strongest({w: scores[w] for w in on_release() if w in scores})
     _best_metrics(best, scores, outputs, truth, k, metrics, intervals)
-    for who in ON_RELEASE:
+    for who in on_release():
         if k == 2 and who in outputs:
             fpr, tpr = _roc(truth.labels, outputs[who].proba[:, 1])
             artifacts[f"roc_{who}_fpr"], artifacts[f"roc_{who}_tpr"] = fpr, tpr
@@ -131,9 +143,11 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
 
     # -- bounds (Theorem 2 from the best fresh attacker's CE; Theorem 1 with estimated constants)
     fresh = [w for w in cfg.attack.attackers if w in scores]
-    ce = min(scores[w].values["ce_nats"] for w in fresh) if fresh else scores["prior"].values["ce_nats"]
+    baseline = [a.key for a in attacks_for(FAMILY) if a.role == "baseline"]
+    ce = min(scores[w].values["ce_nats"] for w in (fresh or baseline))
+    adv = max(scores[w].values["adv"] for w in on_release() if w in scores)
     metrics.update(_bounds(k, ds, ce, y[te], u[te], R["R_test"], util.arrays["probe_weights"],
-                           max(scores[w].values["adv"] for w in ("in_training", *fresh)), notes))
+                           adv, notes))
     info: dict[str, Any] = {
         "dataset": ds.name, "private_attribute": attr, "attribute_values": ds.attribute_values[attr],
         "label_names": ds.label_names, "task": ds.task_name, "defense": cfg.defense.kind,

@@ -14,6 +14,7 @@ from core.config import AttributePrivacyConfig
 from core.data.base import Dataset
 from core.progress import Progress
 from core.releases import finite_representation
+from core.seeds import stream
 from core.stages import StageOutput
 
 #: rows used for the cheap per-round evaluation (utility probe + fresh logistic attacker)
@@ -48,7 +49,8 @@ def train(cfg: AttributePrivacyConfig, ds: Dataset, defense, progress: Progress)
     u = np.asarray(ds.attribute(attr))
     k = len(ds.attribute_values[attr])
     tr, ax, te = ds.split("train"), ds.split("aux"), ds.split("test")
-    ev_tr, ev_ax, ev_te = (subsample(s, ROUND_EVAL_ROWS, cfg.seed + i) for i, s in enumerate((tr, ax, te)))
+    ev_tr, ev_ax, ev_te = (subsample(rows, ROUND_EVAL_ROWS, stream(cfg.seed, "round_eval", split))
+                           for split, rows in (("train", tr), ("aux", ax), ("test", te)))
     per_round: dict[str, list[float]] = {"utility_acc": [], "attack_logreg_auc": [], "in_training_acc": []}
 
     def on_round(r: int, state) -> None:

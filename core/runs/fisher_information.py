@@ -23,11 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from core.attacks.protocol import attack_part
 from core.config import FisherInformationConfig
+from core.parts import attacks_for
 from core.progress import Progress
 from core.result import Result
+from core.seeds import stream
 from core.stages import StageOutput, Stages
 
+FAMILY = "fisher_information"
 FIT_STAGE = "fil_fit"
 DECILES = 10
 TOP_K = 8  # Fig. 3: the 8 most and least leaking examples
@@ -137,7 +141,7 @@ def refit(cfg: FisherInformationConfig, view, out: StageOutput, iteration: int):
 
 
 # ---------------------------------------------------------------------------------------------
-# σ from the defense block (the defense's builder)
+# η at a granularity; σ comes from the defense's builder (core.defenses.fil_output)
 
 
 def granularity_eta(granularity: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
@@ -145,24 +149,6 @@ def granularity_eta(granularity: str, arrays: dict[str, np.ndarray]) -> np.ndarr
     return {"example": arrays["eta_example"], "label": arrays["eta_label"],
             "attribute": arrays["eta_attr"], "group": arrays["group_eta"],
             "dataset": arrays["eta_dataset"]}[granularity]
-
-
-def resolve_sigma(block, eta_unit: np.ndarray, *, model: str, n: int, l2: float,
-                  feature_norm: float) -> tuple[float, str]:
-    """σ of the FIL output perturbation: given, solved from the target η (worst case or mean
-    of ``eta_unit``, η at σ = 1), or from (ε, δ) with the sensitivity 2R/(nλ) (logistic;
-    R = the largest training-row norm). Returns (σ, how it was set)."""
-    from core.bounds import fil as B
-
-    if block.sigma is not None:
-        return float(block.sigma), "σ given"
-    if block.eta_target is not None:
-        s = B.sigma_for_eta(eta_unit, eta_target=block.eta_target, reduce=block.eta_reduce)
-        return s, f"σ solved so that the {block.eta_reduce} η = {block.eta_target:g}"
-    s = B.sigma_from_dp(block.epsilon, block.delta, n=n, l2=l2, model=model,
-                        feature_norm=feature_norm, method=block.dp_method)
-    return s, (f"σ solved for ({block.epsilon:g}, {block.delta:g})-DP ({block.dp_method}; "
-               f"sensitivity 2R/(nλ), R = {feature_norm:.3g})")
 
 
 def closed_form(arrays: dict[str, np.ndarray], *, defense, granularity: str, model: str,
@@ -173,6 +159,7 @@ def closed_form(arrays: dict[str, np.ndarray], *, defense, granularity: str, mod
     derived local RDP, and for logistic regression ε(σ, δ). Numpy only (the page calls it on
     every slider move)."""
     from core.bounds import fil as B
+    from core.defenses.fil_output import resolve_sigma
 
     eta_g = granularity_eta(granularity, arrays)
     sigma, how = resolve_sigma(defense, eta_g, model=model, n=n, l2=l2, feature_norm=feature_norm)
@@ -204,110 +191,34 @@ def closed_form(arrays: dict[str, np.ndarray], *, defense, granularity: str, mod
 # attacks
 
 
-def _label_candidate_models(fit, X: np.ndarray, y: np.ndarray, tg: np.ndarray,
-                            cand: np.ndarray, release: np.ndarray | None) -> np.ndarray:
-    """f(𝒟 with y_i = c) for targets ``tg`` and label candidates ``cand``: (m, k, d).
-
-    Least squares, exact: w*(c) = A(r − ω_i y_i x_i) + ω_i c A x_i (r = XᵀWy; the attacker
-    knows every y_j, j ≠ i, so the first term never reads y_i). Logistic, an approximation:
-    one Newton step from the release w' (as the engine's feature attack): the candidate's
-    gradient Σ_{j≠i} ω_j ℓ'_j x_j + ω_i (s_i − c) x_i + nλw' needs no y_i either."""
-    om = np.ones(fit.n) if fit.weights is None else fit.weights
-    xi, w = X[tg], om[tg]
-    if fit.model == "linear":
-        A = fit.hessian_inv
-        r = fit.hessian @ fit.theta
-        known = (r[None, :] - (w * y[tg])[:, None] * xi) @ A
-        a = (xi @ A) * w[:, None]
-        return known[:, None, :] + cand[None, :, None] * a[:, None, :]
-    from core.fil import _derivs
-
-    th0 = np.asarray(release, dtype=np.float64)
-    d1, d2 = _derivs("logistic", X @ th0, fit.encode(y))
-    H = (X * (om * d2)[:, None]).T @ X
-    H[np.diag_indices_from(H)] += fit.n * fit.l2
-    G = X.T @ (om * d1) + fit.n * fit.l2 * th0
-    s_i = d1[tg] + fit.encode(y[tg])  # σ(w'ᵀx_i), label-free
-    # remove row i's true term, add the candidate's: G − ω(s − y_i)x + ω(s − c)x
-    G_c = (G[None, None, :] - (w * d1[tg])[:, None, None] * xi[:, None, :]
-           + (w[:, None] * (s_i[:, None] - cand[None, :]))[..., None] * xi[:, None, :])
-    return th0[None, None, :] - np.linalg.solve(H, G_c.reshape(-1, fit.d).T).T.reshape(G_c.shape)
-
-
-def label_white_box(releases: np.ndarray, *, fit, X: np.ndarray, y: np.ndarray,
-                    targets: np.ndarray) -> np.ndarray:
-    """Eq. 30 on the label: argmin_c ‖w' − f(𝒟 with y_i = c)‖ per draw and target (guesses are
-    candidate indices into the label coding; shape (trials, m))."""
-    cand = np.asarray(fit.label_values, dtype=np.float64)
-    R = np.atleast_2d(releases)
-    if fit.model == "linear":
-        th = _label_candidate_models(fit, X, y, targets, cand, None)
-        dist = ((R**2).sum(1)[:, None, None] - 2 * np.einsum("td,mkd->tmk", R, th)
-                + (th**2).sum(-1)[None])
-    else:
-        dist = np.stack([((_label_candidate_models(fit, X, y, targets, cand, r) - r) ** 2).sum(-1)
-                         for r in R])
-    return np.argmin(dist, axis=2)
-
-
-def label_black_box(releases: np.ndarray, *, model: str, X_targets: np.ndarray,
-                    prior: np.ndarray, stats: list[dict], label_values) -> np.ndarray:
-    """Eq. 31 on the label (the attacker queries φ(w', x_i) and knows x_i): argmax_c p(c)·π,
-    with π = N(w'ᵀx; c, s²) (least squares) or the training confusion P(ŷ | y = c)."""
-    R = np.atleast_2d(releases)
-    a = X_targets @ R.T  # (m, T)
-    cand = np.asarray(label_values, dtype=np.float64)
-    logp = np.log(np.maximum(prior, 1e-300))
-    if model == "linear":
-        s2 = np.array([max(s["s2"], 1e-300) for s in stats])
-        ll = -((a.T[:, :, None] - cand[None, None, :]) ** 2) / (2 * s2[:, None, None])
-    else:
-        pred = (a.T > 0).astype(int)  # (T, m)
-        conf = np.stack([s["confusion"] for s in stats])  # (T, 2, 2): P(pred | y)
-        ll = np.log(np.maximum(np.stack([conf[:, c, :][np.arange(len(R))[:, None], pred]
-                                         for c in range(2)], axis=2), 1e-300))
-    return np.argmax(ll + logp[None, None, :], axis=2)
-
-
 class _Attacker:
-    """Everything the attacks need for one fitted model and target, so that the σ sweep and
-    the IRFIL iterates only draw new releases."""
+    """The attackers' knowledge for one fitted model and target, so that the σ sweep and the
+    IRFIL iterates only draw new releases; every attack runs through the protocol."""
 
     def __init__(self, cfg: FisherInformationConfig, view, fit, targets: np.ndarray) -> None:
+        from core.attacks.fil_attacks import glm_knowledge
+
         self.cfg, self.view, self.fit, self.tg = cfg, view, fit, targets
         self.y = fit_labels(cfg.model.model, view.y)
         t = cfg.target
+        columns = candidates = None
         if t == "label":
             self.codes = np.asarray(view.y)[targets]
             freq = np.bincount(view.y, minlength=2).astype(float)
         else:
             attr = view.attributes[t]
-            self.attr = attr
+            columns, candidates = attr.columns, attr.candidates
             self.codes = np.asarray(attr.codes)[targets]
             freq = np.bincount(attr.codes, minlength=attr.k).astype(float)
         self.prior = freq / freq.sum()
+        self.knowledge = glm_knowledge(fit=fit, X=view.X, y=self.y, targets=targets,
+                                       prior=self.prior, columns=columns, candidates=candidates)
 
     def guesses(self, name: str, R: np.ndarray) -> np.ndarray:
-        from core.attacks import fil_attacks as FA
+        from core.attacks.fil_attacks import GLMRelease
+        from core.attacks.protocol import run_attack
 
-        cfg, view, fit = self.cfg, self.view, self.fit
-        if name == "fil_prior":
-            return FA.prior_attack(self.prior, m=self.tg.size, trials=len(R)).guesses
-        if cfg.target == "label":
-            if name == "fil_white_box":
-                return label_white_box(R, fit=fit, X=view.X, y=self.y, targets=self.tg)
-            stats = [FA.performance_stats(r, model=fit.model, X=view.X, y=self.y) for r in R]
-            return label_black_box(R, model=fit.model, X_targets=view.X[self.tg],
-                                   prior=self.prior, stats=stats, label_values=fit.label_values)
-        a = self.attr
-        if name == "fil_white_box":
-            return FA.white_box_attack(R, fit=fit, X=view.X, y=self.y, columns=a.columns,
-                                       candidates=a.candidates, targets=self.tg).guesses
-        stats = [FA.performance_stats(r, model=fit.model, X=view.X, y=self.y) for r in R]
-        return FA.black_box_attack(R, model=fit.model, X_targets=view.X[self.tg],
-                                   y_targets=self.y[self.tg], columns=a.columns,
-                                   candidates=a.candidates, prior=self.prior,
-                                   stats=stats).guesses
+        return run_attack(name, GLMRelease(np.atleast_2d(R)), self.knowledge, family=FAMILY)
 
     def accuracy(self, name: str, R: np.ndarray) -> np.ndarray:
         """Accuracy per draw (scoring: the only place the true codes are read)."""
@@ -383,11 +294,14 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
                        fil_irfil_acc_after=float(A["irfil_acc"][-1]))
 
     # -- the release and the attacks at σ
-    rng = np.random.default_rng([cfg.seed, 11011])
+    rng = stream(cfg.seed, "fil", "attack")
     tg = np.sort(rng.choice(view.n, size=min(view.n, cfg.attack.max_targets), replace=False))
     att = _Attacker(cfg, view, fit, tg)
     trials = cfg.attack.noise_trials
-    names = list(dict.fromkeys([*cfg.attack.attackers, "fil_prior"]))
+    # the chosen attacks and every no-model baseline of the family (the chance level)
+    baselines = [a.key for a in attacks_for(FAMILY) if a.role == "baseline"]
+    names = list(dict.fromkeys([*cfg.attack.attackers, *baselines]))
+    acc = {n: attack_part(n, FAMILY).metric_name("acc") for n in names}
     progress.update(0.35, f"attacking {len(tg)} rows over {trials} noise draws")
     R = fil.release(fit, sigma=sigma, trials=trials, rng=rng)
     acc_u, mse_u = _utility(fit, view, R)
@@ -398,22 +312,28 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
     intervals: dict[str, dict[str, float]] = {}
     for name in names:
         per = att.accuracy(name, R)
-        key = f"fil_attack_{name.removeprefix('fil_')}_acc"
-        metrics[key] = float(per.mean())
-        intervals[key] = _interval(per, len(tg))
-    ran = [n for n in cfg.attack.attackers]
-    scored = [n for n in ran if not (cfg.target == "label" and n == "fil_black_box")] or ran
-    if cfg.target == "label" and "fil_black_box" in ran:
-        notes.append("on the label the black-box attack is the model's own prediction of a "
-                     "training row: it measures training accuracy, not leakage, and is left out "
-                     "of the strongest attack")
-    best = max(scored, key=lambda n: metrics[f"fil_attack_{n.removeprefix('fil_')}_acc"])
-    metrics["fil_attack_acc_best"] = metrics[f"fil_attack_{best.removeprefix('fil_')}_acc"]
-    intervals["fil_attack_acc_best"] = intervals[f"fil_attack_{best.removeprefix('fil_')}_acc"]
+        metrics[acc[name]] = float(per.mean())
+        intervals[acc[name]] = _interval(per, len(tg))
+    ran = list(cfg.attack.attackers)
+    parts = {n: attack_part(n, FAMILY) for n in ran}
+    # an attack that reads the row's label (the black box) is, on the label itself, the
+    # model's own prediction of a training row: training accuracy, not leakage
+    degenerate = [n for n in ran if cfg.target == "label" and "labels" in parts[n].needs]
+    scored = [n for n in ran if n not in degenerate] or ran
+    for n in degenerate:
+        notes.append(f"on the label the {parts[n].title} attack is the model's own prediction "
+                     "of a training row: it measures training accuracy, not leakage, and is left "
+                     "out of the strongest attack")
+    best = max(scored, key=lambda n: metrics[acc[n]])
+    metrics["fil_attack_acc_best"] = metrics[acc[best]]
+    intervals["fil_attack_acc_best"] = intervals[acc[best]]
     metrics.update(fil_noise_trials=float(trials), fil_targets_attacked=float(len(tg)))
-    if m.model == "logistic" and "fil_white_box" in ran:
-        notes.append("logistic regression: the white-box attack's candidate models are one "
-                     "Newton step from the release (an approximation; least squares is exact)")
+    # the attack that refits candidate models of the training data (the white box)
+    refitting = next((n for n in ran if "training_data" in parts[n].needs), None)
+    if m.model == "logistic" and refitting is not None:
+        notes.append(f"logistic regression: the {parts[refitting].title} attack's candidate "
+                     "models are one Newton step from the release (an approximation; least "
+                     "squares is exact)")
 
     artifacts: dict[str, np.ndarray] = {k: np.asarray(A[k]) for k in (
         "eta_example", "eta_label", "eta_attr", "group_eta", "eta_dataset", "loss", "grad_norm",
@@ -452,7 +372,7 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
     artifacts.update({f"sweep_{k}": np.asarray(v) for k, v in sweep.items()})
 
     # -- Fig. 7: white-box accuracy per decile of the initial η at IRFIL iterations 0, 2, T
-    if "fil_white_box" in ran:
+    if refitting is not None:
         its = sorted({0, min(2, T_ir), T_ir})
         e0 = A["eta_attr"] if rel_it == 0 else _initial_attr_eta(cfg, view, out)
         dec = np.empty((len(its), DECILES))
@@ -462,8 +382,7 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
             sub.update(r_i / len(its), f"white-box attack on IRFIL iterate {it}")
             f_it = fit if it == rel_it else refit(cfg, view, out, it)
             a_it = _Attacker(cfg, view, f_it, tg)
-            g = a_it.guesses("fil_white_box", fil.release(f_it, sigma=sigma, trials=trials,
-                                                         rng=rng))
+            g = a_it.guesses(refitting, fil.release(f_it, sigma=sigma, trials=trials, rng=rng))
             dec_eta, dec[r_i] = FA.accuracy_by_decile(g, a_it.codes, e0[tg], bins=DECILES)
         artifacts["decile_iterations"] = np.asarray(its, dtype=np.int64)
         artifacts["decile_acc"] = dec

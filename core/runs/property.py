@@ -8,8 +8,9 @@
 3. ``release`` (stage): per-sample utility on the test split and the aggregated
    representations of the shadow and target subsets (mean and max) with the in-training
    adversary's probabilities on the targets;
-4. ``attack`` (a stage per attacker, keyed by the release and its own parameters): a change
-   of attacker never retrains the encoder;
+4. ``attack`` (a stage per attacker, keyed by the release and its own parameters): each a
+   registered part of the property family called through :func:`core.attacks.protocol.
+   run_attack`; a change of attacker never retrains the encoder;
 5. scoring against the targets' true bins (accuracy, balanced accuracy, AUC, CE, gap to
    chance, 95 % intervals), the K-ary leakage bound at the estimated H(u|R) and a t-SNE of the
    target subsets (raw feature means beside released aggregates), a ``projection`` stage.
@@ -28,9 +29,10 @@ from core.data.base import Dataset
 from core.data.subsets import Subsets, aggregate, sample_subsets
 from core.progress import Progress
 from core.result import Result
+from core.seeds import stream
 from core.stages import StageOutput, Stages
 
-_SEED_TAGS = {"train": 10_401, "aux": 10_402, "test": 10_403}
+FAMILY = "property"
 
 
 def property_value(ds: Dataset, attribute: str, requested: str | None) -> tuple[int, str]:
@@ -56,7 +58,7 @@ def make_subsets(cfg: PropertyConfig, ds: Dataset, has_value: np.ndarray) -> dic
         try:
             out[split] = sample_subsets(rows, has_value[rows], n_values=s.n_values, per_bin=n,
                                         size_min=s.size_min, size_max=s.size_max,
-                                        seed=(cfg.seed, _SEED_TAGS[split]))
+                                        seed=stream(cfg.seed, "subsets", split))
         except ValueError as exc:  # name the split whose pool is too small
             raise ValueError(f"{exc} [{split} split of {ds.name!r}: {len(rows)} rows]") from None
     return out
@@ -121,26 +123,27 @@ def release_stage(cfg: PropertyConfig, ds: Dataset, X: torch.Tensor, nets, subs:
 
 def attack_stage(cfg: PropertyConfig, name: str, rel: StageOutput, subs: dict[str, Subsets]
                  ) -> StageOutput:
-    """One attacker on the release (the targets' truth is not passed in)."""
-    from core.attacks import property as P
+    """One registered attacker on the release (the targets' truth is not passed in): the
+    targets aggregated the attacker's way (the defender's with ``aggregation: same``) and the
+    defense's own adversary's probabilities; the knowledge is the shadow subsets."""
+    from core.attacks.property import SubsetRelease
+    from core.attacks.protocol import attack_params, attack_part, run_attack
+    from core.knowledge import AdversaryKnowledge
 
-    K = cfg.subsets.n_values
-    how = cfg.defense.aggregation if cfg.attack.aggregation == "same" else cfg.attack.aggregation
-    if name == "in_training":
-        out = P.in_training_attack(rel.arrays["in_training_proba"])
-        how = cfg.defense.aggregation
-    elif name == "prior":
-        out = P.prior_property_attack(subs["aux"].labels, len(subs["test"]), K)
-    else:
-        release = P.SubsetRelease(rel.arrays[f"agg_test_{how}"].astype(np.float64), how)
-        out = P.fresh_property_attack(rel.arrays[f"agg_aux_{how}"].astype(np.float64),
-                                      subs["aux"].labels, release, n_values=K, model=name,
-                                      seed=cfg.seed, mlp_hidden=cfg.attack.mlp_hidden,
-                                      mlp_epochs=cfg.attack.mlp_epochs)
+    own = cfg.defense.aggregation
+    how = own if cfg.attack.aggregation == "same" else cfg.attack.aggregation
+    release = SubsetRelease(rel.arrays[f"agg_test_{how}"].astype(np.float64), how,
+                            in_training_proba=rel.arrays["in_training_proba"],
+                            in_training_aggregation=own)
+    knowledge = AdversaryKnowledge(
+        n_classes=cfg.subsets.n_values, aux_labels=subs["aux"].labels,
+        aux_features=rel.arrays[f"agg_aux_{how}"].astype(np.float64))
+    params = attack_params(attack_part(name, FAMILY), cfg.attack)
+    out = run_attack(name, release, knowledge, family=FAMILY, seed=cfg.seed, **params)
     arrays = {"proba": out.proba}
     if out.decision_weights is not None:
         arrays["decision_weights"] = np.asarray(out.decision_weights, np.float64)
-    return StageOutput(arrays=arrays, meta={"info": {**out.info, "aggregation": how}})
+    return StageOutput(arrays=arrays, meta={"info": out.info})
 
 
 def projection_stage(cfg: PropertyConfig, ds: Dataset, rel: StageOutput, sub: Subsets
@@ -162,7 +165,8 @@ def projection_stage(cfg: PropertyConfig, ds: Dataset, rel: StageOutput, sub: Su
 
 
 def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None = None) -> Result:
-    from core.attacks.property import majority_rate, score_property
+    from core.attacks.property import PropertyAttack, majority_rate, score_property
+    from core.attacks.protocol import attack_params, attack_part
     from core.bounds.property import PIA_ESTIMATE_CAVEAT, PIA_K_ARY_NOTE, property_bounds
     from core.data import load_dataset
     from core.device import get_device
@@ -213,27 +217,29 @@ def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None 
     n_att = len(cfg.attack.attackers)
     for i, name in enumerate(cfg.attack.attackers):
         progress.update(0.78 + 0.12 * i / n_att, f"attack: {name}")
-        part = {"release": release_key, "attacker": name,
-                "attack": cfg.attack.model_dump(mode="json") if name in ("mlp", "logreg") else None}
-        out, _ = stages.get("attack", part, lambda name=name: attack_stage(cfg, name, rel, subs),
+        ap = attack_part(name, FAMILY)
+        key = {"release": release_key, "attacker": name, "params": attack_params(ap, cfg.attack)}
+        out, _ = stages.get("attack", key, lambda name=name: attack_stage(cfg, name, rel, subs),
                             label=f"attack:{name}")
-        from core.attacks.property import PropertyAttack
-
         att = PropertyAttack(out.arrays["proba"], out.arrays.get("decision_weights"),
                              out.meta.get("info", {}))
         sc, iv = score_property(att, labels, n_values=K, seed=cfg.seed)
         for stat, v in sc.items():
-            metrics[f"property_{name}_{stat}"] = float(v)
+            metrics[ap.metric_name(stat)] = float(v)
         for stat, (lo, hi) in iv.items():
-            intervals[f"property_{name}_{stat}"] = {"lo": float(lo), "hi": float(hi),
-                                                    "n": float(len(labels))}
+            intervals[ap.metric_name(stat)] = {"lo": float(lo), "hi": float(hi),
+                                               "n": float(len(labels))}
         attack_info[name] = att.info
-        if name != "prior":
+        if ap.role != "baseline":
             ces[name] = sc["ce_nats"]
-    trained_attackers = [a for a in cfg.attack.attackers if a != "prior"] or list(cfg.attack.attackers)
-    best = max(trained_attackers, key=lambda a: metrics[f"property_{a}_acc"])
-    metrics["property_acc_best"] = metrics[f"property_{best}_acc"]
-    intervals["property_acc_best"] = intervals[f"property_{best}_acc"]
+    # the strongest trained attacker (a no-model baseline only when nothing else ran)
+    trained_attackers = ([a for a in cfg.attack.attackers
+                          if attack_part(a, FAMILY).role != "baseline"]
+                         or list(cfg.attack.attackers))
+    acc = {a: attack_part(a, FAMILY).metric_name("acc") for a in trained_attackers}
+    best = max(trained_attackers, key=lambda a: metrics[acc[a]])
+    metrics["property_acc_best"] = metrics[acc[best]]
+    intervals["property_acc_best"] = intervals[acc[best]]
     notes = [(f"property: share of {attr} = {value!r} in a subset, {K} bins at ratios "
              f"{', '.join(f'{r:g}' for r in subs['test'].ratios)}; the same number of subsets per "
              "bin (majority-bin rate = chance)")]

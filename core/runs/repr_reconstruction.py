@@ -7,9 +7,10 @@ Splits: *train* (the defender's rows, capped at ``train.max_train``), *aux* (the
 auxiliary images for its fresh decoder), *test* (utility on r + δ, and the first
 ``attack.targets`` of a seeded order are the attacked images). Stages (:mod:`core.stages`):
 ``rr_train`` (encoder, head, decoder Ψ, p_Φ) keyed by data, seed, defense and training; one
-``rr_attack`` per attacker keyed by the trained model's key and the attack's own parameters,
-so a change of attacker, targets or bound never retrains. The released noise draws come from
-generators seeded by the run's seed, so every attacker sees the same r + δ.
+``rr_attack`` per attacker (a registered part of the family, called through
+:func:`core.attacks.protocol.run_attack`) keyed by the trained model's key and the attack's own
+parameters, so a change of attacker, targets or bound never retrains. The released noise draws
+come from streams of the run's seed, so every attacker sees the same r + δ.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ import torch
 from core.config import ReprReconstructionConfig
 from core.progress import Progress
 from core.result import Result
+from core.seeds import stream, torch_stream
 from core.stages import StageOutput, Stages
+
+FAMILY = "repr_reconstruction"
 
 
 def _train_part(cfg: ReprReconstructionConfig, device: str) -> dict[str, Any]:
@@ -42,7 +46,7 @@ def _net_kwargs(cfg: ReprReconstructionConfig) -> dict[str, Any]:
 
 def _rows(ds, cfg: ReprReconstructionConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(train rows, aux rows, target rows): seeded, the targets a prefix of the test order."""
-    rng = np.random.default_rng([cfg.seed, 10_001])
+    rng = stream(cfg.seed, "repr_reconstruction", "rows")
     tr = np.array(ds.split("train"))  # a writable copy: torch indexes with it
     if len(tr) > cfg.train.max_train:
         tr = np.sort(rng.choice(tr, size=cfg.train.max_train, replace=False))
@@ -54,10 +58,12 @@ def _rows(ds, cfg: ReprReconstructionConfig) -> tuple[np.ndarray, np.ndarray, np
 def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
                             stages: Stages | None = None) -> Result:
     from core.attacks import reconstruction as RA
+    from core.attacks.protocol import attack_params, attack_part, run_attack
     from core.bounds import reconstruction as B
     from core.data import load_dataset
     from core.defenses import inf2guard_reconstruction as D
     from core.device import get_device
+    from core.knowledge import AdversaryKnowledge
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()
@@ -92,8 +98,8 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
     # -- the release: r + δ of the test rows and targets, one seeded draw each
     progress.update(0.56, "releasing r + δ")
     with torch.no_grad():
-        Z_test = model.release(X[te], torch.Generator().manual_seed(cfg.seed + 101))
-        Z_tg = model.release(X[tg], torch.Generator().manual_seed(cfg.seed + 102))
+        Z_test = model.release(X[te], torch_stream(cfg.seed, "release", "test"))
+        Z_tg = model.release(X[tg], torch_stream(cfg.seed, "release", "targets"))
         R_tr = pert.prepare(model.representations(X[tr]))
         acc = float((model.head(Z_test).argmax(-1) == y[te]).float().mean())
         acc_clean = float((model.head(model.representations(X[te])).argmax(-1) == y[te])
@@ -119,28 +125,20 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
     a = cfg.attack
     recon: dict[str, np.ndarray] = {}
     sub = progress.sub(0.58, 0.92)
+    release = RA.NoisyRepresentationRelease(targets=Z_tg, encoder=model.encoder,
+                                            perturbation=pert, image_shape=shape,
+                                            decoder=model.decoder)
+    # the attacker's auxiliary images; it trains with the defender's optimiser settings
+    knowledge = AdversaryKnowledge(n_classes=n_classes, extra={"aux_images": X[ax]})
     for i, name in enumerate(a.attackers):
-        part = {"train": train_key, "attack": name, "targets": tg.tolist()}
-        if name == "decoder_fresh":
-            part.update(hidden=a.fresh_hidden, epochs=a.fresh_epochs, aux=cfg.data.aux_fraction)
-        elif name == "inversion":
-            part.update(iterations=a.inversion_iterations, tv=a.inversion_tv)
+        params = attack_params(attack_part(name, FAMILY), a)
+        part = {"train": train_key, "attack": name, "targets": tg.tolist(), "params": params}
         step = sub.sub(i / len(a.attackers), (i + 1) / len(a.attackers))
 
-        def attack_stage(name=name, step=step) -> StageOutput:
+        def attack_stage(name=name, step=step, params=params) -> StageOutput:
             t1 = time.perf_counter()
-            if name == "decoder_in_training":
-                out = RA.decode(model.decoder, Z_tg)
-            elif name == "decoder_fresh":
-                dec = RA.train_fresh_decoder(model.encoder, pert, X[ax], hidden=a.fresh_hidden,
-                                             epochs=a.fresh_epochs, lr=t.lr,
-                                             batch_size=t.batch_size, seed=cfg.seed + 7,
-                                             progress=step)
-                out = RA.decode(dec, Z_tg)
-            else:
-                out = RA.invert_representations(model.encoder, Z_tg, shape,
-                                                iterations=a.inversion_iterations,
-                                                tv=a.inversion_tv, progress=step)
+            out = run_attack(name, release, knowledge, family=FAMILY, seed=cfg.seed,
+                             lr=t.lr, batch_size=t.batch_size, progress=step, **params)
             return StageOutput(arrays={"recon": out.cpu().numpy().astype(np.float32)},
                                meta={"seconds": time.perf_counter() - t1})
 
@@ -155,16 +153,19 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
     artifacts: dict[str, np.ndarray] = {"originals": targets.reshape(len(tg), *shape).astype(np.float32)}
     for name, rec in recon.items():
         sc = RA.score(rec, targets, shape, seed=cfg.seed)
+        ap = attack_part(name, FAMILY)
         for stat in ("mse", "psnr", "ssim"):
-            metrics[f"recon_{name}_{stat}"] = float(sc[f"recon_{stat}"])
-            intervals[f"recon_{name}_{stat}"] = {"lo": float(sc[f"recon_{stat}_lo"]),
-                                                 "hi": float(sc[f"recon_{stat}_hi"]), "n": len(tg)}
+            metrics[ap.metric_name(stat)] = float(sc[f"recon_{stat}"])
+            intervals[ap.metric_name(stat)] = {"lo": float(sc[f"recon_{stat}_lo"]),
+                                               "hi": float(sc[f"recon_{stat}_hi"]), "n": len(tg)}
         artifacts[f"recon_{name}"] = rec.reshape(len(tg), *shape).astype(np.float32)
         artifacts[f"ssim_{name}"] = np.asarray(sc["per_image"]["ssim"], np.float64)
-    best = max(recon, key=lambda n: metrics[f"recon_{n}_ssim"])
+    best_part = max((attack_part(n, FAMILY) for n in recon),
+                    key=lambda p: metrics[p.metric_name("ssim")])
+    best = best_part.key
     for stat in ("mse", "psnr", "ssim"):
-        metrics[f"recon_{stat}"] = metrics[f"recon_{best}_{stat}"]
-        intervals[f"recon_{stat}"] = intervals[f"recon_{best}_{stat}"]
+        metrics[f"recon_{stat}"] = metrics[best_part.metric_name(stat)]
+        intervals[f"recon_{stat}"] = intervals[best_part.metric_name(stat)]
 
     # -- Theorem 3 at an estimated upper bound on I(x; r + δ)
     var_r = R_tr.double().var(0).cpu().numpy()
@@ -180,7 +181,7 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
         metrics[f"bound_thm3_denominator_{norm}"] = pt.denominator
         for name, rec in recon.items():
             frac = float(np.mean(B.reconstruction_errors(rec, targets)[norm] >= eta))
-            metrics[f"recon_{name}_frac_{norm}_ge_eta"] = frac
+            metrics[attack_part(name, FAMILY).metric_name(f"frac_{norm}_ge_eta")] = frac
             if not pt.vacuous and frac < pt.bound:
                 violations += 1
                 notes.append(f"Theorem 3 ({norm}, η = {eta:.3g}): {name} reconstructs "

@@ -19,7 +19,7 @@ import streamlit as st
 from core.config import AttributePrivacyConfig
 from core.metric_schema import HEADLINES
 from core.metric_schema import get as metric_spec
-from core.parts import ATTACKS, DEFENSES
+from core.parts import DEFENSES, attack_by_config_name, attack_titles, attacks_for, config_names
 from core.tradeoff import nearest_point, tradeoff_points
 from dashboard import state
 from dashboard.components import (
@@ -84,9 +84,10 @@ def block_models() -> dict[str, Any]:
 
 
 def attacker_titles() -> dict[str, str]:
-    """Table rows: every registered attack, then each fresh one again on raw x."""
-    out = {n: a.title for n, a in ATTACKS.items()}
-    out.update({f"raw_{n}": f"raw x · {a.title}" for n, a in ATTACKS.items() if a.fresh})
+    """Table rows: every attack of the family, then each fresh one again on raw x."""
+    out = attack_titles(KIND)
+    out.update({f"raw_{a.key}": f"raw x · {a.title}" for a in attacks_for(KIND)
+                if a.fresh and "raw" in a.accepts})
     return out
 
 
@@ -210,20 +211,20 @@ def params_ui(defense: str) -> dict[str, Any]:
 
 def attackers_ui(defense: str) -> tuple[str, ...]:
     """Fresh attackers that accept the defense's release; the others named as not applicable."""
-    release = DEFENSES.get(defense).release
-    # this family's attackers: those of representation or raw releases (not upload inverters)
-    fresh = [n for n, a in ATTACKS.items() if a.fresh and {"representation", "raw"} & set(a.accepts)]
-    ok = [n for n in fresh if release in ATTACKS.get(n).accepts]
+    release = DEFENSES.get(defense).release_for(KIND)
+    titles = attack_titles(KIND)
+    fresh = list(config_names(KIND))
+    ok = [n for n in fresh if release in attack_by_config_name(KIND, n).accepts]
     ss = st.session_state
     kept = [a for a in ss.get("ap_attackers", []) if a in ok]
     if kept != ss.get("ap_attackers"):
         ss["ap_attackers"] = kept
     chosen = st.multiselect("Fresh attackers (trained after the defense on the released r)", ok,
-                            key="ap_attackers", format_func=lambda n: ATTACKS.get(n).title,
+                            key="ap_attackers", format_func=titles.get,
                             help="Each also runs on raw x (the undefended reference).")
-    always = [a.title for n, a in ATTACKS.items() if not a.fresh and release in a.accepts]
+    always = [a.title for a in attacks_for(KIND) if not a.selectable and release in a.accepts]
     st.caption("Always scored: " + ", ".join(always) + ".")
-    not_ok = [ATTACKS.get(n).title for n in fresh if n not in ok]
+    not_ok = [titles[n] for n in fresh if n not in ok]
     if not_ok:
         st.caption(f"Not applicable to {release} releases: {', '.join(not_ok)}.")
     return tuple(chosen)

@@ -20,7 +20,7 @@ import numpy as np
 import streamlit as st
 
 from core.config import FilDataSpec
-from core.parts import ATTACKS
+from core.parts import ATTACKS, attack_titles, config_names
 from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
 from dashboard.components import config_and_metrics, copy_run, result_caption, threat_card_lines
@@ -42,8 +42,8 @@ L2_GRID = [0.0, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1,
 SIGMA_GRID = [float(f"{v:.2g}") for v in np.logspace(-5, 2, 29)]
 ETA_GRID = [float(f"{v:.2g}") for v in np.logspace(-3, 3, 25)]
 EPS_GRID = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
-ATTACK_TITLES = {"fil_white_box": "white-box (Eq. 30)", "fil_black_box": "black-box (Eq. 31)",
-                 "fil_prior": "prior (no model)"}
+#: config name -> the attack's one title (core.parts)
+ATTACK_TITLES = attack_titles(KIND)
 _FITS = "_fi_fits"  # fit key -> the newest Result of that fit this session saw
 
 
@@ -136,7 +136,7 @@ def analysis_ui(data: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, An
                         help="On: IRFIL's last iterate is the released model. Off: the plain "
                              "model is released and IRFIL is shown beside it.")
     c6, c7 = st.columns([3, 1])
-    attackers = c6.multiselect("Attacks", list(ATTACK_TITLES), key="fi_attackers",
+    attackers = c6.multiselect("Attacks", list(config_names(KIND)), key="fi_attackers",
                                format_func=ATTACK_TITLES.get)
     trials = c7.number_input("Noise trials", 2, 1000, step=10, key="fi_trials")
     irfil = {"iterations": int(T), "weight_method": method, "release": bool(release)}

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.metric_schema import HEADLINES, MIA_ATTACKS
-from core.parts import DEFENSES
+from core.metric_schema import HEADLINES
+from core.parts import DEFENSES, attack_titles, attacks_for
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import config_and_metrics, copy_run, result_caption, threat_card_lines
@@ -25,11 +25,8 @@ from dashboard.widgets import peek, run_with_progress, running_jobs_panel, valid
 
 KIND = "membership"
 DATASETS = ["mnist5k", "digits", "faces", "adult"]
-TITLES = {"loss": "loss threshold", "confidence": "confidence threshold",
-          "entropy": "entropy threshold", "lira_offline": "LiRA (offline)",
-          "lira_online": "LiRA (online)", "rmia": "RMIA (offline)",
-          "representation": "representation attack (fresh MLP on r)",
-          "in_training": "Inf2Guard's own adversary"}
+#: config name -> the attack's one title (core.parts)
+TITLES = attack_titles(KIND)
 GRIDS = {"inf2guard": ("tradeoff_lambda", (0.0, 0.25, 0.5, 0.75, 1.0)),
          "dp_sgd": ("noise_multiplier", (0.3, 0.6, 1.0, 2.0)),
          "channel": ("kappa", (20.0, 80.0, 300.0))}
@@ -74,7 +71,9 @@ def defense_ui() -> dict[str, Any]:
 
 
 def attack_ui(defense: str) -> dict[str, Any]:
-    ok = [a for a in MIA_ATTACKS if defense == "inf2guard" or a not in ("representation", "in_training")]
+    # the registered attacks that read what this defense releases (Inf2Guard's r included)
+    releases = set(DEFENSES.get(defense).releases_for(KIND))
+    ok = [a.key for a in attacks_for(KIND) if a.selectable and releases & set(a.accepts)]
     kept = [a for a in st.session_state.get("mi_attackers", []) if a in ok]
     if kept != st.session_state.get("mi_attackers"):
         st.session_state["mi_attackers"] = kept

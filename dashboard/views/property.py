@@ -17,7 +17,7 @@ import numpy as np
 import streamlit as st
 
 from core.config import PROPERTY_ATTACKS
-from core.parts import ATTACKS, DEFENSES
+from core.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import config_and_metrics, copy_run, projection_pair, result_caption
@@ -34,7 +34,7 @@ DATASETS = ["adult", "digits", "mnist5k"]
 PRESETS = {"adult": {"attribute": "sex", "sizes": (32, 256), "per_bin": 250, "epochs": 15},
            "digits": {"attribute": "bold", "sizes": (8, 64), "per_bin": 150, "epochs": 15},
            "mnist5k": {"attribute": "bold", "sizes": (16, 128), "per_bin": 200, "epochs": 15}}
-TITLES = {a: ATTACKS.get(f"property_{a}").title for a in PROPERTY_ATTACKS}
+TITLES = attack_titles(KIND)
 SHORT = {"in_training": "in-training Ψ", "mlp": "fresh MLP", "logreg": "fresh logistic",
          "prior": "prior"}
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -89,7 +89,7 @@ def subsets_ui(k: int) -> dict[str, Any]:
 
 def attack_ui() -> dict[str, Any]:
     c1, c2 = st.columns([3, 1])
-    chosen = c1.multiselect("Attackers", list(PROPERTY_ATTACKS), key="pr_attackers",
+    chosen = c1.multiselect("Attackers", list(config_names(KIND)), key="pr_attackers",
                             format_func=TITLES.get)
     agg = c2.selectbox("Fresh attackers' aggregator", ["same", "mean", "max"],
                        key="pr_attack_agg",
@@ -140,7 +140,7 @@ def threat_cards(attackers: list[str]) -> None:
     with st.expander("Threat models: what each attacker sees and knows"):
         lines = []
         for a in attackers:
-            t = ATTACKS.get(f"property_{a}").threat.as_dict()
+            t = attack_by_config_name(KIND, a).threat.as_dict()
             lines.append(f"- **{TITLES[a]}** — sees: {t['sees']}; knows: {t['knows']}; "
                          f"goal: {t['goal']}.")
         st.markdown("\n".join(lines))

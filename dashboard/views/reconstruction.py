@@ -5,7 +5,7 @@ Gradients and model inversion (spec 001).
 ``controls()`` turns the widgets into a ``gradient_leakage`` config (small ``*_ui()``
 functions returning values). The closed-form panel (σ solved from κ, κ/d, per-direction
 capacity, Theorem 1 and the Wiener MMSE) is recomputed on every slider move from the cached
-data spectrum (:mod:`core.runs.gradient_stages`); runs go through the shared job queue and are
+data spectrum (:mod:`core.bounds.channel_readout`); runs go through the shared job queue and are
 stored, and the κ / z sweeps draw one utility–privacy curve per channel.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import streamlit as st
 
 from core.metric_schema import HEADLINES
-from core.parts import ATTACKS, DEFENSES
+from core.parts import ATTACKS, DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import config_and_metrics, copy_run, deferred, result_caption
@@ -44,20 +44,20 @@ MODELS = {"mlp": "small MLP (sigmoid)", "lenet5": "LeNet-5 (the paper's)",
 @st.cache_resource(max_entries=16, show_spinner="eigendecomposition of the data covariance")
 def data_spectrum(name: str, seed: int) -> tuple[Any, tuple[int, int, int]]:
     """The train split's spectrum (the engine's spectrum stage, cached per process)."""
+    from core.bounds.channel_readout import image_spectrum
     from core.config import DataSpec
     from core.data import load_dataset
-    from core.runs.gradient_stages import spectrum, spectrum_from
 
     ds = load_dataset(DataSpec(name=name), seed)
-    return spectrum_from(spectrum(np.asarray(ds.X)[ds.split("train")])), tuple(ds.image_shape)
+    return image_spectrum(np.asarray(ds.X)[ds.split("train")]), tuple(ds.image_shape)
 
 
 @st.cache_resource(max_entries=16, show_spinner="β-whitened eigendecomposition")
 def personalized_basis(name: str, seed: int, rect: tuple | None, multiplier: float):
     """The Personalized channel's (μ, w) for one β mask (one O(d³) eigh, cached)."""
+    from core.bounds.channel_readout import personalized_basis as basis
     from core.config import ChannelDefense
-    from core.runs.gradient_stages import channel_beta
-    from core.runs.gradient_stages import personalized_basis as basis
+    from core.defenses.channel import channel_beta
 
     spec, shape = data_spectrum(name, seed)
     block = ChannelDefense(channel="personalized", beta_rect=rect, beta_multiplier=multiplier)
@@ -139,10 +139,10 @@ def beta_ui() -> dict[str, Any]:
 
 
 def attack_ui() -> dict[str, Any]:
-    inverters = [n for n, a in ATTACKS.items() if "update" in a.accepts and a.fresh]
+    inverters = list(config_names(KIND))
     c1, c2, c3, c4, c5 = st.columns([1.6, 0.8, 0.8, 0.9, 1])
     chosen = c1.multiselect("Attacks", inverters, key="gl_attackers",
-                            format_func=lambda n: ATTACKS.get(n).title)
+                            format_func=attack_titles(KIND).get)
     targets = c2.number_input("Targets", 1, 256, key="gl_targets",
                               help="Independent uploads attacked in one batched optimisation.")
     batch = c3.number_input("Batch size", 1, 64, key="gl_batch", help="Images per upload.")
@@ -157,8 +157,9 @@ def attack_ui() -> dict[str, Any]:
         steps = o2.number_input("Local steps (fedavg)", 1, 50, key="gl_local_steps")
         mi = o3.toggle("Model inversion of the trained model", key="gl_mi")
         for n in chosen or inverters[:1]:
-            t = ATTACKS.get(n).threat
-            st.caption(f"**{ATTACKS.get(n).title}** · sees: {t.sees} · knows: {t.knows} · "
+            part = attack_by_config_name(KIND, n)
+            t = part.threat
+            st.caption(f"**{part.title}** · sees: {t.sees} · knows: {t.knows} · "
                        f"goal: {t.goal}")
     return {"attackers": list(chosen), "targets": int(targets), "batch_size": int(batch),
             "iterations": int(iters) or None, "model_state": state_, "observation": obs,
@@ -197,7 +198,7 @@ def controls() -> dict[str, Any]:
 def live_panel(cfg) -> None:
     """σ, κ/d, per-direction capacity, Theorem 1 and the Wiener MMSE from the cached
     spectrum: no run needed, recomputed on every slider move."""
-    from core.runs.gradient_stages import live_channel
+    from core.bounds.channel_readout import live_channel
 
     spec, shape = data_spectrum(cfg.data.name, cfg.seed)
     live = live_channel(cfg, spec, shape, basis=basis_for(cfg))
@@ -217,7 +218,7 @@ def live_panel(cfg) -> None:
 
 
 def bounds_vs_kappa(cfg, spec, shape, measured: list[tuple[float, float, str]] | None = None) -> None:
-    from core.runs.gradient_stages import bound_curves
+    from core.bounds.channel_readout import bound_curves
 
     d = int(np.prod(shape))
     kap = np.array(kappa_grid(d))

@@ -18,7 +18,7 @@ import streamlit as st
 from core.bounds import reconstruction as B
 from core.config import REPR_ATTACKS, REPR_CHANNELS
 from core.metric_schema import HEADLINES
-from core.parts import ATTACKS
+from core.parts import ATTACKS, attack_titles, config_names
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import config_and_metrics, copy_run, result_caption
@@ -73,8 +73,8 @@ def defense_ui() -> dict[str, Any]:
 
 def attack_ui() -> dict[str, Any]:
     c1, c2, c3 = st.columns([2.6, 0.8, 0.8])
-    chosen = c1.multiselect("Attacks", list(REPR_ATTACKS), key="rr_attackers",
-                            format_func=lambda a: ATTACKS.get(a).title)
+    chosen = c1.multiselect("Attacks", list(config_names(KIND)), key="rr_attackers",
+                            format_func=attack_titles(KIND).get)
     epochs = c2.number_input("Epochs", 1, 200, step=5, key="rr_epochs",
                              help="Training epochs of the encoder, head and in-training decoder "
                                   "(every channel trains this long).")

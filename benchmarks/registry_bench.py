@@ -1,0 +1,327 @@
+"""The registry as the one source of names and dispatch (issue #19), measured on the source.
+
+Every figure is counted by an AST walk of the repository, so it moves only when the code does:
+
+- ``runners_scoring_attacks``: registered runners whose kind is an attack family
+  (:data:`core.parts.FAMILIES`); ``runners_using_protocol``: those of them whose module (or a
+  ``core.runs`` module it imports) calls :func:`core.attacks.protocol.run_attack`;
+- ``attack_name_branches`` / ``defense_kind_branches``: comparisons in ``core/runs/``
+  (``x == "<name>"``, ``x != ...``, ``x in ("...", ...)``) against a registered attack name or
+  config name, or a registered defense name;
+- ``edits_to_add_attack``: source files a temporary attack is defined in when the test of
+  ``tests/test_registry_dispatch.py`` registers it and finds it in the config's allowed names,
+  the metric schema, the page's attacker list and ``privlab parts`` (and runs it end to end);
+- ``seed_mixers``: seed-mixing implementations in ``core/``: :mod:`core.seeds` plus every
+  other place that builds a ``SeedSequence``, calls ``default_rng`` on a list or tuple, hands a
+  function a list or tuple holding a seed (``[seed, 11]``), or does arithmetic on a seed
+  (``seed + 4243``, ``seed * 7919 + 17``);
+- ``range_checkers``: :mod:`core.checks` plus every other function in ``core/`` that writes an
+  "allowed range" ValueError naming the field it was handed (a private checker);
+- ``layer_violations``: imports from a lower layer to a higher one (dashboard → core.runs →
+  core.attacks / core.defenses / core.bounds → the rest of core), or of a runner's private name
+  from a page.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "core"
+RUNS = CORE / "runs"
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _py(root: Path) -> Iterator[Path]:
+    yield from sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _rel(path: Path) -> str:
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:  # a file outside the repository (the counters' own test)
+        return path.as_posix()
+
+
+def _strings(node: ast.AST) -> list[str]:
+    """The string constants a comparison operand spells (a literal or a literal collection)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
+
+
+def registered_names() -> tuple[set[str], set[str]]:
+    """(attack names and config names, defense names) of the registry."""
+    from core.parts import ATTACKS, DEFENSES
+
+    attacks = set(ATTACKS.names()) | {a.key for a in ATTACKS.values()}
+    return attacks, set(DEFENSES.names())
+
+
+def name_branches(root: Path = RUNS) -> dict[str, list[str]]:
+    """``file:line: source`` of every comparison with a registered name under ``root``, split
+    into ``attack`` and ``defense`` branches."""
+    attacks, defenses = registered_names()
+    out: dict[str, list[str]] = {"attack": [], "defense": []}
+    for path in _py(root):
+        for node in ast.walk(_tree(path)):
+            if not isinstance(node, ast.Compare):
+                continue
+            if not any(isinstance(op, ast.Eq | ast.NotEq | ast.In | ast.NotIn) for op in node.ops):
+                continue
+            spelled = [s for part in (node.left, *node.comparators) for s in _strings(part)]
+            where = f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}"
+            if any(s in attacks for s in spelled):
+                out["attack"].append(where)
+            if any(s in defenses for s in spelled):
+                out["defense"].append(where)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# runners on the protocol
+
+
+def _module_file(module: str) -> Path:
+    return ROOT / (module.replace(".", "/") + ".py")
+
+
+def _calls(tree: ast.AST, name: str) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == name) or (isinstance(f, ast.Attribute)
+                                                             and f.attr == name):
+                return True
+    return False
+
+
+def _runs_imports(tree: ast.AST) -> set[str]:
+    """``core.runs`` modules a runner imports (its stage modules)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith("core.runs."):
+                out.add(node.module)
+            elif node.module == "core.runs":
+                out.update(f"core.runs.{a.name}" for a in node.names)
+    return out
+
+
+def runners_on_protocol() -> dict[str, bool]:
+    """Kind -> whether its runner calls ``run_attack``, for every kind that is an attack family."""
+    from core.experiments import RUNNERS
+    from core.parts import FAMILIES
+
+    out = {}
+    for kind in RUNNERS:
+        if kind not in FAMILIES:
+            continue
+        module = RUNNERS.get(kind).partition(":")[0]
+        tree = _tree(_module_file(module))
+        trees = [tree] + [_tree(_module_file(m)) for m in _runs_imports(tree)
+                          if _module_file(m).exists()]
+        out[kind] = any(_calls(t, "run_attack") for t in trees)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# seed mixers
+
+
+def _is_seed(node: ast.AST) -> bool:
+    """A seed operand: a name or attribute called ``*seed*``, or ``int(...)`` of one."""
+    if isinstance(node, ast.Name):
+        return "seed" in node.id.lower()
+    if isinstance(node, ast.Attribute):
+        return "seed" in node.attr.lower()
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "int" and node.args:
+        return _is_seed(node.args[0])
+    return False
+
+
+_MIXING_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Mod, ast.BitXor, ast.LShift, ast.RShift)
+
+
+def seed_mixer_sites(root: Path = CORE) -> list[str]:
+    """Places outside :mod:`core.seeds` that mix a seed by hand."""
+    sites = []
+    for path in _py(root):
+        if path == CORE / "seeds.py":
+            continue
+        for node in ast.walk(_tree(path)):
+            where = f"{_rel(path)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                seqs = [a for a in (*node.args, *(k.value for k in node.keywords))
+                        if isinstance(a, ast.List | ast.Tuple) and any(map(_is_seed, a.elts))]
+                if name == "SeedSequence":
+                    sites.append(f"{where}: SeedSequence")
+                elif name == "default_rng" and node.args and isinstance(
+                        node.args[0], ast.List | ast.Tuple):
+                    sites.append(f"{where}: default_rng({ast.unparse(node.args[0])})")
+                elif seqs:  # a hand-made key such as subsample(n, cap, [seed, 11])
+                    sites.append(f"{where}: {name}(... {ast.unparse(seqs[0])} ...)")
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, _MIXING_OPS) and (
+                    _is_seed(node.left) or _is_seed(node.right)):
+                sites.append(f"{where}: {ast.unparse(node)}")
+    return sites
+
+
+# ---------------------------------------------------------------------------------------------
+# range checkers
+
+
+def _writes_allowed_range(raise_node: ast.Raise) -> ast.JoinedStr | None:
+    exc = raise_node.exc
+    if not (isinstance(exc, ast.Call) and getattr(exc.func, "id", None) == "ValueError" and exc.args):
+        return None
+    msg = exc.args[0]
+    text = "".join(v.value for v in ast.walk(msg)
+                   if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    return msg if "allowed range" in text and isinstance(msg, ast.JoinedStr) else None
+
+
+def range_checker_functions(root: Path = CORE) -> list[str]:
+    """Functions outside :mod:`core.checks` that write an "allowed range" message for a field
+    name handed to them (the message starts with one of their parameters)."""
+    out = []
+    for path in _py(root):
+        if path == CORE / "checks.py":
+            continue
+        for fn in ast.walk(_tree(path)):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+            for node in ast.walk(fn):
+                msg = _writes_allowed_range(node) if isinstance(node, ast.Raise) else None
+                first = msg.values[0] if msg is not None and msg.values else None
+                if (isinstance(first, ast.FormattedValue) and isinstance(first.value, ast.Name)
+                        and first.value.id in params):
+                    out.append(f"{_rel(path)}:{fn.lineno}: {fn.name}")
+                    break
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# layers
+
+#: module prefix -> layer (higher may import lower, never the reverse); the rest of core (data,
+#: fl, nn, metrics, configs and sweep grids, registries, seeds, checks) is the numerics layer 0.
+#: Comparisons compose runs (layer 2); the FIL mathematics sits with the bounds it feeds.
+LAYERS = {"dashboard": 3, "core.runs": 2, "core.compare": 2, "core.attacks": 1,
+          "core.defenses": 1, "core.bounds": 1, "core.fil": 1}
+#: entry points above every layer (they compose the whole engine)
+ENTRY_POINTS = frozenset({"core/cli.py", "core/experiments.py"})
+
+
+def _layer(module: str) -> int:
+    for prefix, layer in LAYERS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return layer
+    return 0
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_violation_list() -> list[str]:
+    """Imports from a lower layer to a higher one, and pages importing a runner's private name.
+    Uses the layer rule of ``tests/test_import_rules.py`` when it defines one (``layer_of``)."""
+    try:
+        from tests import test_import_rules as rules
+
+        layer_of = getattr(rules, "layer_of", _layer)
+    except ImportError:  # pragma: no cover - tests not importable
+        layer_of = _layer
+    out: list[str] = []
+    for top in (CORE, ROOT / "dashboard"):
+        for path in _py(top):
+            rel = _rel(path)
+            if rel in ENTRY_POINTS:
+                continue
+            mine = layer_of(_module_of(path))
+            for node in ast.walk(_tree(path)):
+                if isinstance(node, ast.Import):
+                    mods = [(a.name, None) for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    mods = [(node.module, a.name) for a in node.names]
+                else:
+                    continue
+                for mod, name in mods:
+                    if not mod.startswith(("core", "dashboard")):
+                        continue
+                    line = f"{rel}:{node.lineno}: imports {mod} (layer {layer_of(mod)} above {mine})"
+                    if layer_of(mod) > mine and line not in out:
+                        out.append(line)
+                    elif (rel.startswith("dashboard/") and mod.startswith("core.runs")
+                          and name is not None and name.startswith("_")):
+                        out.append(f"{rel}:{node.lineno}: imports the private {mod}.{name}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the benchmark
+
+
+def edits_to_add_attack() -> tuple[int | None, dict[str, Any]]:
+    """Files the temporary attack of ``tests/test_registry_dispatch.py`` is defined in, when
+    the config, the metric schema, the membership page, ``privlab parts`` and a run all see it
+    (None, with what missed it, otherwise)."""
+    import inspect
+
+    from tests import test_registry_dispatch as T
+
+    with T.temporary_attack() as part:
+        seen = T.surfaces_seeing(part, page=True, run=True)
+        files = {inspect.getsourcefile(inspect.unwrap(T.temporary_attack)),
+                 inspect.getsourcefile(T.margin_on_release)}
+    ok = all(seen.values())
+    return (len(files) if ok else None), {"surfaces": seen,
+                                          "files": sorted(_rel(Path(f)) for f in files)}
+
+
+def main(quick: bool = False) -> dict[str, Any]:
+    branches = name_branches()
+    protocol = runners_on_protocol()
+    mixers = seed_mixer_sites()
+    checkers = range_checker_functions()
+    layers = layer_violation_list()
+    edits, seen = edits_to_add_attack()
+    headline = {
+        "runners_using_protocol": sum(protocol.values()),
+        "runners_scoring_attacks": len(protocol),
+        "attack_name_branches": len(branches["attack"]),
+        "defense_kind_branches": len(branches["defense"]),
+        "edits_to_add_attack": edits,
+        "seed_mixers": 1 + len(mixers),
+        "range_checkers": 1 + len(checkers),
+        "layer_violations": len(layers),
+    }
+    rows = [{"figure": k, "value": v} for k, v in headline.items()]
+    notes = ("counted by AST walks of the source (benchmarks/registry_bench.py); seed_mixers "
+             "and range_checkers count core/seeds.py and core/checks.py as the one each. "
+             f"Range checkers left: {len(checkers)} (the private checkers outside core/runs are "
+             "consolidated on core/checks.py by another branch).")
+    return {"name": "registry", "headline": headline, "rows": rows, "notes": notes,
+            "targets": {"runners_using_protocol": "= runners_scoring_attacks",
+                        "attack_name_branches": 0, "defense_kind_branches": 0,
+                        "edits_to_add_attack": 1, "seed_mixers": 1, "range_checkers": 1,
+                        "layer_violations": 0},
+            "details": {"runners": protocol, "branches": branches, "seed_mixer_sites": mixers,
+                        "range_checker_functions": checkers, "layer_violations": layers,
+                        "temporary_attack": seen}}
