@@ -180,6 +180,23 @@ ATTACKS.register("mia_representation", AttackPart(
                        knows="the membership of 80 % of the pool (its training folds)",
                        goal=_GOAL_M),
     function="core.runs.membership:_representation_attack", fresh=True))
+_SEES_R_Y = ("Inf2Guard's released representations r of the candidate records, and r of "
+             "population records it queries through the encoder (served as an API)")
+_KNOWS_R_Y = ("each candidate's label y; population records of the same distribution that no "
+              "model trained on; not the encoder's weights, not the released task head")
+ATTACKS.register("mia_representation_head", AttackPart(
+    name="mia_representation_head", title="representation head (r and y, population head)",
+    accepts=("representation",),
+    threat=ThreatModel(sees=_SEES_R_Y, knows=_KNOWS_R_Y, goal=_GOAL_M),
+    function="core.attacks.membership:head_statistic", fresh=True))
+ATTACKS.register("mia_representation_lira", AttackPart(
+    name="mia_representation_lira", title="LiRA on r (head statistic, shadow encoders)",
+    accepts=("representation",),
+    threat=ThreatModel(sees=_SEES_R_Y,
+                       knows=_KNOWS_R_Y + "; the architecture and training algorithm, defense "
+                             "and λ included (it trains shadow encoders on halves of the pool)",
+                       goal=_GOAL_M),
+    function="core.attacks.membership:representation_lira", fresh=True))
 ATTACKS.register("mia_in_training", AttackPart(
     name="mia_in_training", title="Inf2Guard's own membership adversary Ψ",
     accepts=("representation",),
