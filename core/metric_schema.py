@@ -643,6 +643,18 @@ for _spec in (
        "nats", "neither", None, "bound"),
     _S("bound_thm3_violations", "(attacker, norm) pairs whose measured share of errors >= η "
        "falls below Theorem 3's bound", "count", "neither", None, "bound"),
+    _S("bound_thm3_data_entropy_nats", "h(x) of the dequantised pixels, Gaussian max-entropy "
+       "value (upper estimate)", "nats", "neither", None, "bound"),
+    _S("bound_thm3_est_l2", "Theorem 3 at the data's entropy: bound on Pr(ℓ2 error >= η) "
+       "(upper estimate)", "probability", "neither", None, "bound"),
+    _S("bound_thm3_est_linf", "Theorem 3 at the data's entropy: bound on Pr(ℓ∞ error >= η) "
+       "(upper estimate)", "probability", "neither", None, "bound"),
+    _S("bound_thm3_est_l2_vacuous", "1 if the entropy-form ℓ2 bound says nothing here, else 0",
+       "flag", "neither", None, "bound"),
+    _S("bound_thm3_est_linf_vacuous", "1 if the entropy-form ℓ∞ bound says nothing here, "
+       "else 0", "flag", "neither", None, "bound"),
+    _S("bound_thm3_est_violations", "(attacker, norm) pairs with a share of errors >= η below "
+       "the entropy-form bound", "count", "neither", None, "bound"),
     _S("epoch", "training epoch (curves)", "count", "neither", None, "training"),
     _S("train_utility_ce", "task cross-entropy on r + δ per epoch (curves)", "nats", "neither",
        None, "training"),

@@ -104,10 +104,11 @@ def grid_step(X: np.ndarray) -> float:
     return float(np.min(np.diff(v))) if v.size > 1 else 0.0
 
 
-def dequantised(X: np.ndarray, *, step: float | None = None, k: int = 3,
+def dequantised(X: np.ndarray, *, step: float | None = None, k: int = 3, knn: bool = True,
                 seed: int = 0) -> DequantisedData:
     """:class:`DequantisedData` of pixel rows ``X`` (n, d) in [0, 1]: Δ = ``step`` or the grid
-    step read from the data (:func:`grid_step`), both entropies on the varying columns."""
+    step read from the data (:func:`grid_step`), both entropies on the varying columns
+    (``knn=False`` skips the k-NN estimate, O(n²·d), and leaves it NaN)."""
     a = _sample(X)
     if a.min() < 0 or a.max() > 1:
         raise ValueError("X: got values outside [0, 1]; expected pixel rows scaled to [0, 1]")
@@ -120,7 +121,7 @@ def dequantised(X: np.ndarray, *, step: float | None = None, k: int = 3,
     xs = a[:, cols]
     rng = np.random.default_rng(seed)
     h_g = gaussian_entropy(xs, ridge=s * s / 12.0)
-    h_k = knn_entropy(xs + rng.uniform(-s / 2, s / 2, xs.shape), k=k)
+    h_k = knn_entropy(xs + rng.uniform(-s / 2, s / 2, xs.shape), k=k) if knn else math.nan
     return DequantisedData(columns=cols, step=s, h_gaussian=h_g, h_knn=h_k,
                            log_volume=cols.size * math.log1p(s),
                            u_max={"linf": s / 2, "l2": math.sqrt(cols.size) * s / 2})

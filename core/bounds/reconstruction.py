@@ -197,6 +197,9 @@ def theorem3_dequantised(mi_nats: float, data, eta: float, norm: str, *,
     if norm not in NORMS:
         raise ValueError(f"norm: got {norm!r}; allowed: {', '.join(NORMS)}")
     h = data.h_gaussian if entropy == "gaussian" else data.h_knn
+    if math.isnan(h):
+        raise ValueError(f"entropy: got {entropy!r}, which this data's estimate left out "
+                         "(dequantised(..., knn=False)); allowed: gaussian")
     h = min(h, data.log_volume)  # an estimate above the uniform value carries no information
     pt = theorem3_entropy(mi_nats, h, data.log_volume, data.d, eta + data.u_max[norm], norm)
     return Theorem3Point(norm, float(eta), pt.bound, pt.denominator, pt.vacuous, pt.mi_nats)
