@@ -415,7 +415,9 @@ for _spec in (
        "Gaussian data)", "MSE",
        "neither", None, "bound"),
     _S("bound_below_count", "attacked targets whose MSE falls below the per-round Theorem 1 "
-       "bound (explained on the page)", "count", "neither", None, "bound"),
+       "bound (shown, not counted: it bounds the mean)", "count", "neither", None, "bound"),
+    _S("bound_thm1_mean_below", "1 if the mean MSE over the targets is below the per-round "
+       "Theorem 1 bound, else 0", "flag", "neither", None, "bound"),
     _S("utility_majority_images", "test share of the majority class (chance utility)",
        "fraction", "neither", None, "utility"),
     _S("test_acc", "test accuracy per epoch / round (curves)", "fraction", "utility",
