@@ -414,8 +414,8 @@ for _spec in (
     _S("bound_wiener_mmse", "Bayes MSE of an attacker seeing D̃ itself (Wiener filter, "
        "Gaussian data)", "MSE",
        "neither", None, "bound"),
-    _S("bound_below_count", "attacked targets whose MSE falls below the per-round Theorem 1 "
-       "bound (shown, not counted: it bounds the mean)", "count", "neither", None, "bound"),
+    _S("bound_below_count", "targets with MSE below the per-round Theorem 1 bound (shown; "
+       "it bounds the mean)", "count", "neither", None, "bound"),
     _S("bound_thm1_mean_below", "1 if the mean MSE over the targets is below the per-round "
        "Theorem 1 bound, else 0", "flag", "neither", None, "bound"),
     _S("utility_majority_images", "test share of the majority class (chance utility)",
