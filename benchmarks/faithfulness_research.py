@@ -405,7 +405,8 @@ _FIL_SHADOWS: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _fil_view_lira(data: dict[str, Any], *, seed: int, shadows: int, draws: int,
-                   top: float, eta_target: float | None) -> dict[str, Any]:
+                   top: float, eta_target: float | None, with_irfil: bool = True
+                   ) -> dict[str, Any]:
     """LiRA against the FIL kind's release on one view, before and after IRFIL; σ solved for
     ``eta_target`` (None: the config's default)."""
     from core import fil
@@ -456,7 +457,8 @@ def _fil_view_lira(data: dict[str, Any], *, seed: int, shadows: int, draws: int,
             FM.shadow_fits(X, y, in_mask, model=m.model, l2=m.l2),
             FM.irfil_shadow_fits(X, y, in_mask, model=m.model, l2=m.l2,
                                  iterations=cfg.irfil.iterations,
-                                 method=cfg.irfil.weight_method, clamp=clamp0))
+                                 method=cfg.irfil.weight_method, clamp=clamp0)
+            if with_irfil else None)
     th_s, th_s_ir = _FIL_SHADOWS[key]
     sc0, sep0 = attack(plain.theta, th_s, sigma, "plain")
     per_ex0 = sc0[:, :n].mean(0)  # each training row's LiRA score, mean over release draws
@@ -475,6 +477,9 @@ def _fil_view_lira(data: dict[str, Any], *, seed: int, shadows: int, draws: int,
         row[f"spearman_eta_{name}"] = {"rho": rho, "lo": lo, "hi": hi}
     rho, lo, hi = FM.spearman_interval(per_ex0, loss, seed=seed)
     row["spearman_lira_score_loss"] = {"rho": rho, "lo": lo, "hi": hi}
+    if th_s_ir is None:
+        row["seconds"] = round(time.perf_counter() - t0, 1)
+        return row
     # -- IRFIL released (the attacker knows it: its shadows run IRFIL on their own rows)
     clamp = (ir.min_weight, math.inf if ir.max_weight is None else ir.max_weight)
     tr_ir = fil.irfil(view.X, y_tr, model=m.model, l2=m.l2, iterations=ir.iterations,
@@ -523,7 +528,8 @@ def _fil_view_lira(data: dict[str, Any], *, seed: int, shadows: int, draws: int,
 
 
 def fil_lira(*, seeds: tuple[int, ...], shadows: int, draws: int, adult: bool,
-             eta_targets: tuple[float, ...], quick: bool) -> dict[str, Any]:
+             eta_targets: tuple[float, ...], quick: bool, with_irfil: bool = True
+             ) -> dict[str, Any]:
     views = [{"name": "digits"}]  # the FIL page's default view: 0 vs 1, PCA 20
     if adult and not quick:
         views = [{"name": "adult", "adult_view": "paper"}]
@@ -532,7 +538,8 @@ def fil_lira(*, seeds: tuple[int, ...], shadows: int, draws: int, adult: bool,
         for seed, eta_t in [(s_, e_) for e_ in eta_targets for s_ in seeds]:
             try:
                 row = _fil_view_lira(data, seed=seed, shadows=8 if quick else shadows,
-                                     draws=10 if quick else draws, top=0.1, eta_target=eta_t)
+                                     draws=10 if quick else draws, top=0.1, eta_target=eta_t,
+                                     with_irfil=with_irfil)
             except (FileNotFoundError, OSError) as exc:  # Adult's files are optional
                 rows.append({"view": data, "skipped": str(exc).splitlines()[0]})
                 continue
@@ -583,6 +590,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--draws", type=int, default=100)
     p.add_argument("--adult", action="store_true",
                    help="the Adult paper view instead of the default digits view")
+    p.add_argument("--no-irfil", action="store_true",
+                   help="LiRA on the plain release only (no IRFIL shadows)")
     p.add_argument("--eta-targets", type=float, nargs="+", default=[3.2, 32.0, 320.0],
                    help="max-η targets σ is solved for; the first is the page's default")
     for q in sub.choices.values():
@@ -600,7 +609,8 @@ def main(argv: list[str] | None = None) -> int:
         res = kappa_thm1(seeds=tuple(a.seeds), kappa_per_dim=a.kappa_per_dim, quick=a.quick)
     elif a.cmd == "fil-lira":
         res = fil_lira(seeds=tuple(a.seeds), shadows=a.shadows, draws=a.draws, adult=a.adult,
-                       eta_targets=tuple(a.eta_targets), quick=a.quick)
+                       eta_targets=tuple(a.eta_targets), quick=a.quick,
+                       with_irfil=not a.no_irfil)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["command"] = " ".join(["python -m benchmarks.faithfulness_research", *sys.argv[1:]])
     a.out.write_text(json.dumps(res, indent=1, default=float))
