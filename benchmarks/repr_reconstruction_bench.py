@@ -1,7 +1,8 @@
 """Reconstruction from shared representations (``kind: repr_reconstruction``) on ``mnist5k``:
 an ε sweep for Inf2Guard's learned perturbation and each fixed channel (Gaussian, Laplace,
 uniform) and DP noise on the clipped representation, all at λ = 0.4 (the paper's DRA setting),
-the encoder trained with each channel in the loop for the same epochs.
+the encoder trained with each channel in the loop for the same epochs; encoder, training and
+attacks at the kind's defaults (r of 256 dimensions, a fresh decoder of 60 epochs).
 
 Per point: utility (task head on r + δ), SSIM / PSNR of the in-training decoder, the fresh
 decoder and the optimisation inversion, and Theorem 3 at several η (ℓ2: per-pixel RMSE
@@ -34,11 +35,14 @@ PAPER = {"cifar10_ssim_eps0": 0.78, "cifar10_ssim_eps1.25": 0.21, "cifar10_utili
 
 
 def _config(data: str, channel: str, eps: float, quick: bool) -> dict[str, Any]:
-    return {"kind": "repr_reconstruction", "data": {"name": data},
-            "defense": {"channel": channel, "epsilon": eps, "tradeoff_lambda": 0.4},
-            "train": {"epochs": 5 if quick else 8},
-            "attack": {"targets": 20 if quick else 50, "fresh_epochs": 8 if quick else 20,
-                       "inversion_iterations": 100 if quick else 200}}
+    """The kind's default encoder, training and attacks (ReprTrainSpec / ReprAttackSpec) on
+    ``data``; ``quick`` shrinks them."""
+    cfg: dict[str, Any] = {"kind": "repr_reconstruction", "data": {"name": data},
+                           "defense": {"channel": channel, "epsilon": eps, "tradeoff_lambda": 0.4}}
+    if quick:
+        cfg.update(train={"epochs": 5}, attack={"targets": 20, "fresh_epochs": 8,
+                                                "inversion_iterations": 100})
+    return cfg
 
 
 def _bound_checks(r, d: int) -> tuple[int, int, list[str]]:

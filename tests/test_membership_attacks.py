@@ -11,12 +11,14 @@ from core.attacks.membership import (
     confidence_attack,
     dp_region,
     entropy_attack,
+    head_statistic,
     lira_offline,
     lira_online,
     logit_scale,
     loss_attack,
     membership_report,
     modified_entropy_attack,
+    representation_lira,
     rmia,
 )
 from core.metrics import roc_curve_points
@@ -230,3 +232,73 @@ def test_invalid_inputs_give_one_line_errors():
             fn()
         msg = str(e.value)
         assert msg.startswith(field) and "\n" not in msg, msg
+
+
+# ------------------------------------------------------------------ at a released representation
+
+
+def _encoder_world(n=400, m=300, d=8, classes=4, K=8, pull=0.6, seed=0):
+    """Synthetic "encoders": class centres plus per-record noise; an encoder pulls the records
+    it trained on towards their class centre by ``pull`` and sits in its own random rotation
+    (so no coordinate is shared between encoders: the statistic must be coordinate-free)."""
+    from core.attacks.shadows import shadow_splits
+
+    rng = np.random.default_rng(seed)
+    centres = 2.0 * rng.normal(size=(classes, d))
+    y, yz = rng.integers(0, classes, n), rng.integers(0, classes, m)
+    noise, noise_z = 1.5 * rng.normal(size=(n, d)), 1.5 * rng.normal(size=(m, d))
+
+    def encode(trained):
+        q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+        r = centres[y] + noise * np.where(trained, 1.0 - pull, 1.0)[:, None]
+        return r @ q, (centres[yz] + noise_z) @ q
+
+    member = rng.random(n) < 0.5
+    in_mask = shadow_splits(n, K, seed=seed + 1)
+    t, tz = encode(member)
+    sh = [encode(in_mask[k]) for k in range(K)]
+    return (t, tz, np.stack([s[0] for s in sh]), np.stack([s[1] for s in sh]), y, yz, in_mask,
+            member)
+
+
+def test_head_statistic_points_towards_members_whatever_the_coordinates():
+    t, tz, _, _, y, yz, _, member = _encoder_world()
+    phi = head_statistic(t, y, tz, yz)
+    assert phi.shape == (len(y),) and _auc(phi, member) > 0.57
+    # its own head per encoder: permuting and rescaling the coordinates changes nothing
+    rng = np.random.default_rng(9)
+    perm, scale = rng.permutation(t.shape[1]), rng.uniform(0.1, 10.0, t.shape[1])
+    np.testing.assert_allclose(head_statistic(t[:, perm] * scale, y, tz[:, perm] * scale, yz),
+                               phi, rtol=1e-4, atol=1e-4)
+    # a label the population never shows gets the floor, not someone else's probability
+    phi_absent = head_statistic(t[:3], np.array([7, 7, 7]), tz, yz)
+    assert np.all(phi_absent == phi_absent.min()) and phi_absent[0] < -20
+
+
+def test_representation_lira_recovers_membership_and_is_chance_without_it():
+    t, tz, sr, sz, y, yz, ins, member = _encoder_world()
+    on = representation_lira(t, tz, sr, sz, y, yz, ins)
+    off = representation_lira(t, tz, sr, sz, y, yz, ins, online=False)
+    assert _auc(on, member) > 0.75 and _auc(off, member) > 0.6
+    assert _auc(on, member) > _auc(head_statistic(t, y, tz, yz), member)
+    t0, tz0, sr0, sz0, y0, yz0, ins0, member0 = _encoder_world(pull=0.0, seed=3)
+    assert abs(_auc(representation_lira(t0, tz0, sr0, sz0, y0, yz0, ins0), member0) - 0.5) < 0.07
+
+
+def test_representation_attacks_reject_bad_shapes_in_one_line():
+    t, tz, sr, sz, y, yz, ins, _ = _encoder_world(n=40, m=30, K=2)
+    cases = [
+        (lambda: head_statistic(t, y, tz[:, :3], yz), "r_population"),
+        (lambda: head_statistic(t, y[:5], tz, yz), "y:"),
+        (lambda: head_statistic(t, y, tz, np.zeros(len(yz))), "y_population"),
+        (lambda: head_statistic(t, y, tz, yz, l2=0.0), "l2"),
+        (lambda: representation_lira(t, tz, sr[:, :5], sz, y, yz, ins), "shadow_r"),
+        (lambda: representation_lira(t, tz, sr, sz[:1], y, yz, ins), "shadow_r_population"),
+        (lambda: representation_lira(t, tz, sr, sz, y, yz, ins[:, :5]), "in_mask"),
+        (lambda: representation_lira(t[:, :0], tz, sr, sz, y, yz, ins), "target_r"),
+    ]
+    for fn, field in cases:
+        with pytest.raises(ValueError) as e:
+            fn()
+        assert str(e.value).startswith(field) and "\n" not in str(e.value), str(e.value)
+    assert ATTACK_DIRECTIONS["representation_lira"] == "higher_is_member"

@@ -173,6 +173,10 @@ def test_tiny_run_scores_every_attacker_and_a_new_attacker_does_not_retrain():
     assert m["recon_ssim"] == max(m["recon_decoder_in_training_ssim"], m["recon_inversion_ssim"])
     assert r.artifacts["originals"].shape == (6, 1, 8, 8) and r.artifacts["noise_sigma"].shape == (16,)
     assert 0.0 <= m["bound_thm3_l2"] <= 1.0 and m["bound_thm3_mi_nats"] > 0
+    # under the data's entropy (less than the uniform prior's) the bound can only weaken
+    for norm in ("l2", "linf"):
+        assert 0.0 <= m[f"bound_thm3_est_{norm}"] <= m[f"bound_thm3_{norm}"] + 1e-12
+    assert m["bound_thm3_data_entropy_nats"] < 0 and m["bound_thm3_est_violations"] >= 0
     assert len(r.curves["train_utility_ce"]) == 2
     cfg["attack"] = {**cfg["attack"], "attackers": ["decoder_fresh", "inversion"]}
     r2 = run(cfg, stages=store)

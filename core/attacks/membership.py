@@ -11,7 +11,10 @@ Attacks (numpy only; the caller computes the model outputs):
 - threshold baselines: :func:`loss_attack`, :func:`confidence_attack`, :func:`entropy_attack`,
   :func:`modified_entropy_attack` (Yeom et al. 2018; Song & Mittal 2021);
 - LiRA (Carlini et al., S&P 2022): :func:`logit_scale`, :func:`lira_offline`, :func:`lira_online`;
-- RMIA (Zarifzadeh et al., ICML 2024): :func:`rmia`.
+- RMIA (Zarifzadeh et al., ICML 2024): :func:`rmia`;
+- at a released representation r (Inf2Guard's release, spec 004 §3.1): :func:`head_statistic`
+  (r and the label through a head fitted on population records) and :func:`representation_lira`
+  (LiRA on that statistic against shadow encoders trained the target's way).
 
 The protocol functions the registered parts name (``*_on_release``, :func:`representation_attack`,
 :func:`in_training_attack`; :mod:`core.parts`) take a :class:`MembershipRelease` (the target's
@@ -55,6 +58,8 @@ ATTACK_DIRECTIONS: dict[str, str] = {
     "rmia": HIGHER_IS_MEMBER,
     "representation": HIGHER_IS_MEMBER,
     "in_training": HIGHER_IS_MEMBER,
+    "representation_head": HIGHER_IS_MEMBER,
+    "representation_lira": HIGHER_IS_MEMBER,
 }
 
 _P_FLOOR = 1e-12  # probability floor before a log
@@ -241,6 +246,109 @@ def lira_online(
     mu_in, var_in = _gaussian_fit(inn, fix_variance)
     mu_out, var_out = _gaussian_fit(out, fix_variance)
     return _gauss_logpdf(t, mu_in, var_in) - _gauss_logpdf(t, mu_out, var_out)
+
+
+# ---------------------------------------------------------------------------------------------
+# membership at a released representation r (Inf2Guard's release)
+
+
+def _representations(r: Any, name: str) -> np.ndarray:
+    a = np.asarray(r, dtype=np.float64)
+    if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"{name}: got shape {a.shape}; expected (n, d) representations, n, d >= 1")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: got NaN or inf; expected finite representations")
+    return a
+
+
+def _class_codes(y: Any, n: int, name: str) -> np.ndarray:
+    c = np.asarray(y)
+    if c.shape != (n,) or (c.size and (not np.all(np.equal(np.mod(c, 1), 0)) or c.min() < 0)):
+        raise ValueError(f"{name}: got shape {c.shape}; expected ({n},) class codes >= 0")
+    return c.astype(np.int64)
+
+
+def head_statistic(r: Any, y: Any, r_population: Any, y_population: Any, *,
+                   l2: float = 1.0) -> np.ndarray:
+    """LiRA's statistic of a representation release: φ_i = ln(p_i / (1 − p_i)) with p_i the
+    probability of the candidate's label y_i under a multinomial logistic head fitted on the
+    attacker's own population records (r, y) (standardised r, ridge C = 1/``l2``; scikit-learn).
+
+    Why it reads membership: the encoder pulls its training records deep into their class's
+    region of r, so a head that knows only the population places members' labels more
+    confidently than non-members' (the loss attack, Yeom et al. 2018, carried to r without the
+    released head). It is coordinate-free: each encoder gets its own head, so shadow encoders'
+    statistics are comparable with the target's (what :func:`representation_lira` needs).
+    A label absent from the population gets p = 0 (φ at the floor). Used alone (no shadows) it
+    is a threshold attack; HIGHER = MORE LIKELY MEMBER.
+
+    ``r`` (n, d), ``y`` (n,) codes; ``r_population`` (m, d), ``y_population`` (m,) with at least
+    two classes; records in neither the target's nor any shadow's training set."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    if not (math.isfinite(float(l2)) and l2 > 0):
+        raise ValueError(f"l2: got {l2}; allowed range l2 > 0")
+    rc = _representations(r, "r")
+    rp = _representations(r_population, "r_population")
+    if rp.shape[1] != rc.shape[1]:
+        raise ValueError(f"r_population: got {rp.shape[1]} dimensions; expected {rc.shape[1]} "
+                         "like r")
+    yc = _class_codes(y, rc.shape[0], "y")
+    yp = _class_codes(y_population, rp.shape[0], "y_population")
+    classes = np.unique(yp)
+    if classes.size < 2:
+        raise ValueError(f"y_population: got {classes.size} class; need at least 2 to fit a head")
+    scaler = StandardScaler().fit(rp)
+    head = LogisticRegression(C=1.0 / float(l2), max_iter=5000).fit(scaler.transform(rp), yp)
+    proba = head.predict_proba(scaler.transform(rc))
+    col = np.searchsorted(classes, yc)
+    known = (col < classes.size) & (classes[np.minimum(col, classes.size - 1)] == yc)
+    p = np.where(known, proba[np.arange(yc.size), np.minimum(col, classes.size - 1)], 0.0)
+    return logit_scale(p)
+
+
+def representation_lira(target_r: Any, target_r_population: Any, shadow_r: Any,
+                        shadow_r_population: Any, y: Any, y_population: Any, in_mask: Any, *,
+                        online: bool = True, l2: float = 1.0,
+                        fix_variance: bool = True) -> np.ndarray:
+    """LiRA (Carlini et al. 2022) at a released representation: :func:`head_statistic` of each
+    candidate under the target encoder, tested against the same statistic under K shadow
+    encoders trained with the target's algorithm (defense and λ included) on halves of the
+    candidate pool. Online: ln N(φ; μ_in, σ²_in) − ln N(φ; μ_out, σ²_out); offline: the
+    standardised distance from the OUT fit (:func:`lira_online`, :func:`lira_offline`).
+    HIGHER = MORE LIKELY MEMBER.
+
+    Threat model: the attacker sees r = f(x) of each candidate record and knows the record's
+    label; it can query the encoder (served as an API, Inf2Guard §3) on population records of
+    the same distribution that no model trained on, and knows the architecture and training
+    algorithm (it trains the shadow encoders). It sees neither the encoder's weights nor the
+    released task head.
+
+    ``target_r`` (n, d) and ``target_r_population`` (m, d): the target encoder's r of the
+    candidates and the population records; ``shadow_r`` (K, n, d') and ``shadow_r_population``
+    (K, m, d'): each shadow encoder's; ``y`` (n,), ``y_population`` (m,) labels; ``in_mask``
+    (K, n) bool, candidate i in shadow k's training set (:func:`core.attacks.shadows.shadow_splits`)."""
+    sr = np.asarray(shadow_r, dtype=np.float64)
+    sp = np.asarray(shadow_r_population, dtype=np.float64)
+    t = _representations(target_r, "target_r")
+    n = t.shape[0]
+    if sr.ndim != 3 or sr.shape[1] != n or sr.shape[0] == 0:
+        raise ValueError(f"shadow_r: got shape {sr.shape}; expected (K >= 1, n={n}, d)")
+    K = sr.shape[0]
+    if sp.ndim != 3 or sp.shape[0] != K or sp.shape[2] != sr.shape[2]:
+        raise ValueError(f"shadow_r_population: got shape {sp.shape}; expected (K={K}, m, "
+                         f"{sr.shape[2]})")
+    ins = np.asarray(in_mask)
+    if ins.shape != (K, n) or (ins.dtype != bool and not np.all(np.isin(ins, (0, 1)))):
+        raise ValueError(f"in_mask: got shape {ins.shape}; expected ({K}, {n}) booleans")
+    ins = ins.astype(bool).T  # (n, K) like every reference matrix here
+    phi_t = head_statistic(t, y, target_r_population, y_population, l2=l2)
+    phi = np.stack([head_statistic(sr[k], y, sp[k], y_population, l2=l2) for k in range(K)], 1)
+    out_phi = np.where(~ins, phi, np.nan)
+    if not online:
+        return lira_offline(phi_t, out_phi, fix_variance=fix_variance)
+    return lira_online(phi_t, np.where(ins, phi, np.nan), out_phi, fix_variance=fix_variance)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -144,3 +144,62 @@ def reconstruction_errors(recon: np.ndarray, targets: np.ndarray) -> dict[str, n
         raise ValueError(f"recon: got shape {r.shape}; expected {t.shape} like targets")
     diff = r - t
     return {"l2": np.sqrt((diff**2).sum(1)), "linf": np.abs(diff).max(1)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 3 under an estimated entropy of x (issue #22 item 4)
+
+
+def theorem3_entropy(mi_nats: float, h_x_nats: float, log_volume: float, d: int, eta: float,
+                     norm: str) -> Theorem3Point:
+    """Theorem 3 without the uniform prior, for x with differential entropy h(x) supported in a
+    set X of log-volume ``log_volume`` (nats) in R^d:
+
+        Pr(‖A(r + δ) − x‖_p ≥ η) ≥ 1 − (I(x; r + δ) + ln 2 + ln Vol X − h(x))
+                                         / (ln Vol X − ln Vol B_p(η))
+
+    Proof (the Fano step of the paper's proof with h(x) kept): for E = 1[‖x̂ − x‖ < η],
+    h(x) − I ≤ h(x | x̂) ≤ H(E) + Pr(E)·ln Vol B_p(η) + (1 − Pr(E))·ln Vol X (given x̂ and E = 1,
+    x lies in the ball; otherwise in X), so Pr(E) ≤ (I + ln 2 + ln Vol X − h)/(ln Vol X −
+    ln Vol B). With x uniform (h = ln Vol X) it is the paper's Theorem 3; with any other prior
+    the deficit ln Vol X − h(x) ≥ 0 weakens it. Valid for a true h(x) or a LOWER bound on it;
+    an upper estimate of h (the Gaussian maximum-entropy value) gives an upper estimate of the
+    bound (a point below it is not necessarily a violation; no point below it is conclusive).
+    The ball's volume is not intersected with X (an upper bound on the intersection: valid).
+    ``h_x_nats`` = −inf (x on a lower-dimensional set) makes the bound vacuous."""
+    if math.isnan(mi_nats) or mi_nats < 0:
+        raise ValueError(f"mi_nats: got {mi_nats!r}; allowed range 0 <= value")
+    if math.isnan(h_x_nats) or h_x_nats > log_volume + 1e-9 * max(1.0, abs(log_volume)):
+        raise ValueError(f"h_x_nats: got {h_x_nats!r}; allowed range h <= log_volume = "
+                         f"{log_volume:g} (no density on X has more entropy than uniform)")
+    log_ball = log_ball_volume(d, eta, norm)
+    den = log_volume - min(log_ball, log_volume)
+    if not math.isfinite(h_x_nats):
+        return Theorem3Point(norm, float(eta), 0.0, den, True, float(mi_nats))
+    deficit = max(0.0, log_volume - h_x_nats)
+    b, vac = theorem3(mi_nats + deficit, den)
+    return Theorem3Point(norm, float(eta), b, den, vac, float(mi_nats))
+
+
+def theorem3_dequantised(mi_nats: float, data, eta: float, norm: str, *,
+                         entropy: str = "gaussian") -> Theorem3Point:
+    """Theorem 3 for pixel data under its own entropy (:func:`theorem3_entropy`), applied to
+    the dequantised x̃ = x + u on the varying pixels (``data``: a
+    :class:`core.bounds.entropy.DequantisedData`): ‖x̂ − x‖ ≥ ‖x̂_S − x̃_S‖ − ‖u‖, so the
+    probability that the error on x is at least η is at least the bound for x̃ at
+    η + ‖u‖_max; I(x̃; r + δ) ≤ I(x; r + δ) (u is independent of the release). ``entropy``:
+    ``gaussian`` (the maximum-entropy value: an upper estimate of the bound) or ``knn``
+    (Kozachenko–Leonenko: an estimate with no guaranteed direction). The returned η is the
+    one asked for x."""
+    if entropy not in ("gaussian", "knn"):
+        raise ValueError(f"entropy: got {entropy!r}; allowed: gaussian, knn")
+    _check_positive("eta", eta)
+    if norm not in NORMS:
+        raise ValueError(f"norm: got {norm!r}; allowed: {', '.join(NORMS)}")
+    h = data.h_gaussian if entropy == "gaussian" else data.h_knn
+    if math.isnan(h):
+        raise ValueError(f"entropy: got {entropy!r}, which this data's estimate left out "
+                         "(dequantised(..., knn=False)); allowed: gaussian")
+    h = min(h, data.log_volume)  # an estimate above the uniform value carries no information
+    pt = theorem3_entropy(mi_nats, h, data.log_volume, data.d, eta + data.u_max[norm], norm)
+    return Theorem3Point(norm, float(eta), pt.bound, pt.denominator, pt.vacuous, pt.mi_nats)
