@@ -230,12 +230,10 @@ def match_attack_level(
         raise ValueError(f"lo, hi: got {lo!r}, {hi!r}; expected finite lo < hi")
     if log_scale and lo <= 0:
         raise ValueError(f"lo: got {lo!r}; log_scale needs 0 < lo")
-    if max_evals < 2:
-        raise ValueError(
-            f"max_evals: got {max_evals}; allowed range >= 2 (both ends are evaluated)"
-        )
-    if not tol >= 0:
-        raise ValueError(f"tol: got {tol!r}; allowed range 0 <= value")
+    from core.checks import check_int, check_positive
+
+    check_int("max_evals", max_evals, 2, note="both ends are evaluated")
+    check_positive("tol", tol, zero=True)
 
     history: list[tuple[float, float, float]] = []
 
