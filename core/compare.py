@@ -313,14 +313,9 @@ def family_defaults(family: str) -> dict[str, Any]:
 
 
 def default_grid(part: DefensePart) -> tuple[float, ...]:
-    """The knob's registered comparison grid, else five values over [low, high] on its scale."""
-    if part.knob is None:
-        return ()
-    if part.knob.grid:
-        return tuple(float(v) for v in part.knob.grid)
-    lo, hi = part.knob.low, part.knob.high
-    vals = np.geomspace(lo, hi, 5) if part.knob.scale == "log" and lo > 0 else np.linspace(lo, hi, 5)
-    return tuple(float(f"{v:.4g}") for v in vals)
+    """The knob's registered comparison grid, else five values over [low, high] on its scale
+    (:meth:`core.parts.Knob.comparison_grid`)."""
+    return () if part.knob is None else part.knob.comparison_grid()
 
 
 def block_variants(family: str, defense: str) -> dict[str, list[Any]]:
