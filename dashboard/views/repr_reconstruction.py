@@ -18,13 +18,13 @@ import streamlit as st
 from core.bounds import reconstruction as B
 from core.config import REPR_ATTACKS, REPR_CHANNELS
 from core.metric_schema import HEADLINES
-from core.parts import ATTACKS, DEFENSES
+from core.parts import ATTACKS
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
-from dashboard.components.knob import knob_ui
+from dashboard.components.knob import knob_of, knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -188,7 +188,7 @@ def gallery(result) -> None:
 
 
 def _knob():
-    return DEFENSES.get(DEFENSE).knob.for_family(KIND)
+    return knob_of(DEFENSE, KIND)
 
 
 def _sweep_results(config: dict[str, Any]) -> dict[str, dict[float, Any]]:
