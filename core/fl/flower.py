@@ -54,7 +54,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from core.checks import check_int
 from core.fl.fedavg import aggregate, plan_round
 from core.fl.types import FedAvgState, LocalObjective, UploadTransform
 from core.progress import Progress
@@ -397,6 +396,8 @@ def make_server_app(
     from flwr.app import ConfigRecord, Message, RecordDict
     from flwr.serverapp import ServerApp
 
+    from core.checks import check_int
+
     check_int("rounds", rounds, 1)
     objective = _check_state(recipe, state)
     hand_back, out = out is not None, {} if out is None else out
@@ -503,6 +504,8 @@ def run_flower_fedavg(
     flwr = import_flwr()
     import ray
     from flwr.simulation import run_simulation
+
+    from core.checks import check_int
 
     check_int("num_cpus", num_cpus, 1)
     t_wall = time.perf_counter()
