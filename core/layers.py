@@ -85,6 +85,13 @@ def layer_of(module: str) -> str | None:
     return None if best is None else best[1]
 
 
+def level(module: str) -> int:
+    """The height of a module's layer: 0 numerics, 1 parts, 2 runs, 3 pages (a module may use
+    its own height and below); 0 outside privlab."""
+    name = layer_of(module)
+    return 0 if name is None else len(LAYERS) - 1 - _RANK[name]
+
+
 def _higher(a: str | None, b: str) -> str | None:
     """The higher of two layers (``a`` None: outside the table)."""
     return None if a is None else min(a, b, key=_RANK.__getitem__)
