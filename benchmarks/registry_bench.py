@@ -218,60 +218,12 @@ def range_checker_functions(root: Path = CORE) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # layers
 
-#: module prefix -> layer (higher may import lower, never the reverse); the rest of core (data,
-#: fl, nn, metrics, configs and sweep grids, registries, seeds, checks) is the numerics layer 0.
-#: Comparisons compose runs (layer 2); the FIL mathematics sits with the bounds it feeds.
-LAYERS = {"dashboard": 3, "core.runs": 2, "core.compare": 2, "core.attacks": 1,
-          "core.defenses": 1, "core.bounds": 1, "core.fil": 1}
-#: entry points above every layer (they compose the whole engine)
-ENTRY_POINTS = frozenset({"core/cli.py", "core/experiments.py"})
-
-
-def _layer(module: str) -> int:
-    for prefix, layer in LAYERS.items():
-        if module == prefix or module.startswith(prefix + "."):
-            return layer
-    return 0
-
-
-def _module_of(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def layer_violation_list() -> list[str]:
-    """Imports from a lower layer to a higher one, and pages importing a runner's private name.
-    Uses the layer rule of ``tests/test_import_rules.py`` when it defines one (``layer_of``)."""
-    try:
-        from tests import test_import_rules as rules
+    """The layer rule's violations (:func:`core.layers.violations`: imports and registry
+    strings from a lower layer to a higher one, pages importing private engine names)."""
+    from core.layers import violations
 
-        layer_of = getattr(rules, "layer_of", _layer)
-    except ImportError:  # pragma: no cover - tests not importable
-        layer_of = _layer
-    out: list[str] = []
-    for top in (CORE, ROOT / "dashboard"):
-        for path in _py(top):
-            rel = _rel(path)
-            if rel in ENTRY_POINTS:
-                continue
-            mine = layer_of(_module_of(path))
-            for node in ast.walk(_tree(path)):
-                if isinstance(node, ast.Import):
-                    mods = [(a.name, None) for a in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                    mods = [(node.module, a.name) for a in node.names]
-                else:
-                    continue
-                for mod, name in mods:
-                    if not mod.startswith(("core", "dashboard")):
-                        continue
-                    line = f"{rel}:{node.lineno}: imports {mod} (layer {layer_of(mod)} above {mine})"
-                    if layer_of(mod) > mine and line not in out:
-                        out.append(line)
-                    elif (rel.startswith("dashboard/") and mod.startswith("core.runs")
-                          and name is not None and name.startswith("_")):
-                        out.append(f"{rel}:{node.lineno}: imports the private {mod}.{name}")
-    return out
+    return violations(ROOT)
 
 
 # ---------------------------------------------------------------------------------------------

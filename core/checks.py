@@ -3,8 +3,9 @@ is written here (scikit-learn's habit: constraints declared once, validated at t
 
 Config fields declare their ranges with pydantic's ``Ge`` / ``Gt`` / ``Le`` / ``Lt`` and
 :func:`core.config.format_validation_error` renders them with :func:`range_text`; functions that
-take numbers directly (bounds, accountants, attacks) call :func:`check_range`,
-:func:`check_int`, :func:`check_choice` or :func:`check_array`.
+take numbers directly (bounds, accountants, attacks) call :func:`check_range`
+(:func:`check_positive` for a finite value > 0), :func:`check_int`, :func:`check_choice` or
+:func:`check_array`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_array", "check_choice", "check_int", "check_range", "range_error",
-           "range_text"]
+__all__ = ["check_array", "check_choice", "check_int", "check_positive", "check_range",
+           "range_error", "range_text"]
 
 
 def _num(v: float) -> str:
@@ -28,10 +29,14 @@ def _num(v: float) -> str:
 
 def range_text(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
                hi_open: bool = False, integer: bool = False, note: str = "") -> str:
-    """``"allowed range 0 < value <= 1"``; ``None`` or an infinite end leaves that side out;
-    ``integer`` adds "(integer)"; ``note`` is appended in parentheses (why the range)."""
-    left = "" if lo is None or math.isinf(lo) else f"{_num(lo)} {'<' if lo_open else '<='} "
-    right = "" if hi is None or math.isinf(hi) else f" {'<' if hi_open else '<='} {_num(hi)}"
+    """``"allowed range 0 < value <= 1"``; ``None`` or an infinite closed end leaves that side
+    out (the infinity is allowed), an infinite open end is written (``0 < value < inf``: finite
+    values only); ``integer`` adds "(integer)"; ``note`` is appended in parentheses (why the
+    range)."""
+    left = ("" if lo is None or (math.isinf(lo) and not lo_open)
+            else f"{_num(lo)} {'<' if lo_open else '<='} ")
+    right = ("" if hi is None or (math.isinf(hi) and not hi_open)
+             else f" {'<' if hi_open else '<='} {_num(hi)}")
     text = f"allowed range {left}value{right}"
     if integer:
         text += " (integer)"
@@ -41,7 +46,9 @@ def range_text(lo: float | None = None, hi: float | None = None, *, lo_open: boo
 
 
 def _given(value: Any) -> str:
-    s = repr(value) if not isinstance(value, float | np.floating) else f"{float(value)!r}"
+    if isinstance(value, np.generic):  # numpy scalars read as Python's (5, not np.int64(5))
+        value = value.item()
+    s = repr(value)
     return s if len(s) <= 60 else s[:57] + "..."
 
 
@@ -69,6 +76,12 @@ def check_range(field: str, value: Any, lo: float = -math.inf, hi: float = math.
     if math.isnan(v) or below or above:
         raise range_error(field, value, lo, hi, lo_open=lo_open, hi_open=hi_open, note=note)
     return v
+
+
+def check_positive(field: str, value: Any, *, zero: bool = False, note: str = "") -> float:
+    """The commonest range (κ, σ, ε, learning rates, ...): a finite value > 0, or >= 0 with
+    ``zero`` (:func:`check_range` with ``0 < value < inf``)."""
+    return check_range(field, value, 0, math.inf, lo_open=not zero, hi_open=True, note=note)
 
 
 def check_int(field: str, value: Any, lo: int | None = None, hi: int | None = None, *,

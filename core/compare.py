@@ -230,12 +230,10 @@ def match_attack_level(
         raise ValueError(f"lo, hi: got {lo!r}, {hi!r}; expected finite lo < hi")
     if log_scale and lo <= 0:
         raise ValueError(f"lo: got {lo!r}; log_scale needs 0 < lo")
-    if max_evals < 2:
-        raise ValueError(
-            f"max_evals: got {max_evals}; allowed range >= 2 (both ends are evaluated)"
-        )
-    if not tol >= 0:
-        raise ValueError(f"tol: got {tol!r}; allowed range 0 <= value")
+    from core.checks import check_int, check_positive
+
+    check_int("max_evals", max_evals, 2, note="both ends are evaluated")
+    check_positive("tol", tol, zero=True)
 
     history: list[tuple[float, float, float]] = []
 
@@ -315,14 +313,9 @@ def family_defaults(family: str) -> dict[str, Any]:
 
 
 def default_grid(part: DefensePart) -> tuple[float, ...]:
-    """The knob's registered comparison grid, else five values over [low, high] on its scale."""
-    if part.knob is None:
-        return ()
-    if part.knob.grid:
-        return tuple(float(v) for v in part.knob.grid)
-    lo, hi = part.knob.low, part.knob.high
-    vals = np.geomspace(lo, hi, 5) if part.knob.scale == "log" and lo > 0 else np.linspace(lo, hi, 5)
-    return tuple(float(f"{v:.4g}") for v in vals)
+    """The knob's registered comparison grid, else five values over [low, high] on its scale
+    (:meth:`core.parts.Knob.comparison_grid`)."""
+    return () if part.knob is None else part.knob.comparison_grid()
 
 
 def block_variants(family: str, defense: str) -> dict[str, list[Any]]:

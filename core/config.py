@@ -91,11 +91,12 @@ class DataSpec(_Model):
 
     @model_validator(mode="after")
     def _check_attribute(self) -> DataSpec:
+        from core.checks import range_error
+
         if self.test_fraction + self.aux_fraction > 0.8:
-            raise ValueError(
-                f"test_fraction + aux_fraction: got {self.test_fraction + self.aux_fraction:g}; "
-                "allowed range <= 0.8 (the rest is the training split)"
-            )
+            raise range_error("test_fraction + aux_fraction",
+                              round(self.test_fraction + self.aux_fraction, 10), 0, 0.8,
+                              note="the rest is the training split")
         from core.data.registry import get_info
 
         if self.name in DATASETS_BUILTIN:
@@ -465,17 +466,18 @@ class MembershipAttackSpec(_Model):
         if self.shadows % 2:
             raise ValueError(f"shadows: got {self.shadows}; must be even (each row is in exactly "
                              "half the shadow models)")
+        from core.checks import range_error
+
         if self.rmia_references > self.shadows // 2:
-            raise ValueError(f"rmia_references: got {self.rmia_references}; allowed range "
-                             f"1 <= value <= shadows/2 = {self.shadows // 2}")
+            raise range_error("rmia_references", self.rmia_references, 1, self.shadows // 2,
+                              note="shadows/2")
         if self.targets > self.shadows + 1:
-            raise ValueError(f"targets: got {self.targets}; allowed range 1 <= value <= "
-                             f"shadows + 1 = {self.shadows + 1}")
+            raise range_error("targets", self.targets, 1, self.shadows + 1, note="shadows + 1")
         if (self.targets > 1 and "rmia" in self.attackers
                 and self.rmia_references > self.shadows // 2 - 1):
-            raise ValueError(f"rmia_references: got {self.rmia_references}; with pooled targets "
-                             f"a shadow target leaves each row shadows/2 − 1 OUT models, so the "
-                             f"allowed range is 1 <= value <= {self.shadows // 2 - 1}")
+            raise range_error("rmia_references", self.rmia_references, 1, self.shadows // 2 - 1,
+                              note="with pooled targets a shadow target leaves each row "
+                                   "shadows/2 − 1 OUT models")
         return self
 
 
@@ -721,9 +723,10 @@ class PropertySubsetSpec(_Model):
         if self.n_values not in (4, 7, 11):
             raise ValueError(f"n_values: got {self.n_values}; allowed: 4, 7, 11 (the paper's "
                              "ratio grids)")
+        from core.checks import range_error
+
         if self.size_min > self.size_max:
-            raise ValueError(f"size_min: got {self.size_min}; allowed range 2 <= value <= "
-                             f"size_max = {self.size_max}")
+            raise range_error("size_min", self.size_min, 2, self.size_max, note="size_max")
         return self
 
 
@@ -1028,22 +1031,18 @@ def _field_info(model: type[BaseModel] | None, loc: tuple[Any, ...]):
 def _allowed_range(info) -> str | None:
     if info is None:
         return None
-    lo = hi = None
+    from core.checks import range_text
+
+    bounds: dict[str, Any] = {}
     metas = list(info.metadata)
     for arg in getattr(info.annotation, "__args__", ()):  # Optional[Annotated[...]]
         metas.extend(getattr(arg, "__metadata__", ()))
     for m in metas:
-        if isinstance(m, Ge):
-            lo = f"{m.ge} <= "
-        elif isinstance(m, Gt):
-            lo = f"{m.gt} < "
-        elif isinstance(m, Le):
-            hi = f" <= {m.le}"
-        elif isinstance(m, Lt):
-            hi = f" < {m.lt}"
-    if lo is None and hi is None:
-        return None
-    return f"allowed range {lo or ''}value{hi or ''}"
+        if isinstance(m, Ge | Gt):
+            bounds.update(lo=getattr(m, "ge", getattr(m, "gt", None)), lo_open=isinstance(m, Gt))
+        elif isinstance(m, Le | Lt):
+            bounds.update(hi=getattr(m, "le", getattr(m, "lt", None)), hi_open=isinstance(m, Lt))
+    return range_text(**bounds) if "lo" in bounds or "hi" in bounds else None
 
 
 def format_validation_error(err: ValidationError, model: type[BaseModel] | None = None) -> list[str]:

@@ -58,6 +58,7 @@ from core.bounds.fil import (
     sigma_for_eta,
     sigma_from_dp,
 )
+from core.checks import check_array, check_int, check_range
 
 __all__ = [
     "L2_MAX",
@@ -102,15 +103,8 @@ _BISECT_STEPS = 60  # halvings of the bracket: 2⁻⁶⁰ ≈ 1e-18 of its width
 def check_l2(l2: float, model: str) -> float:
     """The L2 weight λ: finite, 0 ≤ λ ≤ 1e6 for least squares, 0 < λ ≤ 1e6 for logistic
     regression (whose minimiser need not exist without it on separable data)."""
-    try:
-        v = float(l2)
-    except (TypeError, ValueError):
-        v = float("nan")
-    lo_ok = v > 0 if model == "logistic" else v >= 0
-    if not (math.isfinite(v) and lo_ok and v <= L2_MAX):
-        rng = "0 < l2" if model == "logistic" else "0 <= l2"
-        raise ValueError(f"l2: got {l2!r}; allowed: {rng} <= {L2_MAX:g} for {model} regression")
-    return v
+    return check_range("l2", l2, 0, L2_MAX, lo_open=model == "logistic",
+                       note=f"{model} regression")
 
 
 def _check_model(model: str) -> str:
@@ -135,9 +129,9 @@ def _check_weights(weights: np.ndarray | None, n: int) -> np.ndarray | None:
     if weights is None:
         return None
     w = np.asarray(weights, dtype=np.float64).reshape(-1)
-    if w.shape[0] != n or not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError(f"weights: allowed: {n} finite values >= 0 (one per example)")
-    return w
+    if w.shape[0] != n:
+        raise ValueError(f"weights: got {w.shape[0]} values; expected {n} (one per example)")
+    return check_array("weights", w, 0, math.inf, hi_open=True)
 
 
 def _logistic_labels(y: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
@@ -334,8 +328,7 @@ def release(fit: FittedGLM, *, sigma: float, trials: int = 1,
     """Gaussian output perturbation w' = w* + b, b ~ N(0, σ²I) (the mechanism 𝒜 of A7);
     ``trials`` independent draws, shape (trials, d)."""
     s = check_sigma(sigma)
-    if not isinstance(trials, (int, np.integer)) or trials < 1:
-        raise ValueError(f"trials: got {trials!r}; allowed: an integer >= 1")
+    check_int("trials", trials, 1)
     g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     return fit.theta[None, :] + s * g.standard_normal((int(trials), fit.d))
 
@@ -375,9 +368,7 @@ def _check_rows(fit: FittedGLM, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarra
 
 
 def _chunk(chunk_size: int) -> int:
-    if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size: got {chunk_size!r}; allowed: an integer >= 1")
-    return int(chunk_size)
+    return check_int("chunk_size", chunk_size, 1)
 
 
 def fil_jacobians(fit: FittedGLM, X: np.ndarray, y: np.ndarray, *,

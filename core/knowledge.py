@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from core.checks import check_range
+
 
 @dataclass(frozen=True)
 class ThreatModel:
@@ -47,8 +49,7 @@ class AdversaryKnowledge:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.n_classes < 2:
-            raise ValueError(f"n_classes: got {self.n_classes}; allowed range >= 2")
+        check_range("n_classes", self.n_classes, 2)
         if (self.aux_features is None) != (self.aux_labels is None):
             raise ValueError("aux_features, aux_labels: give both or neither")
         if self.aux_features is not None and len(self.aux_features) != len(self.aux_labels):

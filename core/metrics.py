@@ -20,6 +20,8 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score, roc_curve
 
+from core.checks import check_int, check_range, range_error
+
 _PROB_FLOOR = 1e-12  # clip p(true) before the log: CE of a single sample is at most ~27.6 nats
 
 
@@ -37,9 +39,7 @@ def _as_labels(y: np.ndarray, name: str = "y_true") -> np.ndarray:
         raise ValueError(f"{name}: got non-integer values; expected integer class codes 0..k-1")
     y = y.astype(np.int64)
     if y.size and y.min() < 0:
-        raise ValueError(
-            f"{name}: got a negative class code {int(y.min())}; allowed range 0 <= code"
-        )
+        raise range_error(name, int(y.min()), 0, note="a class code")
     return y
 
 
@@ -273,8 +273,7 @@ def roc_curve_points(
 
 def tpr_at_fpr(y: np.ndarray, score: np.ndarray, fpr_target: float) -> float:
     """Largest TPR over thresholds whose FPR <= ``fpr_target`` (the LiRA convention)."""
-    if not 0.0 <= fpr_target <= 1.0:
-        raise ValueError(f"fpr_target: got {fpr_target}; allowed range 0 <= value <= 1")
+    check_range("fpr_target", fpr_target, 0, 1)
     fpr, tpr = roc_curve_points(y, score, drop_intermediate=False)
     ok = fpr <= fpr_target + 1e-15
     return float(np.max(tpr[ok])) if np.any(ok) else 0.0
@@ -304,13 +303,11 @@ def empirical_epsilon_lower_bound(
     tpr = np.asarray(tpr, dtype=np.float64)
     if fpr.shape != tpr.shape:
         raise ValueError(f"tpr: got shape {tpr.shape}; expected {fpr.shape} to match fpr")
-    if not 0.0 <= delta < 1.0:
-        raise ValueError(f"delta: got {delta}; allowed range 0 <= value < 1")
+    check_range("delta", delta, 0, 1, hi_open=True)
     if (n_neg is None) != (n_pos is None):
         raise ValueError("n_neg, n_pos: give both counts (for Clopper-Pearson limits) or neither")
     if n_neg is not None:
-        if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence: got {confidence}; allowed range 0 < value < 1")
+        check_range("confidence", confidence, 0, 1, lo_open=True, hi_open=True)
         from scipy.stats import beta
 
         a = 1.0 - (1.0 + confidence) / 2.0  # one-sided tail per rate
@@ -335,23 +332,14 @@ def empirical_epsilon_lower_bound(
 # uncertainty (DESIGN: "near chance" is claimed only by interval)
 
 
-def _check_confidence(confidence: float) -> float:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence: got {confidence}; allowed range 0 < value < 1")
-    return float(confidence)
-
-
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Exact (Clopper–Pearson) two-sided interval for a binomial proportion k/n: the same as
     ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method='exact')``."""
     from scipy.stats import beta
 
-    a = (1.0 - _check_confidence(confidence)) / 2.0
-    if int(n) != n or n < 1:
-        raise ValueError(f"n: got {n}; allowed range 1 <= value (an integer count)")
-    if int(k) != k or not 0 <= k <= n:
-        raise ValueError(f"k: got {k}; allowed range 0 <= value <= n = {n} (an integer count)")
-    k, n = int(k), int(n)
+    a = (1.0 - check_range("confidence", confidence, 0, 1, lo_open=True, hi_open=True)) / 2.0
+    n = check_int("n", n, 1, note="a count")
+    k = check_int("k", k, 0, n, note="a count, at most n")
     lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
     hi = 1.0 if k == n else float(beta.ppf(1.0 - a, k + 1, n - k))
     return lo, hi
@@ -362,8 +350,7 @@ def _resample_indices(
 ) -> np.ndarray:
     """(n_boot, n) row indices of bootstrap resamples. Stratified: each class keeps its count
     (columns grouped by class, in sorted class order), so every resample has every class."""
-    if int(n_boot) < 1:
-        raise ValueError(f"n_boot: got {n_boot}; allowed range 1 <= value")
+    check_int("n_boot", n_boot, 1)
     n = y.shape[0]
     if not stratified:
         return rng.integers(0, n, size=(int(n_boot), n))
@@ -398,7 +385,7 @@ def bootstrap_interval(
     the rows (stratified by the classes of ``y`` by default, so every resample has every class
     present). NaN statistics are dropped; (NaN, NaN) when all are NaN or ``y`` is empty.
     :func:`attack_intervals` draws the same resamples for the same ``seed``."""
-    confidence = _check_confidence(confidence)
+    confidence = check_range("confidence", confidence, 0, 1, lo_open=True, hi_open=True)
     y = np.asarray(y)
     s = np.asarray(score_or_proba)
     if y.ndim != 1 or s.shape[:1] != y.shape:
@@ -431,7 +418,7 @@ def attack_intervals(
     per-resample counts of (tied-score group, class) by the rank (Mann-Whitney) formula; for
     k > 2 they are the one-vs-rest means over the classes present, as in :func:`attack_scores`.
     Undefined intervals (empty input; AUC with one class present) are (NaN, NaN)."""
-    confidence = _check_confidence(confidence)
+    confidence = check_range("confidence", confidence, 0, 1, lo_open=True, hi_open=True)
     y = _as_labels(y_true)
     p = _as_proba_matrix(proba, y.size)
     k = p.shape[1]

@@ -36,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from core.checks import check_range
+
 _REC = threading.local()
 
 
@@ -197,8 +199,7 @@ class Encoder(nn.Module):
 
     def __init__(self, in_dim: int, hidden: int = 64, rep_dim: int = 128, dropout: float = 0.0) -> None:
         super().__init__()
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout: got {dropout}; allowed range 0 <= value < 1")
+        check_range("dropout", dropout, 0, 1, hi_open=True)
         self.in_dim, self.hidden, self.rep_dim, self.dropout = in_dim, hidden, rep_dim, dropout
         self.fc1 = nn.Linear(in_dim, hidden)
         self.fc2 = nn.Linear(hidden, rep_dim)
@@ -390,8 +391,7 @@ def _check_image_shape(image_shape: tuple[int, int, int], n_classes: int) -> tup
     if len(shape) != 3 or min(shape) < 1:
         raise ValueError(f"image_shape: got {tuple(image_shape)}; expected (C, H, W) with every "
                          f"side >= 1")
-    if int(n_classes) < 2:
-        raise ValueError(f"n_classes: got {n_classes}; allowed range 2 <= value")
+    check_range("n_classes", n_classes, 2)
     return shape  # type: ignore[return-value]
 
 
@@ -462,8 +462,7 @@ class ImageMLP(nn.Module):
     def __init__(self, image_shape: tuple[int, int, int], n_classes: int, hidden: int = 64) -> None:
         super().__init__()
         c, h, w = self.image_shape = _check_image_shape(image_shape, n_classes)
-        if int(hidden) < 1:
-            raise ValueError(f"hidden: got {hidden}; allowed range 1 <= value")
+        check_range("hidden", hidden, 1)
         self.fc1 = nn.Linear(c * h * w, int(hidden))
         self.fc2 = nn.Linear(int(hidden), n_classes)
 

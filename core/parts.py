@@ -91,6 +91,76 @@ class Knob:
     #: the knob values a comparison sweeps by default (core.compare); empty: five values
     #: spread over [low, high] on the knob's scale
     grid: tuple[float, ...] = ()
+    #: the few values a page's teaching sweep (its tradeoff curve) runs, chosen so that the
+    #: knob visibly moves the page's metric in minutes on a CPU; empty: the comparison grid
+    teaching: tuple[float, ...] = ()
+    #: a slider's positions (a select slider over them); empty: a slider over [low, high] with
+    #: ``step`` on a linear scale, a 1-2-5 ladder over [low, high] on a log scale
+    options: tuple[float, ...] = ()
+    #: a linear slider's step; None: a 1-2-5 step giving about 20 positions over [low, high]
+    step: float | None = None
+    #: (family, ((field, value), ...)): fields whose value differs on one family's page (the κ
+    #: channel slides and sweeps other κ on the membership page than in gradient leakage);
+    #: read through :meth:`for_family`
+    family_fields: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
+
+    def for_family(self, family: str | None) -> Knob:
+        """This knob as ``family``'s page shows it (its :attr:`family_fields` applied)."""
+        from dataclasses import replace
+
+        fields = dict(self.family_fields).get(family) if family else None
+        return replace(self, family_fields=(), **dict(fields)) if fields else self
+
+    @property
+    def more_private(self) -> str:
+        """``"higher"`` or ``"lower"``: which way of the knob is more private."""
+        return "higher" if self.direction == "higher_is_more_private" else "lower"
+
+    def spread(self, n: int = 5) -> tuple[float, ...]:
+        """``n`` values over [low, high] on the knob's scale (4 significant digits)."""
+        lo, hi = self.low, self.high
+        if self.scale == "log" and lo > 0:
+            vals = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
+        else:
+            vals = [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+        return tuple(float(f"{v:.4g}") for v in vals)
+
+    def comparison_grid(self) -> tuple[float, ...]:
+        """The values a comparison sweeps by default: :attr:`grid`, else :meth:`spread`."""
+        return tuple(float(v) for v in self.grid) or self.spread()
+
+    def teaching_grid(self) -> tuple[float, ...]:
+        """The values a page's teaching sweep runs: :attr:`teaching`, else the comparison
+        grid."""
+        return tuple(float(v) for v in self.teaching) or self.comparison_grid()
+
+    def slider_step(self) -> float:
+        """A linear slider's step: :attr:`step`, else a 1-2-5 step of about 20 positions."""
+        import math
+
+        if self.step is not None:
+            return float(self.step)
+        raw = (self.high - self.low) / 20
+        mag = 10 ** math.floor(math.log10(raw))
+        return float(f"{min((m * mag for m in (1, 2, 5, 10)), key=lambda s: abs(s - raw)):.6g}")
+
+    def positions(self) -> tuple[float, ...]:
+        """A select slider's positions: :attr:`options`, else on a log scale the 1-2-5 ladder
+        over [low, high] with the teaching grid added (each swept value can be shown); empty
+        on a linear scale (a continuous slider with :meth:`slider_step`)."""
+        import math
+
+        if self.options:
+            return tuple(float(v) for v in self.options)
+        if self.scale != "log" or self.low <= 0:
+            return ()
+        ladder = set()
+        e = math.floor(math.log10(self.low))
+        while 10.0 ** e <= self.high * 1.0001:
+            ladder.update(float(f"{m * 10.0 ** e:.6g}") for m in (1, 2, 5))
+            e += 1
+        ladder = {v for v in ladder if self.low * 0.9999 <= v <= self.high * 1.0001}
+        return tuple(sorted(ladder | set(self.teaching_grid())))
 
 
 @dataclass(frozen=True)
@@ -248,7 +318,11 @@ DEFENSES.register("channel", DefensePart(
     name="channel", title="κ channel (data-space noise)", families=_GL + _MIA, release="update",
     family_releases=(("membership", "model"),), variants="channel",
     knob=Knob("kappa", "κ", "capacity per round (nats)", 0.01, 1e5, "log",
-              "lower_is_more_private", budget_metric="kappa", grid=(2.0, 8.0, 32.0, 128.0, 512.0)),
+              "lower_is_more_private", budget_metric="kappa", grid=(2.0, 8.0, 32.0, 128.0, 512.0),
+              # gradient leakage scales κ with the image dimension d (its page: κ/d grids)
+              family_fields=(("membership", (
+                  ("options", (5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 600.0)),
+                  ("teaching", (20.0, 80.0, 300.0)))),)),
     accounting="capacity", builder=f"{_CENTRAL}:build_channel",
     description="The model trains on D̃ = D + ξ with ξ solved from the capacity κ (Eq. 18): "
                 "Natural σI, White ∝ Σ_D (Eq. 19), Personalized σ·diag β (Eq. 20, exact via "
@@ -258,6 +332,8 @@ DEFENSES.register("dp_sgd", DefensePart(
     family_releases=(("membership", "model"),),
     knob=Knob("noise_multiplier", "z", "noise multiplier", 0.05, 100.0, "log",
               "higher_is_more_private", budget_metric="epsilon_accountant",
+              options=(0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0),
+              family_fields=(("gradient_leakage", (("teaching", (0.3, 0.6, 1.0, 2.0, 4.0)),)),),
               grid=(0.3, 0.6, 1.0, 2.0)),
     accounting="prv", builder=f"{_CENTRAL}:build_dpsgd",
     description="Per-sample clipping and Gaussian noise on the batch gradient (Abadi et al. "
@@ -477,6 +553,7 @@ DEFENSES.register("inf2guard_dra", DefensePart(
     variants="channel",
     knob=Knob("epsilon", "ε", "Inf2Guard noise scale (not a DP budget)", 0.0, 10.0, "linear",
               "higher_is_more_private", budget_metric="perturbation_scale",
+              options=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0),
               grid=(0.0, 0.5, 1.0, 2.0, 4.0)),
     accounting=None, builder="core.defenses.inf2guard_reconstruction:train_inf2guard_dra",
     description="The shared representation is r + δ: learned δ = ε·tanh(u), u ~ N(μ, σ²) "

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from core.checks import check_choice, check_int, check_positive, check_range
 from core.data.splits import subsample
 from core.progress import Progress
 
@@ -82,20 +83,13 @@ def effective_n_neighbors(m: int, n_neighbors: int) -> int:
 
 def _validate(X: Any, method: str, seed: Any, max_points: Any, perplexity: float,
               n_neighbors: int, min_dist: float) -> np.ndarray:
-    if method not in METHODS:
-        raise ValueError(f"method: got {method!r}; allowed: {', '.join(METHODS)}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed: got {seed!r}; allowed: an integer >= 0")
-    if max_points is not None and (
-        isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 3
-    ):
-        raise ValueError(f"max_points: got {max_points!r}; allowed: None or an integer >= 3")
-    if not perplexity > 0:
-        raise ValueError(f"perplexity: got {perplexity!r}; allowed range 0 < value")
-    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, (int, np.integer)) or n_neighbors < 2:
-        raise ValueError(f"n_neighbors: got {n_neighbors!r}; allowed: an integer >= 2")
-    if not 0.0 <= min_dist <= 1.0:
-        raise ValueError(f"min_dist: got {min_dist!r}; allowed range 0 <= value <= 1")
+    check_choice("method", method, METHODS)
+    check_int("seed", seed, 0)
+    if max_points is not None:
+        check_int("max_points", max_points, 3, note="or None for every row")
+    check_positive("perplexity", perplexity)
+    check_int("n_neighbors", n_neighbors, 2)
+    check_range("min_dist", min_dist, 0, 1)
     try:
         arr = np.asarray(X)
     except (ValueError, TypeError) as exc:  # ragged lists etc.

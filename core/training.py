@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from core.checks import check_range
+
 __all__ = ["TrainLog", "adam_train", "balanced_class_weights", "train_classifier"]
 
 
@@ -105,14 +107,11 @@ def adam_train(
     A module is put in train mode while training and left in eval mode at the end; for a
     plain parameter list the caller owns the modes.
     """
-    if epochs < 0:
-        raise ValueError(f"epochs: got {epochs}; allowed range >= 0")
-    if batch_size < 1:
-        raise ValueError(f"batch_size: got {batch_size}; allowed range >= 1")
-    if n < 1:
-        raise ValueError(f"n: got {n}; allowed range >= 1")
-    if patience is not None and patience < 1:
-        raise ValueError(f"patience: got {patience}; allowed range >= 1 (or None)")
+    check_range("epochs", epochs, 0)
+    check_range("batch_size", batch_size, 1)
+    check_range("n", n, 1)
+    if patience is not None:
+        check_range("patience", patience, 1, note="or None")
     module, params = _params_of(params_or_module)
     dev = params[0].device
     opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
@@ -240,8 +239,7 @@ def train_classifier(
         w = np.asarray(class_weight, dtype=np.float64)
         if w.shape != (k,) or not np.all(np.isfinite(w)) or np.any(w < 0):
             raise ValueError(f"class_weight: got shape {w.shape}; expected {k} finite weights >= 0")
-    if not 0.0 <= val_fraction < 1.0:
-        raise ValueError(f"val_fraction: got {val_fraction}; allowed range 0 <= value < 1")
+    check_range("val_fraction", val_fraction, 0, 1, hi_open=True)
     val = (
         _stratified_val(y_np, val_fraction, generator)
         if val_fraction > 0 and y_np.size >= 20

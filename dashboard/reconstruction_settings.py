@@ -1,10 +1,16 @@
 """Settings of the Reconstruction → gradient leakage page that tests and benchmarks import
-without running the page: the defense choices, the κ slider grid and the sweeps' grids."""
+without running the page: the defense choices, the κ slider grid and the sweeps' grids.
+
+DP-SGD's z grid is its registered knob's teaching grid (:mod:`core.parts`). The κ channel's
+slider and sweep scale with the image dimension d (κ/d nats per dimension), which no fixed
+registered grid can say, so they are built here from d."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from core.parts import DEFENSES
 
 #: the page's "defense" choices: none, each channel of the channel block, DP-SGD
 CHOICES = {"none": "none (undefended)", "natural": "κ · Natural (σI)",
@@ -12,7 +18,7 @@ CHOICES = {"none": "none (undefended)", "natural": "κ · Natural (σI)",
            "laplace": "κ · Laplace (derived bound)", "dp_sgd": "DP-SGD (Opacus)"}
 #: κ/d values of the κ sweep (nats per dimension) and the noise multipliers of the z sweep
 KAPPA_PER_DIM_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
-Z_GRID = (0.3, 0.6, 1.0, 2.0, 4.0)
+Z_GRID = DEFENSES.get("dp_sgd").knob.for_family("gradient_leakage").teaching_grid()
 
 
 def kappa_grid(d: int) -> list[float]:

@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.config import AttributePrivacyConfig, DataSpec
+from core.parts import DEFENSES
 
 PRESETS = ("quick", "paper")
-LAMBDA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: TAPPFL's λ teaching grid (the page's sweep), from its registered knob
+LAMBDA_GRID = DEFENSES.get("tappfl").knob.for_family("attribute_privacy").teaching_grid()
 # t-SNE of the test rows dominates a quick run's time; the quick preset embeds fewer of them
 PROJECTION_POINTS = {"quick": 300, "paper": AttributePrivacyConfig().projection_points}
 

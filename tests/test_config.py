@@ -20,17 +20,17 @@ from core.config import (
 
 # (dotted field, strategy of invalid values, the range text the message must carry)
 OUT_OF_RANGE = [
-    ("defense.tradeoff_lambda", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0.0 <= value <= 1.0"),
+    ("defense.tradeoff_lambda", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0 <= value <= 1"),
     ("adversary_steps", st.integers(21, 10**6) | st.integers(-10**6, 0), "1 <= value <= 20"),
     ("fl.num_devices", st.integers(1001, 10**7) | st.integers(-10**6, 0), "1 <= value <= 1000"),
-    ("fl.fraction_fit", st.floats(1.0001, 1e6) | st.floats(-1e6, 0.0), "0.0 < value <= 1.0"),
+    ("fl.fraction_fit", st.floats(1.0001, 1e6) | st.floats(-1e6, 0.0), "0 < value <= 1"),
     ("fl.rounds", st.integers(201, 10**6) | st.integers(-10**6, 0), "1 <= value <= 200"),
-    ("fl.lr", st.floats(10.0001, 1e9) | st.floats(-1e6, 0.0), "0.0 < value <= 10.0"),
-    ("defense.epsilon", st.floats(-1e6, 0.0), "0.0 < value"),
-    ("defense.delta", st.floats(1.0, 1e6) | st.floats(-1e6, 0.0), "0.0 < value < 1.0"),
-    ("defense.rate", st.floats(1.0, 1e6) | st.floats(-1e6, -1e-6), "0.0 <= value < 1.0"),
+    ("fl.lr", st.floats(10.0001, 1e9) | st.floats(-1e6, 0.0), "0 < value <= 10"),
+    ("defense.epsilon", st.floats(-1e6, 0.0), "0 < value"),
+    ("defense.delta", st.floats(1.0, 1e6) | st.floats(-1e6, 0.0), "0 < value < 1"),
+    ("defense.rate", st.floats(1.0, 1e6) | st.floats(-1e6, -1e-6), "0 <= value < 1"),
     ("seed", st.integers(2**31, 2**40) | st.integers(-10**6, -1), "0 <= value"),
-    ("data.dependence", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0.0 <= value <= 1.0"),
+    ("data.dependence", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0 <= value <= 1"),
     ("data.max_samples", st.integers(-10**6, 49), "50 <= value"),
 ]
 

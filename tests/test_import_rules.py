@@ -1,100 +1,95 @@
-"""Layering rules of the engine, checked on the source (ast): every ``import`` statement counts,
-top-level, function-local and ``if TYPE_CHECKING:`` alike.
+"""The layer rule (``core.layers``: pages → runs → attacks / defenses / bounds → numerics) and
+the finer import rules, checked on the source (ast): every ``import`` statement counts
+(top-level, function-local and ``if TYPE_CHECKING:`` alike), and so does every registry string
+``"package.module:attr"``; a page may not import a private (``_name``) function of the engine.
 
-- nothing under ``core/`` imports ``dashboard``, ``cache`` or ``streamlit`` (``core/cli.py``
-  excepted: the command line reads and writes the result store);
-- ``core/data/`` does not import ``core.config`` (data functions take plain arguments or the
-  :class:`core.data.base.DataSpecLike` protocol; config → data is the allowed direction);
-- ``core/fl/`` does not import ``core.defenses`` or ``core.experiments`` (the FL loop is generic
-  over a local objective; the thread budget lives in ``core.threads``).
-
-A failure lists every violation as ``file:line: module``.
+A failure lists every violation as ``file:line: target (rule)``.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
+from core import layers as L
+from core.layers import LAYERS, edges, violation_records, violations
+
 ROOT = Path(__file__).resolve().parents[1]
-CORE = ROOT / "core"
 
-#: (file prefix relative to the repo, forbidden module prefixes, files exempt)
-RULES: list[tuple[str, tuple[str, ...], frozenset[str]]] = [
-    ("core/", ("dashboard", "cache", "streamlit"), frozenset({"core/cli.py"})),
-    ("core/data/", ("core.config",), frozenset()),
-    ("core/fl/", ("core.defenses", "core.experiments"), frozenset()),
-]
+#: the layer rule as benchmarks/registry_bench.py reads it from this module (a height:
+#: 0 numerics ... 3 pages; a module may import its own height and below)
+layer_of = L.level
 
-#: (file, imported module) pairs tolerated for now, each with the reason. The test fails when
-#: one is no longer needed, so this list only shrinks.
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
+def test_no_layer_violations():
+    found = [str(v) for v in violation_records(ROOT)]
+    assert not found, "layer-rule violations:\n" + "\n".join(found)
+    assert violations(ROOT) == []
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
+def test_every_core_module_has_a_layer():
+    for path in (ROOT / "core").rglob("*.py"):
+        mod = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        assert L.layer_of(mod) is not None, mod
+    assert [n for n, _ in LAYERS] == ["pages", "runs", "parts", "numerics"]
+    assert L.layer_of("core.runs.membership") == "runs" and L.layer_of("core.cli") == "pages"
+    assert L.layer_of("core.fil") == "parts" and L.layer_of("core.config") == "numerics"
+    assert L.layer_of("numpy") is None
+    assert [layer_of(m) for m in ("core.metrics", "core.bounds.fil", "cache.store",
+                                  "dashboard.views.membership")] == [0, 1, 2, 3]
 
 
-def _imports(source: str, package: str, filename: str = "<source>") -> list[tuple[int, str]]:
-    """(line, absolute module) for every import in ``source`` (a module of ``package``);
-    ``from a import b`` yields both ``a`` and ``a.b`` (b may be a submodule)."""
-    tree = ast.parse(source, filename=filename)
-    pkg = package.split(".") if package else []
-    out: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.extend((node.lineno, a.name) for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = ".".join(pkg[: len(pkg) - (node.level - 1)] + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            out.append((node.lineno, base))
-            out.extend((node.lineno, f"{base}.{a.name}") for a in node.names if a.name != "*")
-    return out
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        for parent in p.relative_to(tmp_path).parents:  # packages
+            if parent != Path("."):
+                (tmp_path / parent / "__init__.py").touch()
+    return tmp_path
 
 
-def _matches(module: str, prefix: str) -> bool:
-    return module == prefix or module.startswith(prefix + ".")
+def test_the_checker_flags_each_kind_of_upward_reach(tmp_path):
+    root = _tree(tmp_path, {
+        "core/runs/membership.py": "def run_membership(): ...\ndef _helper(): ...\n",
+        "core/metrics.py": "def f():\n    from core.runs.membership import run_membership\n",
+        "core/bounds/x.py": "from ..runs import membership\n",
+        "core/parts.py": ('B = "core.runs.membership:_helper"\n'
+                          'OK = "core.bounds.x:f"\n'
+                          'def g(n):\n    return f"core.runs.membership:{n}"\n'),
+        "core/data/d.py": "import core.config\n",
+        "core/config.py": "",
+        "core/training.py": "import streamlit\n",
+        "dashboard/views/page.py": ("from core.runs.membership import _helper, run_membership\n"
+                                    "from dashboard.components import _figures\n"),
+        "dashboard/components/_figures.py": "",
+    })
+    got = {(v.file, v.target, v.rule) for v in violation_records(root)}
+    expected = {
+        ("core/metrics.py", "core.runs.membership", "numerics must not reach runs"),
+        ("core/bounds/x.py", "core.runs", "parts must not reach runs"),
+        ("core/bounds/x.py", "core.runs.membership", "parts must not reach runs"),
+        ("core/parts.py", "core.runs.membership:_helper",
+         "numerics must not reach runs, by a registry string"),
+        ("core/parts.py", "core.runs.membership:{...}",
+         "numerics must not reach runs, by a registry string"),
+        ("core/data/d.py", "core.config", "core.data must not import core.config"),
+        ("core/training.py", "streamlit", "core must not import streamlit"),
+        ("dashboard/views/page.py", "core.runs.membership:_helper",
+         "a page must not import a private name"),
+    }
+    assert got == expected, sorted(got ^ expected)
 
 
-def _violations() -> tuple[list[str], set[tuple[str, str]]]:
-    found: list[str] = []
-    excused: set[tuple[str, str]] = set()
-    for path in sorted(CORE.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        seen: set[tuple[int, str]] = set()
-        name = _module_name(path)
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for line, module in _imports(path.read_text(encoding="utf-8"), package, rel):
-            for scope, forbidden, exempt in RULES:
-                if not rel.startswith(scope) or rel in exempt:
-                    continue
-                for prefix in forbidden:
-                    if not _matches(module, prefix) or (line, prefix) in seen:
-                        continue
-                    seen.add((line, prefix))
-                    key = next((k for k in KNOWN_EXCEPTIONS if k[0] == rel and _matches(module, k[1])), None)
-                    if key is not None:
-                        excused.add(key)
-                        continue
-                    found.append(f"{rel}:{line}: imports {module} (rule: {scope} must not import {prefix})")
-    return found, excused
-
-
-def test_import_rules():
-    found, _ = _violations()
-    assert not found, "import-rule violations:\n" + "\n".join(found)
-
-
-def test_known_exceptions_are_still_needed():
-    _, excused = _violations()
-    stale = sorted(set(KNOWN_EXCEPTIONS) - excused)
-    assert not stale, f"remove from KNOWN_EXCEPTIONS (no longer imported): {stale}"
+def test_a_clean_tree_has_no_violation(tmp_path):
+    root = _tree(tmp_path, {
+        "core/metrics.py": "import numpy as np\n",
+        "core/bounds/x.py": "from core.metrics import np\n",
+        "core/runs/r.py": "from core.bounds import x\nR = 'core.bounds.x:f'\n",
+        "core/parts.py": 'F = "core.attacks.a:attack"\n',
+        "core/attacks/a.py": "def attack(): ...\n",
+        "dashboard/views/p.py": "from core.runs.r import R\nimport streamlit\n",
+    })
+    assert violations(root) == []
 
 
 def test_the_checker_sees_local_relative_and_type_checking_imports():
@@ -103,6 +98,8 @@ def test_the_checker_sees_local_relative_and_type_checking_imports():
         "if TYPE_CHECKING:\n    from core.config import DataSpec\n"
         "def f():\n    from streamlit import x\n    import cache.store\n"
         "from ..experiments import run\nfrom . import splits\n"
+        "R = 'core.runs.sweep:run_sweep'\n"
     )
-    mods = {m for _, m in _imports(src, "core.data")}
-    assert {"core.config", "streamlit", "cache.store", "core.experiments", "core.data.splits"} <= mods
+    mods = {m for _, _, m, _ in edges(src, "core.data")}
+    assert {"core.config", "streamlit", "cache.store", "core.experiments", "core.data",
+            "core.runs.sweep"} <= mods

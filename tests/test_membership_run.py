@@ -99,7 +99,7 @@ def test_target_and_shadows_are_stages_and_pooled_targets_score_thousands():
 
 def test_pooled_targets_are_validated():
     for patch, expected in (
-        ({"shadows": 4, "targets": 6}, "attack.targets: got 6; allowed range 1 <= value <= shadows + 1 = 5"),
+        ({"shadows": 4, "targets": 6}, "attack.targets: got 6; allowed range 1 <= value <= 5 (shadows + 1)"),
         ({"shadows": 4, "targets": 2, "rmia_references": 2, "attackers": ["rmia"]},
          "attack.rmia_references: got 2"),
     ):

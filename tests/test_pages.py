@@ -168,7 +168,8 @@ def test_attribute_page_controls(store):
                                                  "ap_epochs", "ap_adv_steps", "ap_adv_lr"}
     assert not any(n.key in ("ap_eps", "ap_clip") for n in at.number_input)
     at.selectbox(key="ap_defense").set_value("dp_gaussian").run()
-    assert {"ap_eps", "ap_delta", "ap_clip"} <= {n.key for n in at.number_input}
+    assert {"ap_delta", "ap_clip"} <= {n.key for n in at.number_input}
+    assert at.select_slider(key="ap_eps").value == 1.0  # ε: a log knob, a select slider
     assert not any(s.key == "ap_lambda" for s in at.slider)
     at.selectbox(key="ap_defense").set_value("pruning").run()
     assert any(s.key == "ap_prune" for s in at.slider)

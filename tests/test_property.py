@@ -167,9 +167,9 @@ def test_the_game_drives_the_in_training_adversary_towards_chance():
 @pytest.mark.parametrize("over, start", [
     ({"subsets": {"n_values": 5}}, "subsets.n_values: got 5; allowed: 4, 7, 11"),
     ({"subsets": {"n_values": 12}}, "subsets.n_values: got 12; allowed range 4 <= value <= 11"),
-    ({"defense": {"tradeoff_lambda": 1.5}}, "defense.tradeoff_lambda: got 1.5; allowed range 0.0 <= value <= 1.0"),
+    ({"defense": {"tradeoff_lambda": 1.5}}, "defense.tradeoff_lambda: got 1.5; allowed range 0 <= value <= 1"),
     ({"defense": {"tradeoff_lambda": -0.1}}, "defense.tradeoff_lambda: got -0.1; allowed range"),
-    ({"subsets": {"size_min": 50, "size_max": 10}}, "subsets.size_min: got 50; allowed range 2 <= value <= size_max = 10"),
+    ({"subsets": {"size_min": 50, "size_max": 10}}, "subsets.size_min: got 50; allowed range 2 <= value <= 10 (size_max)"),
     ({"attack": {"attackers": ["lira"]}}, "attack.attackers: got 'lira'; allowed: in_training, mlp, logreg, prior"),
     ({"defense": {"aggregation": "median"}}, "defense.aggregation: got 'median'"),
 ])

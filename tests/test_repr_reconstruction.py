@@ -129,11 +129,11 @@ def test_theorem3_bound_is_monotone_and_flags_vacuous_settings():
 
 
 @pytest.mark.parametrize("patch,expected", [
-    ({"defense": {"epsilon": -0.5}}, "defense.epsilon: got -0.5; allowed range 0.0 <= value <= 100.0"),
+    ({"defense": {"epsilon": -0.5}}, "defense.epsilon: got -0.5; allowed range 0 <= value <= 100"),
     ({"defense": {"tradeoff_lambda": 1.0}},
-     "defense.tradeoff_lambda: got 1.0; allowed range 0.0 <= value < 1.0"),
+     "defense.tradeoff_lambda: got 1.0; allowed range 0 <= value < 1"),
     ({"defense": {"tradeoff_lambda": -0.1}},
-     "defense.tradeoff_lambda: got -0.1; allowed range 0.0 <= value < 1.0"),
+     "defense.tradeoff_lambda: got -0.1; allowed range 0 <= value < 1"),
     ({"defense": {"mc_samples": 0}}, "defense.mc_samples: got 0; allowed range 1 <= value <= 64"),
     ({"attack": {"attackers": ["dlg"]}}, ("attack.attackers: got 'dlg'; allowed: "
      "decoder_in_training, decoder_fresh, inversion")),

@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from core.checks import check_array, check_choice, check_int, check_range, range_text
+from core.checks import (
+    check_array,
+    check_choice,
+    check_int,
+    check_positive,
+    check_range,
+    range_text,
+)
 from core.seeds import derive, stream, torch_stream
 
 
@@ -62,3 +69,96 @@ def test_range_messages():
     with pytest.raises(ValueError, match="beta: got -1.0; allowed range 0 < value"):
         check_array("beta", [1.0, -1.0, 2.0], 0, lo_open=True)
     assert check_array("beta", [1.0, 2.0], 0).dtype == np.float64
+
+
+def test_check_positive_and_open_infinite_ends():
+    assert check_positive("kappa", 2) == 2.0 and check_positive("tol", 0, zero=True) == 0.0
+    for bad in (0, -1.0, math.inf, math.nan, "x"):
+        with pytest.raises(ValueError, match=r"^kappa: got .*; allowed range 0 < value < inf$"):
+            check_positive("kappa", bad)
+    assert range_text(-math.inf, math.inf, lo_open=True, hi_open=True) == \
+        "allowed range -inf < value < inf"
+    assert range_text(0, math.inf) == "allowed range 0 <= value"  # a closed inf end: inf allowed
+    with pytest.raises(ValueError, match=r"^n: got 5; allowed range 1 <= value <= 3 \(integer\)$"):
+        check_int("n", np.int64(5), 1, 3)  # a numpy scalar reads as Python's
+
+
+# one message from each corner of the engine: every one now comes from core.checks
+_MESSAGES = [
+    (lambda: __import__("core.metrics", fromlist=["x"]).tpr_at_fpr([0, 1], [0.1, 0.9], 1.5),
+     r"^fpr_target: got 1\.5; allowed range 0 <= value <= 1$"),
+    (lambda: __import__("core.attacks.membership", fromlist=["x"]).dp_region(1.0, 1.0, [0.1]),
+     r"^delta: got 1\.0; allowed range 0 <= value < 1$"),
+    (lambda: __import__("core.bounds.channel", fromlist=["x"]).quantization_floor(1),
+     r"^levels: got 1; allowed range 2 <= value \(integer\)$"),
+    (lambda: __import__("core.bounds.fil", fromlist=["x"]).compose_eta(1.0, 0),
+     r"^k: got 0; allowed range 1 <= value \(integer\) \(the number of releases\)$"),
+    (lambda: __import__("core.bounds.tappfl", fromlist=["x"]).fano_accuracy_bound(0.5, 1),
+     r"^n_values: got 1; allowed range 2 <= value \(integer\)$"),
+    (lambda: __import__("core.bounds.accountants", fromlist=["x"]).dpsgd_accounting(
+        noise_multiplier=1.0, sample_rate=0.1, steps=0, delta=1e-5),
+     r"^steps: got 0; allowed range 1 <= value$"),
+    (lambda: __import__("core.data.partition", fromlist=["x"]).partition(
+        np.zeros(10, int), num_clients=20, scheme="iid", seed=0),
+     r"^num_clients: got 20; allowed range 1 <= value <= 10 \(integer\) \(the number of rows\)$"),
+    (lambda: __import__("core.defenses.compression", fromlist=["x"]).PruneUpload(1.0),
+     r"^rate: got 1\.0; allowed range 0 <= value < 1$"),
+    (lambda: __import__("core.attacks.attribute", fromlist=["x"]).fresh_attacker_proba(
+        np.zeros((4, 2)), np.array([0, 1, 0, 1]), np.zeros((2, 2)), model="logreg", seed=0,
+        max_train=1),
+     r"^max_train: got 1; allowed range 2 <= value \(integer\)$"),
+    (lambda: __import__("core.projection", fromlist=["x"])._validate(
+        np.zeros((5, 2)), "umap", 0, None, 30.0, 15, 1.5),
+     r"^min_dist: got 1\.5; allowed range 0 <= value <= 1$"),
+]
+
+
+@pytest.mark.parametrize("call, pattern", _MESSAGES)
+def test_representative_messages_come_from_the_one_checker(call, pattern):
+    with pytest.raises(ValueError, match=pattern) as e:
+        call()
+    assert "\n" not in str(e.value)
+
+
+def test_config_ranges_are_written_by_range_text():
+    from core.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match=r"^fl\.lr: got 11\.0; allowed range 0 < value <= 10$"):
+        parse_config({"kind": "attribute_privacy", "fl": {"lr": 11.0}})
+    with pytest.raises(ConfigError, match=r"^attack\.targets: got 6; allowed range 1 <= value "
+                                          r"<= 5 \(shadows \+ 1\)$"):
+        parse_config({"kind": "membership", "attack": {"shadows": 4, "targets": 6}})
+
+
+#: hand-written range messages left on this branch, each in a file another branch of issue #19
+#: rewrites (branch ``hard``: the FIL model's l2 validator and the store's index); the count
+#: may only shrink
+LEFTOVERS = {"core/config.py": 1, "cache/index.py": 1}
+
+
+def _range_strings(path) -> int:
+    """String constants (f-string parts included) that write 'allowed range', docstrings not."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.body and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)}
+    return sum(1 for n in ast.walk(tree) if isinstance(n, ast.Constant)
+               and isinstance(n.value, str) and "allowed range" in n.value and id(n) not in docs)
+
+
+def test_allowed_range_is_written_in_one_place():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = {}
+    for pkg in ("core", "cache", "dashboard"):
+        for p in sorted((root / pkg).rglob("*.py")):
+            rel = p.relative_to(root).as_posix()
+            n = _range_strings(p)
+            if n and rel != "core/checks.py":
+                found[rel] = n
+    extra = {f: n for f, n in found.items() if n > LEFTOVERS.get(f, 0)}
+    assert not extra, f"write these with core.checks (range_error / check_range): {extra}"

@@ -109,7 +109,7 @@ def test_train_errors() -> None:
     f = lambda: ImageMLP(SHAPE, 3, hidden=8)
     kw = {"image_shape": SHAPE, "epochs": 1, "batch_size": 8, "lr": 0.1}
     mask = _unequal_mask()
-    with pytest.raises(ValueError, match="^in_mask: model 1 has 0 rows"):
+    with pytest.raises(ValueError, match=r"^in_mask rows of model 1: got 0; allowed range 1 <= value \(integer\)$"):
         bad = mask.copy()
         bad[1] = False
         train_shadows(f, X, y, bad, **kw)

@@ -76,7 +76,7 @@ def test_grid_over_a_block_kind_starts_a_fresh_block():
 
 
 @pytest.mark.parametrize("over, message", [
-    ({"grid": {LAM: [0.5, 1.5]}}, "grid.defense.tradeoff_lambda: got 1.5; allowed range 0.0 <= value <= 1.0"),
+    ({"grid": {LAM: [0.5, 1.5]}}, "grid.defense.tradeoff_lambda: got 1.5; allowed range 0 <= value <= 1"),
     ({"grid": {"fl.roundz": [3]}}, "grid.fl.roundz: unknown field (got 3)"),
     ({"grid": {"nope.deeper": [1]}}, "grid.nope.deeper: unknown field"),
     ({"grid": {"defense.kind": ["tappfl", "foo"]}}, "grid.defense.kind: got 'foo'; allowed: 'none', "),
@@ -106,7 +106,7 @@ def test_cli_rejects_a_bad_grid_in_one_line_and_stores_nothing(tmp_path, capsys)
     assert main(["sweep", str(path), "--cache-dir", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert err == ("privlab: error: grid.defense.tradeoff_lambda: got 1.5; allowed range "
-                   "0.0 <= value <= 1.0\n")
+                   "0 <= value <= 1\n")
     assert ResultStore(tmp_path / "c").list() == []
 
 

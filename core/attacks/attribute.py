@@ -18,6 +18,7 @@ from typing import Literal
 
 import numpy as np
 
+from core.checks import check_int
 from core.data.splits import subsample
 from core.metrics import attack_scores, cross_entropy_nats, prior_proba
 
@@ -57,12 +58,8 @@ def _n_classes(*arrays: np.ndarray, n_classes: int | None) -> int:
     hi = max((int(a.max()) for a in arrays if a.size), default=0)
     if n_classes is None:
         return max(2, hi + 1)
-    if n_classes < hi + 1 or n_classes < 2:
-        raise ValueError(
-            f"n_classes: got {n_classes}; the data hold code {hi}, "
-            f"so allowed range >= {max(2, hi + 1)}"
-        )
-    return int(n_classes)
+    return check_int("n_classes", n_classes, max(2, hi + 1),
+                     note=f"the data hold class code {hi}")
 
 
 def _outcome(name: str, u_test: np.ndarray, proba: np.ndarray, **info) -> AttackOutcome:
@@ -254,8 +251,7 @@ def fresh_attacker_proba(
         raise ValueError(f"R_test: got shape {Rt.shape}; expected (n_test, {Ra.shape[1]})")
     if model not in ("logreg", "mlp"):
         raise ValueError(f"model: got {model!r}; allowed: logreg, mlp")
-    if max_train < 2:
-        raise ValueError(f"max_train: got {max_train}; allowed range >= 2")
+    check_int("max_train", max_train, 2)
     if class_weight not in CLASS_WEIGHTS:
         raise ValueError(f"class_weight: got {class_weight!r}; allowed: 'prior_shift', 'balanced', None")
     k = _n_classes(ua, n_classes=n_classes)

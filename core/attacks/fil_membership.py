@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from core.checks import check_range
 from core.fil import _check_model, _check_xy, _derivs, _logistic_labels, check_l2, check_sigma
 
 _NEWTON_MAX_ITER = 100
@@ -223,8 +224,7 @@ def spearman_interval(a: Any, b: Any, *, n_boot: int = 1000, confidence: float =
     x, z = x[ok], z[ok]
     if x.size < 3:
         raise ValueError(f"a, b: got {x.size} finite pairs; need at least 3")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence: got {confidence}; allowed range 0 < confidence < 1")
+    check_range("confidence", confidence, 0.0, 1.0, lo_open=True, hi_open=True)
     rho = float(spearmanr(x, z).statistic)
     res = bootstrap((x, z), lambda u, v: spearmanr(u, v).statistic, paired=True,
                     vectorized=False, n_resamples=int(n_boot), confidence_level=confidence,

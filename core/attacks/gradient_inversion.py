@@ -82,6 +82,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
 
+from core.checks import check_choice, check_range
 from core.progress import Progress, ProgressCallback, as_progress
 from core.seeds import torch_stream
 
@@ -105,18 +106,6 @@ _MEAN_INIT_NOISE = 0.01  # "mean" init: std of the noise that breaks symmetry in
 
 # ---------------------------------------------------------------------------------------------
 # the attack specification
-
-
-def _check_range(field: str, value: float, lo: float, hi: float, *, lo_open: bool = False) -> None:
-    ok = (value > lo if lo_open else value >= lo) and value <= hi
-    if not ok or (isinstance(value, float) and math.isnan(value)):
-        op = "<" if lo_open else "<="
-        raise ValueError(f"{field}: got {value}; allowed range {lo:g} {op} value <= {hi:g}")
-
-
-def _check_choice(field: str, value: str, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{field}: got {value!r}; allowed: {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -155,17 +144,17 @@ class InversionSpec:
     history_size: int = 100
 
     def __post_init__(self) -> None:
-        _check_choice("distance", self.distance, DISTANCES)
-        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        _check_choice("labels", self.labels, LABEL_MODES)
-        _check_choice("init", self.init, INITS)
-        _check_choice("schedule", self.schedule, SCHEDULES)
-        _check_range("lr", self.lr, 0.0, 100.0, lo_open=True)
-        _check_range("iterations", self.iterations, 1, 100_000)
-        _check_range("tv", self.tv, 0.0, 100.0)
-        _check_range("restarts", self.restarts, 1, 64)
-        _check_range("max_nan_restarts", self.max_nan_restarts, 0, 1000)
-        _check_range("history_size", self.history_size, 1, 1000)
+        check_choice("distance", self.distance, DISTANCES)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("labels", self.labels, LABEL_MODES)
+        check_choice("init", self.init, INITS)
+        check_choice("schedule", self.schedule, SCHEDULES)
+        check_range("lr", self.lr, 0.0, 100.0, lo_open=True)
+        check_range("iterations", self.iterations, 1, 100_000)
+        check_range("tv", self.tv, 0.0, 100.0)
+        check_range("restarts", self.restarts, 1, 64)
+        check_range("max_nan_restarts", self.max_nan_restarts, 0, 1000)
+        check_range("history_size", self.history_size, 1, 1000)
         for name in ("iterations", "restarts", "max_nan_restarts", "history_size"):
             if int(getattr(self, name)) != getattr(self, name):
                 raise ValueError(f"{name}: got {getattr(self, name)}; expected an integer")
@@ -274,8 +263,8 @@ def fedavg_update_observation(model: nn.Module, params: dict[str, Tensor] | None
     """Observed FedAvg updates W_o − W_i of T targets: ``local_steps`` full-batch SGD steps of
     rate ``local_lr`` on each target's b images, from ``params``. name → (T, *shape)."""
     _check_targets(x, y)
-    _check_range("local_steps", local_steps, 1, 1000)
-    _check_range("local_lr", local_lr, 0.0, 100.0, lo_open=True)
+    check_range("local_steps", local_steps, 1, 1000)
+    check_range("local_lr", local_lr, 0.0, 100.0, lo_open=True)
     p = _params_of(model, params)
     fn = partial(_local_update, partial(_hard_ce, model), local_steps=int(local_steps),
                  local_lr=float(local_lr))
@@ -772,14 +761,14 @@ def invert(model: nn.Module, params: dict[str, Tensor] | None, observed: dict[st
     dummies, so a subset attacked alone with its own ids reproduces the joint result.
     ``progress`` gets the fraction done and polls its cancel token (raises ``Cancelled``)."""
     t0 = time.perf_counter()
-    _check_range("batch_size", batch_size, 1, MAX_BATCH)
-    _check_choice("observation", observation, ("gradient", "fedavg"))
-    _check_range("local_steps", local_steps, 1, 1000)
-    _check_range("local_lr", local_lr, 0.0, 100.0, lo_open=True)
+    check_range("batch_size", batch_size, 1, MAX_BATCH)
+    check_choice("observation", observation, ("gradient", "fedavg"))
+    check_range("local_steps", local_steps, 1, 1000)
+    check_range("local_lr", local_lr, 0.0, 100.0, lo_open=True)
     image_shape = tuple(int(s) for s in image_shape)
     if len(image_shape) != 3 or min(image_shape) < 1:
         raise ValueError(f"image_shape: got {image_shape}; expected (C, H, W)")
-    _check_range("n_classes", n_classes, 2, 100_000)
+    check_range("n_classes", n_classes, 2, 100_000)
     p = _params_of(model, params)
     T = _check_observed(observed, p)
     ids = list(range(T)) if target_ids is None else [int(i) for i in target_ids]
@@ -941,10 +930,10 @@ def model_inversion(model: nn.Module, params: dict[str, Tensor] | None, *, n_cla
     does not state the loss; it keeps the image from turning into high-frequency adversarial
     noise), clamped to [0, 1] after each step. Score against the class centres with
     :func:`score_model_inversion`."""
-    _check_range("iterations", iterations, 1, 100_000)
-    _check_range("lr", lr, 0.0, 100.0, lo_open=True)
-    _check_range("tv", tv, 0.0, 100.0)
-    _check_range("n_classes", n_classes, 2, 100_000)
+    check_range("iterations", iterations, 1, 100_000)
+    check_range("lr", lr, 0.0, 100.0, lo_open=True)
+    check_range("tv", tv, 0.0, 100.0)
+    check_range("n_classes", n_classes, 2, 100_000)
     p = _params_of(model, params)
     device, dtype = next(iter(p.values())).device, next(iter(p.values())).dtype
     shape = tuple(int(s) for s in image_shape)

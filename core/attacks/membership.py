@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from core.checks import check_array, check_positive, check_range, range_error
 from core.metrics import (
     advantage,
     attack_intervals,
@@ -81,8 +82,8 @@ def _vector(x: Any, name: str, *, finite: bool = True) -> np.ndarray:
 
 
 def _probabilities(p: np.ndarray, name: str) -> np.ndarray:
-    if p.size and (np.nanmin(p) < 0.0 or np.nanmax(p) > 1.0):
-        raise ValueError(f"{name}: got values outside [0, 1]; allowed range 0 <= p <= 1")
+    """``p`` unchanged when every non-NaN entry is a probability (NaN: not applicable)."""
+    check_array(name, p[~np.isnan(p)], 0, 1)
     return p
 
 
@@ -92,7 +93,7 @@ def _reference(x: Any, n: int, name: str) -> np.ndarray:
     if r.ndim != 2 or r.shape[0] != n:
         raise ValueError(f"{name}: got shape {r.shape}; expected (n={n}, K) reference scores")
     if r.shape[1] == 0:
-        raise ValueError(f"{name}: got K = 0 reference models; allowed range K >= 1")
+        raise range_error(f"{name}.shape[1]", 0, 1, integer=True, note="reference models K")
     if np.any(np.isinf(r)):
         raise ValueError(f"{name}: got inf; expected finite values (NaN = not applicable)")
     return r
@@ -167,8 +168,7 @@ def modified_entropy_attack(probs: Any, labels: Any) -> np.ndarray:
 def logit_scale(p_true: Any, eps: float = 1e-12) -> np.ndarray:
     """LiRA's logit scaling φ(p) = ln(p / (1 − p)) (Carlini et al. 2022, §IV-B, Eq. 4) of the
     true-class probability, p clipped to [eps, 1 − eps]. Any shape; NaN passes through."""
-    if not 0.0 < eps < 0.5:
-        raise ValueError(f"eps: got {eps}; allowed range 0 < eps < 0.5")
+    check_range("eps", eps, 0, 0.5, lo_open=True, hi_open=True)
     p = np.asarray(p_true, dtype=np.float64)
     _probabilities(p, "p_true")
     p = np.clip(p, eps, 1.0 - eps)
@@ -287,8 +287,7 @@ def head_statistic(r: Any, y: Any, r_population: Any, y_population: Any, *,
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    if not (math.isfinite(float(l2)) and l2 > 0):
-        raise ValueError(f"l2: got {l2}; allowed range l2 > 0")
+    check_positive("l2", l2)
     rc = _representations(r, "r")
     rp = _representations(r_population, "r_population")
     if rp.shape[1] != rc.shape[1]:
@@ -390,18 +389,16 @@ def rmia(
     ``target_p`` (n,), ``ref_p`` (n, K), ``z_target_p`` (m,), ``z_ref_p`` (m, K): probabilities
     of the true class, NaN in a reference matrix = model not applicable. Vectorised: one sort
     of the m z-ratios and a binary search per x, O((n + m) log m), no (n, m) matrix."""
-    if not (math.isfinite(float(gamma)) and gamma > 0):
-        raise ValueError(f"gamma: got {gamma}; allowed range gamma > 0")
+    check_positive("gamma", gamma)
     if a is None:
         a = DEFAULT_RMIA_A
     elif not offline:
         raise ValueError("a: got a value with offline=False; `a` is only used offline")
-    if not 0.0 <= a <= 1.0:
-        raise ValueError(f"a: got {a}; allowed range 0 <= a <= 1")
+    check_range("a", a, 0, 1)
     tx = _probabilities(_vector(target_p, "target_p"), "target_p")
     tz = _probabilities(_vector(z_target_p, "z_target_p"), "z_target_p")
     if tz.size == 0:
-        raise ValueError("z_target_p: got 0 population samples; allowed range m >= 1")
+        raise range_error("z_target_p.size", 0, 1, integer=True, note="population samples m")
     rx = _probabilities(_reference(ref_p, tx.size, "ref_p"), "ref_p")
     rz = _probabilities(_reference(z_ref_p, tz.size, "z_ref_p"), "z_ref_p")
     if rz.shape[1] != rx.shape[1]:
@@ -609,13 +606,9 @@ def balance_members(labels: Any, *arrays: Any, seed: int) -> np.ndarray:
 def dp_region(epsilon: float, delta: float, fpr: Any) -> np.ndarray:
     """Largest TPR an (ε, δ)-DP mechanism allows at each FPR (Kairouz et al. 2015):
     TPR ≤ min(1, e^ε·FPR + δ, 1 − e^{−ε}(1 − δ − FPR)); draw it on the ROC."""
-    if not (math.isfinite(epsilon) and epsilon >= 0):
-        raise ValueError(f"epsilon: got {epsilon}; allowed range 0 <= epsilon < inf")
-    if not 0.0 <= delta < 1.0:
-        raise ValueError(f"delta: got {delta}; allowed range 0 <= delta < 1")
-    f = np.asarray(fpr, dtype=np.float64)
-    if f.size and (np.any(~np.isfinite(f)) or f.min() < 0 or f.max() > 1):
-        raise ValueError("fpr: got values outside [0, 1]; allowed range 0 <= fpr <= 1")
+    check_positive("epsilon", epsilon, zero=True)
+    check_range("delta", delta, 0, 1, hi_open=True)
+    f = check_array("fpr", fpr, 0, 1)
     b1 = math.exp(epsilon) * f + delta
     b2 = 1.0 - math.exp(-epsilon) * (1.0 - delta - f)
     return np.clip(np.minimum(np.minimum(b1, b2), 1.0), 0.0, 1.0)
@@ -661,13 +654,9 @@ def membership_report(
     Memory: the bootstrap holds an (n_boot, n) index array."""
     s = _vector(scores, "scores")
     y = _member_labels(is_member, s.size)
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence: got {confidence}; allowed range 0 < confidence < 1")
-    if not 0.0 <= delta < 1.0:
-        raise ValueError(f"delta: got {delta}; allowed range 0 <= delta < 1")
-    for f in fprs:
-        if not 0.0 < f < 1.0:
-            raise ValueError(f"fprs: got {f}; allowed range 0 < fpr < 1")
+    check_range("confidence", confidence, 0, 1, lo_open=True, hi_open=True)
+    check_range("delta", delta, 0, 1, hi_open=True)
+    check_array("fprs", fprs, 0, 1, lo_open=True, hi_open=True)
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError(

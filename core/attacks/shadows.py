@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
+from core.checks import range_error
 from core.defenses.noisy_training import (
     OPTIMIZERS,
     as_images,
@@ -66,11 +67,6 @@ ADAM_EPS = 1e-8
 OUTPUT_CHUNK = 4096
 
 
-def _check_k(K: int) -> None:
-    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or not 1 <= K <= MAX_SHADOWS:
-        raise ValueError(f"K: got {K!r}; allowed range integer 1 <= value <= {MAX_SHADOWS}")
-
-
 def shadow_splits(pool_size: int, K: int, *, seed: int, fraction: float = 0.5) -> np.ndarray:
     """Bool (K, pool_size): ``[k, i]`` = pool row i is in shadow model k's training set.
 
@@ -80,10 +76,8 @@ def shadow_splits(pool_size: int, K: int, *, seed: int, fraction: float = 0.5) -
     sizes are then about fraction·pool_size each (not exactly equal). Drawn from the stream
     ``(seed, "shadow_splits")``."""
     check_int("pool_size", pool_size, 1)
-    _check_k(K)
-    check_range("fraction", fraction, 0.0, 1.0, lo_open=True)
-    if fraction >= 1.0:
-        raise ValueError(f"fraction: got {fraction!r}; allowed range 0 < value < 1")
+    check_int("K", K, 1, MAX_SHADOWS)
+    check_range("fraction", fraction, 0.0, 1.0, lo_open=True, hi_open=True)
     rng = stream(seed, "shadow_splits")
     target = K * float(fraction)
     lo = math.floor(target)
@@ -110,8 +104,7 @@ class ShadowModels:
 
     def model(self, k: int) -> nn.Module:
         """A plain module holding model k's weights (a copy)."""
-        if not 0 <= k < self.n_models:
-            raise ValueError(f"k: got {k!r}; allowed range 0 <= value < {self.n_models}")
+        check_int("k", k, 0, self.n_models - 1)
         import copy
 
         m = copy.deepcopy(self.module)
@@ -179,10 +172,10 @@ def _check_mask(in_mask, n: int) -> np.ndarray:
     mask = np.asarray(in_mask)
     if mask.dtype != bool or mask.ndim != 2 or mask.shape[1] != n:
         raise ValueError(f"in_mask: got {mask.dtype} {mask.shape}; allowed: bool (K, {n})")
-    _check_k(mask.shape[0])
+    check_int("K", mask.shape[0], 1, MAX_SHADOWS)
     empty = np.flatnonzero(~mask.any(1))
     if len(empty):
-        raise ValueError(f"in_mask: model {int(empty[0])} has 0 rows; allowed range rows >= 1")
+        raise range_error(f"in_mask rows of model {int(empty[0])}", 0, 1, integer=True)
     return mask
 
 

@@ -23,6 +23,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from core.checks import check_choice, check_range
 from core.registry import Registry
 
 
@@ -30,20 +31,6 @@ class Accountant(Protocol):
     name: str
 
     def compose(self, **kw: Any) -> tuple[float, float]: ...
-
-
-def _check(
-    name: str, value: float, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False
-) -> None:
-    bad = (
-        (value <= lo if lo_open else value < lo)
-        or (value >= hi if hi_open else value > hi)
-        or math.isnan(value)
-    )
-    if bad:
-        lo_s = f"{lo:g} {'<' if lo_open else '<='} "
-        hi_s = f" {'<' if hi_open else '<='} {hi:g}" if math.isfinite(hi) else ""
-        raise ValueError(f"{name}: got {value!r}; allowed range {lo_s}value{hi_s}")
 
 
 @dataclass(frozen=True)
@@ -136,14 +123,14 @@ def total_epsilon(
 
     Returns ``{"epsilon_total", "delta_total", "accountant"}`` (the name of the one used).
     """
-    _check("rounds", rounds, 1, math.inf)
-    _check("sample_rate", sample_rate, 0.0, 1.0, lo_open=True)
-    _check("delta", delta, 0.0, 1.0, lo_open=True, hi_open=True)
-    _check("eps_round", eps_round, 0.0, math.inf, lo_open=True)
+    check_range("rounds", rounds, 1, math.inf)
+    check_range("sample_rate", sample_rate, 0.0, 1.0, lo_open=True)
+    check_range("delta", delta, 0.0, 1.0, lo_open=True, hi_open=True)
+    check_range("eps_round", eps_round, 0.0, math.inf, lo_open=True)
     rounds = int(rounds)
     if mechanism == "gaussian":
         if noise_multiplier is not None:
-            _check("noise_multiplier", noise_multiplier, 0.0, math.inf, lo_open=True)
+            check_range("noise_multiplier", noise_multiplier, 0.0, math.inf, lo_open=True)
             eps, dlt = ACCOUNTANTS.get("rdp").compose(
                 noise_multiplier=noise_multiplier,
                 sample_rate=sample_rate,
@@ -157,7 +144,7 @@ def total_epsilon(
         return {"epsilon_total": eps, "delta_total": dlt, "accountant": "basic"}
     if mechanism == "laplace":
         dp = delta if delta_prime is None else delta_prime
-        _check("delta_prime", dp, 0.0, 1.0, lo_open=True, hi_open=True)
+        check_range("delta_prime", dp, 0.0, 1.0, lo_open=True, hi_open=True)
         b_eps, b_dlt = ACCOUNTANTS.get("basic").compose(
             eps_round=eps_round, delta_round=0.0, rounds=rounds
         )
@@ -185,12 +172,11 @@ DPSGD_ACCOUNTANTS: tuple[str, ...] = ("prv", "rdp")
 
 def _check_dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float,
                  accountant: str) -> None:
-    _check("noise_multiplier", noise_multiplier, 0.0, math.inf, lo_open=True)
-    _check("sample_rate", sample_rate, 0.0, 1.0, lo_open=True)
-    _check("steps", steps, 1, math.inf)
-    _check("delta", delta, 0.0, 1.0, lo_open=True, hi_open=True)
-    if accountant not in DPSGD_ACCOUNTANTS:
-        raise ValueError(f"accountant: got {accountant!r}; allowed: {', '.join(DPSGD_ACCOUNTANTS)}")
+    check_range("noise_multiplier", noise_multiplier, 0.0, math.inf, lo_open=True)
+    check_range("sample_rate", sample_rate, 0.0, 1.0, lo_open=True)
+    check_range("steps", steps, 1, math.inf)
+    check_range("delta", delta, 0.0, 1.0, lo_open=True, hi_open=True)
+    check_choice("accountant", accountant, DPSGD_ACCOUNTANTS)
 
 
 class _PRVTooLarge(RuntimeError):
@@ -286,8 +272,8 @@ def dpsgd_noise_multiplier(target_epsilon: float, sample_rate: float, steps: int
     unavailable counts as "over budget". If PRV is unavailable (or over budget) even at σ_rdp,
     σ_rdp is returned, and :func:`dpsgd_accounting` at that σ falls back to RDP (ε ≤ target).
     """
-    _check("target_epsilon", target_epsilon, 0.0, math.inf, lo_open=True)
-    _check("epsilon_tolerance", epsilon_tolerance, 0.0, math.inf, lo_open=True)
+    check_range("target_epsilon", target_epsilon, 0.0, math.inf, lo_open=True)
+    check_range("epsilon_tolerance", epsilon_tolerance, 0.0, math.inf, lo_open=True)
     _check_dpsgd(1.0, sample_rate, steps, delta, accountant)
     from opacus.accountants.utils import get_noise_multiplier
 

@@ -28,6 +28,8 @@ from typing import Literal
 import numpy as np
 import scipy.linalg as sla
 
+from core.checks import check_array, check_int, check_positive, check_range, range_error
+
 ArrayLike = float | np.ndarray
 
 #: eigenvalues <= ZERO_REL_TOL · λ_max are treated as exactly zero (eigh round-off is ~d·eps)
@@ -48,41 +50,7 @@ NoiseMode = Literal["redraw", "fixed"]
 
 
 # ---------------------------------------------------------------------------------------------
-# validation helpers (one-line errors naming the field and the allowed range)
-
-
-def _scalar(name: str, value: object) -> float:
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: got {value!r}; expected a real number") from None
-    return v
-
-
-def _positive(name: str, value: object) -> float:
-    """A finite value > 0."""
-    v = _scalar(name, value)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name}: got {v!r}; allowed range 0 < value")
-    return v
-
-
-def _nonneg(name: str, value: object) -> float:
-    v = _scalar(name, value)
-    if not (math.isfinite(v) and v >= 0):
-        raise ValueError(f"{name}: got {v!r}; allowed range 0 <= value")
-    return v
-
-
-def _pos_int(name: str, value: object) -> int:
-    """An integer >= 1 (ints, integral floats and numpy integers accepted)."""
-    try:
-        ok = not isinstance(value, bool) and float(value).is_integer() and float(value) >= 1  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise ValueError(f"{name}: got {value!r}; allowed range 1 <= value (integer)")
-    return int(value)  # type: ignore[arg-type]
+# array validation (one-line errors from core.checks naming the field and the allowed range)
 
 
 def _eigs(eigenvalues: ArrayLike, name: str = "eigenvalues") -> np.ndarray:
@@ -90,13 +58,11 @@ def _eigs(eigenvalues: ArrayLike, name: str = "eigenvalues") -> np.ndarray:
     lam = np.array(eigenvalues, dtype=np.float64, copy=True).ravel()
     if lam.size == 0:
         raise ValueError(f"{name}: got an empty array; expected d >= 1 covariance eigenvalues")
-    if not np.all(np.isfinite(lam)):
-        raise ValueError(f"{name}: got a non-finite value; allowed range 0 <= value < inf")
+    check_array(name, lam, -math.inf, math.inf, lo_open=True, hi_open=True)
     top = float(np.max(np.abs(lam)))
     if lam.min() < -NEG_REL_TOL * top:
-        raise ValueError(
-            f"{name}: got {lam.min():.3g}; allowed range value >= 0 (a covariance is PSD)"
-        )
+        raise range_error(name, float(lam.min()), 0,
+                          note="a covariance is PSD; round-off negatives are set to 0")
     lam[lam <= ZERO_REL_TOL * top] = 0.0
     return lam
 
@@ -114,23 +80,18 @@ def _beta(beta: ArrayLike, d: int) -> np.ndarray:
     b = np.asarray(beta, dtype=np.float64).ravel()
     if b.shape != (d,):
         raise ValueError(f"beta: got shape {np.shape(beta)}; expected ({d},), one weight per dim")
-    if not np.all(np.isfinite(b)) or b.min() <= 0:
-        bad = b[~(np.isfinite(b) & (b > 0))][0]
-        raise ValueError(f"beta: got {float(bad)!r}; allowed range 0 < value < inf")
-    return b
+    return check_array("beta", b, 0, math.inf, lo_open=True, hi_open=True)
 
 
 def _sigmas(sigma: ArrayLike, d: int, name: str = "sigma") -> np.ndarray:
     """Scalar σ > 0 broadcast to (d,), or a per-direction array of σ_i >= 0."""
     s = np.asarray(sigma, dtype=np.float64)
     if s.ndim == 0:
-        return np.full(d, _positive(name, float(s)))
+        return np.full(d, check_positive(name, float(s)))
     s = s.ravel()
     if s.shape != (d,):
         raise ValueError(f"{name}: got shape {np.shape(sigma)}; expected a scalar or ({d},)")
-    if np.any(np.isnan(s)) or s.min() < 0:
-        raise ValueError(f"{name}: got {float(np.nanmin(s))!r}; allowed range 0 <= value")
-    return s
+    return check_array(name, s, 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,7 +138,7 @@ class Spectrum:
 
     def rescaled(self, factor: float, scale: str | None = None) -> Spectrum:
         """The spectrum of a·X: eigenvalues × a², mean × a (e.g. a = 2 for [0,1] → [−1,1])."""
-        a = _positive("factor", factor)
+        a = check_positive("factor", factor)
         return replace(self, eigenvalues=self.eigenvalues * a * a, mean=self.mean * a,
                        scale=scale if scale is not None else f"{self.scale} × {a:g}")
 
@@ -187,7 +148,7 @@ def data_spectrum(X: np.ndarray, *, ridge: float = 0.0, scale: str = "as given")
     the Natural Channel (Eq. 18). ``ridge`` >= 0 is added to every eigenvalue (Σ + ridge·I),
     e.g. the dequantisation variance Δ²/12. Divide-and-conquer eigh: a few seconds at d = 3072.
     """
-    r = _nonneg("ridge", ridge)
+    r = check_positive("ridge", ridge, zero=True)
     x = np.asarray(X)
     if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1:
         raise ValueError(f"X: got shape {x.shape}; expected (n, d) with n >= 2 rows")
@@ -205,7 +166,7 @@ def spectrum_from_cov(cov: np.ndarray, *, mean: np.ndarray | None = None, ridge:
     """Spectrum of a given covariance (d, d): LAPACK divide-and-conquer eigh (syevd), reversed
     to descending order; ``overwrite=True`` lets LAPACK destroy ``cov`` (saves a d×d copy)."""
     c = _square("cov", cov)
-    r = _nonneg("ridge", ridge)
+    r = check_positive("ridge", ridge, zero=True)
     m = np.zeros(c.shape[0]) if mean is None else np.asarray(mean, dtype=np.float64).ravel()
     if m.shape != (c.shape[0],):
         raise ValueError(f"mean: got shape {m.shape}; expected ({c.shape[0]},)")
@@ -217,13 +178,13 @@ def spectrum_from_cov(cov: np.ndarray, *, mean: np.ndarray | None = None, ridge:
 def rescale_eigenvalues(eigs: ArrayLike, factor: float) -> np.ndarray:
     """Eigenvalues of the covariance of a·X: λ × a². privlab images are in [0, 1]; the spec's
     digits table and the paper's eigenvalue table assume [−1, 1], i.e. factor 2."""
-    a = _positive("factor", factor)
+    a = check_positive("factor", factor)
     return _eigs(eigs) * (a * a)
 
 
 def kappa_per_dim(kappa: float, d: int) -> float:
     """κ/d, the per-dimension budget in nats/dim (spec §5.10: the paper's 300/3072 ≈ 0.098)."""
-    return _positive("kappa", kappa) / _pos_int("d", d)
+    return check_positive("kappa", kappa) / check_int("d", d, 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,8 +253,8 @@ def solve_sigma(eigenvalues: ArrayLike, kappa: float, *, rtol: float = 1e-10) ->
     vectorised iterations: ~1 ms at d = 3072.
     """
     lam = _eigs(eigenvalues)
-    k = _positive("kappa", kappa)
-    rt = _positive("rtol", rtol)
+    k = check_positive("kappa", kappa)
+    rt = check_positive("rtol", rtol)
     pos = lam[lam > 0]
     if pos.size == 0:
         raise ValueError("eigenvalues: all zero (trace 0); need at least one value > 0")
@@ -310,14 +271,15 @@ def solve_sigma(eigenvalues: ArrayLike, kappa: float, *, rtol: float = 1e-10) ->
     t_lo = max(float(log_lam.min()) - 2.0 * k / pos.size, float(log_lam.max()) - _log_expm1(2 * k))
     sigma = math.exp(_bisect_log(f, k, min(t_lo, t_hi), t_hi, rt))
     if not sigma > 1e-300:
-        raise ValueError(f"kappa: got {k!r}; σ underflows float64 (allowed range 0 < value < "
-                         f"~{0.5 * pos.size * (690.0 + float(log_lam.mean())):.4g} here)")
+        top = float(f"{0.5 * pos.size * (690.0 + float(log_lam.mean())):.4g}")
+        raise range_error("kappa", k, 0, top, lo_open=True, hi_open=True,
+                          note="about; above it σ underflows float64")
     return sigma
 
 
 def solve_sigma_batch(eigenvalues: ArrayLike, kappa: float, batch_size: int) -> float:
     """σ with C_B(σ) = κ for the minibatch-gradient covariance Σ/B (Eq. 24)."""
-    return solve_sigma(_eigs(eigenvalues) / _pos_int("batch_size", batch_size), kappa)
+    return solve_sigma(_eigs(eigenvalues) / check_int("batch_size", batch_size, 1), kappa)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,7 +290,7 @@ def white_scale(kappa: float, d: int) -> float:
     """s = 1/(e^{2κ/d} − 1): White-Channel noise variance per unit data variance (Eq. 19).
     Beyond 2κ/d ≈ 709 e^{2κ/d} overflows a float; the noise there is below any float's
     resolution, so s = 0 (no noise) instead of an OverflowError."""
-    x = 2.0 * _positive("kappa", kappa) / _pos_int("d", d)
+    x = 2.0 * check_positive("kappa", kappa) / check_int("d", d, 1)
     return 0.0 if x > 700.0 else 1.0 / math.expm1(x)
 
 
@@ -342,13 +304,11 @@ def white_sigmas(eigenvalues: ArrayLike, kappa: float, d: int | None = None) -> 
     digits with 3 zero pixels) gives capacity κ·d_eff/d <= κ: valid but more noise than needed.
     """
     lam = _eigs(eigenvalues)
-    k = _positive("kappa", kappa)
+    k = check_positive("kappa", kappa)
     d_eff = int(np.sum(lam > 0))
     if d_eff == 0:
         raise ValueError("eigenvalues: all zero (trace 0); need at least one value > 0")
-    dd = d_eff if d is None else _pos_int("d", d)
-    if dd < d_eff:
-        raise ValueError(f"d: got {dd}; allowed range {d_eff} <= value (the nonzero eigenvalues)")
+    dd = d_eff if d is None else check_int("d", d, d_eff, note="the nonzero eigenvalues")
     return lam * white_scale(k, dd)
 
 
@@ -393,7 +353,7 @@ def personalized_capacity_direct(cov: np.ndarray, beta: ArrayLike, sigma: float)
     the printed ratio is a typo)."""
     c = _square("cov", cov)
     b = _beta(beta, c.shape[0])
-    s = _positive("sigma", sigma)
+    s = check_positive("sigma", sigma)
     return 0.5 * (_logdet_pd(c + np.diag(s * b), "cov + sigma*diag(beta)")
                   - float(np.log(s * b).sum()))
 
@@ -410,7 +370,8 @@ def thm3_uk(cov: np.ndarray, beta: ArrayLike, *,
     c = _square("cov", cov)
     d = c.shape[0]
     b = _beta(beta, d)
-    eps = 1e-9 * max(float(np.trace(c)) / d, 1e-300) if ridge is None else _nonneg("ridge", ridge)
+    eps = (1e-9 * max(float(np.trace(c)) / d, 1e-300) if ridge is None
+           else check_positive("ridge", ridge, zero=True))
     try:
         chol = sla.cholesky(c + eps * np.eye(d), lower=True, check_finite=False)
     except np.linalg.LinAlgError:
@@ -434,7 +395,7 @@ def thm3_bound(u: np.ndarray, k: np.ndarray, c_diag: np.ndarray, beta: ArrayLike
     b = _beta(beta, uu.size)
     if kk.shape != uu.shape or cc.shape != uu.shape:
         raise ValueError(f"k, c_diag: got shapes {kk.shape}, {cc.shape}; expected ({uu.size},)")
-    s = _positive("sigma", sigma)
+    s = check_positive("sigma", sigma)
     had = np.log(cc + s * b)
     schur = np.log(uu + s * kk)
     noise = float(np.log(s * b).sum())
@@ -450,7 +411,7 @@ def solve_thm3_sigma(u: np.ndarray, k: np.ndarray, c_diag: np.ndarray, beta: Arr
                      rtol: float = 1e-10) -> float:
     """σ with U(σ) = κ (Thm 3, the paper's procedure); U decreases in σ, and since U bounds the
     exact capacity this σ is >= the exact one (more noise)."""
-    kap = _positive("kappa", kappa)
+    kap = check_positive("kappa", kappa)
     b = _beta(beta, np.asarray(u).size)
     c = np.asarray(c_diag, dtype=np.float64).ravel()
 
@@ -470,27 +431,26 @@ def laplace_capacity_bound(eigenvalues: ArrayLike, b: float) -> float:
     """DERIVED (spec §3.7): I(D; D + Laplace(0,b)^d) <= ½ Σ ln(1 + λ_i/(2b²)) + d·(½ ln πe − 1);
     the Gaussian bound at σ = 2b² plus 0.0724 nats per dimension (d = all noised dimensions)."""
     lam = _eigs(eigenvalues)
-    bb = _positive("b", b)
+    bb = check_positive("b", b)
     return capacity(lam, 2.0 * bb * bb) + lam.size * LAPLACE_PENALTY_PER_DIM
 
 
 def laplace_floor(d: int) -> float:
     """The smallest κ the Laplace bound can approach: 0.0724·d nats (never reached)."""
-    return _pos_int("d", d) * LAPLACE_PENALTY_PER_DIM
+    return check_int("d", d, 1) * LAPLACE_PENALTY_PER_DIM
 
 
 def solve_laplace_b(eigenvalues: ArrayLike, kappa: float) -> float:
     """Laplace scale b with bound = κ (DERIVED, spec §3.7): σ from Eq. 18 at κ − 0.0724·d,
     b = sqrt(σ/2). Raises when κ <= 0.0724·d (the bound cannot certify it)."""
     lam = _eigs(eigenvalues)
-    k = _positive("kappa", kappa)
+    k = check_positive("kappa", kappa)
     floor = laplace_floor(lam.size)
     if k <= floor:
-        raise ValueError(
-            f"kappa: got {k:g}; the Laplace bound cannot certify below "
-            f"{LAPLACE_PENALTY_PER_DIM:.4f}·d = {floor:.4g} nats for d = {lam.size} "
-            f"(allowed range {floor:.4g} < value)"
-        )
+        raise range_error("kappa", kappa, floor, lo_open=True,
+                          note=f"the Laplace bound cannot certify below "
+                               f"{LAPLACE_PENALTY_PER_DIM:.4f}·d = {floor:.4g} nats for d = "
+                               f"{lam.size}")
     return math.sqrt(solve_sigma(lam, k - floor) / 2.0)
 
 
@@ -501,36 +461,36 @@ def solve_laplace_b(eigenvalues: ArrayLike, kappa: float) -> float:
 def dp_capacity(batch_size: int, noise_multiplier: float, *, tight: bool = False) -> float:
     """Thm 4(1) with σ = z²S²: C_DP <= B/z² as printed (S cancels); ``tight=True`` gives
     B/(2z²) (spec §4.1: the proof drops the ½ of f)."""
-    bsz = _pos_int("batch_size", batch_size)
-    z = _positive("noise_multiplier", noise_multiplier)
+    bsz = check_int("batch_size", batch_size, 1)
+    z = check_positive("noise_multiplier", noise_multiplier)
     return bsz / (z * z) / (2.0 if tight else 1.0)
 
 
 def dp_capacity_from_epsilon(batch_size: int, eps: float, delta: float) -> float:
     """Thm 4(2): C_DP <= B ε²/(2 ln(1.25/δ)), with the single-step Dwork–Roth calibration
     (so ε is a per-step ε, not a whole-training accountant ε; spec §4.1)."""
-    bsz = _pos_int("batch_size", batch_size)
-    e = _positive("eps", eps)
-    dl = _scalar("delta", delta)
-    if not 0.0 < dl < 1.0:
-        raise ValueError(f"delta: got {dl!r}; allowed range 0 < value < 1")
+    bsz = check_int("batch_size", batch_size, 1)
+    e = check_positive("eps", eps)
+    dl = check_range("delta", delta, 0, 1, lo_open=True, hi_open=True)
     return bsz * e * e / (2.0 * math.log(1.25 / dl))
 
 
 def batch_capacity(eigenvalues: ArrayLike, sigma: float, batch_size: int) -> float:
     """C_B = ½ Σ ln((λ_i/B + σ)/σ) (Eq. 24): the minibatch mean has covariance Σ/B."""
-    return capacity(_eigs(eigenvalues) / _pos_int("batch_size", batch_size),
-                    _positive("sigma", sigma))
+    return capacity(_eigs(eigenvalues) / check_int("batch_size", batch_size, 1),
+                    check_positive("sigma", sigma))
 
 
 def compression_delta(eigenvalues: ArrayLike, sigma: float, drop: Sequence[int]) -> float:
     """ΔC >= 0 from zeroing eigen-directions ``drop`` (indices into ``eigenvalues``, 0 = the
     first/largest): the sum of their terms ½ ln(1 + λ_i/σ) (§5.3, Fig 7)."""
     lam = _eigs(eigenvalues)
-    s = _positive("sigma", sigma)
+    s = check_positive("sigma", sigma)
     idx = np.asarray(list(drop), dtype=np.int64)
-    if idx.size and (idx.min() < 0 or idx.max() >= lam.size):
-        raise ValueError(f"drop: got {idx.tolist()}; allowed range 0 <= index < {lam.size}")
+    bad = idx[(idx < 0) | (idx >= lam.size)]
+    if bad.size:
+        raise range_error("drop", int(bad[0]), 0, lam.size - 1, integer=True,
+                          note="an eigen-direction index")
     return float(0.5 * np.log1p(lam[np.unique(idx)] / s).sum())
 
 
@@ -538,11 +498,14 @@ def compression_delta_raw(cov: np.ndarray, sigma: float, k_idx: Sequence[int]) -
     """ΔC = ½ ln[det(Q_k + σI − Rᵀ(P + σI)^{-1}R) / σ^k] (Eq. 52 / App. E): capacity lost by
     dropping raw coordinates ``k_idx``; Σ = [[P, R], [Rᵀ, Q]] with Q the dropped block."""
     c = _square("cov", cov)
-    s = _positive("sigma", sigma)
+    s = check_positive("sigma", sigma)
     d = c.shape[0]
     kk = np.unique(np.asarray(list(k_idx), dtype=np.int64))
-    if kk.size == 0 or kk.min() < 0 or kk.max() >= d:
-        raise ValueError(f"k_idx: got {kk.tolist()}; allowed range 0 <= index < {d}, non-empty")
+    if kk.size == 0:
+        raise ValueError("k_idx: got no index; expected at least one coordinate to drop")
+    bad = kk[(kk < 0) | (kk >= d)]
+    if bad.size:
+        raise range_error("k_idx", int(bad[0]), 0, d - 1, integer=True, note="a coordinate index")
     keep = np.setdiff1d(np.arange(d), kk)
     q = c[np.ix_(kk, kk)] + s * np.eye(kk.size)
     if keep.size:
@@ -565,7 +528,7 @@ def thm1_prefactor(eigenvalues: ArrayLike, *, rel_tol: float = 1e-6) -> tuple[fl
     Thm 1 applied to the projection onto the informative subspace is still valid (projection
     cannot add information). Returns (prefactor, d_eff, n_dropped). See THM1_CAVEAT."""
     lam = _eigs(eigenvalues)
-    tol = _nonneg("rel_tol", rel_tol)
+    tol = check_positive("rel_tol", rel_tol, zero=True)
     keep = lam > tol * lam.max()
     d_eff = int(keep.sum())
     if d_eff == 0:
@@ -582,7 +545,7 @@ def thm1_mse_bound(eigenvalues: ArrayLike, info_nats: float, *,
     ``per="pixel"``: the per-pixel MSE over all d pixels, × d_eff/d (the dropped directions
     contribute >= 0 to the squared error). Heuristic for non-Gaussian data (THM1_CAVEAT)."""
     pref, d_eff, _ = thm1_prefactor(eigenvalues, rel_tol=rel_tol)
-    info = _nonneg("info_nats", info_nats)
+    info = check_positive("info_nats", info_nats, zero=True)
     bound = pref * math.exp(-2.0 * info / d_eff)
     if per == "dimension":
         return bound
@@ -594,8 +557,8 @@ def thm1_mse_bound(eigenvalues: ArrayLike, info_nats: float, *,
 def total_info(kappa: float, rounds: int, mode: NoiseMode = "redraw") -> float:
     """Information budget of a run (spec §2.6): n·κ ("TotalInfo") when the noise is redrawn
     every step, κ when one fixed noisy copy of the data is used (DPI on D → D̃ → all W)."""
-    k = _positive("kappa", kappa)
-    n = _pos_int("rounds", rounds)
+    k = check_positive("kappa", kappa)
+    n = check_int("rounds", rounds, 1)
     if mode == "redraw":
         return n * k
     if mode == "fixed":
@@ -606,7 +569,7 @@ def total_info(kappa: float, rounds: int, mode: NoiseMode = "redraw") -> float:
 def thm1_per_round(eigenvalues: ArrayLike, kappa: float, *,
                    per: Literal["dimension", "pixel"] = "dimension") -> float:
     """Thm 1 bound for one round, I = κ."""
-    return thm1_mse_bound(eigenvalues, _positive("kappa", kappa), per=per)
+    return thm1_mse_bound(eigenvalues, check_positive("kappa", kappa), per=per)
 
 
 def thm1_over_rounds(eigenvalues: ArrayLike, kappa: float, rounds: int, *,
@@ -620,18 +583,16 @@ def thm1_over_rounds(eigenvalues: ArrayLike, kappa: float, rounds: int, *,
 def quantization_floor(levels: int = 256, pixel_range: float = 1.0) -> float:
     """Δ²/12 with Δ = range/(levels − 1): the MSE of rounding to the pixel grid; a reconstruction
     MSE below it is indistinguishable from a perfect one."""
-    lv = _pos_int("levels", levels)
-    if lv < 2:
-        raise ValueError(f"levels: got {lv}; allowed range 2 <= value")
-    step = _positive("pixel_range", pixel_range) / (lv - 1)
+    lv = check_int("levels", levels, 2)
+    step = check_positive("pixel_range", pixel_range) / (lv - 1)
     return step * step / 12.0
 
 
 def is_vacuous(bound: float, floor: float) -> bool:
     """True when an MSE lower bound is at or below ``floor`` (e.g. :func:`quantization_floor`),
     so it excludes nothing an attacker could reach."""
-    fl = _nonneg("floor", floor)
-    b = _scalar("bound", bound)
+    fl = check_positive("floor", floor, zero=True)
+    b = check_range("bound", bound)
     return not (b > fl)
 
 
@@ -642,7 +603,7 @@ def wiener_mmse(eigenvalues: ArrayLike, sigmas: ArrayLike, d: int | None = None)
     ``d`` defaults to the number of eigenvalues."""
     lam = _eigs(eigenvalues)
     s = _sigmas(sigmas, lam.size, "sigmas")
-    dd = lam.size if d is None else _pos_int("d", d)
+    dd = lam.size if d is None else check_int("d", d, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         terms = np.where((lam > 0) & (s > 0), lam * s / (lam + s), 0.0)
     return float(terms.sum() / dd)
@@ -665,13 +626,12 @@ def wiener_mmse_diag_noise(cov: np.ndarray, noise_var: ArrayLike) -> float:
 def toy_parameter_noise(W: float, lr: float = 1.0, target_capacity: float = 1.0) -> float:
     """Fig 4: F(W;D) = W²D with D ~ N(−1, 1); the update lr·2WD has variance 4W²lr², so
     parameter noise 4W²lr²/(e^{2C} − 1) gives capacity C (16/(e²−1) at W = 2, 144/(e²−1) at 6)."""
-    w = _scalar("W", W)
-    if not math.isfinite(w):
-        raise ValueError(f"W: got {w!r}; allowed range -inf < value < inf")
-    step = _positive("lr", lr)
-    return 4.0 * w * w * step * step / math.expm1(2.0 * _positive("target_capacity", target_capacity))
+    w = check_range("W", W, -math.inf, math.inf, lo_open=True, hi_open=True)
+    step = check_positive("lr", lr)
+    cap = check_positive("target_capacity", target_capacity)
+    return 4.0 * w * w * step * step / math.expm1(2.0 * cap)
 
 
 def toy_data_noise(target_capacity: float = 1.0) -> float:
     """Fig 4: data noise 1/(e^{2C} − 1) on D (variance 1) gives capacity C for every W."""
-    return 1.0 / math.expm1(2.0 * _positive("target_capacity", target_capacity))
+    return 1.0 / math.expm1(2.0 * check_positive("target_capacity", target_capacity))

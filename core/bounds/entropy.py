@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import digamma, gammaln
 
+from core.checks import check_int, check_positive
+
 
 def _sample(X: np.ndarray, name: str = "X") -> np.ndarray:
     a = np.asarray(X, dtype=np.float64)
@@ -39,8 +41,7 @@ def gaussian_entropy(X: np.ndarray, *, ridge: float = 0.0) -> float:
     """½ ln det(2πe (Σ̂ + ridge·I)) nats, Σ̂ the sample covariance of the rows of ``X`` (n, d).
     −inf when that matrix is singular (x on a lower-dimensional set: h = −∞)."""
     a = _sample(X)
-    if not (math.isfinite(ridge) and ridge >= 0):
-        raise ValueError(f"ridge: got {ridge!r}; allowed range 0 <= ridge")
+    check_positive("ridge", ridge, zero=True)
     d = a.shape[1]
     c = np.atleast_2d(np.cov(a, rowvar=False)) + ridge * np.eye(d)
     ev = np.linalg.eigvalsh(0.5 * (c + c.T))
@@ -52,8 +53,7 @@ def gaussian_entropy(X: np.ndarray, *, ridge: float = 0.0) -> float:
 
 def log_unit_ball_volume(d: int) -> float:
     """ln V_d of the Euclidean unit ball in R^d: (d/2) ln π − ln Γ(d/2 + 1)."""
-    if d < 1:
-        raise ValueError(f"d: got {d!r}; allowed range 1 <= d")
+    check_int("d", d, 1)
     return 0.5 * d * math.log(math.pi) - float(gammaln(0.5 * d + 1.0))
 
 
@@ -66,8 +66,7 @@ def knn_entropy(X: np.ndarray, *, k: int = 3) -> float:
 
     a = _sample(X)
     n, d = a.shape
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
-        raise ValueError(f"k: got {k!r}; allowed range 1 <= k <= n - 1 = {n - 1}")
+    check_int("k", k, 1, n - 1, note="n - 1")
     dist, _ = NearestNeighbors(n_neighbors=int(k) + 1).fit(a).kneighbors(a)
     eps = dist[:, int(k)]  # column 0 is the point itself
     if np.any(eps <= 0):
@@ -116,8 +115,7 @@ def dequantised(X: np.ndarray, *, step: float | None = None, k: int = 3, knn: bo
     if cols.size == 0:
         raise ValueError("X: every column is constant; no entropy to estimate")
     s = grid_step(a[:, cols]) if step is None else float(step)
-    if not (math.isfinite(s) and s > 0):
-        raise ValueError(f"step: got {s!r}; allowed range 0 < step")
+    check_positive("step", s)
     xs = a[:, cols]
     rng = np.random.default_rng(seed)
     h_g = gaussian_entropy(xs, ridge=s * s / 12.0)

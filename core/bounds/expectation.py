@@ -10,12 +10,13 @@ explanation written from the numbers.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from core.checks import check_positive, check_range
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,7 @@ def expected_error_check(errors_by_seed: Sequence[Any], bounds: float | Sequence
     if b.shape != (len(errs),) or not np.all(np.isfinite(b)) or np.any(b < 0):
         raise ValueError(f"bounds: got {np.ndim(bounds)}-D of length {np.size(bounds)}; "
                          f"expected one finite bound >= 0 or one per seed ({len(errs)})")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence: got {confidence}; allowed range 0 < confidence < 1")
+    check_range("confidence", confidence, 0.0, 1.0, lo_open=True, hi_open=True)
     per_seed = [{"mean": float(e.mean()), "bound": float(bb), "below": bool(e.mean() < bb),
                  "n": int(e.size), "points_below": int(np.sum(e < bb))}
                 for e, bb in zip(errs, b)]
@@ -105,6 +105,5 @@ def mse_from_psnr(psnr_db: Any, data_range: float = 1.0) -> np.ndarray:
     p = np.asarray(psnr_db, dtype=np.float64)
     if not np.all(np.isfinite(p)):
         raise ValueError("psnr_db: got NaN or inf; expected finite (capped) PSNRs")
-    if not (math.isfinite(data_range) and data_range > 0):
-        raise ValueError(f"data_range: got {data_range!r}; allowed range 0 < data_range")
+    check_positive("data_range", data_range)
     return data_range**2 * 10.0 ** (-p / 10.0)

@@ -22,36 +22,26 @@ from typing import Literal
 
 import numpy as np
 
+from core.checks import check_array, check_choice, check_int, check_positive, check_range
+
 DpMethod = Literal["classic", "rdp"]
 
 
 def check_sigma(sigma: float, name: str = "sigma") -> float:
     """σ must be a finite number > 0 (one-line ValueError naming the parameter otherwise)."""
-    try:
-        s = float(sigma)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: got {sigma!r}; allowed: a finite number > 0") from None
-    if not math.isfinite(s) or s <= 0:
-        raise ValueError(f"{name}: got {sigma!r}; allowed: a finite number > 0")
-    return s
+    return check_positive(name, sigma)
 
 
 def check_eta(eta: float, name: str = "eta_target") -> float:
     """A target η must be a finite number > 0."""
-    try:
-        e = float(eta)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: got {eta!r}; allowed: a finite number > 0") from None
-    if not math.isfinite(e) or e <= 0:
-        raise ValueError(f"{name}: got {eta!r}; allowed: a finite number > 0")
-    return e
+    return check_positive(name, eta)
 
 
 def _eta_array(eta_unit: np.ndarray | float) -> np.ndarray:
     e = np.asarray(eta_unit, dtype=np.float64)
-    if e.size == 0 or not np.all(np.isfinite(e)) or np.any(e < 0):
-        raise ValueError("eta_unit: allowed: a non-empty array of finite values >= 0 (η at σ = 1)")
-    return e
+    if e.size == 0:
+        raise ValueError("eta_unit: got an empty array; expected η at σ = 1 of every example")
+    return check_array("eta_unit", e, 0, math.inf, hi_open=True)
 
 
 def eta_for_sigma(eta_unit: np.ndarray | float, sigma: float) -> np.ndarray | float:
@@ -67,8 +57,7 @@ def sigma_for_eta(eta_unit: np.ndarray | float, *, eta_target: float,
     (``mean``: the paper's Fig. 6 η̄) per-example η equals ``eta_target``."""
     t = check_eta(eta_target)
     e = _eta_array(eta_unit)
-    if reduce not in ("max", "mean"):
-        raise ValueError(f"reduce: got {reduce!r}; allowed: 'max' or 'mean'")
+    check_choice("reduce", reduce, ("max", "mean"))
     ref = float(e.max() if reduce == "max" else e.mean())
     if ref <= 0:
         raise ValueError("eta_unit: every η is 0 at σ = 1 (the model does not depend on the "
@@ -78,8 +67,7 @@ def sigma_for_eta(eta_unit: np.ndarray | float, *, eta_target: float,
 
 def compose_eta(eta: np.ndarray | float, k: int) -> np.ndarray | float:
     """FIL of k independent releases each with FIL η: η√k (Fisher information adds, A4)."""
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"k: got {k!r}; allowed: an integer >= 1 (number of releases)")
+    check_int("k", k, 1, note="the number of releases")
     e = _eta_array(eta) * math.sqrt(int(k))
     return float(e) if e.ndim == 0 else e
 
@@ -109,23 +97,10 @@ def sensitivity_l2(*, n: int, l2: float, model: Literal["linear", "logistic"] = 
                          "use FIL's η, which needs no such bound")
     if model != "logistic":
         raise ValueError(f"model: got {model!r}; allowed: 'linear' or 'logistic'")
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n: got {n!r}; allowed: an integer >= 1")
-    if not (math.isfinite(float(l2)) and float(l2) > 0):
-        raise ValueError(f"l2: got {l2!r}; allowed: a finite number > 0 (DP calibration needs "
-                         "strong convexity)")
-    if not (math.isfinite(float(feature_norm)) and float(feature_norm) > 0):
-        raise ValueError(f"feature_norm: got {feature_norm!r}; allowed: a finite number > 0")
+    check_int("n", n, 1)
+    check_positive("l2", l2, note="DP calibration needs strong convexity")
+    check_positive("feature_norm", feature_norm)
     return 2.0 * float(feature_norm) / (int(n) * float(l2))
-
-
-def _check_eps_delta(epsilon: float, delta: float) -> tuple[float, float]:
-    eps, dl = float(epsilon), float(delta)
-    if not (math.isfinite(eps) and eps > 0):
-        raise ValueError(f"epsilon: got {epsilon!r}; allowed: a finite number > 0")
-    if not (0 < dl < 1):
-        raise ValueError(f"delta: got {delta!r}; allowed: 0 < delta < 1")
-    return eps, dl
 
 
 def sigma_from_dp(epsilon: float, delta: float, *, n: int, l2: float,
@@ -135,7 +110,8 @@ def sigma_from_dp(epsilon: float, delta: float, *, n: int, l2: float,
     not in the paper). ``classic``: σ = Δ₂√(2 ln(1.25/δ))/ε, valid for ε < 1 (Dwork & Roth
     Thm A.1); ``rdp``: the Gaussian mechanism's RDP ε(α) = αΔ₂²/(2σ²) converted and optimised
     over α, ε = Δ₂²/(2σ²) + (Δ₂/σ)√(2 ln(1/δ)), solved for σ (valid for every ε > 0)."""
-    eps, dl = _check_eps_delta(epsilon, delta)
+    eps = check_positive("epsilon", epsilon)
+    dl = check_range("delta", delta, 0, 1, lo_open=True, hi_open=True)
     d2 = sensitivity_l2(n=n, l2=l2, model=model, feature_norm=feature_norm)
     if method == "classic":
         if eps >= 1:
@@ -155,8 +131,7 @@ def epsilon_from_sigma(sigma: float, delta: float, *, n: int, l2: float,
     """The (ε, δ) budget a given σ buys (inverse of :func:`sigma_from_dp`; ``classic`` returns
     ε even when ≥ 1, where that formula is no longer a valid guarantee: check ε < 1)."""
     s = check_sigma(sigma)
-    if not (0 < float(delta) < 1):
-        raise ValueError(f"delta: got {delta!r}; allowed: 0 < delta < 1")
+    check_range("delta", delta, 0, 1, lo_open=True, hi_open=True)
     d2 = sensitivity_l2(n=n, l2=l2, model=model, feature_norm=feature_norm)
     u = d2 / s
     if method == "classic":
@@ -171,10 +146,8 @@ def local_rdp(eta: np.ndarray | float, *, alpha: float = 1.0,
     """**Derived** (A6, first order; not in the paper): the Rényi divergence of order α between
     the releases for data z and z + Δ is α‖f(z+Δ) − f(z)‖²/(2σ²) ≈ (α/2)ΔᵀℐΔ ≤ α·η²·‖Δ‖²/2.
     ``delta_norm`` = ‖Δ‖ (2 for a change anywhere in the unit ball); α = 1 gives the KL."""
-    if not (math.isfinite(float(alpha)) and float(alpha) >= 1):
-        raise ValueError(f"alpha: got {alpha!r}; allowed: a finite number >= 1")
-    if not (math.isfinite(float(delta_norm)) and float(delta_norm) > 0):
-        raise ValueError(f"delta_norm: got {delta_norm!r}; allowed: a finite number > 0")
+    check_range("alpha", alpha, 1, math.inf, hi_open=True)
+    check_positive("delta_norm", delta_norm)
     e = _eta_array(eta)
     out = float(alpha) * e**2 * float(delta_norm) ** 2 / 2
     return float(out) if out.ndim == 0 else out

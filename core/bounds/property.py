@@ -23,11 +23,12 @@ import numpy as np
 
 from core.bounds.tappfl import (
     ArrayLike,
-    _check_bits,
+    _bits,
     _out,
     conditional_entropy_estimate_bits,
     fano_accuracy_bound,
 )
+from core.checks import range_error
 
 PIA_ESTIMATE_CAVEAT = (
     "H(u|R) estimated by the lowest test cross-entropy among the property attackers, an upper "
@@ -38,18 +39,17 @@ PIA_K_ARY_NOTE = ("Theorem 2 is stated for a binary property; for K classes the 
 
 
 def _k(n_values: int) -> int:
-    k = int(n_values)
-    if k < 3:
-        raise ValueError(f"n_values: got {n_values}; allowed range 3 <= value (K-ary form; "
-                         "binary u: core.bounds.tappfl.thm2_bounds)")
-    return k
+    if int(n_values) < 3:
+        raise range_error("n_values", n_values, 3, integer=True,
+                          note="the K-ary form; binary u: core.bounds.tappfl.thm2_bounds")
+    return int(n_values)
 
 
 def kary_fano_bound(h_bits: ArrayLike, n_values: int) -> ArrayLike:
     """The K-ary weak Fano form: Pr(A(R) = u) ≤ min(1, 1 − (H − 1)/log₂(K − 1)), H ∈ [0, log₂ K]
     bits. Non-increasing in H; equals 1 (vacuous) for H ≤ 1 bit."""
     k = _k(n_values)
-    a = _check_bits(h_bits, math.log2(k))
+    a = _bits(h_bits, math.log2(k))
     return _out(np.minimum(1.0, 1.0 - (a - 1.0) / math.log2(k - 1)))
 
 

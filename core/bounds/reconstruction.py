@@ -31,20 +31,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.checks import check_choice, check_int, check_positive, check_range
+
 LOG2 = math.log(2.0)
 NORMS = ("l2", "linf")
 
 
-def _check_positive(name: str, value: float) -> None:
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name}: got {value!r}; allowed range 0 < value")
-
-
 def log_ball_volume(d: int, eta: float, norm: str) -> float:
     """ln Vol(B_p(η)) in R^d: ℓ2 ``(d/2) ln π + d ln η − ln Γ(d/2 + 1)``, ℓ∞ ``d ln(2η)``."""
-    if d < 1:
-        raise ValueError(f"d: got {d!r}; allowed range 1 <= value")
-    _check_positive("eta", eta)
+    check_int("d", d, 1)
+    check_positive("eta", eta)
     if norm == "l2":
         return 0.5 * d * math.log(math.pi) + d * math.log(eta) - math.lgamma(0.5 * d + 1.0)
     if norm == "linf":
@@ -56,7 +52,7 @@ def unit_cube_denominator(d: int, eta: float, norm: str) -> float:
     """log Vol(X) − log Vol(X(η)) for X = [0, 1]^d (Vol(X) = 1): ℓ∞ exact (d·ln(1/(2η)) for
     η < 1/2, else 0); ℓ2 the valid lower estimate −ln Vol(B₂(η)), floored at 0."""
     if norm == "linf":
-        _check_positive("eta", eta)
+        check_positive("eta", eta)
         return d * math.log(1.0 / (2.0 * eta)) if eta < 0.5 else 0.0
     return max(0.0, -log_ball_volume(d, eta, norm))
 
@@ -64,8 +60,7 @@ def unit_cube_denominator(d: int, eta: float, norm: str) -> float:
 def theorem3(mi_nats: float, denominator: float) -> tuple[float, bool]:
     """(bound, vacuous): 1 − (I + ln 2)/denominator clipped to [0, 1]; vacuous when the
     denominator is not positive, I is infinite, or the bound is <= 0 (it says nothing)."""
-    if math.isnan(mi_nats) or mi_nats < 0:
-        raise ValueError(f"mi_nats: got {mi_nats!r}; allowed range 0 <= value")
+    check_range("mi_nats", mi_nats, 0)  # +inf allowed: an unbounded I (vacuous)
     if denominator <= 0 or not math.isfinite(mi_nats):
         return 0.0, True
     b = 1.0 - (mi_nats + LOG2) / denominator
@@ -167,11 +162,9 @@ def theorem3_entropy(mi_nats: float, h_x_nats: float, log_volume: float, d: int,
     bound (a point below it is not necessarily a violation; no point below it is conclusive).
     The ball's volume is not intersected with X (an upper bound on the intersection: valid).
     ``h_x_nats`` = −inf (x on a lower-dimensional set) makes the bound vacuous."""
-    if math.isnan(mi_nats) or mi_nats < 0:
-        raise ValueError(f"mi_nats: got {mi_nats!r}; allowed range 0 <= value")
-    if math.isnan(h_x_nats) or h_x_nats > log_volume + 1e-9 * max(1.0, abs(log_volume)):
-        raise ValueError(f"h_x_nats: got {h_x_nats!r}; allowed range h <= log_volume = "
-                         f"{log_volume:g} (no density on X has more entropy than uniform)")
+    check_range("mi_nats", mi_nats, 0.0)
+    check_range("h_x_nats", h_x_nats, -math.inf, log_volume + 1e-9 * max(1.0, abs(log_volume)),
+                note="no density on X has more entropy than uniform: h <= ln Vol X")
     log_ball = log_ball_volume(d, eta, norm)
     den = log_volume - min(log_ball, log_volume)
     if not math.isfinite(h_x_nats):
@@ -191,11 +184,9 @@ def theorem3_dequantised(mi_nats: float, data, eta: float, norm: str, *,
     ``gaussian`` (the maximum-entropy value: an upper estimate of the bound) or ``knn``
     (Kozachenko–Leonenko: an estimate with no guaranteed direction). The returned η is the
     one asked for x."""
-    if entropy not in ("gaussian", "knn"):
-        raise ValueError(f"entropy: got {entropy!r}; allowed: gaussian, knn")
-    _check_positive("eta", eta)
-    if norm not in NORMS:
-        raise ValueError(f"norm: got {norm!r}; allowed: {', '.join(NORMS)}")
+    check_choice("entropy", entropy, ("gaussian", "knn"))
+    check_positive("eta", eta)
+    check_choice("norm", norm, NORMS)
     h = data.h_gaussian if entropy == "gaussian" else data.h_knn
     if math.isnan(h):
         raise ValueError(f"entropy: got {entropy!r}, which this data's estimate left out "

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from core.checks import check_array, range_error
+
 ArrayLike = float | np.ndarray
 
 THM2_BINARY_ONLY = "Theorem 2 covers binary attributes only"
@@ -33,13 +35,13 @@ def _out(x: np.ndarray) -> ArrayLike:
     return float(x) if np.ndim(x) == 0 else x
 
 
-def _check_bits(h: ArrayLike, hi: float, name: str = "h_bits") -> np.ndarray:
+def _bits(h: ArrayLike, hi: float, name: str = "h_bits") -> np.ndarray:
+    """``h`` in bits, inside [0, hi] up to round-off (1e-12, clipped away); otherwise the
+    one-line range error."""
     a = np.asarray(h, dtype=np.float64)
-    if np.any(np.isnan(a)):
-        raise ValueError(f"{name}: got NaN; allowed range 0 <= value <= {hi:g} bits")
-    if np.any(a < -1e-12) or np.any(a > hi + 1e-12):
-        bad = a[(a < -1e-12) | (a > hi + 1e-12)].ravel()[0]
-        raise ValueError(f"{name}: got {bad:g}; allowed range 0 <= value <= {hi:g} bits")
+    bad = np.isnan(a) | (a < -1e-12) | (a > hi + 1e-12)
+    if bad.any():
+        raise range_error(name, float(a[bad].flat[0]), 0, hi, note="bits")
     return np.clip(a, 0.0, hi)
 
 
@@ -50,8 +52,7 @@ def _check_bits(h: ArrayLike, hi: float, name: str = "h_bits") -> np.ndarray:
 def binary_entropy(p: ArrayLike) -> ArrayLike:
     """H₂(p) = −p log₂ p − (1−p) log₂(1−p) in bits, with 0·log 0 = 0; p ∈ [0, 1]."""
     a = np.asarray(p, dtype=np.float64)
-    if np.any(np.isnan(a)) or np.any(a < 0) or np.any(a > 1):
-        raise ValueError("p: got a value outside [0, 1]; allowed range 0 <= value <= 1")
+    check_array("p", a, 0, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         t1 = np.where(a > 0, -a * np.log2(np.where(a > 0, a, 1.0)), 0.0)
         b = 1.0 - a
@@ -68,7 +69,7 @@ def inverse_binary_entropy(h: ArrayLike) -> ArrayLike:
     """H₂⁻¹(h) ∈ [0, 1/2] for h ∈ [0, 1] bits: the p ≤ 1/2 with H₂(p) = h (vectorised bisection,
     |error| < 1e-15 in p for a given h; H₂ is flat near p = 1/2, so round trips through
     binary_entropy there lose accuracy to the float resolution of h, not to this routine)."""
-    a = _check_bits(h, 1.0, "h")
+    a = _bits(h, 1.0, "h")
     lo = np.zeros_like(a)
     hi = np.full_like(a, 0.5)
     for _ in range(55):  # 0.5 / 2**55 < 1.4e-17
@@ -88,7 +89,7 @@ def inverse_binary_entropy(h: ArrayLike) -> ArrayLike:
 def thm2_paper_bound(h_bits: ArrayLike) -> ArrayLike:
     """Theorem 2 as printed: Pr(A(r*) = u) ≤ 1 − H*/(2·log₂(6/H*)) (via Calabro's lemma
     H₂⁻¹(s) ≥ s/(2 log₂(6/s))); equals 1 at H* = 0 (the limit). Binary u only; H* ∈ [0, 1] bits."""
-    a = _check_bits(h_bits, 1.0)
+    a = _bits(h_bits, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         val = 1.0 - a / (2.0 * np.log2(6.0 / np.where(a > 0, a, 1.0)))
     return _out(np.where(a > 0, val, 1.0))
@@ -105,7 +106,7 @@ def thm2_bounds(h_bits: ArrayLike, n_values: int) -> dict[str, Any]:
     apply: the bounds are NaN, ``valid`` is False and ``message`` says why (see
     :func:`fano_accuracy_bound` for a k-ary bound)."""
     if int(n_values) < 2:
-        raise ValueError(f"n_values: got {n_values}; allowed range 2 <= value")
+        raise range_error("n_values", n_values, 2, integer=True)
     if int(n_values) > 2:
         nan = _out(np.full(np.shape(h_bits), np.nan))
         return {"paper": nan, "exact": nan, "valid": False, "message": THM2_BINARY_ONLY}
@@ -123,9 +124,9 @@ def fano_accuracy_bound(h_bits: ArrayLike, n_values: int) -> ArrayLike:
     ε_min the root in [0, (k−1)/k]. Equals :func:`thm2_exact_bound` for k = 2; 1/k at H = log₂ k."""
     k = int(n_values)
     if k < 2:
-        raise ValueError(f"n_values: got {n_values}; allowed range 2 <= value")
+        raise range_error("n_values", n_values, 2, integer=True)
     hmax = math.log2(k)
-    a = _check_bits(h_bits, hmax)
+    a = _bits(h_bits, hmax)
     c = math.log2(k - 1) if k > 2 else 0.0
     lo = np.zeros_like(a)
     hi = np.full_like(a, (k - 1) / k)
@@ -150,7 +151,7 @@ def conditional_entropy_estimate_bits(
     needs an upper estimate of I(u;r): H* ≥ H(u) − Î_upper (e.g. CLUB)."""
     k = int(n_values)
     if k < 2:
-        raise ValueError(f"n_values: got {n_values}; allowed range 2 <= value")
+        raise range_error("n_values", n_values, 2, integer=True)
     a = np.asarray(ce_nats, dtype=np.float64)
     if np.any(np.isnan(a)):
         raise ValueError("ce_nats: got NaN; expected a cross-entropy in nats >= 0")
@@ -177,11 +178,7 @@ def thm1_tradeoff(
         ("C_L", c, 0.0, np.inf),
         ("adv", v, 0.0, 1.0),
     ):
-        if np.any(np.isnan(x)) or np.any(x < lo) or np.any(x > hi):
-            raise ValueError(
-                f"{name}: got {x.ravel()[0] if x.size == 1 else 'an array with a value'} out of "
-                f"range; allowed range {lo:g} <= value <= {hi:g}"
-            )
+        check_array(name, x, lo, hi)
     penalty = 2.0 * r * c * v
     rhs = d - penalty
     vac = rhs <= 0

@@ -30,6 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from core.checks import check_range
 from core.data.errors import DataError
 from core.seeds import stream
 
@@ -301,13 +302,9 @@ def synthetic_glm_view(n_samples: int = 1000, n_features: int = 10, correlation:
     with w ~ N(0, I/d). A fraction ``outlier_fraction`` of rows has its Gaussian features ×4
     and its label flipped. All rows are then divided by the largest training-row norm (unit
     ball), ``b``'s candidate encodings with them."""
-    if not 2 <= n_features <= 500:
-        raise ValueError(f"data.n_features: got {n_features}; allowed range 2 <= value <= 500")
-    if not 0.0 <= correlation < 1.0:
-        raise ValueError(f"data.correlation: got {correlation}; allowed range 0 <= value < 1")
-    if not 0.0 <= outlier_fraction <= 0.5:
-        raise ValueError(f"data.outlier_fraction: got {outlier_fraction}; allowed range "
-                         "0 <= value <= 0.5")
+    check_range("data.n_features", n_features, 2, 500)
+    check_range("data.correlation", correlation, 0, 1, hi_open=True)
+    check_range("data.outlier_fraction", outlier_fraction, 0, 0.5)
     rng = stream(seed, "fil_view", "synthetic")
     n, dg = int(n_samples), int(n_features) - 1
     lags = np.abs(np.subtract.outer(np.arange(dg), np.arange(dg)))

@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 
+from core.checks import check_choice, check_int, check_positive
 from core.seeds import stream
 
 Scheme = Literal["iid", "dirichlet", "attribute"]
@@ -60,17 +61,11 @@ def partition(
     n = len(labels)
     if labels.ndim != 1:
         raise ValueError(f"labels: got shape {labels.shape}; expected a 1-D array")
-    if not isinstance(num_clients, (int, np.integer)) or not 1 <= num_clients <= max(n, 1):
-        raise ValueError(f"num_clients: got {num_clients!r}; allowed range 1 <= value <= {n} (the number of rows)")
-    if scheme not in ("iid", "dirichlet", "attribute"):
-        raise ValueError(f"scheme: got {scheme!r}; allowed: iid, dirichlet, attribute")
-    if not alpha > 0 or not np.isfinite(alpha):
-        raise ValueError(f"alpha: got {alpha!r}; allowed range 0 < value < inf")
-    if not isinstance(min_size, (int, np.integer)) or not 0 <= min_size <= n // num_clients:
-        raise ValueError(
-            f"min_size: got {min_size!r}; allowed range 0 <= value <= {n // num_clients} "
-            f"(rows per client with {num_clients} clients)"
-        )
+    check_int("num_clients", num_clients, 1, max(n, 1), note="the number of rows")
+    check_choice("scheme", scheme, ("iid", "dirichlet", "attribute"))
+    check_positive("alpha", alpha)
+    check_int("min_size", min_size, 0, n // num_clients,
+              note=f"rows per client with {num_clients} clients")
     rng = stream(seed, "partition")
     if scheme == "iid":
         return [np.sort(p).astype(np.int64) for p in np.array_split(rng.permutation(n), num_clients)]

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.checks import check_range
+
 #: the paper's female-ratio grids per K (Table 10)
 PAPER_RATIOS: dict[int, tuple[float, ...]] = {
     4: (0.2, 0.3, 0.4, 0.5),
@@ -96,11 +98,8 @@ def sample_subsets(pool: np.ndarray, has_value: np.ndarray, *, n_values: int, pe
     hv = np.asarray(has_value, dtype=bool)
     if hv.shape != pool.shape:
         raise ValueError(f"has_value: got shape {hv.shape}; expected {pool.shape} like pool")
-    if not 2 <= int(size_min) <= int(size_max):
-        raise ValueError(f"subsets.size_min: got {size_min}; allowed range 2 <= value <= "
-                         f"size_max = {size_max}")
-    if int(per_bin) < 1:
-        raise ValueError(f"per_bin: got {per_bin}; allowed range 1 <= value")
+    check_range("subsets.size_min", size_min, 2, int(size_max), note="at most size_max")
+    check_range("per_bin", per_bin, 1)
     ones, zeros = pool[hv], pool[~hv]
     hw = _half_width(ratios)
     sizes = {k: feasible_sizes(r, size_min, size_max, hw) for k, r in enumerate(ratios)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.checks import check_range
 from core.data.raw import RawData
 from core.seeds import stream
 
@@ -25,8 +26,7 @@ def generate(n: int, dependence: float, seed: int):
     """The synthetic table (pandas DataFrame), y and u, all from ``seed``."""
     import pandas as pd
 
-    if not 0.0 <= dependence <= 1.0:
-        raise ValueError(f"dependence: got {dependence}; allowed range 0 <= value <= 1")
+    check_range("dependence", dependence, 0, 1)
     rng = stream(seed, "synthetic")
     u = (rng.random(n) < 0.5).astype(np.int64)
     agree = rng.random(n) < (1.0 + dependence) / 2.0

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from core.checks import range_error
 from core.data import tabular
 from core.data.errors import DataError
 from core.data.raw import RawData
@@ -456,8 +457,7 @@ def _attributes_table(data: bytes, path: Path, rel: list[str]) -> tuple[dict[str
 def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
                     expect: dict[str, Any] | None = None) -> tuple[RawData, dict[str, Any]]:
     if not isinstance(size, int) or not SIZE_RANGE[0] <= size <= SIZE_RANGE[1]:
-        raise DataError(f"size: got {size!r}; allowed range {SIZE_RANGE[0]} <= value <= "
-                        f"{SIZE_RANGE[1]}")
+        raise DataError(str(range_error("size", size, *SIZE_RANGE, integer=True)))
     if color not in COLORS:
         raise DataError(f"color: got {color!r}; allowed: {', '.join(COLORS)}")
     if not root.is_dir():

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from core.bounds import channel as cb
+from core.checks import check_int, check_positive
 
 ChannelKind = Literal["natural", "white", "personalized", "laplace"]
 CHANNEL_KINDS: tuple[str, ...] = get_args(ChannelKind)
@@ -45,8 +46,8 @@ def _image_shape(image_shape: tuple[int, int, int]) -> tuple[int, int, int]:
         c, h, w = (int(x) for x in image_shape)
     except (TypeError, ValueError):
         raise ValueError(f"image_shape: got {image_shape!r}; expected (C, H, W)") from None
-    if min(c, h, w) < 1:
-        raise ValueError(f"image_shape: got {image_shape!r}; allowed range 1 <= C, H, W")
+    for axis, n in zip("CHW", (c, h, w), strict=True):
+        check_int(f"image_shape {axis}", n, 1)
     return c, h, w
 
 
@@ -56,21 +57,18 @@ def beta_mask(image_shape: tuple[int, int, int], rect: tuple[int, int, int, int]
     (half-open, 0-based) of every channel, 1 elsewhere. Returned flattened in privlab's (C, H, W)
     order, shape (C·H·W,). ``rect=None`` gives all ones (the Natural Channel)."""
     c, h, w = _image_shape(image_shape)
-    try:
-        m = float(multiplier)
-    except (TypeError, ValueError):
-        m = math.nan
-    if not (math.isfinite(m) and m > 0):
-        raise ValueError(f"beta.multiplier: got {multiplier!r}; allowed range 0 < value < inf")
+    m = check_positive("beta.multiplier", multiplier)
     beta = np.ones((c, h, w), dtype=np.float64)
     if rect is not None:
         try:
             r0, r1, c0, c1 = (int(x) for x in rect)
         except (TypeError, ValueError):
             raise ValueError(f"beta.rect: got {rect!r}; expected (r0, r1, c0, c1)") from None
-        if not (0 <= r0 < r1 <= h and 0 <= c0 < c1 <= w):
-            raise ValueError(f"beta.rect: got {tuple(rect)!r}; allowed range "
-                             f"0 <= r0 < r1 <= {h}, 0 <= c0 < c1 <= {w}")
+        # half-open rows r0:r1 and columns c0:c1, each non-empty and inside the image
+        check_int("beta.rect r0", r0, 0, h - 1)
+        check_int("beta.rect r1", r1, r0 + 1, h)
+        check_int("beta.rect c0", c0, 0, w - 1)
+        check_int("beta.rect c1", c1, c0 + 1, w)
         beta[:, r0:r1, c0:c1] = m
     return beta.ravel()
 
@@ -144,7 +142,7 @@ def solve_channel(kind: ChannelKind, spectrum: cb.Spectrum, kappa: float, *,
     """
     lam = spectrum.eigenvalues
     d = spectrum.d
-    k = cb._positive("kappa", kappa)
+    k = check_positive("kappa", kappa)
     if kind == "natural":
         s = cb.solve_sigma(lam, k)
         return _solved(kind, k, s, np.full(d, s), cb.capacity_per_direction(lam, s),
@@ -216,8 +214,7 @@ class ChannelNoise:
                dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """n draws of ξ, shape (n, d). Random numbers come from ``generator`` on its own device
         (so a seeded generator reproduces the draws), then move to ``device``."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n: got {n!r}; allowed range 0 <= value (integer)")
+        check_int("n", n, 0)
         gdev = generator.device
         dev = torch.device(device) if device is not None else gdev
         shape = (int(n), self.d)
@@ -253,8 +250,8 @@ def parameter_space_channel(per_sample_grads: np.ndarray, lr: float, batch_size:
     g = np.asarray(per_sample_grads, dtype=np.float64)
     if g.ndim != 2 or g.shape[0] < 2:
         raise ValueError(f"per_sample_grads: got shape {g.shape}; expected (m, d_m), m >= 2")
-    eta = cb._positive("lr", lr)
-    bsz = cb._pos_int("batch_size", batch_size)
+    eta = check_positive("lr", lr)
+    bsz = check_int("batch_size", batch_size, 1)
     gc = g - g.mean(axis=0)
     gram = gc @ gc.T / (g.shape[0] - 1)
     lam = np.linalg.eigvalsh(0.5 * (gram + gram.T))[::-1] * (eta * eta / bsz)

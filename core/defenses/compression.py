@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import torch
 
+from core.checks import check_choice, check_range
+
 Deltas = dict[str, torch.Tensor]
 
 
@@ -25,10 +27,8 @@ class PruneUpload:
     unused (pruning is deterministic)."""
 
     def __init__(self, rate: float, *, target: Literal["update", "weights"] = "update") -> None:
-        if not 0.0 <= rate < 1.0:
-            raise ValueError(f"rate: got {rate!r}; allowed range 0 <= value < 1")
-        if target not in ("update", "weights"):
-            raise ValueError(f"target: got {target!r}; allowed: update, weights")
+        check_range("rate", rate, 0, 1, hi_open=True)
+        check_choice("target", target, ("update", "weights"))
         self.rate = float(rate)
         self.target = target
 

@@ -26,6 +26,8 @@ from typing import Any, Literal
 import torch
 from scipy.stats import norm
 
+from core.checks import check_positive, check_range
+
 Deltas = dict[str, torch.Tensor]
 
 
@@ -34,12 +36,10 @@ Deltas = dict[str, torch.Tensor]
 
 
 def _check_eps_delta(epsilon: float, delta: float, sensitivity: float) -> None:
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise ValueError(f"epsilon: got {epsilon!r}; allowed range 0 < value")
-    if not 0 < delta < 1:
-        raise ValueError(f"delta: got {delta!r}; allowed range 0 < value < 1")
-    if not (sensitivity > 0 and math.isfinite(sensitivity)):
-        raise ValueError(f"sensitivity: got {sensitivity!r}; allowed range 0 < value")
+    """(ε, δ) and the sensitivity of every calibration below (core.checks writes the errors)."""
+    check_positive("epsilon", epsilon)
+    check_range("delta", delta, 0, 1, lo_open=True, hi_open=True)
+    check_positive("sensitivity", sensitivity)
 
 
 def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -151,8 +151,7 @@ class DPUpload:
             raise ValueError(f"neighbouring: got {neighbouring!r}; allowed: add_remove, replace")
         if calibration not in ("analytic", "classic"):
             raise ValueError(f"calibration: got {calibration!r}; allowed: analytic, classic")
-        if not (clip_norm > 0 and math.isfinite(clip_norm)):
-            raise ValueError(f"clip_norm: got {clip_norm!r}; allowed range 0 < value")
+        check_positive("clip_norm", clip_norm)
         _check_eps_delta(epsilon, delta, clip_norm)
         self.mechanism = mechanism
         self.epsilon = float(epsilon)

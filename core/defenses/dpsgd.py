@@ -113,8 +113,7 @@ def check_opacus_compatible(model: nn.Module) -> None:
 def _check_dp_args(max_grad_norm: float, delta: float, noise_multiplier: float | None,
                    target_epsilon: float | None, accountant: str) -> None:
     check_range("max_grad_norm", max_grad_norm, 0.0, lo_open=True)
-    if not 0.0 < float(delta) < 1.0:
-        raise ValueError(f"delta: got {delta!r}; allowed range 0 < value < 1")
+    check_range("delta", delta, 0.0, 1.0, lo_open=True, hi_open=True)
     if (noise_multiplier is None) == (target_epsilon is None):
         got = "both" if noise_multiplier is not None else "neither"
         raise ValueError(f"noise_multiplier/target_epsilon: got {got}; allowed: exactly one")

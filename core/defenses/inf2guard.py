@@ -20,7 +20,6 @@ learning rates). Every random choice comes from local generators seeded by ``see
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -29,13 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from core.checks import check_int, check_range
 from core.nn import AttributeAdversary, Encoder, TaskHead, seeded
 from core.progress import Progress
-
-
-def _check(name: str, value: float, lo: float, hi: float) -> None:
-    if not (lo <= value <= hi) or (isinstance(value, float) and math.isnan(value)):
-        raise ValueError(f"{name}: got {value!r}; allowed range {lo:g} <= value <= {hi:g}")
 
 
 @dataclass
@@ -81,10 +76,10 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
                     progress: Progress | None = None) -> Inf2GuardModel:
     """Algorithm 1 (spec 004 §2.1) with Adam; returns the trained networks and per-epoch
     curves (``utility_ce``, ``adversary_ce``, ``adversary_acc`` on its training batches)."""
-    _check("tradeoff_lambda", float(tradeoff_lambda), 0.0, 1.0)
-    _check("epochs", epochs, 0, 10_000)
-    _check("pretrain_epochs", pretrain_epochs, 0, 10_000)
-    _check("batch_size", batch_size, 1, 1_000_000)
+    check_range("tradeoff_lambda", tradeoff_lambda, 0, 1)
+    check_int("epochs", epochs, 0, 10_000)
+    check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
+    check_int("batch_size", batch_size, 1, 1_000_000)
     if X_members.shape[0] == 0 or X_nonmembers.shape[0] == 0:
         raise ValueError(f"X_nonmembers: got {X_members.shape[0]} members and "
                          f"{X_nonmembers.shape[0]} non-members; both must be non-empty")

@@ -25,7 +25,6 @@ Every random choice comes from local generators seeded by ``seed``.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -34,14 +33,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from core.checks import check_int, check_range
 from core.data.subsets import AGGREGATIONS, Subsets, aggregate_torch
 from core.nn import AttributeAdversary, Encoder, TaskHead, seeded
 from core.progress import Progress
-
-
-def _check(name: str, value: float, lo: float, hi: float) -> None:
-    if not (lo <= value <= hi) or (isinstance(value, float) and math.isnan(value)):
-        raise ValueError(f"{name}: got {value!r}; allowed range {lo:g} <= value <= {hi:g}")
 
 
 @dataclass
@@ -93,10 +88,10 @@ def train_inf2guard_property(
 
     Returns the trained networks and per-epoch curves (``utility_ce``, ``adversary_ce``,
     ``adversary_acc`` on its training batches)."""
-    _check("tradeoff_lambda", float(tradeoff_lambda), 0.0, 1.0)
-    _check("epochs", epochs, 0, 10_000)
-    _check("pretrain_epochs", pretrain_epochs, 0, 10_000)
-    _check("batch_subsets", batch_subsets, 1, 1_000_000)
+    check_range("tradeoff_lambda", tradeoff_lambda, 0, 1)
+    check_int("epochs", epochs, 0, 10_000)
+    check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
+    check_int("batch_subsets", batch_subsets, 1, 1_000_000)
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation: got {aggregation!r}; allowed: {', '.join(AGGREGATIONS)}")
     if len(subsets) == 0:

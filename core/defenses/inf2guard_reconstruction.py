@@ -43,18 +43,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from core.checks import check_int, check_range
 from core.nn import Encoder, TaskHead, seeded
 from core.progress import Progress
 from core.seeds import torch_stream
 
 CHANNELS = ("learned", "gaussian", "laplace", "uniform", "dp")
-
-
-def _check(name: str, value: float, lo: float, hi: float, *, hi_open: bool = False) -> None:
-    v = float(value)
-    if math.isnan(v) or v < lo or (v >= hi if hi_open else v > hi):
-        op = "<" if hi_open else "<="
-        raise ValueError(f"{name}: got {value!r}; allowed range {lo:g} <= value {op} {hi:g}")
 
 
 def beta_of(tradeoff_lambda: float, alpha: float) -> float:
@@ -87,7 +81,7 @@ class Perturbation(nn.Module):
         super().__init__()
         if channel not in CHANNELS:
             raise ValueError(f"channel: got {channel!r}; allowed: {', '.join(CHANNELS)}")
-        _check("epsilon", epsilon, 0.0, 1e4)
+        check_range("epsilon", epsilon, 0, 1e4)
         self.dim, self.channel, self.epsilon = int(dim), channel, float(epsilon)
         self.clip_norm, self.dp_delta = float(clip_norm), float(dp_delta)
         # Φ = (μ, log σ); fixed channels keep them (unused) so every state dict has one shape
@@ -254,11 +248,11 @@ def train_inf2guard_dra(X: Tensor, y: Tensor, *, n_classes: int, channel: str = 
     """Algorithm 4 (with Algorithm 3 for the learned channel) on rows ``X`` (n, d) in [0, 1]
     and labels ``y``; returns the trained networks and per-epoch curves (``utility_ce`` on the
     noisy representation, ``decoder_mse`` of Ψ, ``noise_entropy`` in nats per coordinate)."""
-    _check("tradeoff_lambda", tradeoff_lambda, 0.0, 1.0, hi_open=True)
-    _check("epsilon", epsilon, 0.0, 1e4)
-    _check("entropy_alpha", entropy_alpha, 0.0, 1e6)
-    _check("mc_samples", mc_samples, 1, 1024)
-    _check("epochs", epochs, 0, 100_000)
+    check_range("tradeoff_lambda", tradeoff_lambda, 0, 1, hi_open=True)
+    check_range("epsilon", epsilon, 0, 1e4)
+    check_range("entropy_alpha", entropy_alpha, 0, 1e6)
+    check_int("mc_samples", mc_samples, 1, 1024)
+    check_int("epochs", epochs, 0, 100_000)
     if channel not in CHANNELS:
         raise ValueError(f"channel: got {channel!r}; allowed: {', '.join(CHANNELS)}")
     t0 = time.perf_counter()

@@ -20,8 +20,6 @@ it flattens first. All randomness comes from local generators derived from ``see
 
 from __future__ import annotations
 
-import math
-import numbers
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+# the one range checker; core.defenses.dpsgd and core.attacks.shadows import it from here too
+from core.checks import check_choice, check_int, check_range, range_error
 from core.progress import Progress
 from core.seeds import torch_stream
 
@@ -75,27 +75,6 @@ class TrainResult:
 # validation and small helpers (shared with core.defenses.dpsgd)
 
 
-def check_range(name: str, value: float, lo: float, hi: float = math.inf, *,
-                lo_open: bool = False) -> None:
-    """One-line ValueError naming ``name`` unless lo ≤ value ≤ hi (lo < value if ``lo_open``)."""
-    v = float(value)
-    if math.isnan(v) or (v <= lo if lo_open else v < lo) or v > hi:
-        lo_s = f"{lo:g} {'<' if lo_open else '<='} value"
-        hi_s = f" <= {hi:g}" if math.isfinite(hi) else ""
-        raise ValueError(f"{name}: got {value!r}; allowed range {lo_s}{hi_s}")
-
-
-def check_int(name: str, value: int, lo: int) -> None:
-    """One-line ValueError naming ``name`` unless ``value`` is an integer ≥ lo."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
-        raise ValueError(f"{name}: got {value!r}; allowed range integer >= {lo}")
-
-
-def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}: got {value!r}; allowed: {', '.join(allowed)}")
-
-
 def check_data(X: Tensor, y: Tensor, image_shape: tuple[int, ...], *, prefix: str = "") -> None:
     """X: float (n, d) with d = prod(image_shape); y: integer (n,)."""
     if not isinstance(X, Tensor) or X.dim() != 2 or not X.is_floating_point():
@@ -110,7 +89,7 @@ def check_data(X: Tensor, y: Tensor, image_shape: tuple[int, ...], *, prefix: st
         shape = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
         raise ValueError(f"{prefix}y: got {shape}; allowed: an integer tensor of shape ({len(X)},)")
     if len(X) == 0:
-        raise ValueError(f"{prefix}X: got 0 rows; allowed range n >= 1")
+        raise range_error(f"{prefix}X rows", 0, 1, integer=True)
 
 
 def check_test(X_test: Tensor | None, y_test: Tensor | None, image_shape: tuple[int, ...]) -> None:

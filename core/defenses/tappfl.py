@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from core.checks import range_error
 from core.config import ConfigError, TappflConfig
 from core.data.base import Dataset
 from core.defenses.tappfl_presets import paper_preset, quick_preset  # noqa: F401  (re-exported: torch-free home)
@@ -269,10 +270,9 @@ def pretrain_extractor(extractor: nn.Module, critic: MICritic, X: Tensor, u: Ten
 
 def _check_devices(cfg: TappflConfig, n_train: int) -> None:
     if cfg.fl.num_devices > n_train:
-        raise ConfigError([(
-            f"fl.num_devices: got {cfg.fl.num_devices}; allowed range 1 <= value <= {n_train} "
-            "(the number of training rows; every device needs data)"
-        )])
+        raise ConfigError([str(range_error(
+            "fl.num_devices", cfg.fl.num_devices, 1, n_train,
+            note="the number of training rows; every device needs data"))])
 
 
 def build_partition(cfg: TappflConfig, ds: Dataset) -> list[np.ndarray]:

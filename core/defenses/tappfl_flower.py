@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from core.checks import check_int
 from core.config import TappflConfig
 from core.data.base import Dataset
 from core.fl.flower import MISSING_FLOWER, ObjectiveRecipe, run_flower_fedavg
@@ -82,8 +83,7 @@ def run_flower_simulation(
     stacked over devices), ``flwr_version``, ``ray_version``, ``backend`` ("ray"),
     ``num_cpus``, ``api``. Raises ImportError without Flower (extra ``scale``).
     """
-    if num_cpus < 1:
-        raise ValueError(f"num_cpus: got {num_cpus}; allowed range >= 1")
+    check_int("num_cpus", num_cpus, 1)
     fl = cfg.fl.model_copy(update={k: v for k, v in (("rounds", rounds), ("fraction_fit", fraction_fit),
                                                       ("local_epochs", local_epochs)) if v is not None})
     cfg = cfg.model_copy(update={"fl": fl, "device": "cpu"})

@@ -396,8 +396,9 @@ def make_server_app(
     from flwr.app import ConfigRecord, Message, RecordDict
     from flwr.serverapp import ServerApp
 
-    if rounds < 1:
-        raise ValueError(f"rounds: got {rounds}; allowed range >= 1")
+    from core.checks import check_int
+
+    check_int("rounds", rounds, 1)
     objective = _check_state(recipe, state)
     hand_back, out = out is not None, {} if out is None else out
     n_dev, start, t_made = len(state.partition), state.round, time.perf_counter()
@@ -504,8 +505,9 @@ def run_flower_fedavg(
     import ray
     from flwr.simulation import run_simulation
 
-    if num_cpus < 1:
-        raise ValueError(f"num_cpus: got {num_cpus}; allowed range >= 1")
+    from core.checks import check_int
+
+    check_int("num_cpus", num_cpus, 1)
     t_wall = time.perf_counter()
     _check_state(recipe, state)
     out: dict[str, Any] = {}

@@ -10,7 +10,6 @@ afterwards shows the nearest cached point at once.
 
 from __future__ import annotations
 
-import math
 import typing
 from typing import Any
 
@@ -25,10 +24,10 @@ from dashboard import state
 from dashboard.components import (
     attack_table,
     bounds_panel,
-    config_and_metrics,
     copy_run,
     defense_panel,
     deferred,
+    page_tail,
     projection_pair,
     result_caption,
     round_curves,
@@ -36,9 +35,9 @@ from dashboard.components import (
     utility_panel,
 )
 from dashboard.components._format import metric
+from dashboard.components.knob import knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
 from dashboard.tappfl_settings import (
-    LAMBDA_GRID,
     WIDGETS,
     preset_config,
     preset_widgets,
@@ -55,8 +54,6 @@ from dashboard.widgets import (
 
 KIND = "attribute_privacy"
 DATASETS = ["synthetic", "adult", "digits", "mnist5k"]
-#: the knob's grid for the sweep button (only λ has one for now)
-GRIDS = {"tradeoff_lambda": LAMBDA_GRID}
 #: widget keys of the defense blocks' fields (tests and returning users rely on them)
 FIELD_KEYS = {"tradeoff_lambda": "ap_lambda", "epsilon": "ap_eps", "rate": "ap_prune",
               "delta": "ap_delta", "clip_norm": "ap_clip", "target": "ap_prune_target"}
@@ -93,13 +90,6 @@ def attacker_titles() -> dict[str, str]:
 
 def field_key(defense: str, field: str) -> str:
     return FIELD_KEYS.get(field, f"ap_{defense}_{field}")
-
-
-def _nice_step(span: float) -> float:
-    """A 1-2-5 step giving about 20 slider positions over ``span``."""
-    raw = span / 20
-    mag = 10 ** math.floor(math.log10(raw))
-    return min((m * mag for m in (1, 2, 5, 10)), key=lambda s: abs(s - raw))
 
 
 # --------------------------------------------------------------------------------------------
@@ -163,26 +153,15 @@ def federation_ui() -> None:
                     help="Attribute-adversary (Ψ) steps per encoder (Θ) step.")
 
 
-def knob_ui(defense: str) -> dict[str, Any]:
-    """The defense's knob, generated from its part: a slider on a linear scale, a number input
-    on a log scale. Returns ``{field: value}`` (empty for a defense without a knob)."""
+def defense_knob_ui(defense: str) -> dict[str, Any]:
+    """The defense's knob (:func:`dashboard.components.knob.knob_ui`, from its part):
+    ``{field: value}``, empty for a defense without a knob."""
     part = DEFENSES.get(defense)
-    knob = part.knob
-    if knob is None:
+    if part.knob is None:
         st.caption(f"{part.title}: no privacy knob. {part.description}")
         return {}
-    more = "higher" if knob.direction == "higher_is_more_private" else "lower"
-    label = f"{knob.symbol} ({knob.label}) · {more} is more private"
-    key = field_key(defense, knob.field)
-    if knob.scale == "linear":
-        step = _nice_step(knob.high - knob.low)
-        high = round(math.floor(round(knob.high / step, 6)) * step, 10)
-        value = st.slider(label, float(knob.low), float(high), step=step, key=key)
-    else:
-        value = st.number_input(label, min_value=float(knob.low), max_value=float(knob.high),
-                                step=0.5, format="%.4g", key=key,
-                                help=f"Log scale: {knob.low:g} … {knob.high:g}.")
-    return {knob.field: value}
+    return {part.knob.field: knob_ui(defense, key=field_key(defense, part.knob.field),
+                                     family=KIND)}
 
 
 def params_ui(defense: str) -> dict[str, Any]:
@@ -266,7 +245,7 @@ def controls() -> dict[str, Any]:
     part = DEFENSES.get(defense)
     k1, k2 = st.columns([1, 1])
     with k1:
-        block = {**knob_ui(defense), **params_ui(defense)}
+        block = {**defense_knob_ui(defense), **params_ui(defense)}
         st.caption(part.description + (f" Accounting: {part.accounting}." if part.accounting
                                        else ""))
     with k2:
@@ -332,8 +311,8 @@ def tradeoff_section(config: dict[str, Any], result, grid_results: dict[float, A
     st.caption("Utility on x, attack AUC on y, with 95 % intervals. The strongest attacker "
                "is the engine's pick among the attackers on the release (by AUC); the "
                "in-training adversary is what TAPPFL optimises against.")
-    if knob is not None and knob.field in GRIDS:
-        missing = [g for g in GRIDS[knob.field] if grid_results.get(g) is None]
+    if knob is not None:
+        missing = [g for g in knob.for_family(KIND).teaching_grid() if grid_results.get(g) is None]
         if missing:
             st.caption(f"Not cached yet: {knob.symbol} = " + ", ".join(f"{g:g}" for g in missing)
                        + f". **Run {knob.symbol} sweep** computes them.")
@@ -369,10 +348,6 @@ def show_result(config: dict[str, Any], result, grid_results: dict[float, Any],
         with box:
             projection_pair(result, key="ap", title=None)
 
-    for note in result.info.get("notes", []):
-        st.caption(f"note: {note}")
-    config_and_metrics(result, key="ap_show_metrics")
-
 
 # --------------------------------------------------------------------------------------------
 # page
@@ -387,15 +362,16 @@ if cfg is None:
     st.stop()
 defense = cfg.defense.kind
 knob = DEFENSES.get(defense).knob
-grid = GRIDS.get(knob.field) if knob else None
+grid = knob.for_family(KIND).teaching_grid() if knob else None
 knob_value = float(getattr(cfg.defense, knob.field)) if knob else None
 
 buttons = st.container(horizontal=True)
 run_clicked = buttons.button("Run", type="primary", key="ap_run")
 sweep_clicked = buttons.button(
-    "Run λ sweep", key="ap_sweep", disabled=grid is None,
-    help="Precompute λ ∈ {" + ", ".join(f"{g:g}" for g in LAMBDA_GRID)
-         + "} with the other settings as they are; each point is stored.")
+    f"Run {knob.symbol if knob else 'the'} sweep", key="ap_sweep", disabled=grid is None,
+    help=None if grid is None else f"Precompute {knob.symbol} ∈ {{"
+    + ", ".join(f"{g:g}" for g in grid) + "} with the other settings as they are; each point "
+    "is stored.")
 copy_run(config)
 
 label = (f"{DEFENSES.get(defense).title} on {cfg.data.name}/{cfg.data.private_attribute}"
@@ -416,10 +392,12 @@ if result is None and grid:
                 f"point {knob.symbol} = {shown:g}. Press **Run** to compute "
                 f"{knob.symbol} = {knob_value:g}.")
 if result is None:
-    st.info("No stored result for these settings yet. Press **Run** (or **Run λ sweep** for the "
-            "TAPPFL tradeoff). Runs are stored: the same settings show at once next time.")
+    st.info("No stored result for these settings yet. Press **Run** (or **Run "
+            f"{knob.symbol if knob else 'the'} sweep** for the tradeoff). Runs are stored: the "
+            "same settings show at once next time.")
     running_jobs_panel()
     st.stop()
 
 show_result(config, result, grid_results, shown)
+page_tail(result, KIND, key="ap")
 running_jobs_panel()

@@ -26,6 +26,7 @@ from dashboard.components.compare_plot import (
     points_frame,
     table_frame,
 )
+from dashboard.components.knob import knob_help, knob_label
 from dashboard.widgets import get_store, run_many_with_progress, running_jobs_panel
 
 CUSTOM = "custom"
@@ -143,8 +144,7 @@ def controls() -> C.ComparisonSpec | None:
             st.session_state.setdefault(key, ", ".join(f"{g:g}" for g in C.default_grid(part)))
             text = cols[i % len(cols)].text_input(
                 f"{option_label(opt)}: {part.knob.symbol} grid", key=key,
-                help=f"{part.knob.label}; {part.knob.direction.replace('_', ' ')}; "
-                     f"allowed {part.knob.low:g} … {part.knob.high:g}")
+                help=f"{knob_label(part.knob)}. {knob_help(part, part.knob)}")
             grid = _parse_grid(text, key.removeprefix("cmp_grid_"))
             if grid is None:
                 return None

@@ -13,7 +13,7 @@ import streamlit as st
 from core.config import ConfigError, parse_config
 from core.data import DataError, load_dataset
 from dashboard import state
-from dashboard.components import copy_run, result_caption
+from dashboard.components import page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
 from dashboard.widgets import run_with_progress, running_jobs_panel
@@ -141,8 +141,6 @@ if result is not None:
     k3.metric("trustworthiness", f"{mt['trustworthiness']:.3f}" if "trustworthiness" in mt else "n/a",
               help="sklearn trustworthiness: how well local neighbourhoods are preserved "
                    "(1 = perfectly).")
-    for note in result.info.get("notes", []):
-        st.caption(f"note: {note}")
     result_caption(result)
-copy_run(config)
+page_tail(result, "projection", key="data", config=config)
 running_jobs_panel()

@@ -23,9 +23,10 @@ from core.config import FilDataSpec
 from core.parts import ATTACKS, attack_titles, config_names
 from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
-from dashboard.components import config_and_metrics, copy_run, result_caption, threat_card_lines
+from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.fil_figures import fil_figure
+from dashboard.components.knob import knob_ui
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "fisher_information"
@@ -40,7 +41,6 @@ GRANULARITIES = {"example": "per example (x_i, y_i)", "attribute": "per example,
 NOISE_MODES = {"eta": "target η", "sigma": "σ", "dp": "(ε, δ)"}
 L2_GRID = [0.0, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0]
 SIGMA_GRID = [float(f"{v:.2g}") for v in np.logspace(-5, 2, 29)]
-ETA_GRID = [float(f"{v:.2g}") for v in np.logspace(-3, 3, 25)]
 EPS_GRID = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
 #: config name -> the attack's one title (core.parts)
 ATTACK_TITLES = attack_titles(KIND)
@@ -50,7 +50,7 @@ _FITS = "_fi_fits"  # fit key -> the newest Result of that fit this session saw
 def _init_state() -> None:
     for k, v in {"fi_dataset": "digits", "fi_class_a": 0, "fi_class_b": 1, "fi_adult_view": "paper",
                  "fi_adult_cap": 0, "fi_syn_n": 1000, "fi_syn_out": 0.02, "fi_model": "linear",
-                 "fi_l2": 1e-3, "fi_noise": "eta", "fi_sigma": 0.01, "fi_eta": 3.2,
+                 "fi_l2": 1e-3, "fi_noise": "eta", "fi_sigma": 0.01, "fi_eta": 3.0,
                  "fi_eta_reduce": "max", "fi_eps": 1.0, "fi_delta": 1e-5, "fi_k": 1,
                  "fi_gran": "example", "fi_T": 5, "fi_method": "sample", "fi_irfil_release": False,
                  "fi_trials": 20, "fi_attackers": list(ATTACK_TITLES)}.items():
@@ -105,9 +105,8 @@ def defense_ui() -> dict[str, Any]:
         block["sigma"] = float(c2.select_slider("σ · noise std of the released weights (higher "
                                                 "is more private)", SIGMA_GRID, key="fi_sigma"))
     elif mode == "eta":
-        block["eta_target"] = float(c2.select_slider(
-            "target η (lower is more private): σ is solved so that η equals it", ETA_GRID,
-            key="fi_eta"))
+        block["eta_target"] = knob_ui("fil_output_perturbation", key="fi_eta", family=KIND,
+                                      where=c2)
         block["eta_reduce"] = c3.segmented_control("η", ["max", "mean"], key="fi_eta_reduce",
                                                    required=True,
                                                    help="worst-case example or the mean η̄")
@@ -396,7 +395,5 @@ with slot:
             st.error(f"Fisher information: {exc}")
 if result is not None:
     result_caption(result)
-    for note in result.info.get("notes", []):
-        st.caption(f"note: {note}")
-    config_and_metrics(result, key="fi_show_metrics")
+page_tail(result, KIND, key="fi")
 running_jobs_panel()

@@ -12,16 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from cache.export import write_table
 from core.fingerprint import same_engine
-from core.metric_schema import HEADLINES
-from core.migrations import RENAMED_KINDS, migrate
-from core.parts import DEFENSES
+from core.migrations import migrate
 from dashboard.components import copy_run, metrics_frame
 from dashboard.components.compare_plot import figure_html
 from dashboard.components.history_diff import (
@@ -30,70 +27,16 @@ from dashboard.components.history_diff import (
     metric_rows,
     pair_figure,
 )
+from dashboard.components.run_history import (
+    OLDER,
+    current_kind,
+    data_name,
+    defense_name,
+    records_of,
+    run_row,
+    setting,
+)
 from dashboard.widgets import get_store
-
-OLDER = "older engine"
-#: metrics shown in the table beside each kind's headline utility and attack
-EXTRA_METRICS = {
-    "projection": ["n_points"],
-    "attribute_privacy": ["attack_in_training_acc", "attack_mlp_auc"],
-}
-
-
-def current_kind(kind: str) -> str:
-    """A stored kind under its current name (``tappfl`` -> ``attribute_privacy``)."""
-    return RENAMED_KINDS.get(kind, kind)
-
-
-def stored_kinds(kind: str) -> list[str]:
-    """The names runs of ``kind`` may be stored under (its current name and former ones)."""
-    return [kind, *(old for old, new in RENAMED_KINDS.items() if new == kind)]
-
-
-def defense_summary(block: Any) -> str:
-    """``tappfl λ=0.5``, ``dp_gaussian ε=1``, ``none``: the defense and its knob."""
-    if not isinstance(block, dict):
-        return str(block)
-    kind = str(block.get("kind", "?"))
-    knob = DEFENSES.get(kind).knob if kind in DEFENSES else None
-    if knob is not None and isinstance(block.get(knob.field), int | float):
-        return f"{kind} {knob.symbol}={block[knob.field]:g}"
-    return kind
-
-
-def setting(kind: str, cfg: dict) -> str:
-    """The one or two settings that tell runs of a kind apart (older shapes migrated first)."""
-    cfg, _ = migrate(cfg)
-    kind = current_kind(kind)
-    if kind == "projection":
-        return f"{cfg.get('method')} · {cfg.get('split')} · ≤{cfg.get('max_points')} pts"
-    if kind == "attribute_privacy":
-        fl = cfg.get("fl", {})
-        return (f"{defense_summary(cfg.get('defense', {'kind': 'tappfl'}))} · "
-                f"{fl.get('num_devices')} devices × {fl.get('rounds')} rounds")
-    if kind == "sweep":
-        base = cfg.get("base", {})
-        grid = cfg.get("grid", {})
-        what = ", ".join(f"{p} ({len(v)})" for p, v in grid.items()) or "seeds only"
-        return (f"{base.get('kind', '?')} · {defense_summary(base.get('defense', ''))} · "
-                f"over {what} × {len(cfg.get('seeds', []))} seeds")
-    if isinstance(cfg.get("defense"), dict):
-        return defense_summary(cfg["defense"])
-    return ""
-
-
-def data_name(cfg: dict) -> str:
-    """The run's data set (a sweep's: its base's)."""
-    data = cfg.get("data") or (cfg.get("base") or {}).get("data") or {}
-    return str(data.get("name", "")) if isinstance(data, dict) else ""
-
-
-def defense_name(cfg: dict) -> str:
-    """The run's defense kind (a sweep's: its base's; ``none`` when the kind has none)."""
-    block = cfg.get("defense", (cfg.get("base") or {}).get("defense"))
-    if isinstance(block, dict):
-        return str(block.get("kind", "none"))
-    return str(block) if block else "none"
 
 
 def created_date(rec) -> dt.date | None:
@@ -120,28 +63,6 @@ def filter_records(records: list, data: list[str], defenses: list[str],
                 continue
         out.append(r)
     return out
-
-
-def main_metrics(kind: str) -> list[str]:
-    kind = current_kind(kind)
-    head = HEADLINES.get(kind)
-    names = [m for m in ((head.utility, head.attack) if head else ()) if m]
-    return names + [m for m in EXTRA_METRICS.get(kind, []) if m not in names]
-
-
-def engine_label(version: str) -> str:
-    return "current" if same_engine(version) else OLDER
-
-
-def _fmt(v) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
-
-
-def records_of(store, kind: str, limit: int) -> list:
-    if kind == "all":
-        return store.list(limit=limit)
-    recs = [r for k in stored_kinds(kind) for r in store.list(kind=k, limit=limit)]
-    return sorted(recs, key=lambda r: r.created, reverse=True)[:limit]
 
 
 def export_bytes(records: list, fmt: str) -> bytes:
@@ -182,22 +103,7 @@ if not records:
             "the projection on the Data & projections page).")
     st.stop()
 
-table = pd.DataFrame([
-    {
-        "kind": current_kind(r.kind),
-        "key": r.key[:12],
-        "created (UTC)": r.created.replace("T", " ")[:19],
-        "engine": engine_label(r.engine_version),
-        "seconds": None if r.seconds is None else round(r.seconds, 2),
-        "data set": data_name(migrate(r.config)[0]),
-        "defense": defense_name(migrate(r.config)[0]),
-        "settings": setting(r.kind, r.config),
-        "main metrics": ", ".join(f"{m}={_fmt(r.metrics.get(m))}"
-                                  for m in main_metrics(r.kind) if m in r.metrics),
-        "label": r.label,
-    }
-    for r in records
-])
+table = pd.DataFrame([run_row(r) for r in records])
 st.dataframe(table, hide_index=True, width="stretch")
 n_old = int((table["engine"] == OLDER).sum())
 if n_old:

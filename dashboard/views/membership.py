@@ -17,9 +17,10 @@ from core.metric_schema import HEADLINES
 from core.parts import DEFENSES, attack_titles, attacks_for
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import config_and_metrics, copy_run, result_caption, threat_card_lines
+from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.components.knob import knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -27,9 +28,9 @@ KIND = "membership"
 DATASETS = ["mnist5k", "digits", "faces", "adult"]
 #: config name -> the attack's one title (core.parts)
 TITLES = attack_titles(KIND)
-GRIDS = {"inf2guard": ("tradeoff_lambda", (0.0, 0.25, 0.5, 0.75, 1.0)),
-         "dp_sgd": ("noise_multiplier", (0.3, 0.6, 1.0, 2.0)),
-         "channel": ("kappa", (20.0, 80.0, 300.0))}
+#: widget keys of the defenses' knobs (returning users and tests rely on them); a defense
+#: registered later gets mi_<defense>
+KNOB_KEYS = {"inf2guard": "mi_lambda", "dp_sgd": "mi_z", "channel": "mi_kappa"}
 
 
 def _init_state() -> None:
@@ -52,22 +53,14 @@ def defense_ui() -> dict[str, Any]:
     c1, c2 = st.columns([1, 2])
     kind = c1.selectbox("Defense", names, key="mi_defense",
                         format_func=lambda n: DEFENSES.get(n).title)
-    if kind == "inf2guard":
-        lam = c2.slider("λ · Inf2Guard privacy weight (higher is more private)", 0.0, 1.0,
-                        step=0.05, key="mi_lambda")
-        return {"kind": kind, "tradeoff_lambda": float(lam)}
-    if kind == "dp_sgd":
-        z = c2.select_slider("z · DP-SGD noise multiplier (higher is more private)",
-                             options=[0.3, 0.45, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0], key="mi_z")
-        return {"kind": kind, "noise_multiplier": float(z)}
-    if kind == "channel":
-        k = c2.select_slider("κ · capacity per round, nats (lower is more private)",
-                             options=[5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 600.0],
-                             key="mi_kappa")
-        return {"kind": kind, "channel": "natural", "kappa": float(k)}
-    c2.caption("No defense: the target is trained plainly on its members (the shadow models "
-               "too); the released model is queried for its outputs.")
-    return {"kind": "none"}
+    knob = DEFENSES.get(kind).knob
+    if knob is None:
+        c2.caption("No defense: the target is trained plainly on its members (the shadow models "
+                   "too); the released model is queried for its outputs.")
+        return {"kind": kind}
+    block: dict[str, Any] = {"kind": kind, **({"channel": "natural"} if kind == "channel" else {})}
+    block[knob.field] = knob_ui(kind, key=KNOB_KEYS.get(kind, f"mi_{kind}"), family=KIND, where=c2)
+    return block
 
 
 def attack_ui(defense: str) -> dict[str, Any]:
@@ -154,24 +147,25 @@ def roc_section(result) -> None:
 
 def tradeoff_section(config: dict[str, Any], result) -> None:
     kind = config["defense"]["kind"]
-    if kind not in GRIDS:
+    if DEFENSES.get(kind).knob is None:
         return
-    field, grid = GRIDS[kind]
+    knob = DEFENSES.get(kind).knob.for_family(KIND)
+    field, grid = knob.field, knob.teaching_grid()
     head = HEADLINES[KIND]
-    st.subheader(f"Tradeoff over {DEFENSES.get(kind).knob.symbol}")
+    st.subheader(f"Tradeoff over {knob.symbol}")
     cfgs = {g: {**config, "defense": {**config["defense"], field: g}} for g in grid}
     got = {g: peek(c) for g, c in cfgs.items()}
     cur = float(config["defense"][field])
     got[cur] = result
     missing = [g for g, r in got.items() if r is None]
-    start = st.button(f"Run the {DEFENSES.get(kind).knob.symbol} sweep ({len(missing)} missing)",
+    start = st.button(f"Run the {knob.symbol} sweep ({len(missing)} missing)",
                       key="mi_sweep", disabled=not missing)
     run_with_progress({"kind": "sweep", "base": config,
                        "grid": {f"defense.{field}": list(grid)},
                        "seeds": [config.get("seed", 0)], "executor": "serial"},
                       label="membership sweep", start=start)
     und = peek({**config, "defense": {"kind": "none"}})
-    sym = DEFENSES.get(kind).knob.symbol
+    sym = knob.symbol
     left, right = st.columns(2)
     for col, name, title, key in (
             (left, head.attack, "membership AUC (strongest attack)", "mi_tradeoff"),
@@ -236,10 +230,7 @@ def show_result(config, result) -> None:
             {f"mia_{a}": TITLES.get(a, a) for a in result.config["attack"]["attackers"]})))
     roc_section(result)
     projection_section(result)
-    for note in result.info.get("notes", []):
-        st.caption(f"note: {note}")
     tradeoff_section(config, result)
-    config_and_metrics(result, key="mi_show_metrics")
 
 
 st.title("Membership inference")
@@ -261,4 +252,5 @@ if result is None:
             "16 shadow models, 8 targets pooled: about 20 s on a 2-core CPU). Runs are stored.")
 else:
     show_result(config, result)
+page_tail(result, KIND, key="mi")
 running_jobs_panel()

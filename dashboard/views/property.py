@@ -20,9 +20,10 @@ from core.config import PROPERTY_ATTACKS
 from core.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import config_and_metrics, copy_run, projection_pair, result_caption
+from dashboard.components import copy_run, page_tail, projection_pair, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
+from dashboard.components.knob import knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -37,7 +38,6 @@ PRESETS = {"adult": {"attribute": "sex", "sizes": (32, 256), "per_bin": 250, "ep
 TITLES = attack_titles(KIND)
 SHORT = {"in_training": "in-training Ψ", "mlp": "fresh MLP", "logreg": "fresh logistic",
          "prior": "prior"}
-LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def _init_state() -> None:
@@ -62,8 +62,7 @@ def data_ui() -> str:
 
 def defense_ui() -> dict[str, Any]:
     c1, c2, c3 = st.columns([2, 1, 1])
-    lam = c1.slider("λ · Inf2Guard privacy weight (0 = no defense, higher is more private)",
-                    0.0, 1.0, step=0.05, key="pr_lambda")
+    lam = knob_ui(DEFENSE, key="pr_lambda", family=KIND, where=c1)
     k = c2.selectbox("K property bins", [4, 7, 11], key="pr_k",
                      help="The paper's ratio grids: K = 4 → 0.2–0.5 (Census), 7 → 0.2–0.8 "
                           "(RSNA), 11 → 0.0–1.0 (CelebA).")
@@ -238,30 +237,32 @@ def bound_section(result) -> None:
 
 
 def tradeoff_section(config: dict[str, Any], result) -> None:
-    st.subheader("Tradeoff over λ")
-    cfgs = {g: {**config, "defense": {**config["defense"], "tradeoff_lambda": g}} for g in LAMBDAS}
+    knob = DEFENSES.get(DEFENSE).knob.for_family(KIND)
+    grid, sym = knob.teaching_grid(), knob.symbol
+    st.subheader(f"Tradeoff over {sym}")
+    cfgs = {g: {**config, "defense": {**config["defense"], knob.field: g}} for g in grid}
     got = {g: peek(c) for g, c in cfgs.items()}
-    cur = float(config["defense"]["tradeoff_lambda"])
+    cur = float(config["defense"][knob.field])
     got[cur] = result
     series = {f"{SHORT[a]} accuracy": f"property_{a}_acc" for a in config["attack"]["attackers"]
               if a != "prior"}
     pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
                           attack_metrics=series)
     missing = [g for g, r in got.items() if r is None]
-    start = st.button(f"Run the λ sweep ({len(missing)} missing)", key="pr_sweep",
+    start = st.button(f"Run the {sym} sweep ({len(missing)} missing)", key="pr_sweep",
                       disabled=not missing)
     run_with_progress({"kind": "sweep", "base": config,
-                       "grid": {"defense.tradeoff_lambda": list(LAMBDAS)},
+                       "grid": {f"defense.{knob.field}": list(grid)},
                        "seeds": [config.get("seed", 0)], "executor": "serial"},
-                      label="property λ sweep", start=start)
+                      label=f"property {sym} sweep", start=start)
     und = got.get(0.0)
     undefended = None if und is None else (metric(und, "utility_acc"),
                                            metric(und, "property_acc_best"))
     if not pts:
-        st.info("No point to draw yet: run the λ sweep.")
+        st.info(f"No point to draw yet: run the {sym} sweep.")
         return
     st.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
-                           chance=metric(result, "chance"), symbol="λ",
+                           chance=metric(result, "chance"), symbol=sym,
                            x_title="utility (per-sample test accuracy)",
                            y_title="property attack accuracy"),
                     width="stretch", key="pr_tradeoff")
@@ -295,9 +296,6 @@ def show_result(config, result) -> None:
                    "right, its released aggregate (what the attacker sees). Colours ordered by "
                    "share on the right mean the aggregate still carries the property.")
     curves_section(result)
-    for note in result.info.get("notes", []):
-        st.caption(f"note: {note}")
-    config_and_metrics(result, key="pr_show_metrics")
 
 
 st.title("Property inference")
@@ -320,4 +318,5 @@ if result is None:
             "Adult: about 20 s on a CPU). Runs are stored; then run the λ sweep for the tradeoff.")
 else:
     show_result(config, result)
+page_tail(result, KIND, key="pr")
 running_jobs_panel()

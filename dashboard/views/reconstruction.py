@@ -11,7 +11,6 @@ stored, and the κ / z sweeps draw one utility–privacy curve per channel.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -21,9 +20,10 @@ from core.metric_schema import HEADLINES
 from core.parts import ATTACKS, DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import config_and_metrics, copy_run, deferred, result_caption
+from dashboard.components import copy_run, deferred, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.components.knob import knob_ui
 from dashboard.reconstruction_settings import (
     CHOICES,
     KAPPA_PER_DIM_GRID,
@@ -102,17 +102,13 @@ def defense_ui(d: int) -> dict[str, Any]:
         c2.caption(DEFENSES.get("none").description)
         return {"kind": "none"}
     if choice == "dp_sgd":
-        z = c2.select_slider("z · DP-SGD noise multiplier (higher is more private)",
-                             options=[0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0],
-                             key="gl_z")
+        z = knob_ui("dp_sgd", key="gl_z", family=KIND, where=c2)
         clip = c3.number_input("clip norm S", 0.01, 100.0, step=0.5, key="gl_clip")
         return {"kind": "dp_sgd", "noise_multiplier": float(z), "clip_norm": float(clip),
                 "delta": 1e-5}
-    grid = kappa_grid(d)
-    if st.session_state.get("gl_kappa") not in grid:
-        st.session_state["gl_kappa"] = min(grid, key=lambda g: abs(math.log(g / (0.1 * d))))
-    kappa = c2.select_slider("κ · capacity per round, nats (lower is more private)", grid,
-                             key="gl_kappa", format_func=lambda k: f"{k:g} (κ/d {k / d:.3g})")
+    # κ scales with the image dimension d: the slider runs over a κ/d ladder (default κ/d 0.1)
+    kappa = knob_ui("channel", key="gl_kappa", family=KIND, where=c2, options=kappa_grid(d),
+                    default=0.1 * d, format_func=lambda k: f"{k:g} (κ/d {k / d:.3g})")
     mode = c3.segmented_control("Noise", ["redraw", "fixed"], key="gl_noise_mode", required=True,
                                 help="redraw: fresh noise every step (κ per step, n·κ over the "
                                      "run); fixed: one noisy copy of the data (κ in total).")
@@ -345,8 +341,6 @@ def show_result(config, cfg, result) -> None:
     u4.metric("Wiener MMSE (sees D̃)", fmt(metric(result, "bound_wiener_mmse"), 4))
     gallery(result, names)
     scores_table(result, names)
-    for note in result.info.get("notes", []):
-        st.caption(f"note: {note}")
     if "model_inversion" in result.artifacts and (box := deferred(
             "Model inversion: one representative per class vs the class centre",
             key="gl_show_mi", icon=":material/portrait:")):
@@ -367,7 +361,6 @@ def show_result(config, cfg, result) -> None:
             st.plotly_chart(figure("lines_figure", tuple(range(1, len(ys) + 1)),
                                    {"test accuracy": tuple(ys)}, x_title="epoch / round",
                                    y_title="accuracy"), width="stretch", key="gl_curves")
-    config_and_metrics(result, key="gl_show_metrics")
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,4 +389,5 @@ else:
     show_result(config, cfg, result)
 d = int(np.prod(data_spectrum(cfg.data.name, cfg.seed)[1]))
 tradeoff_section(config, cfg, result, d)
+page_tail(result, KIND, key="gl")
 running_jobs_panel()

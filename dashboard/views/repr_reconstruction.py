@@ -21,9 +21,10 @@ from core.metric_schema import HEADLINES
 from core.parts import ATTACKS, attack_titles, config_names
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import config_and_metrics, copy_run, result_caption
+from dashboard.components import copy_run, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.components.knob import knob_of, knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -31,9 +32,8 @@ KIND = "repr_reconstruction"
 CHANNEL_TITLES = {"learned": "learned δ = ε·tanh(u) (Inf2Guard)", "gaussian": "Gaussian N(0, ε²)",
                   "laplace": "Laplace(0, ε)", "uniform": "uniform U(−ε, ε)",
                   "dp": "DP: Gaussian mechanism on clipped r"}
-EPS_OPTIONS = [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0]
-#: the ε grid of the tradeoff sweep (every channel)
-EPS_GRID = (0.0, 0.5, 1.0, 2.0, 4.0)
+#: the registered defense whose knob (ε) the page slides and sweeps (every channel)
+DEFENSE = "inf2guard_dra"
 GRID_COLS = 10
 
 
@@ -62,12 +62,11 @@ def defense_ui() -> dict[str, Any]:
     c1, c2, c3 = st.columns([1.4, 1.3, 1.3])
     channel = c1.selectbox("Noise channel", list(REPR_CHANNELS), key="rr_channel",
                            format_func=CHANNEL_TITLES.get)
-    eps = c2.select_slider("ε · noise scale (higher is more private; not a DP budget)",
-                           options=EPS_OPTIONS, key="rr_eps")
+    eps = knob_ui(DEFENSE, key="rr_eps", family=KIND, where=c2)
     lam = c3.slider("λ · privacy weight (Eq. 20)", 0.0, 0.95, step=0.05, key="rr_lambda",
                     help="0 = utility only; the encoder plays against the in-training decoder "
                          "with weight λ. The paper's DRA runs use 0.4.")
-    return {"kind": "inf2guard_dra", "channel": channel, "epsilon": float(eps),
+    return {"kind": DEFENSE, "channel": channel, "epsilon": float(eps),
             "tradeoff_lambda": float(lam)}
 
 
@@ -201,11 +200,16 @@ def gallery(result) -> None:
                "from the target's released r + δ and titled with its SSIM.")
 
 
+def _knob():
+    return knob_of(DEFENSE, KIND)
+
+
 def _sweep_results(config: dict[str, Any]) -> dict[str, dict[float, Any]]:
     out: dict[str, dict[float, Any]] = {}
+    knob = _knob()
     for ch in REPR_CHANNELS:
-        for eps in EPS_GRID:
-            c = {**config, "defense": {**config["defense"], "channel": ch, "epsilon": eps}}
+        for eps in knob.teaching_grid():
+            c = {**config, "defense": {**config["defense"], "channel": ch, knob.field: eps}}
             out.setdefault(ch, {})[eps] = peek(c)
     return out
 
@@ -225,7 +229,7 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                       disabled=not missing)
     run_with_progress({"kind": "sweep", "base": config,
                        "grid": {"defense.channel": list(REPR_CHANNELS),
-                                "defense.epsilon": list(EPS_GRID)},
+                                f"defense.{_knob().field}": list(_knob().teaching_grid())},
                        "seeds": [config.get("seed", 0)], "executor": "serial"},
                       label="ε sweep over channels", start=start)
     st.plotly_chart(figure("tradeoff_figure", pts, current=cur_eps, undefended=None, chance=None,
@@ -259,10 +263,7 @@ def show_result(config, result) -> None:
     st.caption(" ".join(extra))
     gallery(result)
     bound_section(result)
-    for note in result.info.get("notes", []):
-        st.caption(f"note: {note}")
     tradeoff_section(config, result)
-    config_and_metrics(result, key="rr_show_metrics")
 
 
 st.title("Reconstruction: from representations")
@@ -288,4 +289,5 @@ if result is None:
             "attacks: a few seconds on a CPU; mnist5k about a minute). Runs are stored.")
 else:
     show_result(config, result)
+page_tail(result, KIND, key="rr")
 running_jobs_panel()

@@ -1,0 +1,121 @@
+"""Stored runs summarised for people: one row per run (kind, key, date, engine, data set,
+defense and its knob, the kind's headline metrics). The History page lists every run this way
+and each page's tail (:func:`dashboard.components.page_tail.page_tail`) the latest of its kind.
+
+Stored configs of an older shape are migrated (:func:`core.migrations.migrate`) first; runs of
+an older engine are marked, not hidden.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.fingerprint import same_engine
+from core.metric_schema import HEADLINES
+from core.migrations import RENAMED_KINDS, migrate
+from core.parts import DEFENSES
+
+OLDER = "older engine"
+#: metrics shown in the table beside each kind's headline utility and attack
+EXTRA_METRICS = {
+    "projection": ["n_points"],
+    "attribute_privacy": ["attack_in_training_acc", "attack_mlp_auc"],
+}
+
+
+def current_kind(kind: str) -> str:
+    """A stored kind under its current name (``tappfl`` -> ``attribute_privacy``)."""
+    return RENAMED_KINDS.get(kind, kind)
+
+
+def stored_kinds(kind: str) -> list[str]:
+    """The names runs of ``kind`` may be stored under (its current name and former ones)."""
+    return [kind, *(old for old, new in RENAMED_KINDS.items() if new == kind)]
+
+
+def defense_summary(block: Any) -> str:
+    """``tappfl λ=0.5``, ``dp_gaussian ε=1``, ``none``: the defense and its knob."""
+    if not isinstance(block, dict):
+        return str(block)
+    kind = str(block.get("kind", "?"))
+    knob = DEFENSES.get(kind).knob if kind in DEFENSES else None
+    if knob is not None and isinstance(block.get(knob.field), int | float):
+        return f"{kind} {knob.symbol}={block[knob.field]:g}"
+    return kind
+
+
+def setting(kind: str, cfg: dict) -> str:
+    """The one or two settings that tell runs of a kind apart (older shapes migrated first)."""
+    cfg, _ = migrate(cfg)
+    kind = current_kind(kind)
+    if kind == "projection":
+        return f"{cfg.get('method')} · {cfg.get('split')} · ≤{cfg.get('max_points')} pts"
+    if kind == "attribute_privacy":
+        fl = cfg.get("fl", {})
+        return (f"{defense_summary(cfg.get('defense', {'kind': 'tappfl'}))} · "
+                f"{fl.get('num_devices')} devices × {fl.get('rounds')} rounds")
+    if kind == "sweep":
+        base = cfg.get("base", {})
+        grid = cfg.get("grid", {})
+        what = ", ".join(f"{p} ({len(v)})" for p, v in grid.items()) or "seeds only"
+        return (f"{base.get('kind', '?')} · {defense_summary(base.get('defense', ''))} · "
+                f"over {what} × {len(cfg.get('seeds', []))} seeds")
+    if isinstance(cfg.get("defense"), dict):
+        return defense_summary(cfg["defense"])
+    return ""
+
+
+def data_name(cfg: dict) -> str:
+    """The run's data set (a sweep's: its base's)."""
+    data = cfg.get("data") or (cfg.get("base") or {}).get("data") or {}
+    return str(data.get("name", "")) if isinstance(data, dict) else ""
+
+
+def defense_name(cfg: dict) -> str:
+    """The run's defense kind (a sweep's: its base's; ``none`` when the kind has none)."""
+    block = cfg.get("defense", (cfg.get("base") or {}).get("defense"))
+    if isinstance(block, dict):
+        return str(block.get("kind", "none"))
+    return str(block) if block else "none"
+
+
+def main_metrics(kind: str) -> list[str]:
+    """The kind's headline utility and attack metric names, then its extra columns."""
+    kind = current_kind(kind)
+    head = HEADLINES.get(kind)
+    names = [m for m in ((head.utility, head.attack) if head else ()) if m]
+    return names + [m for m in EXTRA_METRICS.get(kind, []) if m not in names]
+
+
+def engine_label(version: str) -> str:
+    return "current" if same_engine(version) else OLDER
+
+
+def _fmt(v) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def records_of(store, kind: str, limit: int) -> list:
+    """The newest ``limit`` index records of ``kind`` (``all``: of every kind), newest first."""
+    if kind == "all":
+        return store.list(limit=limit)
+    recs = [r for k in stored_kinds(kind) for r in store.list(kind=k, limit=limit)]
+    return sorted(recs, key=lambda r: r.created, reverse=True)[:limit]
+
+
+def run_row(rec) -> dict[str, Any]:
+    """One table row of an index record."""
+    cfg = migrate(rec.config)[0]
+    return {
+        "kind": current_kind(rec.kind),
+        "key": rec.key[:12],
+        "created (UTC)": rec.created.replace("T", " ")[:19],
+        "engine": engine_label(rec.engine_version),
+        "seconds": None if rec.seconds is None else round(rec.seconds, 2),
+        "data set": data_name(cfg),
+        "defense": defense_name(cfg),
+        "settings": setting(rec.kind, rec.config),
+        "main metrics": ", ".join(f"{m}={_fmt(rec.metrics.get(m))}"
+                                  for m in main_metrics(rec.kind) if m in rec.metrics),
+        "label": rec.label,
+    }
