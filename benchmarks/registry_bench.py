@@ -267,8 +267,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     rows = [{"figure": k, "value": v} for k, v in headline.items()]
     notes = ("counted by AST walks of the source (benchmarks/registry_bench.py); seed_mixers "
              "and range_checkers count core/seeds.py and core/checks.py as the one each. "
-             f"Range checkers left: {len(checkers)} (the private checkers outside core/runs are "
-             "consolidated on core/checks.py by another branch).")
+             f"Private range checkers besides core/checks.py: {len(checkers)}.")
     return {"name": "registry", "headline": headline, "rows": rows, "notes": notes,
             "targets": {"runners_using_protocol": "= runners_scoring_attacks",
                         "attack_name_branches": 0, "defense_kind_branches": 0,
