@@ -29,7 +29,7 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 class ExportError(ValueError):
-    """The export target is refused (exists without ``force``, a directory, no folder)."""
+    """The export target is refused (exists without ``force``, or is a folder)."""
 
 
 def neutralise(cell: Any) -> Any:
@@ -100,8 +100,6 @@ def write_table(records: list[RunRecord], path: str | Path, fmt: Literal["csv", 
 
 
 def _check_target(p: Path, force: bool) -> None:
-    if not p.parent.is_dir():
-        raise ExportError(f"export: folder {p.parent} does not exist; create it first")
     if p.is_symlink():
         if not force:
             raise ExportError(f"export: {p} is a symbolic link; refusing to write through it "
@@ -113,6 +111,7 @@ def _check_target(p: Path, force: bool) -> None:
 
 
 def _write_atomic(p: Path, data: bytes, force: bool) -> None:
+    p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as fh:
