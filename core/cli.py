@@ -192,18 +192,17 @@ def _store(args: argparse.Namespace):
 
 def _check_overrides(items: list[str]) -> None:
     """Reject malformed ``--set`` items before anything else runs (names the item)."""
-    import yaml
-
     from core.config import ConfigError
+    from core.config_files import ConfigFileError, parse_value
 
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError([f"--set: got {item!r}; expected key=value, e.g. method=tsne"])
         try:
-            yaml.safe_load(raw)
-        except yaml.YAMLError:
-            raise ConfigError([f"--set: got {item!r}; the value {raw!r} is not valid YAML"]) from None
+            parse_value(raw, f"--set {key.strip()}")
+        except ConfigFileError as exc:
+            raise ConfigError([f"--set: got {item[:60]!r}; {exc}"]) from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -78,9 +78,21 @@ class Registry(Generic[T]):
         return f"Registry({self.what!r}, {list(self._entries)})"
 
 
+#: the only package whose objects :func:`load_object` imports (registries name privlab's own
+#: parts; a path from anywhere else, e.g. a network message, is refused)
+ALLOWED_PACKAGES = ("core",)
+
+
 def load_object(path: str):
-    """Import ``"package.module:attr"`` lazily (runners and attack functions pull in torch)."""
+    """Import ``"package.module:attr"`` lazily (runners and attack functions pull in torch).
+    Only objects inside :data:`ALLOWED_PACKAGES` are loaded; anything else is a ValueError
+    naming the path."""
     import importlib
 
-    module, _, attr = path.partition(":")
+    module, sep, attr = str(path).partition(":")
+    parts = module.split(".")
+    if not (sep and attr.isidentifier() and all(p.isidentifier() for p in parts)
+            and parts[0] in ALLOWED_PACKAGES):
+        raise ValueError(f"object path: got {str(path)[:80]!r}; only registered "
+                         f"'{ALLOWED_PACKAGES[0]}.<module>:<name>' objects are loaded")
     return getattr(importlib.import_module(module), attr)
