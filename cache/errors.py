@@ -26,8 +26,10 @@ _WHY = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota excee
         errno.EPERM: "operation not permitted", errno.EIO: "input/output error"}
 
 
-class StoreError(Exception):
-    """A result-store failure with a one-line message."""
+class StoreError(OSError):
+    """A result-store failure with a one-line message (an OSError: the environment, not the
+    caller's input, prevented the store from working; code that tolerates a file system
+    problem around the store tolerates these too)."""
 
 
 class StoreIOError(StoreError):
@@ -69,7 +71,9 @@ def _free_bytes(path: str | Path) -> int | None:
 def io_error(exc: OSError, action: str, path: str | Path | None = None, *,
              needed: int | None = None, root: str | Path | None = None) -> StoreIOError:
     """The :class:`StoreIOError` for ``exc`` raised while ``action`` (``"write run abc123"``);
-    for a full disk it names the bytes needed and the bytes free."""
+    for a full disk it names the bytes needed and the bytes free. A StoreError passes through."""
+    if isinstance(exc, StoreError):
+        return exc  # type: ignore[return-value]
     code = exc.errno
     where = str(path or exc.filename or root or "")
     why = _WHY.get(code, exc.strerror or str(exc) or type(exc).__name__)
