@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit import config as st_config
 
+from dashboard.auth import gate, restrict_error_details
 from dashboard.sidebar import render_sidebar
 
 # Streamlit runs a full gc.collect(2) after every script run. With torch, scikit-learn and
@@ -25,6 +26,10 @@ if not st_config.is_manually_set("runner.postScriptGC") and st_config.get_option
     st_config.set_option("runner.postScriptGC", False, "dashboard/app.py")
 
 st.set_page_config(page_title="privlab", page_icon=":material/shield_lock:", layout="wide")
+# before the sidebar and any page: a password (PRIVLAB_PASSWORD) or OIDC login on a shared
+# server, loopback only otherwise; errors show no detail beyond loopback (dashboard.auth)
+restrict_error_details()
+gate()
 
 PAGES = [
     st.Page("views/home.py", title="Home", icon=":material/home:", default=True),
