@@ -69,7 +69,8 @@ def _free_bytes(path: str | Path) -> int | None:
 
 
 def io_error(exc: OSError, action: str, path: str | Path | None = None, *,
-             needed: int | None = None, root: str | Path | None = None) -> StoreIOError:
+             needed: int | None = None, root: str | Path | None = None,
+             free: int | None = None) -> StoreIOError:
     """The :class:`StoreIOError` for ``exc`` raised while ``action`` (``"write run abc123"``);
     for a full disk it names the bytes needed and the bytes free. A StoreError passes through."""
     if isinstance(exc, StoreError):
@@ -78,9 +79,9 @@ def io_error(exc: OSError, action: str, path: str | Path | None = None, *,
     where = str(path or exc.filename or root or "")
     why = _WHY.get(code, exc.strerror or str(exc) or type(exc).__name__)
     text = f"result store: cannot {action}" + (f" ({where})" if where else "") + f": {why}"
-    free = None
     if code in FULL:
-        free = _free_bytes(root or where) if (root or where) else None
+        if free is None and (root or where):
+            free = _free_bytes(root or where)
         parts = []
         if needed is not None:
             parts.append(f"needs {_fmt_bytes(needed)}")

@@ -343,7 +343,7 @@ class ResultStore:
         if free is not None and free < enc.size:  # refuse before writing a byte
             raise io_error(OSError(errno.ENOSPC, "no space left on device"),
                            f"write run {key[:12]}", self.entry_dir(key), needed=enc.size,
-                           root=self.root)
+                           root=self.root, free=free)
         write_atomic(enc, self.entry_dir(key), self.tmp_dir, key)
         meta_metrics = {k: (None if math.isnan(float(v)) else float(v)) for k, v in result.metrics.items()}
         try:

@@ -1140,6 +1140,16 @@ def _allowed_range(info) -> str | None:
     return f"allowed range {lo or ''}value{hi or ''}"
 
 
+def _loc_part(p: Any) -> str:
+    """A path element as shown: a field name as is, any other key quoted (an unknown key may
+    hold anything, newlines included; a message stays one line)."""
+    text = str(p)
+    if isinstance(p, int) or text.isidentifier():
+        return text
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
 def format_validation_error(err: ValidationError, model: type[BaseModel] | None = None) -> list[str]:
     """One line per error: ``field.path: got <value>; <allowed range or pydantic's reason>``."""
     lines = []
@@ -1150,12 +1160,14 @@ def format_validation_error(err: ValidationError, model: type[BaseModel] | None 
         if loc and isinstance(loc[0], str) and loc[0] in CONFIG_MODELS and model is None:
             m, loc = CONFIG_MODELS[loc[0]], loc[1:]
         info, loc = _walk(m, loc)
-        name = ".".join(str(p) for p in loc) or "config"
+        name = ".".join(_loc_part(p) for p in loc) or "config"
         msg = e.get("msg", "invalid")
         if msg.startswith("Value error, "):
             # model validators already name their field; prefix the enclosing block (``data.``)
-            msg = msg[len("Value error, "):]
-            lines.append(f"{name}.{msg}" if loc else msg)
+            cause = (e.get("ctx") or {}).get("error")
+            parts = (cause.problems if isinstance(cause, ConfigError)  # one line per problem
+                     else msg[len("Value error, "):].splitlines())
+            lines.extend(f"{name}.{part}" if loc else part for part in parts)
             continue
         given = e.get("input")
         given_s = repr(given) if not isinstance(given, dict) else "{...}"
@@ -1178,7 +1190,7 @@ def format_validation_error(err: ValidationError, model: type[BaseModel] | None 
         else:
             extra = f" ({rng})" if rng else ""
             lines.append(f"{name}: got {given_s}; {msg}{extra}")
-    return lines
+    return [" ".join(line.splitlines()) for line in lines]  # one line each, whatever was given
 
 
 def parse_config(obj: dict[str, Any] | BaseModel, notes: list[str] | None = None) -> Any:
