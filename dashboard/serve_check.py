@@ -35,8 +35,8 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
-def oidc_in_secrets(paths: tuple[Path, ...] = SECRETS) -> bool:
-    for p in paths:
+def oidc_in_secrets(paths: tuple[Path, ...] | None = None) -> bool:
+    for p in SECRETS if paths is None else paths:
         try:
             with open(p, "rb") as fh:
                 if isinstance(tomllib.load(fh).get("auth"), dict):
