@@ -288,9 +288,10 @@ def _mib(n: int) -> str:
     return f"{n / 1024**3:.1f} GiB" if n >= 1024**3 else f"{n / 1024**2:.1f} MiB"
 
 
-def _read_bytes(path: Path, what: str = "file", cap: int = MAX_IMAGE_BYTES) -> bytes:
-    """The bytes of a regular file of at most ``cap`` bytes (read at most ``cap`` + 1: a file
-    that grows past the cap while being read is refused too)."""
+def _read_bytes(path: Path, what: str = "file", cap: int | None = None) -> bytes:
+    """The bytes of a regular file of at most ``cap`` bytes (default :data:`MAX_IMAGE_BYTES`;
+    read at most ``cap`` + 1: a file that grows past the cap while being read is refused)."""
+    cap = MAX_IMAGE_BYTES if cap is None else cap
     fd, _ = _open_regular(path, what, cap)
     try:
         chunks, total = [], 0
@@ -670,7 +671,7 @@ def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
                     bad = exc
     attr_data = attr_sha = None
     if attributes is not None:
-        attr_data = _read_bytes(attributes, "attributes file", MAX_IMAGE_BYTES)
+        attr_data = _read_bytes(attributes, "attributes file")
         attr_sha = hashlib.sha256(attr_data).hexdigest()
     options = {"size": size, "color": color, "attributes_sha256": attr_sha}
     fp = _fingerprint("image", h.hexdigest(), options)
