@@ -22,4 +22,5 @@ BENCHMARKS: dict[str, str] = {
     "repr_reconstruction": "benchmarks.repr_reconstruction_bench:main",
     "fil": "benchmarks.fil_bench:main",
     "compare": "benchmarks.compare_bench:main",
+    "hardening": "benchmarks.hardening_bench:main",
 }

@@ -10,6 +10,7 @@ disk) raises :class:`cache.errors.StoreIOError` instead: it proves nothing about
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -181,14 +182,43 @@ def read_self_verified(entry_dir: Path, key: str) -> tuple[Result, str, str, dic
         manifest_bytes = None
     except OSError as exc:
         raise io_error(exc, f"read run {key[:12]}", entry_dir / MANIFEST_FILE) from None
-    if manifest_bytes is not None:
-        try:
-            manifest = json.loads(manifest_bytes)
-            want = (manifest[RESULT_FILE], manifest[ARTIFACTS_FILE])
-        except Exception:  # noqa: BLE001 - a damaged manifest proves the entry damaged
-            raise CorruptEntry(f"{key[:12]}: {MANIFEST_FILE} unreadable") from None
-        if want != (sha_r, sha_a):
-            bad = RESULT_FILE if want[0] != sha_r else ARTIFACTS_FILE
-            raise CorruptEntry(f"{key[:12]}: {bad} does not match {MANIFEST_FILE}")
+    want = parse_manifest(manifest_bytes) if manifest_bytes is not None else None
+    # a manifest that is not two sha256 hex digests is itself damaged: it proves nothing about
+    # the files, which are then judged as an entry without one (they must decode completely)
+    if want is not None and want != (sha_r, sha_a):
+        bad = RESULT_FILE if want[0] != sha_r else ARTIFACTS_FILE
+        raise CorruptEntry(f"{key[:12]}: {bad} does not match {MANIFEST_FILE}")
     result = _decode(meta_bytes, npz_bytes, key)
     return result, sha_r, sha_a, json.loads(meta_bytes)
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def parse_manifest(data: bytes) -> tuple[str, str] | None:
+    """(sha of result.json, sha of artifacts.npz), or None when the manifest is damaged
+    (not JSON, other keys, not 64 lowercase hex digits each)."""
+    try:
+        m = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(m, dict) or set(m) != {RESULT_FILE, ARTIFACTS_FILE}:
+        return None
+    shas = (m[RESULT_FILE], m[ARTIFACTS_FILE])
+    if not all(isinstance(v, str) and len(v) == 64 and set(v) <= _HEX for v in shas):
+        return None
+    return shas  # type: ignore[return-value]
+
+
+def rewrite_manifest(entry_dir: Path, sha_result: str, sha_artifacts: str) -> None:
+    """Replace a damaged ``sha256.json`` atomically with the checksums the index verified."""
+    data = json.dumps({RESULT_FILE: sha_result, ARTIFACTS_FILE: sha_artifacts},
+                      sort_keys=True).encode()
+    tmp = entry_dir / f".{MANIFEST_FILE}.{uuid.uuid4().hex[:8]}"
+    try:
+        _write_synced(tmp, data)
+        os.replace(tmp, entry_dir / MANIFEST_FILE)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise io_error(exc, f"repair the manifest of run {entry_dir.name[:12]}", entry_dir) from None

@@ -27,6 +27,7 @@ concurrent reader sees a miss, never a partial entry. Lock files (empty) are nev
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -40,6 +41,7 @@ from typing import Any
 
 from cache.lock import key_lock
 from cache.stages import ENGINE_KEY, META
+from core.checks import check_range, range_error
 from core.fingerprint import engine_id
 
 UNKNOWN_ENGINE = "unknown"
@@ -298,8 +300,9 @@ def collect(store, *, older_engines: bool = False, max_bytes: int | None = None,
     usage = store_usage(store)
     report = GcReport(dry_run=dry_run, older_engines=older_engines, max_bytes=max_bytes,
                       before_bytes=usage["total_bytes"])
-    if isinstance(grace_s, bool) or not isinstance(grace_s, int | float) or not grace_s >= 0:
-        raise ValueError(f"grace_s: got {grace_s!r}; allowed range 0 <= value (seconds)")
+    if isinstance(grace_s, bool):
+        raise range_error("grace_s", grace_s, 0.0, note="seconds")
+    check_range("grace_s", grace_s, 0.0, math.inf, hi_open=True, note="seconds")
     if not dry_run:
         store._check_writable("collect garbage")
     for p in leftovers(store, grace_s=grace_s):

@@ -140,6 +140,7 @@ def verify_store(store, *, repair: bool = False) -> VerifyReport:
         try:
             result = store._read(key)
             if result is not None and _row_matches(rec, result):
+                _check_manifest(store, key, report, repair)
                 report.entries_ok += 1
                 continue
             why = "row differs from result.json"
@@ -187,6 +188,28 @@ def verify_store(store, *, repair: bool = False) -> VerifyReport:
     _check_stages(store, report, repair)
     report.leftovers = _count_leftovers(store)
     return report
+
+
+def _check_manifest(store, key: str, report: VerifyReport, repair: bool) -> None:
+    """A run that verifies against its row: its ``sha256.json`` must agree (it is what a
+    rebuilt index trusts); a missing or damaged one is rewritten from the verified row."""
+    from cache.entry import MANIFEST_FILE, parse_manifest, rewrite_manifest
+
+    shas = store.index.checksums(key)
+    d = store.entry_dir(key)
+    try:
+        have = parse_manifest((d / MANIFEST_FILE).read_bytes())
+    except FileNotFoundError:
+        have = None
+    except OSError as exc:
+        report.unreadable.append(f"{key[:12]}: {MANIFEST_FILE} ({exc.strerror})")
+        return
+    if shas is None or have == shas:
+        return
+    report.rows_damaged.append(f"{key[:12]}: {MANIFEST_FILE} missing or damaged")
+    if repair:
+        _under_lock(store, key, report, lambda: (rewrite_manifest(d, *shas),
+                                                 report.repaired.append(f"{key[:12]} manifest")))
 
 
 def _finish_without_index(store, report: VerifyReport) -> VerifyReport:

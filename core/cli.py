@@ -493,8 +493,9 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from cache.gc import collect, format_bytes, parse_size
 
     max_bytes = None if args.max_size is None else parse_size(args.max_size)
-    if not (args.grace >= 0 and args.grace < float("inf")):
-        raise UsageError(f"--grace: got {args.grace!r}; allowed range 0 <= value (seconds)")
+    from core.checks import check_range
+
+    check_range("--grace", args.grace, 0.0, float("inf"), hi_open=True, note="seconds")
     report = collect(_store(args), older_engines=args.older_engines, max_bytes=max_bytes,
                      dry_run=args.dry_run, grace_s=args.grace)
     if args.json:

@@ -653,9 +653,12 @@ class FilOutputPerturbation(_Model):
             raise ValueError(f"sigma, eta_target, epsilon: got {', '.join(given) or 'none'} set; "
                              "set exactly one (the others null)")
         if self.epsilon is not None and self.dp_method == "classic" and self.epsilon >= 1.0:
+            from core.checks import range_text
+
             raise ValueError(f"epsilon: got {self.epsilon:g}; the classic Gaussian calibration "
-                             "(Dwork & Roth, Thm A.1) holds for 0 < ε < 1 only: allowed range "
-                             "0.001 <= value < 1 with dp_method classic (rdp has no such limit)")
+                             "(Dwork & Roth, Thm A.1) holds for 0 < ε < 1 only: "
+                             + range_text(1e-3, 1.0, hi_open=True,
+                                          note="dp_method classic; rdp has no such limit"))
         return self
 
     @property
@@ -674,9 +677,11 @@ class FilModelSpec(_Model):
     @model_validator(mode="after")
     def _check(self) -> FilModelSpec:
         if self.model == "logistic" and self.l2 < 1e-6:
+            from core.checks import range_text
+
             raise ValueError(f"l2: got {self.l2:g}; logistic regression needs l2 >= 1e-6 "
                              "(separable data has no finite minimiser, and the DP sensitivity "
-                             "2/(nλ) overflows as λ -> 0); allowed range 1e-06 <= value <= 100")
+                             "2/(nλ) overflows as λ -> 0); " + range_text(1e-6, 100.0))
         return self
 
 
