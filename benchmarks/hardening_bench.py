@@ -116,13 +116,33 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def _tiny(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The generated config with its sizes shrunk (None if that no longer validates)."""
-    from core.config import ConfigError, parse_config
+    from core.config import CONFIG_MODELS, ConfigError, parse_config
 
     kind = obj.get("kind")
+    if kind == "sweep":  # its base shrunk, at most 2 values per knob and 2 seeds
+        base = _tiny(obj.get("base", {})) if isinstance(obj.get("base"), dict) else None
+        if base is None:
+            return None
+        cand = {**obj, "base": base,
+                "grid": {k: v[:2] for k, v in obj.get("grid", {}).items()},
+                "seeds": list(obj.get("seeds", [0]))[:2], "executor": "serial"}
+        cand.pop("workers", None)
+        try:
+            parse_config(cand)
+        except Exception:  # noqa: BLE001 - the next generated sweep is tried
+            return None
+        return cand
     over = TINY.get(kind)
     if over is None:
         return None
+    if "data" in over and not isinstance(obj.get("data"), dict):  # keep the kind's data set
+        obj = {**obj, "data": {"name": CONFIG_MODELS[kind].model_fields["data"].default.name}}
+    elif "data" in over and "name" not in obj["data"]:
+        obj = {**obj, "data": {**obj["data"],
+                               "name": CONFIG_MODELS[kind].model_fields["data"].default.name}}
     cand = _merge(obj, over)
+    if cand.get("device") == "cuda":  # where it runs, not what: no CUDA on a CPU machine
+        cand["device"] = "auto"
     try:
         parse_config(cand)
     except ConfigError:  # the shrink broke a combination: the next generated config is tried

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -1145,6 +1146,9 @@ def _allowed_range(info) -> str | None:
     return f"allowed range {lo or ''}value{hi or ''}"
 
 
+_LONG_QUOTED = re.compile(r"""(['"])([^'"\n]{57})[^'"\n]{20,}\1""")
+
+
 def _loc_part(p: Any) -> str:
     """A path element as shown: a field name as is, any other key quoted (an unknown key may
     hold anything, newlines included; a message stays one line)."""
@@ -1195,7 +1199,10 @@ def format_validation_error(err: ValidationError, model: type[BaseModel] | None 
         else:
             extra = f" ({rng})" if rng else ""
             lines.append(f"{name}: got {given_s}; {msg}{extra}")
-    return [" ".join(line.splitlines()) for line in lines]  # one line each, whatever was given
+    # one line each, whatever was given; a long quoted value (a 10,000-character name) is
+    # elided so that the line still shows the field and the allowed values
+    flat = [" ".join(line.splitlines()) for line in lines]
+    return [_LONG_QUOTED.sub(r"\1\2...\1", f) if len(f) > 300 else f for f in flat]
 
 
 def parse_config(obj: dict[str, Any] | BaseModel, notes: list[str] | None = None) -> Any:
