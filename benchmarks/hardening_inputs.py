@@ -1,8 +1,8 @@
 """Hostile inputs for the hardening benchmark (issue 21): config files, ``--set`` values, CSVs
 and image folders built to hang, exhaust memory or crash, each fed to the real CLI in its own
 process under a time limit. A case is handled when the process exits 1 or 2 with exactly one
-line ``privlab: error: ...`` on stderr; its peak memory (``ru_maxrss``) is measured inside the
-process, so the largest hostile input's cost is known.
+line ``privlab: error: ...`` on stderr; its peak memory (``VmHWM``, the process's own peak
+resident set) is measured inside the process, so the largest hostile input's cost is known.
 """
 
 from __future__ import annotations
@@ -19,9 +19,20 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-_CHILD = ("import resource, sys\nfrom core.cli import main\nrc = main(sys.argv[1:])\n"
-          "sys.stderr.write('\\n__RSS_KB__ %d\\n' % resource.getrusage(resource.RUSAGE_SELF)"
-          ".ru_maxrss)\nsys.exit(rc)\n")
+#: the child reports its own peak resident memory: VmHWM of /proc/self/status (Linux). Not
+#: ``getrusage(RUSAGE_SELF).ru_maxrss``: Linux carries the parent's high-water mark across
+#: fork + exec into it (a child of a 1.3 GB pytest reports 1.3 GB), so it would measure the
+#: parent, not the input. ru_maxrss is the fallback where /proc is missing.
+_CHILD = """import resource, sys
+from core.cli import main
+rc = main(sys.argv[1:])
+try:
+    kb = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM'))
+except (OSError, StopIteration):
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+sys.stderr.write('\\n__RSS_KB__ %d\\n' % kb)
+sys.exit(rc)
+"""
 
 LOL = "\n".join(
     ["kind: projection", 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']

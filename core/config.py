@@ -1146,6 +1146,7 @@ def _allowed_range(info) -> str | None:
     return f"allowed range {lo or ''}value{hi or ''}"
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_][\w.\-\[\]]*")
 _LONG_QUOTED = re.compile(r"""(['"])([^'"\n]{57})[^'"\n]{20,}\1""")
 
 
@@ -1153,7 +1154,7 @@ def _loc_part(p: Any) -> str:
     """A path element as shown: a field name as is, any other key quoted (an unknown key may
     hold anything, newlines included; a message stays one line)."""
     text = str(p)
-    if isinstance(p, int) or text.isidentifier():
+    if isinstance(p, int) or _PLAIN_KEY.fullmatch(text):
         return text
     shown = repr(text)
     return shown if len(shown) <= 40 else shown[:37] + "..."

@@ -202,3 +202,14 @@ def test_loopback_bind_and_streamlit_xsrf_cors_defaults():
     assert st_config.get_option("server.enableXsrfProtection") is True
     assert st_config.get_option("server.enableCORS") is True
     assert re.search(r"^HOST\s*\?=\s*127\.0\.0\.1$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+
+
+def test_a_store_that_cannot_open_is_one_line_in_the_dashboard(tmp_path, monkeypatch):
+    bad = tmp_path / "a-file"
+    bad.write_text("not a folder")
+    monkeypatch.setenv("PRIVLAB_CACHE_DIR", str(bad))
+    monkeypatch.delenv("PRIVLAB_PASSWORD", raising=False)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    (err,) = at.error
+    assert err.value.startswith("result store: cannot create the result store") and "\n" not in err.value
