@@ -43,7 +43,11 @@ class StoreIOError(StoreError):
 
 
 class IndexCorrupt(StoreError):
-    """SQLite proved ``index.sqlite`` damaged."""
+    """SQLite proved ``index.sqlite`` damaged; ``reason`` is SQLite's own words."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class StoreBusy(StoreError):
@@ -109,7 +113,7 @@ def sqlite_error(exc: sqlite3.Error, action: str, path: str | Path, *,
     msg = str(exc)
     if primary in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
         return IndexCorrupt(f"result store: index {path} is damaged ({msg}); it is rebuilt from "
-                            "the stored runs on the next open (`privlab verify --repair`)")
+                            "the stored runs on the next open (`privlab verify --repair`)", msg)
     if primary in ("SQLITE_BUSY", "SQLITE_LOCKED"):
         return StoreBusy(f"result store: cannot {action}: index {path} is locked by another "
                          "process; try again")

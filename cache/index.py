@@ -134,7 +134,8 @@ class RunIndex:
     def _check_schema(self) -> None:
         have = {r[1] for r in self.conn().execute("PRAGMA table_info(runs)")}
         if not have:
-            raise IndexCorrupt(f"result store: index {self.path} has no runs table")
+            raise IndexCorrupt(f"result store: index {self.path} has no runs table",
+                               "no runs table")
 
     def quick_check(self) -> str:
         """``"ok"`` or SQLite's first complaint (``PRAGMA quick_check``: page structure,

@@ -130,7 +130,7 @@ class ResultStore:
                     return index
                 index.close()
             except IndexCorrupt as exc:
-                problem = str(exc)
+                problem = exc.reason
         with self._lock(lock, "rebuild the index"):
             if path.exists():
                 try:  # another process may have rebuilt it meanwhile
