@@ -222,7 +222,8 @@ def runs(valid: dict[str, list[dict[str, Any]]], per_kind: int, store_dir: Path
                                    cwd=ROOT, env=env, capture_output=True, text=True,
                                    timeout=RUN_LIMIT_S, check=False)
             except subprocess.TimeoutExpired:
-                rows.append({"case": name, "outcome": "hang", "seconds": RUN_LIMIT_S})
+                rows.append({"case": name, "outcome": "hang", "seconds": RUN_LIMIT_S,
+                             "config": json.dumps(obj, sort_keys=True)})
                 continue
             secs = round(time.perf_counter() - t0, 1)
             err = [ln for ln in p.stderr.splitlines() if ln.strip() and not ln.startswith(
@@ -235,7 +236,8 @@ def runs(valid: dict[str, list[dict[str, Any]]], per_kind: int, store_dir: Path
                 outcome = "unhandled"
                 notes.append(f"run {name}: exit {p.returncode}: {' | '.join(err)[-500:]}")
             rows.append({"case": name, "outcome": outcome, "seconds": secs,
-                         "message": err[0][16:140] if err else ""})
+                         "message": err[0][16:200] if err else "",
+                         "config": json.dumps(obj, sort_keys=True)})
     return rows, notes
 
 
