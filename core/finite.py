@@ -8,6 +8,9 @@ it is allowed and stored as such (``null`` in JSON, ``-`` in tables):
 - group ``bound`` and ``timing``: NaN = not computed or not applicable (Theorem 1 needs a
   binary task; a stage served from the cache has no training time), ±inf = unbounded (an
   infinite mutual information makes Theorem 3 vacuous);
+- group ``training`` with a loss unit (``nats``, ``MSE``): NaN or ±inf = the training diverged;
+  the run reports it as a finding (``representation_nonfinite_frac``, a note) and its attack
+  and utility metrics, which must stay numbers, show what the diverged model leaks;
 - unit ``ε``: +inf = no finite guarantee (a noise scale of 0 gives ε = ∞);
 - unit ``dB``: +inf = an exact reconstruction (PSNR of a zero error);
 - :data:`UNDEFINED_OK`: further metrics that are NaN when what they measure is absent.
@@ -28,6 +31,8 @@ UNDEFINED_OK: dict[str, str] = {
 }
 NAN_GROUPS = frozenset({"bound", "timing"})
 INF_UNITS = frozenset({"ε", "dB"})
+#: a training loss may be NaN / inf: the training diverged (reported, not hidden)
+LOSS_UNITS = frozenset({"nats", "MSE"})
 
 
 class NonFiniteMetric(ValueError):
@@ -38,11 +43,12 @@ def _allowed(name: str, value: float) -> bool:
     from core import metric_schema
 
     spec = metric_schema.get(name) if metric_schema.is_registered(name) else None
+    diverged = spec is not None and spec.group == "training" and spec.unit in LOSS_UNITS
     if math.isnan(value):
-        return name in UNDEFINED_OK or (spec is not None and spec.group in NAN_GROUPS)
+        return name in UNDEFINED_OK or diverged or (spec is not None and spec.group in NAN_GROUPS)
     if spec is None:
         return False
-    if spec.group == "bound":
+    if spec.group == "bound" or diverged:
         return True
     return value > 0 and spec.unit in INF_UNITS
 

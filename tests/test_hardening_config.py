@@ -224,13 +224,14 @@ def test_nonfinite_metric_fails_the_run_and_stores_nothing(tmp_path, monkeypatch
 
     store = ResultStore(tmp_path)
     for bad, name in (({"trustworthiness": math.nan}, "trustworthiness"),
-                      ({"n_points": math.inf}, "n_points"), ({"unregistered_x": -math.inf}, "unregistered_x")):
+                      ({"n_points": math.inf}, "n_points"), ({"unregistered_x": -math.inf}, "unregistered_x"),
+                      ({"utility_acc": math.inf}, "utility_acc"), ({"train_acc": math.nan}, "train_acc")):
         monkeypatch.setattr(ex, "get_runner", lambda kind, b=bad: runner(b))
         with pytest.raises(NonFiniteMetric, match=f"metric {name}: got"):
             store.get_or_run({"kind": "projection"})
         assert store.list() == [] and not any(store.runs_dir.glob("??/*"))
     # undefined by design (a bound not computed, an unbounded ε, an exact reconstruction)
     ok = {"bound_thm1_rhs": math.nan, "epsilon_accountant": math.inf, "recon_best_psnr": math.inf,
-          "trustworthiness": 0.9}
+          "ce_loss": math.nan, "trustworthiness": 0.9}  # ce_loss: a diverged training, reported
     monkeypatch.setattr(ex, "get_runner", lambda kind: runner(ok))
     assert store.get_or_run({"kind": "projection"}).metrics["trustworthiness"] == 0.9
