@@ -7,11 +7,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8501
+# Beyond loopback `make run` needs a login: PRIVLAB_PASSWORD, or Streamlit's OIDC ([auth] in
+# .streamlit/secrets.toml); INSECURE=1 serves to the network without one (README: Serving).
+INSECURE ?=
 PYTEST_ARGS ?=
 # Real data for `make run`: $PRIVLAB_DATA_DIR if set, else ../shared/data when it exists
 # (the developers' checkout layout); embedded data sets need nothing.
 DEFAULT_DATA_DIR := $(if $(wildcard ../shared/data/adult/adult.data),$(abspath ../shared/data),)
 run: export PRIVLAB_DATA_DIR ?= $(DEFAULT_DATA_DIR)
+run: export PRIVLAB_INSECURE := $(if $(filter 1,$(INSECURE)),1,$(PRIVLAB_INSECURE))
 
 HASH       := $(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 STAMP      := $(VENV)/.installed-base-$(HASH)
@@ -20,6 +24,7 @@ STAMP_DEV  := $(VENV)/.installed-dev-$(HASH)
 .PHONY: run test install install-dev chromium clean-stamps
 
 run: install
+	@$(PY) -m dashboard.serve_check --host "$(HOST)"
 	$(PY) -m streamlit run dashboard/app.py --server.address $(HOST) --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 

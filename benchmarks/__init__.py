@@ -23,4 +23,5 @@ BENCHMARKS: dict[str, str] = {
     "fil": "benchmarks.fil_bench:main",
     "compare": "benchmarks.compare_bench:main",
     "registry": "benchmarks.registry_bench:main",
+    "hardening": "benchmarks.hardening_bench:main",
 }

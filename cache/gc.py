@@ -12,6 +12,11 @@ What can go:
   before the column existed); a stage entry's is its ``meta.json`` mtime (touched on a hit; not
   atime, which ``noatime`` mounts never move and reading the file here would).
 
+- **temporary leftovers** of writers that were killed (``tmp/<key>.<pid>.<rand>`` and
+  ``tmp/trash.*`` of the result store, ``stages/.tmp/*`` of the stage cache) once they are older
+  than a grace period (:data:`LEFTOVER_GRACE_S`, so a write in progress is never touched; a
+  ``tmp/<key>.*`` whose key lock is held is skipped whatever its age). Every ``gc`` collects them.
+
 A run is removed only under its key's flock, taken without waiting: a key another process is
 computing or repairing right now is skipped and reported, never touched. Removal is the
 store's own (index row first, then the directory renamed out of ``runs/`` and deleted), so a
@@ -22,9 +27,11 @@ concurrent reader sees a miss, never a partial entry. Lock files (empty) are nev
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
+import time
 import uuid
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -34,10 +41,13 @@ from typing import Any
 
 from cache.lock import key_lock
 from cache.stages import ENGINE_KEY, META
+from core.checks import check_range, range_error
 from core.fingerprint import engine_id
 
 UNKNOWN_ENGINE = "unknown"
-OLDER, BEYOND = "older engine", "beyond size"
+OLDER, BEYOND, LEFTOVER = "older engine", "beyond size", "temporary leftover"
+#: temporary files and directories younger than this (seconds) are never collected
+LEFTOVER_GRACE_S = 3600.0
 _UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
           "KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40}
 
@@ -200,13 +210,14 @@ class GcReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "freed_bytes": self.freed_bytes, "over_limit": self.over_limit,
-                "removed_runs": self.count("run"), "removed_stage_entries": self.count("stage")}
+                "removed_runs": self.count("run"), "removed_stage_entries": self.count("stage"),
+                "removed_leftovers": self.count("tmp")}
 
     def summary(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
-        text = (f"{verb} {self.count('run')} runs and {self.count('stage')} stage entries "
-                f"({format_bytes(self.freed_bytes)}); store {format_bytes(self.before_bytes)} -> "
-                f"{format_bytes(self.after_bytes)}")
+        text = (f"{verb} {self.count('run')} runs, {self.count('stage')} stage entries and "
+                f"{self.count('tmp')} temporary leftovers ({format_bytes(self.freed_bytes)}); "
+                f"store {format_bytes(self.before_bytes)} -> {format_bytes(self.after_bytes)}")
         if self.skipped_locked:
             text += f"; skipped {len(self.skipped_locked)} runs in use by another process"
         if self.over_limit:
@@ -234,24 +245,72 @@ def _remove_stage(store, it: Item) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def _clear_trash(store) -> None:
-    """Directories a removal renamed aside but did not finish deleting (a crash)."""
-    for pattern in (store.tmp_dir / "trash.*", store.stages.root / ".tmp" / "trash.*"):
-        for p in pattern.parent.glob(pattern.name):
-            shutil.rmtree(p, ignore_errors=True)
+def leftovers(store, *, grace_s: float = LEFTOVER_GRACE_S) -> list[Path]:
+    """Temporary files and directories of writers that did not finish, older than
+    ``grace_s``: ``tmp/<key>.<pid>.<rand>``, ``tmp/trash.*``, ``stages/.tmp/*``. A
+    ``tmp/<key>.*`` whose key lock is held (its writer is alive) is left whatever its age."""
+    now = time.time()
+    out = []
+    for parent in (store.tmp_dir, store.stages.root / ".tmp"):
+        try:
+            children = sorted(parent.iterdir())
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for p in children:
+            try:
+                age = now - p.lstat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age < grace_s:
+                continue
+            key = p.name.split(".", 1)[0]
+            if parent == store.tmp_dir and len(key) == 64 and not _lock_free(store, key):
+                continue
+            out.append(p)
+    return out
+
+
+def _lock_free(store, key: str) -> bool:
+    lock = store._lock_path(key)
+    if not lock.exists():
+        return True
+    with key_lock(lock, blocking=False) as locked:
+        return bool(locked)
+
+
+def _remove_path(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def collect(store, *, older_engines: bool = False, max_bytes: int | None = None,
-            dry_run: bool = False) -> GcReport:
-    """Remove runs and stage entries of older engines (``older_engines``), then the least
-    recently used ones until the store's total size is at most ``max_bytes`` (runs and stage
-    entries in one LRU order). ``dry_run`` removes nothing and reports what would go. Runs whose
-    key lock another process holds are skipped (``skipped_locked``). Returns a :class:`GcReport`."""
+            dry_run: bool = False, grace_s: float = LEFTOVER_GRACE_S) -> GcReport:
+    """Remove temporary leftovers older than ``grace_s``, runs and stage entries of older
+    engines (``older_engines``), then the least recently used ones until the store's total size
+    is at most ``max_bytes`` (runs and stage entries in one LRU order). ``dry_run`` removes
+    nothing and reports what would go. Runs whose key lock another process holds are skipped
+    (``skipped_locked``). Returns a :class:`GcReport`."""
     if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0):
         raise ValueError(f"max_bytes: got {max_bytes!r}; allowed: a byte count >= 0 or None")
     usage = store_usage(store)
     report = GcReport(dry_run=dry_run, older_engines=older_engines, max_bytes=max_bytes,
                       before_bytes=usage["total_bytes"])
+    if isinstance(grace_s, bool):
+        raise range_error("grace_s", grace_s, 0.0, note="seconds")
+    check_range("grace_s", grace_s, 0.0, math.inf, hi_open=True, note="seconds")
+    if not dry_run:
+        store._check_writable("collect garbage")
+    for p in leftovers(store, grace_s=grace_s):
+        report.removed.append({"what": "tmp", "key": p.name, "kind": p.parent.name,
+                               "engine": "", "bytes": _dir_bytes(p) if p.is_dir() else
+                               p.lstat().st_size, "reason": LEFTOVER})
+        if not dry_run:
+            _remove_path(p)
     current = engine_id()
     items = _runs(store) + _stage_entries(store)
     kept: list[Item] = []
@@ -280,7 +339,6 @@ def collect(store, *, older_engines: bool = False, max_bytes: int | None = None,
             if remove(it, BEYOND):
                 total -= it.bytes
     if not dry_run:
-        _clear_trash(store)
         if report.count("run"):
             store.index.checkpoint()
         report.after_bytes = _dir_bytes(store.root)

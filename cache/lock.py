@@ -28,9 +28,15 @@ def key_lock(
     """Hold an exclusive flock on ``path`` for the ``with`` body; yields whether it was taken.
 
     ``blocking=False`` yields ``False`` at once if another holder has it. With a ``cancel``
-    token the wait polls, so a cancelled caller stops waiting (raises ``Cancelled``).
+    token the wait polls, so a cancelled caller stops waiting (raises ``Cancelled``). A lock
+    file that cannot be opened (read-only mount) raises :class:`cache.errors.StoreIOError`.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only mount, a full disk (a new lock file), permissions
+        from cache.errors import io_error
+
+        raise io_error(exc, "take the lock", path) from None
     locked = False
     try:
         if blocking and cancel is None:

@@ -10,16 +10,25 @@ Layout under ``root`` (argument, else ``$PRIVLAB_CACHE_DIR``, else the user cach
     stages/<stage>/<key[:2]>/<key>/      cached stages of runs (cache.stages.DirStageStore):
                                          trained weights, releases, attack outputs
 
-An entry is served only if its row and both files exist, both sha256 checksums match the row
-and the stored key matches; anything else is deleted (under the key's lock) and recomputed.
+An entry is served only if its row and files exist, both sha256 checksums match the row and
+the stored key matches. A checksum mismatch is resolved by the entry's own ``sha256.json``:
+files that match it are sound (the index row was damaged; it is rewritten from the entry),
+files that do not are corrupt (removed under the key's lock and recomputed; ``get``/``show``
+report them and leave them for ``privlab verify --repair``).
+
+Failures are told apart (:mod:`cache.errors`): a full disk, a read-only mount or a permission
+problem is a :class:`StoreIOError` (with the bytes needed, where known) and changes nothing
+already stored: a failed write removes only what it was writing. Only SQLite's proof
+(``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, ``PRAGMA quick_check``) makes the index corrupt; a
+damaged, lost or emptied index is rebuilt from the entries on disk, so history survives it.
 """
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import shutil
-import sqlite3
 import threading
 import time
 import warnings
@@ -31,10 +40,11 @@ from typing import Any, Literal
 import numpy as np
 
 from cache.entry import CorruptEntry, encode, read_verified, remove_dir, write_atomic
+from cache.errors import IndexCorrupt, StoreError, io_error, writable
 from cache.export import write_table
 from cache.index import IndexRow, RunIndex, RunRecord, check_key_or_prefix
 from cache.lock import key_lock
-from cache.recover import reindex
+from cache.recover import adopt, entry_dirs, reindex
 from cache.stages import DirStageStore
 from core.config import cache_key, parse_config
 from core.progress import CancelToken, Progress, ProgressCallback
@@ -72,44 +82,93 @@ class ResultStore:
         self.tmp_dir = self.root / "tmp"
         self.locks_dir = self.root / "locks"
         for d in (self.root, self.runs_dir, self.tmp_dir, self.locks_dir):
-            d.mkdir(parents=True, exist_ok=True)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                if not d.is_dir():
+                    raise io_error(exc, "create the result store", d) from None
+        #: a read-only store (a read-only mount) serves what it holds and stores nothing
+        self.read_only = not writable(self.root)
+        #: what opening the store found and did (an index rebuilt from the entries, ...)
+        self.notes: list[str] = []
         self.index = self._open_index()
         self.stages = DirStageStore(self.root / "stages")
 
+    # -- the index ---------------------------------------------------------------------------
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / "index.sqlite"
+
     def _open_index(self) -> RunIndex:
-        """Open the index. If it is not a readable SQLite file it is set aside as
-        ``index.sqlite.corrupt-<time>``; if it is unreadable or missing while entries exist, it
-        is rebuilt from them (under a global lock), so history survives a lost index."""
-        path, lock = self.root / "index.sqlite", self.locks_dir / "index.lock"
-        if path.exists():
-            try:
-                return RunIndex(path, init_lock=lock)
-            except sqlite3.DatabaseError:
-                pass
-        elif not any(self.runs_dir.glob("??/*")):
-            return RunIndex(path, init_lock=lock)
-        with key_lock(lock):
-            if path.exists():
-                try:
-                    return RunIndex(path)  # fine, or another process rebuilt it meanwhile
-                except sqlite3.DatabaseError:
-                    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-                    for suffix in ("", "-wal", "-shm"):
-                        old = Path(f"{path}{suffix}")
-                        if old.exists():
-                            os.replace(old, path.with_name(f"index.sqlite.corrupt-{stamp}{suffix}"))
-            index = RunIndex(path)
-            n = reindex(index, self.runs_dir, self.tmp_dir)
-            warnings.warn(
-                f"result store: {path} was missing or unreadable; rebuilt it from {n} stored runs",
-                RuntimeWarning, stacklevel=3,
-            )
+        """Open the index; rebuild it from the entries on disk when it is missing, empty while
+        entries exist, or proven damaged by SQLite (``quick_check``; the damaged file is kept
+        as ``index.sqlite.corrupt-<time>``). An I/O error opening it (full disk, read-only,
+        permission) is raised as StoreIOError and changes nothing."""
+        path = self.index_path
+        if self.read_only:
+            if not path.exists():
+                raise io_error(OSError(errno.EROFS, "read-only file system"),
+                               "create the index of a read-only store", path)
+            index = RunIndex(path, read_only=True)
+            problem = index.quick_check()
+            if problem != "ok":
+                raise IndexCorrupt(f"result store: index {path} is damaged ({problem}) and the "
+                                   "store is read-only, so it cannot be rebuilt")
             return index
+        lock = self.locks_dir / "index.lock"
+        problem = None
+        if path.exists() or not entry_dirs(self.runs_dir):
+            try:
+                index = RunIndex(path, init_lock=lock)
+                problem = index.quick_check()
+                if problem == "ok":
+                    if index.count() == 0 and entry_dirs(self.runs_dir):
+                        with self._lock(lock, "rebuild the index"):
+                            if index.count() == 0:
+                                self._rebuild_into(index, "was empty")
+                    return index
+                index.close()
+            except IndexCorrupt as exc:
+                problem = exc.reason
+        with self._lock(lock, "rebuild the index"):
+            if path.exists():
+                try:  # another process may have rebuilt it meanwhile
+                    index = RunIndex(path)
+                    if index.quick_check() == "ok":
+                        return index
+                    index.close()
+                except IndexCorrupt:
+                    pass
+                self._set_aside(path)
+            index = RunIndex(path)
+            self._rebuild_into(index, "was missing" if problem is None else
+                               f"was damaged ({problem})")
+            return index
+
+    def _set_aside(self, path: Path) -> None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        for suffix in ("", "-wal", "-shm"):
+            old = Path(f"{path}{suffix}")
+            if old.exists():
+                try:
+                    os.replace(old, path.with_name(f"index.sqlite.corrupt-{stamp}{suffix}"))
+                except OSError as exc:
+                    raise io_error(exc, "set the damaged index aside", old) from None
+
+    def _rebuild_into(self, index: RunIndex, why: str) -> None:
+        problems: list[str] = []
+        n = reindex(index, self.runs_dir, self.tmp_dir, problems)
+        note = (f"result store: {index.path} {why}; rebuilt it from {n} stored runs"
+                + (f" ({len(problems)} entries failed their checks and were left for "
+                   "`privlab verify --repair`)" if problems else ""))
+        self.notes.append(note)
+        warnings.warn(note, RuntimeWarning, stacklevel=4)
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.root)!r})"
 
-    # -- paths ------------------------------------------------------------------------------
+    # -- paths and locks ---------------------------------------------------------------------
 
     def entry_dir(self, key: str) -> Path:
         return self.runs_dir / key[:2] / key
@@ -117,12 +176,21 @@ class ResultStore:
     def _lock_path(self, key: str) -> Path:
         return self.locks_dir / f"{key}.lock"
 
+    def _lock(self, path: Path, action: str, **kw):
+        """:func:`cache.lock.key_lock` (``action`` kept for the reader: what the lock guards)."""
+        return key_lock(path, **kw)
+
+    def _check_writable(self, action: str) -> None:
+        if self.read_only:
+            raise io_error(OSError(errno.EROFS, "read-only file system"), action, self.root)
+
     # -- reading ----------------------------------------------------------------------------
 
     def _read(self, key: str, *, touch: bool = False) -> Result | None:
-        """The verified entry, None if there is none; CorruptEntry if one is there but bad.
-        ``touch``: a hit records its time as the run's ``last_used`` (LRU for cache.gc), at most
-        once per :attr:`touch_every_s` per run."""
+        """The verified entry, None if there is none; CorruptEntry if one is there but fails
+        (or has no index row: :meth:`_repair_locked` decides which); StoreIOError if the file
+        system refused the read. ``touch``: a hit records its time as the run's ``last_used``
+        (LRU for cache.gc), at most once per :attr:`touch_every_s` per run."""
         row = self.index.lookup(key)
         if row is None:
             if self.entry_dir(key).exists():
@@ -137,40 +205,79 @@ class ResultStore:
 
     def _discard(self, key: str) -> None:
         """Delete row, then files (caller holds the key lock); a crash in between leaves an
-        orphan dir that the next read detects as corrupt."""
+        orphan dir that the next read adopts or, if it fails its checks, removes."""
+        self._check_writable(f"remove run {key[:12]}")
         self.index.delete(key)
         remove_dir(self.entry_dir(key), self.tmp_dir)
 
-    def _read_or_repair(self, key: str, *, wait: bool, touch: bool = False) -> Result | None:
-        """Read ``key``; a corrupt entry is removed under the lock (waiting for it only if
-        ``wait``; otherwise a busy lock means someone is writing it right now) -> None."""
+    def _repair_locked(self, key: str, *, touch: bool = False) -> Result | None:
+        """Under the key's lock: the entry if it verifies; else, if its files prove themselves
+        against their own ``sha256.json`` (a row lost, or a damaged row), the row is rewritten
+        from them and the entry served; else it is corrupt and removed -> None."""
         try:
             return self._read(key, touch=touch)
         except CorruptEntry:
             pass
-        with key_lock(self._lock_path(key), blocking=wait) as locked:
-            if not locked:
-                return None
-            try:
+        if self.read_only:
+            return None
+        d = self.entry_dir(key)
+        if d.is_dir():
+            has_row = self.index.lookup(key) is not None
+            try:  # an entry without a manifest is adopted only when no row contradicts it
+                if has_row and not (d / "sha256.json").exists():
+                    raise CorruptEntry(f"{key[:12]}: checksum mismatch and no sha256.json")
+                adopt(self.index, d)
                 return self._read(key, touch=touch)
             except CorruptEntry:
-                self._discard(key)
+                pass
+        self._discard(key)
+        return None
+
+    def _read_or_repair(self, key: str, *, wait: bool, touch: bool = False) -> Result | None:
+        """Read ``key``; a failing entry is repaired or removed under the lock (waiting for it
+        only if ``wait``; otherwise a busy lock means someone is writing it right now) -> None."""
+        try:
+            return self._read(key, touch=touch)
+        except CorruptEntry:
+            pass
+        if self.read_only:
+            return None
+        with self._lock(self._lock_path(key), f"lock run {key[:12]}", blocking=wait) as locked:
+            if not locked:
                 return None
+            return self._repair_locked(key, touch=touch)
 
     def peek(self, config: Any) -> Result | None:
         """The cached Result for ``config`` without running anything (ConfigError if invalid)."""
         hit = self._read_or_repair(cache_key(parse_config(config)), wait=False, touch=True)
         return hit if hit is None or self._points_stored(hit) else None
 
-    def get(self, key: str) -> Result | None:
+    def get(self, key: str, *, strict: bool = False) -> Result | None:
         """The stored Result for a key or a unique key prefix (>= 6 hex chars); None if absent.
 
-        Raises ValueError for a malformed or ambiguous prefix.
-        """
+        An entry that fails its checks is left in place for ``privlab verify --repair``:
+        ``strict`` raises CorruptEntry naming what failed, else None. A row damaged while
+        its files are sound is rewritten from them. Raises ValueError for a malformed or
+        ambiguous prefix, StoreIOError when the file system refuses the read."""
         full = self.index.resolve(key)
         if full is None:
             return None
-        return self._read_or_repair(full, wait=False, touch=True)
+        try:
+            return self._read(full, touch=True)
+        except CorruptEntry as exc:
+            d = self.entry_dir(full)
+            if not self.read_only and (d / "sha256.json").exists():
+                try:
+                    with self._lock(self._lock_path(full), f"lock run {full[:12]}",
+                                    blocking=False) as locked:
+                        if locked:
+                            adopt(self.index, d)  # proves itself, or raises CorruptEntry
+                            return self._read(full, touch=True)
+                except CorruptEntry:
+                    pass
+            if strict:
+                raise exc from None
+            return None
 
     # -- get or run -------------------------------------------------------------------------
 
@@ -188,7 +295,8 @@ class ResultStore:
         ``runner(cfg, progress=..., cancel=...)`` defaults to :func:`core.experiments.run` with
         this store's stage cache (:attr:`stages`), so runs that share a trained model train once.
         A run that raises (including ``Cancelled``) stores nothing. If another process or
-        thread is computing the same key, this waits for it and returns its entry.
+        thread is computing the same key, this waits for it and returns its entry. A store
+        that cannot be written (full disk, read-only) raises StoreIOError and loses nothing.
         """
         cfg = parse_config(config)
         key = cache_key(cfg)
@@ -198,15 +306,13 @@ class ResultStore:
             hit = None
         if hit is not None and self._points_stored(hit):
             return hit
+        self._check_writable(f"store run {key[:12]} (run with --no-cache to compute it "
+                             "without storing)")
 
         if cancel is None and isinstance(progress, Progress):
             cancel = progress.cancel
-        with key_lock(self._lock_path(key), cancel=cancel):
-            try:
-                hit = self._read(key, touch=True)
-            except CorruptEntry:
-                self._discard(key)
-                hit = None
+        with self._lock(self._lock_path(key), f"lock run {key[:12]}", cancel=cancel):
+            hit = self._repair_locked(key, touch=True)
             if hit is not None and self._points_stored(hit):
                 return hit
             self._clear_tmp(key)
@@ -233,16 +339,30 @@ class ResultStore:
         result.metrics = {k: float(v) for k, v in result.metrics.items()}
         result.artifacts = {k: np.asarray(v) for k, v in result.artifacts.items()}
         enc = encode(result)
+        free = _free(self.root)
+        if free is not None and free < enc.size:  # refuse before writing a byte
+            raise io_error(OSError(errno.ENOSPC, "no space left on device"),
+                           f"write run {key[:12]}", self.entry_dir(key), needed=enc.size,
+                           root=self.root, free=free)
         write_atomic(enc, self.entry_dir(key), self.tmp_dir, key)
         meta_metrics = {k: (None if math.isnan(float(v)) else float(v)) for k, v in result.metrics.items()}
-        self.index.put(
-            IndexRow(
-                key=key, kind=cfg.kind, created=_now_iso(),
-                seconds=float(result.timings.get("total_s", seconds)),
-                engine_version=result.engine_version, config=result.config,
-                metrics=meta_metrics, sha_result=enc.sha_result, sha_artifacts=enc.sha_artifacts,
+        try:
+            self.index.put(
+                IndexRow(
+                    key=key, kind=cfg.kind, created=_now_iso(),
+                    seconds=float(result.timings.get("total_s", seconds)),
+                    engine_version=result.engine_version, config=result.config,
+                    metrics=meta_metrics, sha_result=enc.sha_result, sha_artifacts=enc.sha_artifacts,
+                )
             )
-        )
+        except StoreError:
+            # the row did not commit: take the new entry back out, so that a failed store
+            # leaves the store as it was (if even that fails, the orphan is adopted later)
+            try:
+                remove_dir(self.entry_dir(key), self.tmp_dir)
+            except StoreError:
+                pass
+            raise
 
     def _points_stored(self, result: Result) -> bool:
         """A stored sweep is served only while every point it lists is stored: one whose points
@@ -276,7 +396,8 @@ class ResultStore:
             full = check_key_or_prefix(key)
             if len(full) < 64 or not self.entry_dir(full).exists():
                 return False
-        with key_lock(self._lock_path(full)):
+        self._check_writable(f"delete run {full[:12]}")
+        with self._lock(self._lock_path(full), f"lock run {full[:12]}"):
             existed = self.index.checksums(full) is not None or self.entry_dir(full).exists()
             self._discard(full)
         return existed
@@ -289,30 +410,26 @@ class ResultStore:
         return full is not None and self.index.set_label(full, label)
 
     def export(
-        self, path: str | Path, *, fmt: Literal["csv", "json"], kind: str | None = None
+        self, path: str | Path, *, fmt: Literal["csv", "json"], kind: str | None = None,
+        force: bool = False,
     ) -> Path:
-        """Write one flat row per run (config.* and metrics.* columns) to ``path``."""
-        return write_table(self.list(kind), path, fmt)
+        """Write one flat row per run (config.* and metrics.* columns) to ``path``
+        (:func:`cache.export.write_table`: atomic, never over a file without ``force``)."""
+        return write_table(self.list(kind), path, fmt, force=force)
 
-    def verify(self, *, repair: bool = True) -> dict[str, int]:
-        """Check every entry (rows, files, checksums) and orphan dirs; with ``repair`` delete
-        the bad ones. Returns counts ``{"ok", "corrupt", "orphans"}``."""
-        counts = {"ok": 0, "corrupt": 0, "orphans": 0}
-        keys = set(self.index.all_keys())
-        for key in keys:
-            try:
-                self._read(key)
-                counts["ok"] += 1
-            except CorruptEntry:
-                counts["corrupt"] += 1
-                if repair:
-                    self._read_or_repair(key, wait=True)
-        for d in self.runs_dir.glob("??/*"):
-            if d.name not in keys and d.is_dir():
-                counts["orphans"] += 1
-                if repair:
-                    self._read_or_repair(d.name, wait=True)
-        return counts
+    def verify(self, *, repair: bool = False):
+        """Check the index, every entry and every stage entry; with ``repair`` remove or
+        rebuild only what fails. Returns a :class:`cache.verify.VerifyReport`."""
+        from cache.verify import verify_store
+
+        return verify_store(self, repair=repair)
+
+
+def _free(root: Path) -> int | None:
+    try:
+        return shutil.disk_usage(root).free
+    except OSError:
+        return None
 
 
 _STORES: dict[Path, ResultStore] = {}

@@ -9,7 +9,7 @@
     privlab list [--kind K] [--limit N] [--json]
     privlab show KEY [--json]
     privlab delete KEY
-    privlab export PATH [--format csv|json] [--kind K]
+    privlab export PATH [--format csv|json] [--kind K] [--force]
     privlab datasets [--json]
     privlab parts [--family F] [--json]
     privlab data add NAME --csv PATH --task COL --private COL [--private COL ...] [--ignore COL ...]
@@ -17,13 +17,17 @@
     privlab data list [--json]
     privlab data remove NAME
     privlab du [--json]
-    privlab gc [--older-engines] [--max-size 2GB] [--dry-run] [--json]
+    privlab gc [--older-engines] [--max-size 2GB] [--grace SECONDS] [--dry-run] [--json]
+    privlab verify [--repair] [--json]
 
 Data flows as everywhere else: config file -> ``core.config`` (validate) ->
 ``cache.store.ResultStore.get_or_run`` -> ``core.experiments.run``. Bad input of any kind
 (missing file, invalid YAML, unknown key, out-of-range value, bad ``--set``, missing data)
-prints one line ``privlab: error: ...`` on stderr and exits 2 with nothing stored; Ctrl-C exits
-130 with nothing stored. Results live in ``--cache-dir``, else ``$PRIVLAB_CACHE_DIR``, else the
+prints one line ``privlab: error: ...`` on stderr and exits 2 with nothing stored; a store that
+cannot be read or written (full disk, read-only mount, permission, a corrupt entry asked for by
+``show``) prints one line and exits 1, with nothing already stored changed; any other failure is
+one line too and exits 1 (``PRIVLAB_DEBUG=1`` shows the traceback); Ctrl-C exits 130 with
+nothing stored. Results live in ``--cache-dir``, else ``$PRIVLAB_CACHE_DIR``, else the
 user cache dir. Heavy modules are imported only by the commands that need them.
 """
 
@@ -38,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 PROG = "privlab"
-EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEBUG_ENV = "PRIVLAB_DEBUG"
 
 
 class UsageError(Exception):
@@ -172,25 +177,33 @@ class ProgressBar:
 
 
 def _store(args: argparse.Namespace):
+    """The store at ``--cache-dir``; what opening it found (an index rebuilt from the
+    entries) is one ``privlab: note:`` line each on stderr."""
+    import warnings
+
     from cache.store import default_store
 
-    return default_store(getattr(args, "cache_dir", None))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="result store:", category=RuntimeWarning)
+        store = default_store(getattr(args, "cache_dir", None))
+    while store.notes:
+        print(f"{PROG}: note: {_one_line(store.notes.pop(0))}", file=sys.stderr, flush=True)
+    return store
 
 
 def _check_overrides(items: list[str]) -> None:
     """Reject malformed ``--set`` items before anything else runs (names the item)."""
-    import yaml
-
     from core.config import ConfigError
+    from core.config_files import ConfigFileError, parse_value
 
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError([f"--set: got {item!r}; expected key=value, e.g. method=tsne"])
         try:
-            yaml.safe_load(raw)
-        except yaml.YAMLError:
-            raise ConfigError([f"--set: got {item!r}; the value {raw!r} is not valid YAML"]) from None
+            parse_value(raw, f"--set {key.strip()}")
+        except ConfigFileError as exc:
+            raise ConfigError([f"--set: got {item[:60]!r}; {exc}"]) from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -303,7 +316,15 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     import yaml
 
-    result = _store(args).get(args.key)
+    from cache.entry import CorruptEntry
+    from cache.errors import StoreError
+
+    try:
+        result = _store(args).get(args.key, strict=True)
+    except CorruptEntry as exc:
+        raise StoreError(f"run {exc}: the stored entry is corrupt and is never served; it is "
+                         "left in place (`privlab verify --repair` removes it, `privlab run` "
+                         "of its config recomputes it)") from None
     if result is None:
         raise UsageError(f"key: no stored run matches {args.key!r} (see `privlab list`)")
     arts = {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in sorted(result.artifacts.items())}
@@ -354,7 +375,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     fmt = args.format or ("json" if Path(args.path).suffix.lower() == ".json" else "csv")
     store = _store(args)
     n = len(store.list(kind=args.kind))
-    out = store.export(args.path, fmt=fmt, kind=args.kind)
+    out = store.export(args.path, fmt=fmt, kind=args.kind, force=args.force)
     print(f"wrote {n} run{'s' if n != 1 else ''} to {out} ({fmt})")
     return EXIT_OK
 
@@ -511,12 +532,12 @@ def cmd_du(args: argparse.Namespace) -> int:
 def cmd_gc(args: argparse.Namespace) -> int:
     from cache.gc import collect, format_bytes, parse_size
 
-    if not args.older_engines and args.max_size is None:
-        raise UsageError("gc: nothing to do; give --older-engines and/or --max-size SIZE "
-                         "(see `privlab du` for what the store holds)")
     max_bytes = None if args.max_size is None else parse_size(args.max_size)
+    from core.checks import check_range
+
+    check_range("--grace", args.grace, 0.0, float("inf"), hi_open=True, note="seconds")
     report = collect(_store(args), older_engines=args.older_engines, max_bytes=max_bytes,
-                     dry_run=args.dry_run)
+                     dry_run=args.dry_run, grace_s=args.grace)
     if args.json:
         _json_out(report.to_dict())
         return EXIT_OK
@@ -530,6 +551,29 @@ def cmd_gc(args: argparse.Namespace) -> int:
         print(f"  skipped {k[:12]}: locked by another process (being computed or repaired)")
     print(report.summary() + (" (dry run: nothing removed)" if args.dry_run else ""))
     return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Check the index, every run and every stage entry; ``--repair`` removes or rebuilds only
+    what fails. Exit 0 when nothing is (left) wrong, 1 otherwise."""
+    report = _store(args).verify(repair=args.repair)
+    if args.json:
+        _json_out(report.to_dict())
+        return EXIT_OK if report.clean else EXIT_FAILURE
+    shown = 20
+    problems = ([("index", report.index)] if report.index != "ok" else []) + [
+        (what, line) for what, lines in (
+            ("corrupt", report.entries_corrupt), ("damaged row", report.rows_damaged),
+            ("no row, sound", report.orphans_sound), ("no row, corrupt", report.orphans_corrupt),
+            ("corrupt stage", report.stages_corrupt), ("unreadable", report.unreadable),
+            ("in use", report.skipped_locked))
+        for line in lines]
+    for what, line in problems[:shown]:
+        print(f"  {what:15}  {_one_line(line)}")
+    if len(problems) > shown:
+        print(f"  ... and {len(problems) - shown} more")
+    print(report.summary())
+    return EXIT_OK if report.clean else EXIT_FAILURE
 
 
 # -------------------------------------------------------------------------------------------
@@ -594,6 +638,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--format", choices=["csv", "json"], default=None,
                     help="default: json for a .json path, else csv")
     sp.add_argument("--kind", default=None, help="only runs of this kind")
+    sp.add_argument("--force", action="store_true",
+                    help="replace an existing file (a symbolic link is replaced, never followed)")
     cache_dir(sp)
     sp.set_defaults(func=cmd_export)
 
@@ -639,20 +685,32 @@ def build_parser() -> argparse.ArgumentParser:
     cache_dir(sp)
     sp.set_defaults(func=cmd_du)
 
-    sp = sub.add_parser("gc", help="remove runs of older engines and/or least recently used runs beyond a size")
+    sp = sub.add_parser("gc", help="remove temporary leftovers, runs of older engines and/or "
+                                   "least recently used runs beyond a size")
     sp.add_argument("--older-engines", action="store_true",
                     help="remove runs and stage entries computed by another engine version or source")
     sp.add_argument("--max-size", metavar="SIZE", default=None,
                     help="then remove the least recently used until the store is at most SIZE (500MB, 2GB)")
+    sp.add_argument("--grace", type=float, default=3600.0, metavar="SECONDS",
+                    help="temporary leftovers of killed writers older than this go (default 3600)")
     sp.add_argument("--dry-run", action="store_true", help="report what would be removed; remove nothing")
     sp.add_argument("--json", action="store_true")
     cache_dir(sp)
     sp.set_defaults(func=cmd_gc)
+
+    sp = sub.add_parser("verify", help="check the index, every run and every stage entry")
+    sp.add_argument("--repair", action="store_true",
+                    help="remove or rebuild only what fails (a damaged index is rebuilt from "
+                         "the runs, a damaged row from its run, corrupt runs and stages removed)")
+    sp.add_argument("--json", action="store_true")
+    cache_dir(sp)
+    sp.set_defaults(func=cmd_verify)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 2 bad input, 130 interrupted)."""
+    """Run the CLI; returns the exit code (0 ok, 1 store or internal failure, 2 bad input,
+    130 interrupted)."""
     parser = build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))
@@ -662,6 +720,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
 
+    import os
+    import sqlite3
+
+    from cache.errors import StoreError
     from core.config import ConfigError
     from core.progress import Cancelled
 
@@ -673,15 +735,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Cancelled:
         print(f"{PROG}: cancelled; nothing stored", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
+    except StoreError as exc:  # full disk, read-only, corrupt entry: history unchanged
+        _err(str(exc))
+        return EXIT_FAILURE
     except (UsageError, ConfigError, ValueError) as exc:  # DataError is a ValueError
         _err(str(exc))
         return EXIT_USAGE
     except BrokenPipeError:  # pragma: no cover - e.g. `privlab list | head`
         return EXIT_OK
+    except sqlite3.Error as exc:  # pragma: no cover - the store classifies its own
+        _err(f"result store: {exc}")
+        return EXIT_FAILURE
     except OSError as exc:
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         _err(f"{exc.strerror or exc}{where}")
         return EXIT_USAGE
+    except Exception as exc:  # never a traceback for a user: one line instead
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        _err(f"{type(exc).__name__}: {exc} (an internal error; {DEBUG_ENV}=1 shows the "
+             "traceback)")
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

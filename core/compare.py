@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from core import metric_schema as S
+from core.config import MAX_SWEEP_POINTS
 from core.parts import DEFENSES, DefensePart
 from core.progress import CancelToken, Progress, ProgressCallback, as_progress
 
@@ -453,6 +454,11 @@ def comparison_sweeps(spec: ComparisonSpec) -> tuple[list[tuple[DefenseSpec, dic
         if spec.workers is not None:
             sweep["workers"] = int(spec.workers)
         sweeps.append((d, sweep))
+    total = sum(max(1, len(next(iter(sw["grid"].values()), []))) * len(spec.seeds)
+                for _, sw in sweeps)
+    if total > MAX_SWEEP_POINTS:  # checked before any sweep is built or validated
+        raise ValueError(f"grid: got {total:,} points over {len(sweeps)} defenses (knob values "
+                         f"× seeds); allowed at most {MAX_SWEEP_POINTS:,}")
     return sweeps, refused
 
 

@@ -6,7 +6,9 @@ one line per problem that names the field, the value given and the allowed range
 
     tradeoff_lambda: got 1.5; allowed range 0 <= value <= 1
 
-Configs load from YAML (``yaml.safe_load``) or JSON; :func:`cache_key` is the sha256 of the
+Configs load from YAML (libyaml's safe loader, duplicate keys refused) or JSON through
+:mod:`core.config_files` (a size cap checked before reading, regular files only, UTF-8 errors
+naming the line, nesting and alias expansion bounded); :func:`cache_key` is the sha256 of the
 canonical JSON of the validated config plus the engine version.
 """
 
@@ -14,13 +16,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-import yaml
 from annotated_types import Ge, Gt, Le, Len, Lt
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
+from core.config_files import MAX_DEPTH
 from core.parts import check_attackers, check_combination, config_names
 
 # Names of the built-in data sets (core.data.registry.DATASETS must agree; a test checks).
@@ -32,10 +43,36 @@ DATASETS_BUILTIN = frozenset(DatasetName.__args__)
 Split = Literal["train", "test", "aux", "all"]
 
 
+# Ranges the mathematics supports (issue 21: nothing accepted that then hangs or turns NaN).
+#: δ of an (ε, δ) guarantee: the accountants and the analytic Gaussian calibration work in
+#: double precision, whose Gaussian tails stop resolving δ long before the subnormal 1e-320
+#: (where the calibration used to loop forever); 1e-12 is far below any δ a study uses
+Delta = Annotated[float, Ge(1e-12), Lt(1.0)]
+#: ε of a DP guarantee: below 1e-3 the calibrated noise exceeds the data by a factor 1000s
+DPEpsilon = Annotated[float, Ge(1e-3), Le(10_000.0)]
+#: clipping norms: below 1e-6 the clipped update is at float32's resolution
+ClipNorm = Annotated[float, Ge(1e-6), Le(1000.0)]
+
+
+def _existing_dir(value: str | None) -> str | None:
+    """``data_dir`` must name a folder that exists: a download never creates one wherever a
+    config points (issue 21)."""
+    if value is not None and not Path(value).expanduser().is_dir():
+        from pydantic_core import PydanticCustomError
+
+        raise PydanticCustomError("no_such_dir", "no such folder; create it first (privlab "
+                                  "never creates data_dir) or leave data_dir out")
+    return value
+
+
+DataDir = Annotated[str | None, AfterValidator(_existing_dir)]
+
+
 class _Model(BaseModel):
     """Base for every config block: unknown keys are errors, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
+                              allow_inf_nan=False)
 
 
 class DataSpec(_Model):
@@ -52,8 +89,9 @@ class DataSpec(_Model):
     private_attribute: str | None = Field(
         None, description="private attribute to protect and attack; None = the data set's default"
     )
-    data_dir: str | None = Field(
-        None, description="directory of real data files; None = $PRIVLAB_DATA_DIR or the user data dir"
+    data_dir: DataDir = Field(
+        None, description="an existing directory of real data files; None = $PRIVLAB_DATA_DIR "
+        "or the user data dir"
     )
     max_samples: Annotated[int, Ge(50), Le(1_000_000)] | None = Field(
         None, description="seeded subsample cap on the whole data set (speed)"
@@ -200,9 +238,9 @@ class DPGaussianDefense(_Model):
     calibrated to a per-round (ε, δ) (analytic calibration)."""
 
     kind: Literal["dp_gaussian"] = "dp_gaussian"
-    epsilon: Annotated[float, Gt(0.0), Le(10_000.0)] = 1.0
-    delta: Annotated[float, Gt(0.0), Lt(1.0)] = 1e-5
-    clip_norm: Annotated[float, Gt(0.0), Le(1000.0)] = 1.0
+    epsilon: DPEpsilon = 1.0
+    delta: Delta = 1e-5
+    clip_norm: ClipNorm = 1.0
 
 
 class DPLaplaceDefense(_Model):
@@ -211,9 +249,9 @@ class DPLaplaceDefense(_Model):
     accountant over rounds."""
 
     kind: Literal["dp_laplace"] = "dp_laplace"
-    epsilon: Annotated[float, Gt(0.0), Le(10_000.0)] = 1.0
-    delta: Annotated[float, Gt(0.0), Lt(1.0)] = 1e-5
-    clip_norm: Annotated[float, Gt(0.0), Le(1000.0)] = 1.0
+    epsilon: DPEpsilon = 1.0
+    delta: Delta = 1e-5
+    clip_norm: ClipNorm = 1.0
 
 
 class PruningDefense(_Model):
@@ -296,8 +334,9 @@ class ChannelDefense(_Model):
 
     kind: Literal["channel"] = "channel"
     channel: Literal["natural", "white", "personalized", "laplace"] = "natural"
-    kappa: Annotated[float, Gt(0.0), Le(1e7)] = Field(
-        8.0, description="capacity κ in nats per round (κ/d nats per dimension is shown beside it)")
+    kappa: Annotated[float, Ge(1e-3), Le(1e7)] = Field(
+        8.0, description="capacity κ in nats per round (κ/d nats per dimension is shown beside "
+        "it); below 1e-3 the solved noise variance tr Σ/2κ swamps float32 training (NaN)")
     noise_mode: Literal["redraw", "fixed"] = "redraw"
     beta_rect: tuple[int, int, int, int] | None = Field(
         None, description="personalized: rows r0:r1, columns c0:c1 of the β mask's rectangle; "
@@ -321,12 +360,14 @@ class DPSGDDefense(_Model):
     the named accountant (PRV, falling back to RDP where PRV is unreliable)."""
 
     kind: Literal["dp_sgd"] = "dp_sgd"
-    noise_multiplier: Annotated[float, Gt(0.0), Le(100.0)] | None = Field(
-        1.0, description="noise std / clip norm (z); None = solved from target_epsilon")
-    target_epsilon: Annotated[float, Gt(0.0), Le(1e4)] | None = Field(
-        None, description="train to this ε instead of a fixed noise multiplier")
-    delta: Annotated[float, Gt(0.0), Lt(1.0)] = 1e-5
-    clip_norm: Annotated[float, Gt(0.0), Le(1000.0)] = 1.0
+    noise_multiplier: Annotated[float, Ge(0.05), Le(100.0)] | None = Field(
+        1.0, description="noise std / clip norm (z); None = solved from target_epsilon; below "
+        "0.05 the accountants' ε overflows")
+    target_epsilon: Annotated[float, Ge(0.01), Le(1e4)] | None = Field(
+        None, description="train to this ε instead of a fixed noise multiplier (from 0.01: "
+        "below it Opacus' noise search gives up)")
+    delta: Delta = 1e-5
+    clip_norm: ClipNorm = 1.0
     accountant: Literal["prv", "rdp"] = "prv"
 
     @model_validator(mode="before")
@@ -526,7 +567,7 @@ class FilDataSpec(_Model):
     pca_dim: Annotated[int, Ge(2), Le(256)] = Field(20, description="digits / mnist5k: PCA dims")
     adult_view: Literal["paper", "standard"] = Field(
         "paper", description="adult: the FIL paper's 86-column view or the other pages' view")
-    data_dir: str | None = None
+    data_dir: DataDir = None
     max_samples: Annotated[int, Ge(50), Le(1_000_000)] | None = Field(
         None, description="seeded cap on the training rows (speed)")
     test_fraction: Annotated[float, Ge(0.05), Le(0.5)] = 0.2
@@ -557,14 +598,17 @@ class FilOutputPerturbation(_Model):
     features only; least squares has none). Exactly one of the three is set."""
 
     kind: Literal["fil_output_perturbation"] = "fil_output_perturbation"
-    sigma: Annotated[float, Gt(0.0), Le(1e6)] | None = Field(
-        None, description="noise standard deviation σ of the released weights")
-    eta_target: Annotated[float, Gt(0.0), Le(1e9)] | None = Field(
-        3.2, description="solve σ so that the worst-case (or mean) η equals this")
+    sigma: Annotated[float, Ge(1e-6), Le(1e6)] | None = Field(
+        None, description="noise standard deviation σ of the released weights (η = ‖J‖/σ "
+        "overflows below 1e-6)")
+    eta_target: Annotated[float, Ge(1e-4), Le(1e9)] | None = Field(
+        3.2, description="solve σ so that the worst-case (or mean) η equals this (σ = ‖J‖/η "
+        "overflows below 1e-4)")
     eta_reduce: Literal["max", "mean"] = "max"
-    epsilon: Annotated[float, Gt(0.0), Le(1e4)] | None = Field(
-        None, description="solve σ for (ε, δ)-DP (logistic, unit ball)")
-    delta: Annotated[float, Gt(0.0), Lt(1.0)] = 1e-5
+    epsilon: DPEpsilon | None = Field(
+        None, description="solve σ for (ε, δ)-DP (logistic, unit ball); the classic "
+        "calibration holds for ε < 1 only")
+    delta: Delta = 1e-5
     dp_method: Literal["rdp", "classic"] = "rdp"
     releases: Annotated[int, Ge(1), Le(100_000)] = Field(
         1, description="k independent releases: composed FIL η√k")
@@ -585,6 +629,13 @@ class FilOutputPerturbation(_Model):
         if len(given) != 1:
             raise ValueError(f"sigma, eta_target, epsilon: got {', '.join(given) or 'none'} set; "
                              "set exactly one (the others null)")
+        if self.epsilon is not None and self.dp_method == "classic" and self.epsilon >= 1.0:
+            from core.checks import range_text
+
+            raise ValueError(f"epsilon: got {self.epsilon:g}; the classic Gaussian calibration "
+                             "(Dwork & Roth, Thm A.1) holds for 0 < ε < 1 only: "
+                             + range_text(1e-3, 1.0, hi_open=True,
+                                          note="dp_method classic; rdp has no such limit"))
         return self
 
     @property
@@ -602,9 +653,12 @@ class FilModelSpec(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> FilModelSpec:
-        if self.model == "logistic" and self.l2 <= 0:
-            raise ValueError(f"l2: got {self.l2:g}; logistic regression needs l2 > 0 (separable "
-                             "data has no finite minimiser); allowed range 0 < value <= 100")
+        if self.model == "logistic" and self.l2 < 1e-6:
+            from core.checks import range_text
+
+            raise ValueError(f"l2: got {self.l2:g}; logistic regression needs l2 >= 1e-6 "
+                             "(separable data has no finite minimiser, and the DP sensitivity "
+                             "2/(nλ) overflows as λ -> 0); " + range_text(1e-6, 100.0))
         return self
 
 
@@ -806,9 +860,9 @@ class Inf2GuardDRADefense(_Model):
         1.0, description="entropy weight α; β = λα/(1−λ) (Eq. 26), entropy in nats per coordinate")
     mc_samples: Annotated[int, Ge(1), Le(64)] = Field(
         5, description="Monte-Carlo noise samples K per row (the paper: 5)")
-    dp_clip_norm: Annotated[float, Gt(0.0), Le(1000.0)] = Field(
+    dp_clip_norm: ClipNorm = Field(
         4.0, description="dp channel: L2 clip C of r (sensitivity 2C)")
-    dp_delta: Annotated[float, Gt(0.0), Lt(1.0)] = Field(
+    dp_delta: Delta = Field(
         1e-5, description="dp channel: δ of the reported (ε_DP, δ)")
 
 
@@ -855,8 +909,10 @@ class ReprBoundSpec(_Model):
     """Where Theorem 3 is evaluated: ℓ2 at η = ``eta_rmse``·√d (a per-pixel RMSE) and ℓ∞ at
     ``eta_linf``."""
 
-    eta_rmse: Annotated[float, Gt(0.0), Le(1.0)] = 0.15
-    eta_linf: Annotated[float, Gt(0.0), Le(1.0)] = 0.25
+    # from 1e-3: the ball-volume terms d·ln η of Theorem 3 run away below (a per-pixel error
+    # of 1e-3 is already far finer than any attack reaches)
+    eta_rmse: Annotated[float, Ge(1e-3), Le(1.0)] = 0.15
+    eta_linf: Annotated[float, Ge(1e-3), Le(1.0)] = 0.25
 
 
 class ReprReconstructionConfig(_Experiment):
@@ -1045,6 +1101,20 @@ def _allowed_range(info) -> str | None:
     return range_text(**bounds) if "lo" in bounds or "hi" in bounds else None
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_][\w.\-\[\]]*")
+_LONG_QUOTED = re.compile(r"""(['"])([^'"\n]{57})[^'"\n]{20,}\1""")
+
+
+def _loc_part(p: Any) -> str:
+    """A path element as shown: a field name as is, any other key quoted (an unknown key may
+    hold anything, newlines included; a message stays one line)."""
+    text = str(p)
+    if isinstance(p, int) or _PLAIN_KEY.fullmatch(text):
+        return text
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
 def format_validation_error(err: ValidationError, model: type[BaseModel] | None = None) -> list[str]:
     """One line per error: ``field.path: got <value>; <allowed range or pydantic's reason>``."""
     lines = []
@@ -1055,12 +1125,14 @@ def format_validation_error(err: ValidationError, model: type[BaseModel] | None 
         if loc and isinstance(loc[0], str) and loc[0] in CONFIG_MODELS and model is None:
             m, loc = CONFIG_MODELS[loc[0]], loc[1:]
         info, loc = _walk(m, loc)
-        name = ".".join(str(p) for p in loc) or "config"
+        name = ".".join(_loc_part(p) for p in loc) or "config"
         msg = e.get("msg", "invalid")
         if msg.startswith("Value error, "):
             # model validators already name their field; prefix the enclosing block (``data.``)
-            msg = msg[len("Value error, "):]
-            lines.append(f"{name}.{msg}" if loc else msg)
+            cause = (e.get("ctx") or {}).get("error")
+            parts = (cause.problems if isinstance(cause, ConfigError)  # one line per problem
+                     else msg[len("Value error, "):].splitlines())
+            lines.extend(f"{name}.{part}" if loc else part for part in parts)
             continue
         given = e.get("input")
         given_s = repr(given) if not isinstance(given, dict) else "{...}"
@@ -1083,7 +1155,10 @@ def format_validation_error(err: ValidationError, model: type[BaseModel] | None 
         else:
             extra = f" ({rng})" if rng else ""
             lines.append(f"{name}: got {given_s}; {msg}{extra}")
-    return lines
+    # one line each, whatever was given; a long quoted value (a 10,000-character name) is
+    # elided so that the line still shows the field and the allowed values
+    flat = [" ".join(line.splitlines()) for line in lines]
+    return [_LONG_QUOTED.sub(r"\1\2...\1", f) if len(f) > 300 else f for f in flat]
 
 
 def parse_config(obj: dict[str, Any] | BaseModel, notes: list[str] | None = None) -> Any:
@@ -1091,12 +1166,21 @@ def parse_config(obj: dict[str, Any] | BaseModel, notes: list[str] | None = None
 
     A mapping of an older shape is migrated first (:func:`core.migrations.migrate`); what the
     migration changed is appended to ``notes`` when a list is given."""
+    from core.config_files import ConfigFileError, check_shape
     from core.migrations import migrate
 
     if isinstance(obj, BaseModel):
         obj = obj.model_dump(mode="json")
     if not isinstance(obj, dict):
         raise ConfigError([f"config: got {type(obj).__name__}; expected a mapping with a 'kind' key"])
+    try:
+        check_shape(obj, "config")  # before anything recurses into it (deepcopy, pydantic)
+    except ConfigFileError as exc:
+        raise ConfigError([str(exc)]) from None
+    kind = obj.get("kind")
+    if "kind" in obj and not isinstance(kind, str):
+        given = repr(kind) if len(repr(kind)) <= 60 else repr(kind)[:57] + "..."
+        raise ConfigError([f"kind: got {given}; allowed: {', '.join(CONFIG_MODELS)}"])
     obj, changed = migrate(obj)
     if notes is not None:
         notes.extend(changed)
@@ -1106,6 +1190,8 @@ def parse_config(obj: dict[str, Any] | BaseModel, notes: list[str] | None = None
         return _ADAPTER.validate_python(obj)
     except ValidationError as err:
         raise ConfigError(format_validation_error(err)) from None
+    except RecursionError:  # pragma: no cover - check_shape bounds the depth first
+        raise ConfigError([f"config: nests too deeply; at most {MAX_DEPTH} levels"]) from None
 
 
 def set_path(obj: dict[str, Any], dotted: str, value: Any) -> None:
@@ -1123,12 +1209,18 @@ def set_path(obj: dict[str, Any], dotted: str, value: Any) -> None:
 
 def apply_overrides(obj: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``key=value`` strings; values are parsed as YAML scalars (``1e-3``, ``true``, ``[a, b]``)."""
-    out = json.loads(json.dumps(obj))
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError([f"--set: got {item!r}; expected key=value, e.g. tradeoff_lambda=0.5"])
-        key, raw = item.split("=", 1)
-        apply_override(out, key.strip(), yaml.safe_load(raw))
+    from core.config_files import ConfigFileError, check_shape, parse_value
+
+    try:
+        check_shape(obj, "config")  # the JSON round trip below would expand YAML aliases
+        out = json.loads(json.dumps(obj))
+        for item in overrides:
+            if "=" not in item:
+                raise ConfigError([f"--set: got {item!r}; expected key=value, e.g. tradeoff_lambda=0.5"])
+            key, raw = item.split("=", 1)
+            apply_override(out, key.strip(), parse_value(raw, f"--set {key.strip()}"))
+    except ConfigFileError as exc:
+        raise ConfigError([str(exc)]) from None
     return out
 
 
@@ -1143,16 +1235,17 @@ def apply_override(obj: dict[str, Any], key: str, value: Any) -> None:
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> Any:
-    """Load YAML or JSON from ``path``, apply ``--set`` overrides, validate."""
+    """Load YAML or JSON from ``path`` (:mod:`core.config_files`: regular files of at most
+    1 MiB, UTF-8, duplicate keys, nesting and alias expansion bounded), apply ``--set``
+    overrides, validate. Every refusal is a one-line ConfigError."""
+    from core.config_files import ConfigFileError, decode_utf8, parse_text, read_bytes
+
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError([f"config file: cannot read {str(p)!r} ({exc.strerror})"]) from None
-    try:
-        obj = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError([f"config file: {p.name} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}"]) from None
+        text = decode_utf8(read_bytes(p), p.name)
+        obj = parse_text(text, p.name, json_=p.suffix.lower() == ".json")
+    except ConfigFileError as exc:
+        raise ConfigError([str(exc)]) from None
     if not isinstance(obj, dict):
         raise ConfigError([f"config file: {p.name} must hold a mapping with a 'kind' key"])
     return parse_config(apply_overrides(obj, overrides or []))

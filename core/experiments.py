@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.config import cache_key, parse_config
+from core.finite import check_metrics
 from core.progress import CancelToken, Progress, ProgressCallback, as_progress
 from core.registry import Registry, load_object
 from core.result import Result
@@ -61,17 +62,24 @@ def run(
     (``cache.store.ResultStore.stages`` on disk, :class:`core.stages.MemoryStageStore` in a
     notebook; None = no stage cache). ``points``: the result store a sweep's points go through
     (``cache.store.ResultStore`` hands itself in; None = points kept in memory, serial only).
-    Raises :class:`core.config.ConfigError` on bad input and :class:`core.progress.Cancelled`
-    when ``cancel`` is set mid-run; a cancelled run returns nothing and stores nothing.
+    Raises :class:`core.config.ConfigError` on bad input, :class:`core.finite.NonFiniteMetric`
+    when a metric is NaN or infinite where a number belongs (:mod:`core.finite`), and
+    :class:`core.progress.Cancelled` when ``cancel`` is set mid-run; a run that raises returns
+    nothing and stores nothing.
     """
     notes: list[str] = []
     cfg = parse_config(config, notes)
     prog = as_progress(progress, cancel)
     t0 = time.perf_counter()
     prog.update(0.0, f"starting {cfg.kind}")
+    view = Stages(stages)
     with thread_limits():  # the run's one thread budget (core.threads); nothing below sets threads
         extra = {"points": points} if cfg.kind in TAKES_POINTS else {}
-        result = get_runner(cfg.kind)(cfg, prog, Stages(stages), **extra)
+        result = get_runner(cfg.kind)(cfg, prog, view, **extra)
+    check_metrics(cfg.kind, result.metrics)  # NaN / inf where a number belongs: nothing stored
+    if view.notes:  # cached stages that failed their checksums and were recomputed
+        listed = result.info.get("notes")
+        result.info["notes"] = [*(listed if isinstance(listed, list) else []), *view.notes]
     if notes:
         result.info.setdefault("config_migrated", notes)
     result.timings.setdefault("total_s", time.perf_counter() - t0)

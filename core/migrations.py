@@ -51,10 +51,13 @@ def migrate(obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     with no notes. Never raises: what it cannot place is left for validation to report."""
     if not isinstance(obj, dict):
         return obj, []
-    out = copy.deepcopy(obj)
+    try:
+        out = copy.deepcopy(obj)
+    except RecursionError:  # nested beyond any config: validation reports it in one line
+        return obj, []
     notes: list[str] = []
     kind = out.get("kind")
-    if kind in RENAMED_KINDS:
+    if isinstance(kind, str) and kind in RENAMED_KINDS:  # a list or dict kind is unhashable
         out["kind"] = RENAMED_KINDS[kind]
         notes.append(f"kind {kind!r} is now {RENAMED_KINDS[kind]!r}")
     if out.get("kind") != "attribute_privacy":

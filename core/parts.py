@@ -20,7 +20,7 @@ imported on use.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -173,7 +173,9 @@ class DefensePart:
     #: accountant name (:data:`core.bounds.accountants.ACCOUNTANTS`) or None for defenses with
     #: no formal guarantee, measured by attacks only
     accounting: str | None
-    builder: str
+    #: ``"core.module:builder"`` (imported on use) or, for a part defined outside privlab,
+    #: the callable itself
+    builder: str | Callable[..., Any]
     description: str = ""
     #: (family, release) pairs where the release differs by family (``none`` releases
     #: representations in attribute privacy and uploads in gradient leakage)
@@ -217,7 +219,9 @@ class AttackPart:
     title: str
     accepts: tuple[str, ...]
     threat: ThreatModel
-    function: str
+    #: ``"core.module:function"`` (imported on use) or, for an attack defined outside
+    #: privlab, the callable itself
+    function: str | Callable[..., Any]
     #: a fresh attacker (trained after the defense)
     fresh: bool = False
     #: what kind of adversary: "in_training" (the one the defense trained against), "fresh",
@@ -666,6 +670,11 @@ def check_combination(family: str, defense: str, attackers: Iterable[str]) -> No
                 f"(allowed here: {', '.join(ok)})")
 
 
+def _object_path(obj: str | Callable[..., Any]) -> str:
+    """A registry entry's ``"module:attr"`` (a callable registered directly reads the same)."""
+    return obj if isinstance(obj, str) else f"{obj.__module__}:{obj.__qualname__}"
+
+
 def describe() -> dict[str, list[dict[str, Any]]]:
     """Every registered defense and attack as plain data (``privlab parts``)."""
     defenses = []
@@ -678,11 +687,11 @@ def describe() -> dict[str, list[dict[str, Any]]]:
                 "field": k.field, "symbol": k.symbol, "label": k.label, "low": k.low,
                 "high": k.high, "scale": k.scale, "direction": k.direction},
             "accounting": d.accounting,
-            "builder": {f: d.builder_for(f) for f in d.families}})
+            "builder": {f: _object_path(d.builder_for(f)) for f in d.families}})
     attacks = [{"name": name, "config_name": a.key, "family": a.family, "title": a.title,
                 "accepts": list(a.accepts), "needs": list(a.needs), "role": a.role,
                 "selectable": a.selectable, "pools_targets": a.pools_targets,
                 "threat": a.threat.as_dict(), "metrics": list(a.metric_names()),
-                "function": a.function}
+                "function": _object_path(a.function)}
                for name, a in ATTACKS.items()]
     return {"defenses": defenses, "attacks": attacks}

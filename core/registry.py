@@ -8,7 +8,7 @@ one-line error naming what was asked for and what exists.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -83,9 +83,25 @@ class Registry(Generic[T]):
         return f"Registry({self.what!r}, {list(self._entries)})"
 
 
-def load_object(path: str):
-    """Import ``"package.module:attr"`` lazily (runners and attack functions pull in torch)."""
+#: packages whose objects :func:`load_object` imports from a ``"module:attr"`` path (the
+#: registries name privlab's own parts by path; a path from anywhere else, e.g. a network
+#: message, is refused). A part defined outside privlab registers its function or builder as
+#: the object itself (a callable), which needs no import.
+ALLOWED_PACKAGES = ("core",)
+
+
+def load_object(path: str | Callable[..., Any]):
+    """Import ``"package.module:attr"`` lazily (runners and attack functions pull in torch), or
+    return ``path`` itself when a registry entry holds the callable. Only paths inside
+    :data:`ALLOWED_PACKAGES` are imported; any other path is a ValueError naming it."""
     import importlib
 
-    module, _, attr = path.partition(":")
+    if callable(path):
+        return path
+    module, sep, attr = str(path).partition(":")
+    parts = module.split(".")
+    if not (sep and attr.isidentifier() and all(p.isidentifier() for p in parts)
+            and parts[0] in ALLOWED_PACKAGES):
+        raise ValueError(f"object path: got {str(path)[:80]!r}; only registered "
+                         f"'{ALLOWED_PACKAGES[0]}.<module>:<name>' objects are loaded")
     return getattr(importlib.import_module(module), attr)

@@ -37,9 +37,11 @@ class StageOutput:
 
 
 class StageStore(Protocol):
-    """Where stage outputs live. ``load`` returns None on a miss (or a corrupt entry)."""
+    """Where stage outputs live. ``load`` returns None on a miss or a corrupt entry; for a
+    corrupt one (discarded) it first calls ``on_corrupt`` with a one-line reason."""
 
-    def load(self, stage: str, key: str, *, map_location: str | None = None) -> StageOutput | None: ...
+    def load(self, stage: str, key: str, *, map_location: str | None = None,
+             on_corrupt: Callable[[str], None] | None = None) -> StageOutput | None: ...
 
     def save(self, stage: str, key: str, out: StageOutput) -> None: ...
 
@@ -51,7 +53,8 @@ class MemoryStageStore:
         self._d: dict[tuple[str, str], StageOutput] = {}
         self._lock = threading.Lock()
 
-    def load(self, stage: str, key: str, *, map_location: str | None = None) -> StageOutput | None:
+    def load(self, stage: str, key: str, *, map_location: str | None = None,
+             on_corrupt: Callable[[str], None] | None = None) -> StageOutput | None:
         with self._lock:
             return self._d.get((stage, key))
 
@@ -71,13 +74,15 @@ def stage_key(stage: str, part: dict[str, Any]) -> str:
 class Stages:
     """A run's view of the stage store: ``get(stage, part, compute)`` returns the cached output
     or computes and saves it, and records per stage whether it was a hit (``log``) and how long
-    a computed one took (``seconds``)."""
+    a computed one took (``seconds``); a cached entry that failed its checksums and was
+    recomputed leaves a line in :attr:`notes` (the run adds them to its Result)."""
 
     def __init__(self, store: StageStore | None, *, map_location: str | None = None) -> None:
         self.store = store
         self.map_location = map_location
         self.log: dict[str, str] = {}
         self.seconds: dict[str, float] = {}
+        self.notes: list[str] = []
 
     def get(self, stage: str, part: dict[str, Any], compute: Callable[[], StageOutput],
             *, label: str | None = None) -> tuple[StageOutput, str]:
@@ -85,7 +90,8 @@ class Stages:
         key = stage_key(stage, part)
         name = label or stage
         if self.store is not None:
-            hit = self.store.load(stage, key, map_location=self.map_location)
+            hit = self.store.load(stage, key, map_location=self.map_location,
+                                  on_corrupt=self.notes.append)
             if hit is not None:
                 self.log[name] = "hit"
                 return hit, key

@@ -13,7 +13,10 @@ from __future__ import annotations
 import streamlit as st
 from streamlit import config as st_config
 
+from cache.errors import StoreError
+from dashboard.auth import gate, restrict_error_details
 from dashboard.sidebar import render_sidebar
+from dashboard.widgets import get_store
 
 # Streamlit runs a full gc.collect(2) after every script run. With torch, scikit-learn and
 # plotly in the process that is ~0.15 s of CPU, holding the GIL, per page view and per widget
@@ -25,6 +28,15 @@ if not st_config.is_manually_set("runner.postScriptGC") and st_config.get_option
     st_config.set_option("runner.postScriptGC", False, "dashboard/app.py")
 
 st.set_page_config(page_title="privlab", page_icon=":material/shield_lock:", layout="wide")
+# before the sidebar and any page: a password (PRIVLAB_PASSWORD) or OIDC login on a shared
+# server, loopback only otherwise; errors show no detail beyond loopback (dashboard.auth)
+restrict_error_details()
+gate()
+try:  # a store the file system refuses (a full disk, permissions) is one line, not a traceback
+    get_store()
+except StoreError as exc:
+    st.error(f"{exc} (PRIVLAB_CACHE_DIR chooses another place)")
+    st.stop()
 
 PAGES = [
     st.Page("views/home.py", title="Home", icon=":material/home:", default=True),

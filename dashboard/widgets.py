@@ -100,17 +100,33 @@ def _describe(exc: BaseException) -> tuple[str, str]:
         return "config", f"Invalid settings: {exc}"
     if is_data_error(exc):
         return "data", f"Data problem: {exc}"
+    from cache.errors import StoreError
+    from core.finite import NonFiniteMetric
+
+    if isinstance(exc, StoreError):  # full disk, read-only store: said as such, no traceback
+        return "store", str(exc)
+    if isinstance(exc, NonFiniteMetric):
+        return "config", f"Numeric failure: {exc}"
     return "crash", f"{type(exc).__name__}: {exc}"
 
 
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _show_error(kind: str, message: str, trace: str, label: str) -> None:
-    if kind in ("config", "data"):
-        st.error(f"{label}: {message}\n\nNothing was stored.")
-    else:
-        st.error(f"{label} failed: {message}\n\nNothing was stored.")
-        if trace:
-            with st.expander("traceback"):
-                st.code(trace)
+    """One line for every visitor; the traceback in an expander only for a visitor on
+    loopback (dashboard.auth.show_details): a shared server never shows its internals."""
+    from dashboard.auth import show_details
+
+    if kind in ("config", "data", "store"):
+        st.error(f"{label}: {_one_line(message)} Nothing was stored.")
+        return
+    st.error(f"{label} failed: {_one_line(message)} Nothing was stored.")
+    if trace and show_details():
+        with st.expander("details (shown on this machine only)"):
+            st.code(trace)
 
 
 def _finish(ticket: Ticket) -> Any:

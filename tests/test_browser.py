@@ -320,3 +320,72 @@ def test_compare_page_draws_four_defenses_on_one_plane(browser, server, tmp_path
     _no_exception(page)
     _screenshot(page, ARTIFACTS / "compare.png")
     assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def gated_server(tmp_path_factory):
+    """A server as `PRIVLAB_PASSWORD=... make run HOST=0.0.0.0` starts it: bound beyond loopback,
+    with a password (reached here through 127.0.0.1)."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("gated") / "server.log"
+    env = dict(os.environ, PRIVLAB_CACHE_DIR=str(tmp_path_factory.mktemp("gated-cache")),
+               PRIVLAB_PASSWORD="correct horse battery")
+    env.pop("PRIVLAB_INSECURE", None)
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        env.pop(var, None)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
+             "--server.address", "0.0.0.0", "--server.port", str(port),
+             "--server.headless", "true", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(url, proc)
+            yield url
+        except Exception:
+            print(log.read_text(errors="replace")[-4000:])
+            raise
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def test_password_gate_shows_only_the_prompt_before_login(browser, gated_server):
+    """Before login: the password prompt and nothing of the lab (no sidebar, no page, not even
+    through a page URL); a wrong password is refused; the right one opens the lab."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    for path in ("/", "/data", "/history"):
+        page.goto(gated_server + path, wait_until="domcontentloaded")
+        prompt = page.locator('input[type="password"]')
+        prompt.wait_for(state="visible", timeout=60_000)
+        page.wait_for_timeout(1000)  # anything else would have rendered by now
+        assert page.locator('[data-testid="stSidebar"]').count() == 0, path
+        assert page.get_by_role("link", name="Data & projections").count() == 0, path
+        assert page.get_by_text("Data set").count() == 0, path
+        assert page.locator(".js-plotly-plot").count() == 0, path
+        _no_exception(page)
+    _screenshot(page, ARTIFACTS / "password_prompt.png")
+    prompt = page.locator('input[type="password"]')
+    prompt.fill("not it")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text("Wrong password.").wait_for(timeout=30_000)
+    assert page.locator('[data-testid="stSidebar"]').count() == 0
+    page.locator('input[type="password"]').fill("correct horse battery")
+    page.get_by_role("button", name="Sign in").click()
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Data set").first.wait_for(timeout=60_000)
+    page.locator('input[type="password"]').wait_for(state="detached", timeout=30_000)
+    page.get_by_role("heading", name="privlab").wait_for(timeout=60_000)
+    _no_exception(page)
+    _screenshot(page, ARTIFACTS / "password_signed_in.png")
+    assert not errors, errors

@@ -225,6 +225,10 @@ def _no_network(monkeypatch):
 def test_adult_missing_offline_names_dir_and_files(tmp_path, monkeypatch):
     _no_network(monkeypatch)
     d = tmp_path / "empty"
+    with pytest.raises(ValueError, match="(?s)data_dir.*no such folder"):  # never created
+        load_dataset(DataSpec(name="adult", data_dir=str(d)), 0)
+    assert not d.exists()
+    d.mkdir()
     with pytest.raises(DataError) as err:
         load_dataset(DataSpec(name="adult", data_dir=str(d)), 0)
     msg = str(err.value)
@@ -257,6 +261,7 @@ def test_adult_download_path_verifies(adult_dir, tmp_path, monkeypatch):
 def test_torchvision_offline_error_names_dir(name, tmp_path, monkeypatch):
     _no_network(monkeypatch)
     d = tmp_path / name
+    d.mkdir()
     with pytest.raises(DataError) as err:
         load_dataset(DataSpec(name=name, data_dir=str(d)), 0)
     assert str(d) in str(err.value) and name in str(err.value)

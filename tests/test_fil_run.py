@@ -90,7 +90,7 @@ def test_synthetic_logistic_from_epsilon_and_the_attribute_attack():
 
 
 @pytest.mark.parametrize(("over", "starts"), [
-    ({"defense": {"sigma": 0.0}}, "defense.sigma: got 0.0; allowed range 0 < value"),
+    ({"defense": {"sigma": 0.0}}, "defense.sigma: got 0.0; allowed range 1e-06 <= value"),
     ({"defense": {"sigma": 1.0, "eta_target": 1.0}}, "defense.sigma, eta_target, epsilon: got"),
     ({"defense": {"eta_target": -1.0}}, "defense.eta_target: got -1.0; allowed range"),
     ({"model": {"l2": 1e3}}, "model.l2: got 1000.0; allowed range 0 <= value <= 100"),

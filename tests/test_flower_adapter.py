@@ -67,7 +67,7 @@ def test_flower_plain_objective_equals_simulator(ray_once):
     obj, ref, data = plain_setup()
     run_fedavg(obj, ref, data, upload_transform=halve, **FL)
     _, st, _ = plain_setup()
-    recipe = ObjectiveRecipe("core.fl.objectives:plain_objective", {"in_dim": 5, "n_classes": 3, "hidden": 8})
+    recipe = ObjectiveRecipe("plain", {"in_dim": 5, "n_classes": 3, "hidden": 8})
     run = run_flower_fedavg(recipe, st, data, upload_transform=halve, **FL)
     assert run.state is st and st.round == ROUNDS and st.curves["device_updates"] == [4.0, 4.0]
     assert list(st.rounds_trained) == [2, 2, 2, 2] and run.backend == "ray"
@@ -111,9 +111,42 @@ def test_flower_tappfl_equals_simulator(ray_once):
 def test_recipe_errors_are_one_line():
     from core.fl.flower import ObjectiveRecipe
 
-    with pytest.raises(ValueError, match="factory: got 'core.fl.objectives.plain_objective'"):
-        ObjectiveRecipe("core.fl.objectives.plain_objective")
     with pytest.raises(ValueError, match="kwargs: not JSON-able"):
-        ObjectiveRecipe("core.fl.objectives:plain_objective", {"in_dim": object()})
-    r = ObjectiveRecipe("core.fl.objectives:plain_objective", {"in_dim": 5, "n_classes": 3})
+        ObjectiveRecipe("plain", {"in_dim": object()})
+    r = ObjectiveRecipe("plain", {"in_dim": 5, "n_classes": 3})
     assert ObjectiveRecipe.from_json(r.to_json()) == r and r.build().shared.net[0].in_features == 5
+
+
+@pytest.mark.parametrize("asked", [
+    "core.fl.objectives:plain_objective",  # a module:function path, even of a real factory
+    "os:system", "builtins:eval", "subprocess:run", "nope", "", "plain ",
+])
+def test_flower_refuses_an_unregistered_objective(asked):
+    """Objectives come from the registry by registered name only; anything else is refused
+    with a message naming what was asked for, and nothing is imported."""
+    import json
+    import sys
+
+    from core.fl.flower import ObjectiveRecipe, _client_env
+
+    before = set(sys.modules)
+    with pytest.raises(ValueError, match="objective: got") as err:
+        ObjectiveRecipe(asked)
+    assert repr(asked) in str(err.value) and "\n" not in str(err.value)
+    # a server message naming it is refused the same way by the client
+    msg = json.dumps({"objective": asked, "kwargs": {}})
+    with pytest.raises(ValueError, match="objective: got"):
+        _client_env("/nonexistent-run-file.npz", msg)
+    # the old message shape (a factory path) is refused, naming it
+    with pytest.raises(ValueError, match="recipe: got"):
+        ObjectiveRecipe.from_json(json.dumps({"factory": "os:system", "kwargs": {}}))
+    assert not {"subprocess"} & (set(sys.modules) - before)
+
+
+def test_load_object_only_loads_privlab_objects():
+    from core.registry import load_object
+
+    assert callable(load_object("core.fl.objectives:plain_objective"))
+    for path in ("os:system", "builtins:eval", "core.fl:", "core.x;import os:y", "os.path:join"):
+        with pytest.raises(ValueError, match="object path: got"):
+            load_object(path)

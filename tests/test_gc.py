@@ -196,9 +196,12 @@ def test_cli_du_and_gc(tmp_path, capsys):
     assert main(["du", "--json", *d]) == 0
     assert json.loads(capsys.readouterr().out)["runs_count"] == 2
 
-    assert main(["gc", *d]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("privlab: error: gc: nothing to do") and err.count("\n") == 1
+    # no option: only temporary leftovers older than the grace period go
+    assert main(["gc", *d]) == 0
+    assert "removed 0 runs, 0 stage entries and 0 temporary leftovers" in capsys.readouterr().out
+    assert len(store.list()) == 2
+    assert main(["gc", "--grace", "-1", *d]) == 2
+    assert "--grace: got -1.0; allowed range 0 <= value" in capsys.readouterr().err
     assert main(["gc", "--max-size", "2XB", *d]) == 2
     assert "max size: got '2XB'" in capsys.readouterr().err
 

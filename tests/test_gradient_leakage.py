@@ -29,7 +29,7 @@ def _cfg(**over):
 
 
 @pytest.mark.parametrize("patch, expected", [
-    ({"defense": {"kind": "channel", "kappa": 0}}, "defense.kappa: got 0; allowed range 0 < value"),
+    ({"defense": {"kind": "channel", "kappa": 0}}, "defense.kappa: got 0; allowed range 0.001 <= value"),
     ({"defense": {"kind": "channel", "beta_multiplier": 0.5}}, "defense.beta_multiplier: got 0.5"),
     ({"defense": {"kind": "channel", "beta_rect": [5, 2, 0, 3]}}, "defense.beta_rect: got [5, 2, 0, 3]"),
     ({"attack": {"batch_size": 0}}, "attack.batch_size: got 0; allowed range 1 <= value <= 64"),

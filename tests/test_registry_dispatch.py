@@ -63,7 +63,7 @@ def temporary_attack() -> Iterator[AttackPart]:
         threat=ThreatModel(sees="the released model's class probabilities on the candidates",
                            knows="each candidate record (x, y)",
                            goal="decide whether each candidate was in the training set"),
-        function=f"{__name__}:margin_on_release", fresh=True, family="membership",
+        function=margin_on_release, fresh=True, family="membership",
         config_name="temp_margin", needs=("labels",))
     ATTACKS.register(TEMP_NAME, part)
     try:

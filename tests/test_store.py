@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cache.entry import CorruptEntry
+from cache.errors import StoreIOError
 from cache.store import ResultStore, default_store
 from core.config import ConfigError, ProjectionConfig
 from core.progress import Cancelled, CancelToken
@@ -58,7 +60,7 @@ def test_miss_then_hit(tmp_path):
     assert store.peek(cfg()).from_cache and store.peek(cfg(seed=1)) is None
     d = store.entry_dir(first.key)
     assert d == tmp_path / "runs" / first.key[:2] / first.key
-    assert sorted(p.name for p in d.iterdir()) == ["artifacts.npz", "result.json"]
+    assert sorted(p.name for p in d.iterdir()) == ["artifacts.npz", "result.json", "sha256.json"]
     rec = store.list()[0]
     assert rec.key == first.key and rec.kind == "projection" and rec.metrics["x"] == 100.0
     assert rec.created.endswith("+00:00") and rec.seconds is not None
@@ -94,7 +96,7 @@ def test_crash_during_write_leaves_no_entry(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(entry.os, "rename", failing_rename)
-    with pytest.raises(OSError):
+    with pytest.raises(StoreIOError, match="no space left on device"):
         store.get_or_run(cfg(), runner=CountingRunner())
     monkeypatch.undo()
     assert store.list() == [] and entry_files(store) == [] and list(store.tmp_dir.iterdir()) == []
@@ -161,9 +163,11 @@ def test_corrupt_entry_is_recomputed(tmp_path, damage):
         import shutil
 
         shutil.rmtree(d)
-    assert store.get(key) is None  # detected on read, never served, and removed
-    assert store.list() == []
-    again = store.get_or_run(cfg(), runner=run)
+    assert store.get(key) is None  # detected on read, never served, left for verify
+    with pytest.raises(CorruptEntry, match=key[:12]):
+        store.get(key, strict=True)
+    assert [r.key for r in store.list()] == [key]
+    again = store.get_or_run(cfg(), runner=run)  # a run of its config recomputes it
     assert run.calls == 2 and again.from_cache is False and again.metrics["x"] == 100.0
     hit = store.get_or_run(cfg(), runner=run)
     assert hit.from_cache and run.calls == 2 and np.array_equal(hit.artifacts["a"], np.arange(3))
@@ -178,16 +182,24 @@ def test_corrupt_entry_recomputed_by_get_or_run_directly(tmp_path):
     assert store.get_or_run(cfg(), runner=run).from_cache and len(store.list()) == 1
 
 
-def test_files_without_row_are_recomputed(tmp_path):
+def test_files_without_row_are_adopted(tmp_path):
+    """A writer that died between the rename and the index row left a sound entry: it proves
+    itself against its sha256.json and is indexed again, not recomputed."""
     store, run = ResultStore(tmp_path), CountingRunner()
     key = store.get_or_run(cfg(), runner=run).key
     store.index.delete(key)  # as if the process died between rename and the index write
-    assert store.peek(cfg()) is None and not store.entry_dir(key).exists()
-    store.get_or_run(cfg(), runner=run)
+    assert store.peek(cfg()).from_cache and [r.key for r in store.list()] == [key]
     store.index.delete(key)
-    assert store.verify() == {"ok": 0, "corrupt": 0, "orphans": 1}
-    assert store.get_or_run(cfg(), runner=run).from_cache is False and run.calls == 3
-    assert store.verify() == {"ok": 1, "corrupt": 0, "orphans": 0}
+    report = store.verify()
+    assert report.orphans_sound == [key[:12]] and not report.clean
+    assert store.verify(repair=True).repaired == [key]
+    assert store.verify().clean and store.verify().entries_ok == 1
+    assert store.get_or_run(cfg(), runner=run).from_cache and run.calls == 1
+    # an orphan that fails its own checksums is corrupt: removed and recomputed
+    store.index.delete(key)
+    (store.entry_dir(key) / "result.json").write_text("{}")
+    assert store.peek(cfg()) is None and not store.entry_dir(key).exists()
+    assert store.get_or_run(cfg(), runner=run).from_cache is False and run.calls == 2
 
 
 def test_list_get_prefix_delete_label(tmp_path):
@@ -225,6 +237,7 @@ def test_export_csv_and_json(tmp_path):
     for s in range(2):
         store.get_or_run(cfg(seed=s, method="pca"), runner=run)
     store.set_label(store.list()[0].key, "two")
+    (tmp_path / "out").mkdir()
     csv = store.export(tmp_path / "out" / "runs.csv", fmt="csv")
     df = pd.read_csv(csv)
     assert len(df) == 2
@@ -290,7 +303,7 @@ def test_processes_same_key_compute_once(tmp_path):
     assert sorted(o[4] for o in out) == [False, True, True]  # one computed, others waited, read
     assert len(counter.read_text().splitlines()) == 1
     store = ResultStore(tmp_path / "s")
-    assert len(store.list()) == 1 and len(entry_files(store)) == 2
+    assert len(store.list()) == 1 and len(entry_files(store)) == 3
     assert list(store.tmp_dir.iterdir()) == []
 
 

@@ -21,10 +21,15 @@ def user_data_root() -> Path:
 
 def data_root_candidates(name: str, data_dir: str | None) -> list[Path]:
     """Directories that may hold data set ``name``, in priority order; the first is where a
-    download goes. ``data_dir`` (from the config) wins; then $PRIVLAB_DATA_DIR/<name> and
-    $PRIVLAB_DATA_DIR; then the user data dir /<name>."""
+    download goes. ``data_dir`` (from the config; it must exist) wins; then
+    $PRIVLAB_DATA_DIR/<name> and $PRIVLAB_DATA_DIR; then the user data dir /<name>."""
     if data_dir:
         d = Path(data_dir).expanduser()
+        if not d.is_dir():  # a config's data_dir is never created (the config refuses it too)
+            from core.data.errors import DataError
+
+            raise DataError(f"data.data_dir: got {str(data_dir)!r}; no such folder; create it "
+                            "first (privlab never creates data_dir) or leave data_dir out")
         return [d, d / name]
     env = os.environ.get(ENV_DATA_DIR)
     if env:

@@ -48,6 +48,8 @@ def root_for(name: str, data_dir: str | None) -> Path:
 
 def is_present(name: str, data_dir: str | None = None) -> bool:
     """Cheap check (no decoding) that the torchvision files of ``name`` are in its root."""
+    if data_dir and not Path(data_dir).expanduser().is_dir():
+        return False  # a data_dir that does not exist holds nothing (and is never created)
     return (root_for(name, data_dir) / _MARKERS[name]).exists()
 
 

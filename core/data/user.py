@@ -22,9 +22,16 @@ The data itself is never copied; it is read from its path at every (memoised) lo
   derived as for the embedded ``faces`` set: ``bright`` = mean intensity above the median of
   all images.
 
-Caps: 1,000,000 CSV rows, 100,000 images (and 2**28 pixel values in all), 2 GiB per file.
-Image sizes 4 to 256. Every problem is one line naming the file or column and what is
-allowed, at registration and again at load time.
+Caps, each checked while the files are streamed, before memory is spent on them (a hostile
+file costs a bounded amount of memory; issue 21): a CSV of at most 512 MiB, 1,000,000 rows,
+2,000 columns and 50,000,000 cells (its header is read first, then the file is hashed and its
+lines counted in 1 MiB chunks; only then does pandas parse it, from the file, not from a copy);
+100,000 images per folder (counted while the folder is walked) of at most 64 MiB and 40
+megapixels each (checked from the header before decoding), 2**28 pixel values in all. Files
+must be regular files (a FIFO or a device is refused without blocking), and a symbolic link
+(file or folder) that leaves the image folder is refused. Image sizes 4 to 256. Every problem
+is one line naming the file or column and what is allowed, at registration and again at load
+time.
 
 **Changed files.** The config layer copies the registration's fingerprint into
 ``data.fingerprint`` at validation, so the cache key (and every stage key) changes with the
@@ -37,9 +44,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
+import stat
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -58,9 +67,15 @@ from core.data.registry import DATASETS, DatasetInfo
 ENV_REGISTRY = "PRIVLAB_DATA_REGISTRY"
 FORMAT = 1
 MAX_ROWS = 1_000_000
+MAX_COLUMNS = 2_000
+MAX_CELLS = 50_000_000  # rows x columns of a CSV (pandas holds each cell as a str object)
 MAX_IMAGES = 100_000
-MAX_FILE_BYTES = 2 * 1024**3
+MAX_FILE_BYTES = 512 * 1024**2  # a CSV
+MAX_IMAGE_BYTES = 64 * 1024**2  # one image file, or an attributes CSV
+MAX_IMAGE_PIXELS = 40_000_000  # one image before resizing (PIL warns at 89 M)
+MAX_HEADER_BYTES = 1024**2  # the CSV's header line
 MAX_VALUES = 2**28  # images x channels x pixels (1 GiB of float32)
+CHUNK = 1024**2
 MAX_LABELS = 100  # distinct values of a task or private column
 MAX_CATEGORIES = 1000  # distinct values of a categorical feature column
 MIN_ROWS = 10
@@ -247,37 +262,142 @@ def _add_command(entry: dict[str, Any]) -> str:
 # reading files
 
 
-def _read_bytes(path: Path, what: str = "file") -> bytes:
+def _open_regular(path: Path, what: str, cap: int) -> tuple[int, os.stat_result]:
+    """An fd of ``path`` if it is a regular file of at most ``cap`` bytes (a FIFO or a device
+    is refused without blocking: opened non-blocking and checked by fstat before any read)."""
     try:
-        if path.is_dir():
-            raise IsADirectoryError(21, "Is a directory")
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise DataError(f"{what} {path}: {size / 1024**3:.1f} GiB; the cap is "
-                            f"{MAX_FILE_BYTES // 1024**3} GiB")
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except IsADirectoryError:
+        raise DataError(f"{what} {path}: is a folder; expected a file") from None
     except OSError as exc:
         raise DataError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise DataError(f"{what} {path}: not a regular file (a folder, FIFO or device); "
+                            "expected a file")
+        if st.st_size > cap:
+            raise DataError(f"{what} {path}: {_mib(st.st_size)}; the cap is {_mib(cap)}")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
 
 
-def _parse_csv(data: bytes, path: Path):
-    """A CSV's bytes as a DataFrame of stripped strings (no NA conversion)."""
+def _mib(n: int) -> str:
+    return f"{n / 1024**3:.1f} GiB" if n >= 1024**3 else f"{n / 1024**2:.1f} MiB"
+
+
+def _read_bytes(path: Path, what: str = "file", cap: int | None = None) -> bytes:
+    """The bytes of a regular file of at most ``cap`` bytes (default :data:`MAX_IMAGE_BYTES`;
+    read at most ``cap`` + 1: a file that grows past the cap while being read is refused)."""
+    cap = MAX_IMAGE_BYTES if cap is None else cap
+    fd, _ = _open_regular(path, what, cap)
+    try:
+        chunks, total = [], 0
+        while chunk := os.read(fd, min(CHUNK, cap + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise DataError(f"{what} {path}: larger than the cap of {_mib(cap)}")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise DataError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def _scan_csv(path: Path) -> dict[str, Any]:
+    """Stream a CSV once, in :data:`CHUNK` pieces, before anything parses it: the header's
+    column count (capped at :data:`MAX_COLUMNS`), the number of lines (capped at
+    :data:`MAX_ROWS`), the cells they make (:data:`MAX_CELLS`), the sha256 of the bytes,
+    whether they are UTF-8, and the stat to detect a change before the parse. Memory: one chunk.
+    """
+    import codecs
+    import csv
+
+    fd, st = _open_regular(path, "file", MAX_FILE_BYTES)
+    h = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    utf8, total, lines, columns = True, 0, 0, None
+    head = b""
+    try:
+        while chunk := os.read(fd, CHUNK):
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                raise DataError(f"file {path}: larger than the cap of {_mib(MAX_FILE_BYTES)}")
+            h.update(chunk)
+            if total <= 65536 and b"\x00" in chunk:
+                raise DataError(f"file {path} is not a CSV (binary content); expected "
+                                "comma-separated text with a header line")
+            if utf8:
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError:
+                    utf8 = False
+            if columns is None:
+                head += chunk
+                end = head.find(b"\n")
+                if end < 0 and len(head) > MAX_HEADER_BYTES:
+                    raise DataError(f"file {path}: the header line is longer than "
+                                    f"{_mib(MAX_HEADER_BYTES)}; expected a CSV with a header line")
+                if end >= 0 or len(chunk) < CHUNK:
+                    line = head[: end if end >= 0 else len(head)]
+                    text = line.decode("utf-8-sig" if utf8 else "latin-1", errors="replace")
+                    columns = len(next(csv.reader([text]), []))
+                    head = b""
+                    if columns > MAX_COLUMNS:
+                        raise DataError(f"file {path} has {columns:,} columns; the cap is "
+                                        f"{MAX_COLUMNS:,} (leave the others out of the file)")
+            lines += chunk.count(b"\n")
+            if lines > MAX_ROWS + 1:  # the header line and MAX_ROWS rows
+                raise DataError(f"file {path} has more than {MAX_ROWS:,} rows; the cap is "
+                                f"{MAX_ROWS:,} (subsample it first)")
+            if columns and lines * columns > MAX_CELLS:
+                raise DataError(f"file {path} has more than {MAX_CELLS:,} cells (rows x "
+                                f"{columns:,} columns); the cap is {MAX_CELLS:,}")
+        if utf8:
+            try:
+                decoder.decode(b"", final=True)
+            except UnicodeDecodeError:
+                utf8 = False
+    except OSError as exc:
+        raise DataError(f"file {path}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    return {"sha256": h.hexdigest(), "bytes": total, "utf8": utf8, "columns": columns or 0,
+            "stat": (st.st_size, st.st_mtime_ns, st.st_ino)}
+
+
+def _parse_csv(data: bytes | Path, path: Path, *, utf8: bool | None = None):
+    """A CSV (its bytes, or the file itself after :func:`_scan_csv` checked its caps) as a
+    DataFrame of stripped strings (no NA conversion)."""
     import pandas as pd
 
-    if not data.strip():
-        raise DataError(f"file {path} is empty; expected a CSV with a header line")
-    if b"\x00" in data[:65536]:
-        raise DataError(f"file {path} is not a CSV (binary content); expected comma-separated "
-                        "text with a header line")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
+    if isinstance(data, bytes):
+        if not data.strip():
+            raise DataError(f"file {path} is empty; expected a CSV with a header line")
+        if b"\x00" in data[:65536]:
+            raise DataError(f"file {path} is not a CSV (binary content); expected comma-separated "
+                            "text with a header line")
+        header = data[: data.find(b"\n")] if b"\n" in data else data
+        if header.count(b",") + 1 > MAX_COLUMNS:
+            raise DataError(f"file {path} has more than {MAX_COLUMNS:,} columns; the cap is "
+                            f"{MAX_COLUMNS:,}")
+        try:
+            source: Any = io.StringIO(data.decode("utf-8-sig"))
+        except UnicodeDecodeError:
+            source = io.StringIO(data.decode("latin-1"))
+        encoding = None
+    else:
+        source, encoding = data, "utf-8-sig" if utf8 else "latin-1"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False,
-                             index_col=False, skipinitialspace=True, nrows=MAX_ROWS + 1)
+            df = pd.read_csv(source, dtype=str, keep_default_na=False, na_filter=False,
+                             index_col=False, skipinitialspace=True, nrows=MAX_ROWS + 1,
+                             encoding=encoding)
     except pd.errors.ParserWarning:
         raise DataError(f"file {path} is not a CSV: some rows have more fields than the header "
                         "line") from None
@@ -324,8 +444,10 @@ def _read_csv_set(path: Path, task: str, private: Sequence[str], ignore: Sequenc
                   expect: dict[str, Any] | None = None) -> tuple[RawData, dict[str, Any]]:
     """Read and validate a CSV set; ``expect`` (a registration) makes a changed file an error.
     Returns the RawData and the registration fields derived from the file."""
-    data = _read_bytes(path)
-    content = hashlib.sha256(data).hexdigest()
+    scan = _scan_csv(path)  # caps on bytes, columns, rows and cells before any parsing
+    if scan["bytes"] == 0:
+        raise DataError(f"file {path} is empty; expected a CSV with a header line")
+    content = scan["sha256"]
     options = {"task": task, "private": list(private), "ignore": sorted(ignore)}
     fp = _fingerprint("tabular", content, options)
     if expect is not None and fp != expect["fingerprint"]:
@@ -336,7 +458,13 @@ def _read_csv_set(path: Path, task: str, private: Sequence[str], ignore: Sequenc
         raise DataError(f"private column {task!r} is also the task column; choose another")
     if len(set(private)) != len(private):
         raise DataError(f"private: got {list(private)}; each column at most once")
-    df = _parse_csv(data, path)
+    df = _parse_csv(path, path, utf8=scan["utf8"])
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise DataError(f"file {path}: cannot read ({exc.strerror or exc})") from None
+    if (st.st_size, st.st_mtime_ns, st.st_ino) != scan["stat"]:
+        raise DataError(f"file {path} changed while it was being read; try again")
     _require_columns(df, [task], "task", path)
     _require_columns(df, private, "private", path)
     _require_columns(df, ignore, "ignored", path)
@@ -394,16 +522,52 @@ def add_csv(name: str, path: str | Path, task: str, private: Sequence[str],
 # image sets
 
 
+def _inside(path: Path, root_real: Path, root: Path) -> None:
+    """Refuse a symbolic link (file or folder) whose target leaves the image folder."""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # dangling or looping link
+        raise DataError(f"image folder {root}: {path} is a broken symbolic link; remove it"
+                        ) from None
+    if target != root_real and root_real not in target.parents:
+        raise DataError(f"image folder {root}: {path} is a symbolic link to {target}, outside "
+                        "the folder; refused (copy the file into the folder instead)")
+
+
 def _class_files(root: Path) -> list[tuple[str, list[Path]]]:
-    """(class name, sorted image files below it) per non-hidden sub-folder, sorted by name."""
-    out = []
-    for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        files = sorted(
-            f for f in d.rglob("*")
-            if f.suffix.lower() in IMAGE_SUFFIXES and f.is_file()
-            and not any(part.startswith(".") for part in f.relative_to(d).parts)
-        )
-        out.append((d.name, files))
+    """(class name, sorted image files below it) per non-hidden sub-folder, sorted by name.
+    Streamed: the count is checked against :data:`MAX_IMAGES` while the folders are walked,
+    and every symbolic link met is checked to stay inside ``root``."""
+    root_real = root.resolve()
+    out, n = [], 0
+    with os.scandir(root) as it:
+        dirs = sorted((e for e in it if not e.name.startswith(".") and e.is_dir()),
+                      key=lambda e: e.name)
+    for entry in dirs:
+        d = Path(entry.path)
+        if entry.is_symlink():
+            _inside(d, root_real, root)
+        files = []
+        for base, subdirs, names in os.walk(d, followlinks=False):
+            b = Path(base)
+            subdirs[:] = sorted(x for x in subdirs if not x.startswith("."))
+            for x in subdirs:
+                if (b / x).is_symlink():  # not followed by the walk; a link leaving is refused
+                    _inside(b / x, root_real, root)
+            for name in names:
+                if name.startswith(".") or Path(name).suffix.lower() not in IMAGE_SUFFIXES:
+                    continue
+                f = b / name
+                if f.is_symlink():
+                    _inside(f, root_real, root)
+                if not f.is_file():
+                    continue
+                n += 1
+                if n > MAX_IMAGES:
+                    raise DataError(f"folder {root} has more than {MAX_IMAGES:,} images; the "
+                                    f"cap is {MAX_IMAGES:,}")
+                files.append(f)
+        out.append((entry.name, sorted(files)))
     return out
 
 
@@ -413,9 +577,15 @@ def _decode(data: bytes, path: Path, size: int, color: str) -> np.ndarray:
 
     try:
         with Image.open(io.BytesIO(data)) as img:
+            w, h = img.size  # from the header: a decompression bomb is refused before decoding
+            if w * h > MAX_IMAGE_PIXELS:
+                raise DataError(f"image file {path}: {w}x{h} pixels; the cap is "
+                                f"{MAX_IMAGE_PIXELS:,} pixels per image")
             img.load()
             img = img.convert("L" if color == "gray" else "RGB")
             a = np.asarray(img.resize((size, size), Image.Resampling.BILINEAR), dtype=np.uint8)
+    except DataError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any decoder failure: a corrupt or unsupported file
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DataError(f"image file {path}: cannot decode ({reason})") from None
@@ -470,12 +640,11 @@ def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
     if not classes:
         raise DataError(f"folder {root} has no class sub-folders; expected one sub-folder of "
                         "PNG/JPEG images per class")
-    n = sum(len(fs) for _, fs in classes)
-    if n > MAX_IMAGES:
-        raise DataError(f"folder {root} has {n:,} images; the cap is {MAX_IMAGES:,}")
+    n = sum(len(fs) for _, fs in classes)  # at most MAX_IMAGES: _class_files stops beyond
     for cname, fs in classes:
         if not fs:
-            others = sum(1 for f in (root / cname).rglob("*") if f.is_file())
+            others = sum(1 for f in itertools.islice((root / cname).rglob("*"), 10_000)
+                         if f.is_file())
             raise DataError(f"class folder {root / cname} has no PNG/JPEG images"
                             + (f" (found {others} other files)" if others else "")
                             + "; every class needs at least one")

@@ -111,7 +111,7 @@ def channel_objective(data: str, seed: int, model: str, channel: str, kappa: flo
 
 def channel_recipe(data: str, seed: int, model: str, channel: str, kappa: float,
                    max_samples: int | None = None) -> ObjectiveRecipe:
-    return ObjectiveRecipe(f"{__name__}:channel_objective", {
+    return ObjectiveRecipe("channel", {
         "data": data, "seed": int(seed), "model": model, "channel": channel,
         "kappa": float(kappa), "max_samples": max_samples})
 

@@ -58,27 +58,48 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     return float(max(0.0, t1 - math.exp(log_t2))) if log_t2 < 700 else 0.0
 
 
+#: iteration caps of :func:`analytic_gaussian_sigma` (bracketing by doubling / halving, then
+#: bisection on log σ; a bracket of 2**±1100 spans every finite double)
+MAX_BRACKET_STEPS, MAX_BISECTIONS = 1100, 200
+
+
 def analytic_gaussian_sigma(
     epsilon: float, delta: float, sensitivity: float = 1.0, *, rtol: float = 1e-12
 ) -> float:
     """Smallest σ with :func:`gaussian_delta`(σ, ε) ≤ δ: the analytic Gaussian mechanism of
-    Balle & Wang (2018), by bisection on log σ (δ(σ) is decreasing). Valid for all ε > 0."""
+    Balle & Wang (2018), by bisection on log σ (δ(σ) is decreasing). Valid for all ε > 0.
+
+    Every loop is capped: a δ the double-precision δ(σ) cannot reach (a subnormal 1e-320,
+    where the doubling would run forever) raises a ValueError naming δ instead of hanging."""
     _check_eps_delta(epsilon, delta, sensitivity)
     lo = hi = sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
-    while gaussian_delta(hi, epsilon, sensitivity) > delta:
+    for _ in range(MAX_BRACKET_STEPS):
+        if math.isfinite(hi) and gaussian_delta(hi, epsilon, sensitivity) <= delta:
+            break
         hi *= 2.0
-    while gaussian_delta(lo, epsilon, sensitivity) <= delta:
+        if not math.isfinite(hi):
+            break
+    if not math.isfinite(hi) or gaussian_delta(hi, epsilon, sensitivity) > delta:
+        raise ValueError(f"delta: got {delta!r}; the analytic Gaussian calibration found no "
+                         "finite σ (δ below double precision's reach; use δ >= 1e-12)")
+    for _ in range(MAX_BRACKET_STEPS):
+        if gaussian_delta(lo, epsilon, sensitivity) > delta:
+            break
         lo /= 2.0
         if lo < 1e-300:
             return lo
+    else:  # pragma: no cover - lo < 1e-300 ends it first
+        return lo
     # invariant: δ(lo) > δ >= δ(hi)
-    while hi / lo > 1.0 + rtol:
+    for _ in range(MAX_BISECTIONS):
+        if hi / lo <= 1.0 + rtol:
+            break
         mid = math.sqrt(lo * hi)
         if gaussian_delta(mid, epsilon, sensitivity) > delta:
             lo = mid
         else:
             hi = mid
-    return hi
+    return hi  # the cap only binds for an rtol below double precision: hi is then exact
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def tappfl_objective(in_dim: int, n_values: int, hidden_dim: int, representation
 
 
 def tappfl_recipe(cfg: TappflConfig, in_dim: int, n_values: int) -> ObjectiveRecipe:
-    return ObjectiveRecipe(f"{__name__}:tappfl_objective", {
+    return ObjectiveRecipe("tappfl", {
         "in_dim": int(in_dim), "n_values": int(n_values), "hidden_dim": cfg.hidden_dim,
         "representation_dim": cfg.representation_dim, "critic_hidden": cfg.critic_hidden,
         "tradeoff_lambda": cfg.tradeoff_lambda, "adversary_steps": cfg.adversary_steps,

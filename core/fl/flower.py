@@ -15,8 +15,10 @@ re-implemented:
 
 So the global model equals the simulator's after the same rounds, up to float summation order
 (tests/test_flower_adapter.py). Ray workers rebuild the objective themselves: it is given as an
-:class:`ObjectiveRecipe`, a ``"module:function"`` factory plus JSON-able keyword arguments
-(:func:`core.registry.load_object`), never a pickled object, so this module needs no defense.
+:class:`ObjectiveRecipe`, the *registered name* of an objective factory (:data:`OBJECTIVES`)
+plus JSON-able keyword arguments, never a pickled object and never a ``"module:function"``
+path: a server message can only name an objective privlab registered, and anything else is
+refused with a message naming what was asked for (issue 21: no remote code by name).
 
 State: ClientApps are stateless; a device's private networks live in its node's
 ``context.state`` (an ``ArrayRecord`` named ``private``), kept per node across rounds. A device
@@ -57,6 +59,7 @@ from torch import Tensor
 from core.fl.fedavg import aggregate, plan_round, round_stream
 from core.fl.types import FedAvgState, LocalObjective, UploadTransform
 from core.progress import Progress
+from core.registry import Registry
 
 MISSING_FLOWER = "Flower needs the scale extra: pip install 'privlab[scale]'"
 
@@ -65,8 +68,15 @@ PARTITION_ID_KEY = "partition-id"
 #: optional node_config key: the node's own run file (data and initial private parameters)
 RUN_FILE_KEY = "run-file"
 
-__all__ = ["FlowerRun", "ObjectiveRecipe", "init_ray", "make_client_app", "make_server_app",
-           "run_flower_fedavg"]
+__all__ = ["OBJECTIVES", "FlowerRun", "ObjectiveRecipe", "init_ray", "make_client_app",
+           "make_server_app", "run_flower_fedavg"]
+
+#: the local objectives a Flower client may build: registered name -> factory
+#: (``"module:function"``, imported only through this table)
+OBJECTIVES: Registry[str] = Registry("objective")
+OBJECTIVES.register("plain", "core.fl.objectives:plain_objective")
+OBJECTIVES.register("tappfl", "core.defenses.tappfl_flower:tappfl_objective")
+OBJECTIVES.register("channel", "core.defenses.channel_flower:channel_objective")
 
 
 def import_flwr():
@@ -82,18 +92,21 @@ def import_flwr():
 
 @dataclass(frozen=True)
 class ObjectiveRecipe:
-    """How a worker builds the local objective: ``load_object(factory)(**kwargs)``.
+    """How a worker builds the local objective: the factory registered as ``objective`` in
+    :data:`OBJECTIVES`, called with ``kwargs`` (JSON-able). It returns a
+    :class:`LocalObjective` with template modules (their weights are the loop's to set)."""
 
-    ``factory`` is ``"package.module:function"`` returning a :class:`LocalObjective` with
-    template modules (their weights are the loop's to set); ``kwargs`` must be JSON-able."""
-
-    factory: str
+    objective: str
     kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        module, sep, attr = str(self.factory).partition(":")
-        if not (sep and module and attr):
-            raise ValueError(f"factory: got {self.factory!r}; expected 'package.module:function'")
+        if not isinstance(self.objective, str) or self.objective not in OBJECTIVES:
+            raise ValueError(f"objective: got {self.objective!r:.80}; allowed: "
+                             f"{', '.join(OBJECTIVES)} (Flower objectives are built only from "
+                             "privlab's registry, by registered name)")
+        if not isinstance(self.kwargs, dict):
+            raise ValueError(  # noqa: TRY004 - a message's content, not a caller's type
+                f"kwargs: got {type(self.kwargs).__name__}; expected a mapping")
         try:
             json.dumps(self.kwargs, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -102,15 +115,25 @@ class ObjectiveRecipe:
     def build(self) -> LocalObjective:
         from core.registry import load_object
 
-        return load_object(self.factory)(**self.kwargs)
+        return load_object(OBJECTIVES.get(self.objective))(**self.kwargs)
 
     def to_json(self) -> str:
-        return json.dumps({"factory": self.factory, "kwargs": self.kwargs}, sort_keys=True)
+        return json.dumps({"objective": self.objective, "kwargs": self.kwargs}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> ObjectiveRecipe:
-        d = json.loads(text)
-        return cls(d["factory"], d.get("kwargs", {}))
+        """The recipe of a message; anything but ``{"objective": <registered name>, "kwargs":
+        {...}}`` is a ValueError naming what was asked for."""
+        try:
+            d = json.loads(text)
+        except (TypeError, ValueError):
+            raise ValueError(f"recipe: got {str(text)[:80]!r}; expected JSON "
+                             '{"objective": NAME, "kwargs": {...}}') from None
+        if not isinstance(d, dict) or set(d) - {"objective", "kwargs"} or "objective" not in d:
+            raise ValueError(f"recipe: got {str(text)[:80]!r}; expected exactly "
+                             '{"objective": NAME, "kwargs": {...}} with NAME one of '
+                             f"{', '.join(OBJECTIVES)}")
+        return cls(d["objective"], d.get("kwargs", {}))
 
 
 @dataclass
@@ -143,11 +166,12 @@ def _client_env(path: str, recipe_json: str) -> dict[str, Any]:
         env = _CLIENT_CACHE.get(path)
         if env is not None:
             return env
+        recipe = ObjectiveRecipe.from_json(recipe_json)  # refused before anything is read
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         data = {k[5:]: torch.from_numpy(v) for k, v in arrays.items() if k.startswith("data/")}
         init = {k[5:]: v for k, v in arrays.items() if k.startswith("init/")}
-        env = {"data": data, "init": init, "objective": ObjectiveRecipe.from_json(recipe_json).build()}
+        env = {"data": data, "init": init, "objective": recipe.build()}
         _CLIENT_CACHE.clear()  # one run at a time per process
         _CLIENT_CACHE[path] = env
         return env
