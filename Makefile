@@ -25,7 +25,7 @@ STAMP_DEV  := $(VENV)/.installed-dev-$(HASH)
 
 run: install
 	@$(PY) -m dashboard.serve_check --host "$(HOST)"
-	$(PY) -m streamlit run dashboard/app.py --server.address $(HOST) --server.port $(PORT) \
+	$(PY) -m streamlit run dashboard/server.py --server.address $(HOST) --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 
 test: install-dev chromium

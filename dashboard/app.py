@@ -27,7 +27,7 @@ if not st_config.is_manually_set("runner.postScriptGC") and st_config.get_option
         "runner.postScriptGC"):
     st_config.set_option("runner.postScriptGC", False, "dashboard/app.py")
 
-st.set_page_config(page_title="privlab", page_icon=":material/shield_lock:", layout="wide")
+st.set_page_config(page_title="privlab", page_icon="🛡️", layout="wide")
 # before the sidebar and any page: a password (PRIVLAB_PASSWORD) or OIDC login on a shared
 # server, loopback only otherwise; errors show no detail beyond loopback (dashboard.auth)
 restrict_error_details()

@@ -1,4 +1,5 @@
-"""One real-browser test: `streamlit run dashboard/app.py` driven by Debian's headless chromium.
+"""Real-browser tests: `streamlit run dashboard/server.py` (the app behind its base-URL
+middleware) driven by Debian's headless chromium.
 
 Starts the server on a free 127.0.0.1 port with a private result store, opens the landing page
 and the Data & projections page, waits for the plotly projection to render, checks it is
@@ -64,7 +65,7 @@ def server(tmp_path_factory):
         env.pop(var, None)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
+            [sys.executable, "-m", "streamlit", "run", "dashboard/server.py",
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--server.headless", "true", "--browser.gatherUsageStats", "false",
              "--server.fileWatcherType", "none"],
@@ -104,6 +105,35 @@ def browser():
             b.close()
 
 
+class Watch:
+    """What a page asked the network for and said in its console: requests leaving the server,
+    responses >= 400, console errors and warnings, uncaught page errors."""
+
+    def __init__(self, page, server: str) -> None:
+        self.external: list[str] = []
+        self.failed: list[str] = []
+        self.console: list[str] = []
+        self.errors: list[str] = []
+
+        def on_request(req) -> None:
+            if not req.url.startswith((server, "data:", "blob:", "about:")):
+                self.external.append(req.url)
+
+        page.on("request", on_request)
+        page.on("response", lambda r: self.failed.append(f"{r.status} {r.url}")
+                if r.status >= 400 else None)
+        page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}")
+                if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def assert_quiet(self) -> None:
+        """No request left the machine, nothing failed, the console stayed clean."""
+        assert not self.external, self.external
+        assert not self.failed, self.failed
+        assert not self.console, self.console
+        assert not self.errors, self.errors
+
+
 def _no_exception(page) -> None:
     exc = page.locator('[data-testid="stException"]')
     assert exc.count() == 0, exc.first.inner_text()
@@ -124,8 +154,7 @@ def _screenshot(page, path: Path) -> None:
 def test_landing_and_data_projection_render(browser, server):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    watch = Watch(page, server)
 
     page.goto(server + "/", wait_until="domcontentloaded")
     page.get_by_role("heading", name="privlab").wait_for(timeout=60_000)
@@ -150,15 +179,16 @@ def test_landing_and_data_projection_render(browser, server):
     _screenshot(page, ARTIFACTS / "data_projections.png")
     # the sidebar is still there after navigating (shared settings)
     assert sidebar.get_by_text("Seed").first.is_visible()
-    assert not errors, errors
+    # offline and quiet: a local favicon, no font host, no 404 from a page opened at its own
+    # address (dashboard/server.py), nothing in the console
+    watch.assert_quiet()
 
 
 def test_every_page_renders_in_the_browser(browser, server):
     """Attribute privacy (no run yet: controls and the Run buttons) and History, on a live server."""
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    watch = Watch(page, server)
     page.goto(server + "/attribute_privacy", wait_until="domcontentloaded")
     page.get_by_role("heading", name="Attribute privacy in federated learning").wait_for(timeout=60_000)
     page.get_by_role("button", name="Run λ sweep").wait_for(timeout=30_000)
@@ -168,7 +198,7 @@ def test_every_page_renders_in_the_browser(browser, server):
     page.goto(server + "/history", wait_until="domcontentloaded")
     page.get_by_role("heading", name="History").wait_for(timeout=60_000)
     _no_exception(page)
-    assert not errors, errors
+    watch.assert_quiet()
 
 
 def test_reconstruction_page_runs_and_draws_the_gallery(browser, server):
@@ -335,7 +365,7 @@ def gated_server(tmp_path_factory):
         env.pop(var, None)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
+            [sys.executable, "-m", "streamlit", "run", "dashboard/server.py",
              "--server.address", "0.0.0.0", "--server.port", str(port),
              "--server.headless", "true", "--browser.gatherUsageStats", "false",
              "--server.fileWatcherType", "none"],

@@ -213,3 +213,14 @@ def test_a_store_that_cannot_open_is_one_line_in_the_dashboard(tmp_path, monkeyp
     assert not at.exception
     (err,) = at.error
     assert err.value.startswith("result store: cannot create the result store") and "\n" not in err.value
+
+
+def test_server_tells_every_page_the_root_base_url():
+    """dashboard/server.py puts the base-URL script into HTML pages once, nowhere else."""
+    from dashboard.server import inject_base_url
+
+    page = b"<html><head><title>x</title></head><body></body></html>"
+    once = inject_base_url(page)
+    assert once.startswith(b"<html><head><script>window.__streamlit") and once.count(b"<script>") == 1
+    assert inject_base_url(once) == once
+    assert inject_base_url(b'{"not": "html"}') == b'{"not": "html"}'
