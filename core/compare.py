@@ -709,13 +709,13 @@ def run_comparison(spec: ComparisonSpec, store: Any,
 
 def teaching_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
     """The preset "teaching" comparison: membership on the embedded ``digits`` (an MLP trained
-    on 300 members; loss, offline LiRA and RMIA with 4 shadow models), Inf2Guard λ, DP-SGD z
+    on 300 members; loss, offline LiRA and RMIA with 4 shadow models), Inf2Guard λ, DP-SGD ε
     and the Natural and White κ channels (three knob values each) over two seeds, against the
     strongest attack's AUC. Sized to run cold in under three minutes on two CPU cores."""
     return ComparisonSpec(
         family="membership", data="digits", utility="utility_acc", privacy="mia_auc_best",
         defenses=(DefenseSpec.of("inf2guard", (0.0, 0.5, 0.9)),
-                  DefenseSpec.of("dp_sgd", (0.5, 1.0, 2.0)),
+                  DefenseSpec.of("dp_sgd", (1.0, 4.0, 8.0)),
                   DefenseSpec.of("channel", (1.0, 4.0, 16.0), channel="natural"),
                   DefenseSpec.of("channel", (1.0, 4.0, 16.0), channel="white")),
         seeds=(0, 1),
@@ -750,12 +750,12 @@ def attribute_spec(executor: str = "serial", workers: int | None = None) -> Comp
 
 def membership_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
     """Membership on ``mnist5k`` (an MLP on 300 members, 20 epochs; loss, offline LiRA and RMIA
-    with 4 shadows): Inf2Guard λ, DP-SGD z, the Natural κ channel, against the strongest
+    with 4 shadows): Inf2Guard λ, DP-SGD ε, the Natural κ channel, against the strongest
     attack's AUC."""
     return ComparisonSpec(
         family="membership", data="mnist5k", utility="utility_acc", privacy="mia_auc_best",
         defenses=(DefenseSpec.of("inf2guard", (0.0, 0.5, 1.0)),
-                  DefenseSpec.of("dp_sgd", (0.5, 2.0)),
+                  DefenseSpec.of("dp_sgd", (2.0, 8.0)),
                   DefenseSpec.of("channel", (20.0, 80.0, 320.0), channel="natural")),
         seeds=(0,),
         base={"train": {"members": 300, "epochs": 20, "lr": 0.003},
@@ -774,7 +774,7 @@ def gradient_spec(executor: str = "serial", workers: int | None = None) -> Compa
         privacy="recon_best_psnr_median",
         defenses=(DefenseSpec.of("channel", (10.0, 100.0, 1000.0), channel="natural"),
                   DefenseSpec.of("channel", (10.0, 100.0, 1000.0), channel="white"),
-                  DefenseSpec.of("dp_sgd", (0.5, 1.0, 2.0))),
+                  DefenseSpec.of("dp_sgd", (1.0, 4.0, 8.0))),
         seeds=(0,),
         base={"train": {"epochs": 2}, "attack": {"attackers": ["idlg"], "targets": 8,
                                                  "model_inversion": False}},

@@ -42,6 +42,10 @@ class MetricSpec:
     direction: str
     chance: float | str | None = None
     group: str = "other"
+    #: +inf is a legitimate value of this metric, not a failure (DP ε of clipping without
+    #: noise): stored as inf (``"inf"`` in result JSON), shown as "∞"; every other metric's
+    #: non-finite value is a defect
+    infinite_ok: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or any(c.isspace() for c in self.name):
@@ -269,6 +273,13 @@ def register_family(
     return out
 
 
+def infinite_ok(name: str) -> bool:
+    """Whether +inf is a legitimate value of metric ``name`` (:attr:`MetricSpec.infinite_ok`:
+    DP ε = ∞ for clipping without noise); unregistered names: False."""
+    spec = _REGISTRY.get(name)
+    return bool(spec is not None and spec.infinite_ok)
+
+
 def chance_value(name: str, metrics: Mapping[str, float]) -> float | None:
     """The chance level of metric ``name`` in a run's ``metrics``: the float, the value of the
     metric it names (None when the run lacks it or it is NaN), or None."""
@@ -401,8 +412,8 @@ for _spec in (
        "ratio", "neither", None, "defense"),
     _S("dp_fraction_sampled", "fraction of devices sampled per round", "fraction", "neither",
        None, "defense"),
-    _S("epsilon_accountant", "DP ε reported by the privacy accountant for the run", "ε",
-       "leakage", None, "defense"),
+    _S("epsilon_accountant", "DP ε reported by the privacy accountant for the run (∞: "
+       "clipping without noise)", "ε", "leakage", None, "defense", infinite_ok=True),
     _S("epsilon_lower_bound", "empirical ε lower bound from the attack's ROC", "ε", "leakage",
        0.0, "attack"),
 ):

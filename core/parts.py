@@ -334,15 +334,15 @@ DEFENSES.register("channel", DefensePart(
 DEFENSES.register("dp_sgd", DefensePart(
     name="dp_sgd", title="DP-SGD (Opacus)", families=_GL + _MIA, release="update",
     family_releases=(("membership", "model"),),
-    knob=Knob("noise_multiplier", "z", "noise multiplier", 0.05, 100.0, "log",
-              "higher_is_more_private", budget_metric="epsilon_accountant",
-              options=(0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0),
-              family_fields=(("gradient_leakage", (("teaching", (0.3, 0.6, 1.0, 2.0, 4.0)),)),),
-              grid=(0.3, 0.6, 1.0, 2.0)),
+    knob=Knob("target_epsilon", "ε", "target DP budget (z solved by the accountant)", 0.1,
+              1000.0, "log", "lower_is_more_private", budget_metric="epsilon_accountant",
+              grid=(1.0, 2.0, 4.0, 8.0)),
     accounting="prv", builder=f"{_CENTRAL}:build_dpsgd",
     description="Per-sample clipping and Gaussian noise on the batch gradient (Abadi et al. "
-                "2016) through Opacus; ε from the PRV accountant (RDP where PRV is unreliable); "
-                "capacity B/z² per step (Thm 4, tight B/(2z²))."))
+                "2016) through Opacus, trained with its own recipe (full-batch SGD); the knob "
+                "is the target ε (z solved by the PRV accountant, RDP where PRV is "
+                "unreliable); noise_multiplier 0 is clipping without noise (ε = ∞); capacity "
+                "B/z² per step (Thm 4, tight B/(2z²))."))
 
 DEFENSES.register("inf2guard", DefensePart(
     name="inf2guard", title="Inf2Guard (λ)", families=_MIA, release="model",

@@ -25,6 +25,18 @@ def _clean_float(x: Any) -> float | None:
     return None if math.isnan(v) else v
 
 
+def _json_metric(x: Any) -> float | str | None:
+    """A metric value as strict JSON: NaN → null, ±inf → "inf" / "-inf" (read back by
+    ``float``). +inf is legitimate for the metrics :func:`core.metric_schema.infinite_ok`
+    names (DP ε = ∞ of clipping without noise); JSON has no infinity."""
+    v = float(x)
+    if math.isnan(v):
+        return None
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
 @dataclass
 class Result:
     kind: str
@@ -41,14 +53,15 @@ class Result:
     from_cache: bool = False
 
     def to_json_dict(self) -> dict[str, Any]:
-        """Everything but the arrays, JSON-able (NaN becomes null)."""
+        """Everything but the arrays, strict JSON (NaN becomes null; an infinite metric the
+        string "inf", :func:`_json_metric`)."""
         return {
             "kind": self.kind,
             "key": self.key,
             "config": self.config,
             "seed": int(self.seed),
             "engine_version": self.engine_version,
-            "metrics": {k: _clean_float(v) for k, v in self.metrics.items()},
+            "metrics": {k: _json_metric(v) for k, v in self.metrics.items()},
             "intervals": {k: {f: _clean_float(x) for f, x in iv.items()} for k, iv in self.intervals.items()},
             "curves": {k: [_clean_float(v) for v in vs] for k, vs in self.curves.items()},
             "info": self.info,

@@ -1,7 +1,7 @@
 """Settings of the Reconstruction → gradient leakage page that tests and benchmarks import
 without running the page: the defense choices, the κ slider grid and the sweeps' grids.
 
-DP-SGD's z grid is its registered knob's teaching grid (:mod:`core.parts`). The κ channel's
+DP-SGD's target-ε grid is its registered knob's teaching grid (:mod:`core.parts`). The κ channel's
 slider and sweep scale with the image dimension d (κ/d nats per dimension), which no fixed
 registered grid can say, so they are built here from d."""
 
@@ -16,9 +16,9 @@ from core.parts import DEFENSES
 CHOICES = {"none": "none (undefended)", "natural": "κ · Natural (σI)",
            "white": "κ · White (∝ Σ_D)", "personalized": "κ · Personalized (σ·diag β)",
            "laplace": "κ · Laplace (derived bound)", "dp_sgd": "DP-SGD (Opacus)"}
-#: κ/d values of the κ sweep (nats per dimension) and the noise multipliers of the z sweep
+#: κ/d values of the κ sweep (nats per dimension) and the target ε values of the DP-SGD sweep
 KAPPA_PER_DIM_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
-Z_GRID = DEFENSES.get("dp_sgd").knob.for_family("gradient_leakage").teaching_grid()
+EPS_GRID = DEFENSES.get("dp_sgd").knob.for_family("gradient_leakage").teaching_grid()
 
 
 def kappa_grid(d: int) -> list[float]:
@@ -38,15 +38,15 @@ def kappa_grid(d: int) -> list[float]:
 
 
 def sweep_configs(config: dict[str, Any], d: int) -> dict[str, list[dict[str, Any]]]:
-    """Series name -> configs: a κ sweep per channel (κ/d on a fixed grid) and a z sweep of
-    DP-SGD, everything else as on the page."""
+    """Series name -> configs: a κ sweep per channel (κ/d on a fixed grid) and a target-ε
+    sweep of DP-SGD, everything else as on the page."""
     out: dict[str, list[dict[str, Any]]] = {}
     for ch in ("natural", "white", "personalized"):
         out[ch] = [{**config, "defense": {"kind": "channel", "channel": ch,
                                           "kappa": float(f"{r * d:.6g}"),
                                           "noise_mode": "redraw"}} for r in KAPPA_PER_DIM_GRID]
-    out["dp_sgd"] = [{**config, "defense": {"kind": "dp_sgd", "noise_multiplier": z}}
-                     for z in Z_GRID]
+    out["dp_sgd"] = [{**config, "defense": {"kind": "dp_sgd", "target_epsilon": e}}
+                     for e in EPS_GRID]
     return out
 
 

@@ -182,7 +182,7 @@ def test_comparison_sweeps_refuse_what_does_not_apply_and_add_the_undefended_poi
         [("tappfl", True)]
     none, dp, ch = (cfg for _, cfg in sweeps)
     assert none["grid"] == {} and none["seeds"] == [0, 1]
-    assert dp["grid"] == {"defense.noise_multiplier": [0.5, 1.0]}
+    assert dp["grid"] == {"defense.target_epsilon": [0.5, 1.0]}  # the knob: target ε
     assert ch["base"]["defense"] == {"kind": "channel", "channel": "white"}
     assert ch["base"]["data"]["name"] == "digits" and ch["base"]["train"]["members"] == 50
     from core.config import parse_config
@@ -204,11 +204,11 @@ def test_bad_metrics_are_one_line_errors(tmp_path):
         C.family_defaults("sweep")
     bad = C.ComparisonSpec(family="membership", data="digits", utility="utility_acc",
                            privacy="mia_auc_best",
-                           defenses=(C.DefenseSpec.of("dp_sgd", (500.0,)),))
+                           defenses=(C.DefenseSpec.of("dp_sgd", (50_000.0,)),))
     from cache.store import ResultStore
 
     store = ResultStore(tmp_path / "cache")
-    with pytest.raises(ConfigError, match="grid.defense.noise_multiplier: got 500"):
+    with pytest.raises(ConfigError, match="grid.defense.target_epsilon: got 50000"):
         C.run_comparison(bad, store)
     assert store.list() == []  # every sweep is validated before any runs
 

@@ -36,7 +36,7 @@ def fake_membership(cfg, progress=None, cancel=None) -> Result:
     """Made-up membership metrics: privacy knobs lower the AUC and the utility."""
     d = cfg.defense
     priv = {"none": 0.0, "inf2guard": getattr(d, "tradeoff_lambda", 0.0),
-            "dp_sgd": min(1.0, (getattr(d, "noise_multiplier", 0.0) or 0.0) / 2),
+            "dp_sgd": min(1.0, 1.0 / (getattr(d, "target_epsilon", None) or 1.0)),
             "channel": 1.0 / (1.0 + getattr(d, "kappa", 1.0) / 4)}[d.kind]
     if d.kind == "channel" and d.channel == "white":
         priv *= 0.8
@@ -44,7 +44,7 @@ def fake_membership(cfg, progress=None, cancel=None) -> Result:
     metrics = {"utility_acc": 0.9 - 0.3 * priv + wiggle, "utility_majority": 0.1,
                "mia_auc_best": 0.7 - 0.18 * priv - wiggle, "mia_loss_auc": 0.6 - 0.1 * priv}
     if d.kind == "dp_sgd":
-        metrics["epsilon_accountant"] = 10.0 / (d.noise_multiplier or 1.0)
+        metrics["epsilon_accountant"] = d.target_epsilon or 10.0
     if d.kind == "channel":
         metrics["kappa"] = d.kappa
     if d.kind == "inf2guard":
@@ -157,9 +157,9 @@ def test_compare_page_bad_grid_is_one_line_and_stores_nothing(store, preset):
     at.selectbox(key="cmp_family").set_value("membership").run()
     at.text_input(key="cmp_grid_dp_sgd").set_value("0.5, abc").run()
     assert any("expected numbers separated by commas" in e.value for e in at.error)
-    at.text_input(key="cmp_grid_dp_sgd").set_value("0.5, 500").run()
+    at.text_input(key="cmp_grid_dp_sgd").set_value("0.5, 50000").run()
     errs = " ".join(e.value for e in at.error)
-    assert "noise_multiplier: got 500" in errs and "Nothing was stored" in errs
+    assert "target_epsilon: got 50000" in errs and "Nothing was stored" in errs
     assert store.list() == []
 
 
@@ -194,16 +194,16 @@ def test_history_filters_diffs_and_exports(store, preset):
     assert not at.exception
     runs = {r.key: r for r in store.list(kind="membership")}
     a = next(k for k, r in runs.items() if r.config["defense"]["kind"] == "dp_sgd"
-             and r.config["defense"]["noise_multiplier"] == 0.5 and r.config["seed"] == 0)
+             and r.config["defense"]["target_epsilon"] == 2.0 and r.config["seed"] == 0)
     b = next(k for k, r in runs.items() if r.config["defense"]["kind"] == "dp_sgd"
-             and r.config["defense"]["noise_multiplier"] == 2.0 and r.config["seed"] == 1)
+             and r.config["defense"]["target_epsilon"] == 0.5 and r.config["seed"] == 1)
     at.selectbox(key="history_a").set_value(a).run()
     at.selectbox(key="history_b").set_value(b).run()
     assert not at.exception and not at.error
     frames = [d.value for d in at.dataframe]
     metrics = next(f for f in frames if "B − A" in getattr(f, "columns", []))
     diff = next(f for f in frames if "field" in getattr(f, "columns", []))
-    assert set(diff["field"]) == {"defense.noise_multiplier", "seed"}
+    assert set(diff["field"]) == {"defense.target_epsilon", "seed"}
     row = metrics.set_index("metric").loc["mia_auc_best"]
     assert row["A 95 % interval"] and row["B 95 % interval"] and row["B − A"].startswith("-")
     assert "epsilon_accountant" in set(metrics["metric"])  # the budget of the runs' defense

@@ -157,3 +157,31 @@ def test_switching_the_defense_kind_by_override_starts_a_fresh_block():
     assert cfg.defense.kind == "dp_gaussian" and cfg.defense.epsilon == 5.0
     # the old (v1) override path still reaches the TAPPFL block
     assert parse_config(apply_overrides(base, ["tradeoff_lambda=0.75"])).defense.tradeoff_lambda == 0.75
+
+
+def test_dpsgd_block_trains_with_its_own_recipe_and_a_target_epsilon_knob():
+    from core.config import DPSGDDefense, MembershipConfig
+
+    d = DPSGDDefense()
+    assert d.target_epsilon == 8.0 and d.noise_multiplier is None  # the knob: target ε
+    assert (d.optimizer, d.lr, d.sample_rate, d.epochs, d.clip_norm) == ("sgd", 2.0, 1.0, 150, 1.0)
+    # a fixed z alone replaces the default target; 0 is clipping without noise (ε = ∞)
+    z0 = DPSGDDefense(noise_multiplier=0.0)
+    assert z0.noise_multiplier == 0.0 and z0.target_epsilon is None
+    with pytest.raises(ConfigError, match="defense.noise_multiplier: got -0.5"):
+        parse_config({"kind": "membership", "defense": {"kind": "dp_sgd", "noise_multiplier": -0.5}})
+    with pytest.raises(ConfigError, match="defense.noise_multiplier: give exactly one"):
+        parse_config({"kind": "membership",
+                      "defense": {"kind": "dp_sgd", "noise_multiplier": 1.0, "target_epsilon": 4}})
+    with pytest.raises(ConfigError, match="defense.sample_rate: got 1.5"):
+        parse_config({"kind": "membership", "defense": {"kind": "dp_sgd", "sample_rate": 1.5}})
+    # the recipe as train_dpsgd's arguments; None takes the train block's value
+    train = MembershipConfig().train
+    kw = d.training(train)
+    assert kw == {"epochs": 150, "lr": 2.0, "optimizer": "sgd", "sample_rate": 1.0,
+                  "max_grad_norm": 1.0, "delta": 1e-5, "noise_multiplier": None,
+                  "target_epsilon": 8.0, "accountant": "prv"}
+    old = DPSGDDefense(optimizer=None, lr=None, sample_rate=None, epochs=None).training(train)
+    assert (old["epochs"], old["lr"], old["optimizer"], old["batch_size"]) == \
+        (train.epochs, train.lr, train.optimizer, train.batch_size)
+    assert "sample_rate" not in old

@@ -157,3 +157,14 @@ def test_dp_sgd_reports_epsilon_and_capacity():
     m = r.metrics
     assert m["epsilon_accountant"] > 0 and r.info["accountant"] in ("prv", "rdp")
     assert m["capacity_dp_paper"] == pytest.approx(1.0) and m["capacity_dp_tight"] == pytest.approx(0.5)
+
+
+def test_dp_sgd_without_noise_reports_epsilon_infinity_and_no_floor():
+    import math
+
+    r = run(_cfg(defense={"kind": "dp_sgd", "noise_multiplier": 0.0, "epochs": 2}),
+            stages=MemoryStageStore())
+    m = r.metrics
+    assert m["epsilon_accountant"] == math.inf and m["dp_noise_multiplier"] == 0.0
+    assert "capacity_dp_paper" not in m and "bound_thm1_round" not in m
+    assert any("clipping only" in n for n in r.info["notes"])

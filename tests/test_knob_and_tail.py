@@ -69,8 +69,9 @@ def test_membership_sliders_have_the_parts_range_and_positions(store):
     assert [float(o) for o in kappa.options] == list(expected)
     assert kappa.value == 80.0 and "(lower is more private)" in kappa.label
     at.selectbox(key="mi_defense").set_value("dp_sgd").run()
-    z = at.select_slider(key="mi_z")
-    assert [float(o) for o in z.options] == list(DEFENSES.get("dp_sgd").knob.positions())
+    eps = at.select_slider(key="mi_eps")
+    assert [float(o) for o in eps.options] == list(DEFENSES.get("dp_sgd").knob.positions())
+    assert eps.value == 8.0 and "(lower is more private)" in eps.label
     assert not at.exception
 
 

@@ -140,3 +140,27 @@ def test_projection_can_be_switched_off_and_comparisons_do():
         family="membership", data="digits", utility="utility_acc", privacy="mia_auc_best",
         defenses=(DefenseSpec.of("inf2guard", (0.0,)),), seeds=(0,)))
     assert all(sw["base"]["projection_points"] == 0 for _, sw in sweeps)
+
+
+def test_noise_multiplier_zero_is_epsilon_infinity_end_to_end(tmp_path):
+    """Clipping without noise: config → run → Result → store → a fresh store's read, ε = ∞
+    all the way (strict JSON carries it as "inf")."""
+    import json
+    import math
+
+    from cache.store import ResultStore
+    from core.metric_schema import infinite_ok
+
+    cfg = {**TINY, "defense": {"kind": "dp_sgd", "noise_multiplier": 0, "epochs": 5},
+           "attack": {**TINY["attack"], "attackers": ["loss"]}, "projection_points": 0}
+    parsed = parse_config(cfg)
+    assert parsed.defense.noise_multiplier == 0.0 and parsed.defense.target_epsilon is None
+    r = ResultStore(tmp_path / "cache").get_or_run(cfg)
+    assert r.metrics["epsilon_accountant"] == math.inf and r.info["accountant"] == "none"
+    assert r.metrics["dp_noise_multiplier"] == 0.0 and infinite_ok("epsilon_accountant")
+    text = json.dumps(r.to_json_dict(), allow_nan=False)  # strict JSON
+    assert json.loads(text)["metrics"]["epsilon_accountant"] == "inf"
+    back = ResultStore(tmp_path / "cache").get(r.key)
+    assert back is not None and back.metrics["epsilon_accountant"] == math.inf
+    listed = ResultStore(tmp_path / "cache").list(kind="membership")
+    assert [rec.metrics["epsilon_accountant"] for rec in listed] == [math.inf]

@@ -217,6 +217,72 @@ def test_dpsgd_survives_empty_poisson_batches():
                       max_grad_norm=1.0, delta=1e-3, noise_multiplier=1.0, accountant="rdp", seed=0)
     assert res.steps == 20  # P(empty batch) = 0.9^10 ≈ 0.35 per step: some were empty
     assert all(torch.isfinite(p).all() for p in m.parameters())
+    # the ghost-clipping path sets an empty batch's clipped sum to zero by hand: same check
+    m = seeded(conv_net, 0)
+    res = train_dpsgd(m, X, y, image_shape=SHAPE, epochs=2, batch_size=1, lr=0.1,
+                      max_grad_norm=1.0, delta=1e-3, noise_multiplier=0.0, accountant="rdp",
+                      seed=0)
+    assert res.steps == 20 and all(torch.isfinite(p).all() for p in m.parameters())
+
+
+def test_ghost_clipping_equals_materialised_per_sample_gradients(digits):
+    """Opacus' ghost clipping (norms from ‖δᵢ‖·‖aᵢ‖, a second backward of Σ cᵢℓᵢ) trains the
+    same model as materialised per-example gradients, to float rounding (same seeds: the same
+    Poisson batches and noise)."""
+    kw = {"image_shape": SHAPE, "epochs": 2, "sample_rate": 0.25, "lr": 0.5,
+          "max_grad_norm": 0.5, "delta": 1e-5, "noise_multiplier": 1.0, "seed": 3}
+    ms = {mode: seeded(conv_net, 0) for mode in ("ghost", "hooks")}
+    for mode, m in ms.items():
+        res = train_dpsgd(m, digits["X"][:200], digits["y"][:200], grad_sample_mode=mode, **kw)
+        assert res.steps == 8 and res.sample_rate == pytest.approx(0.25)
+    for p, q in zip(ms["ghost"].parameters(), ms["hooks"].parameters()):
+        assert torch.allclose(p, q, atol=1e-5), (p - q).abs().max()
+
+
+def test_noise_multiplier_zero_is_clipping_without_noise(digits):
+    X, y = digits["X"][:100], digits["y"][:100]
+    res = train_dpsgd(seeded(conv_net, 0), X, y, image_shape=SHAPE, epochs=1, sample_rate=1.0,
+                      lr=0.1, max_grad_norm=1.0, delta=1e-5, noise_multiplier=0.0, seed=0)
+    assert res.epsilon == math.inf and res.accountant == "none"
+    assert res.noise_multiplier == 0.0 and res.capacity_bound == math.inf
+    # deterministic: no noise draw, so a second run with another noise seed is identical
+    m1, m2 = seeded(conv_net, 0), seeded(conv_net, 0)
+    for m, seed in ((m1, 0), (m2, 1)):
+        train_dpsgd(m, X, y, image_shape=SHAPE, epochs=1, sample_rate=1.0, lr=0.1,
+                    max_grad_norm=1.0, delta=1e-5, noise_multiplier=0.0, seed=seed)
+    assert all(torch.equal(p, q) for p, q in zip(m1.parameters(), m2.parameters()))
+
+
+def test_canary_enters_the_summed_clipped_gradient_before_the_noise(digits):
+    """One full-batch step at z = 0: the update is −lr·(Σ clipped gradients + canary)/n."""
+    X, y = digits["X"][:50], digits["y"][:50]
+
+    class Canary:
+        def bind(self, params):
+            self.term = [torch.full_like(p, 0.01) for p in params]
+
+        def step_term(self, sample_rate):
+            assert sample_rate == 1.0
+            return self.term
+
+    base, with_c = seeded(conv_net, 0), seeded(conv_net, 0)
+    before = [p.detach().clone() for p in base.parameters()]
+    kw = {"image_shape": SHAPE, "epochs": 1, "sample_rate": 1.0, "lr": 2.0,
+          "max_grad_norm": 1.0, "delta": 1e-5, "noise_multiplier": 0.0, "seed": 0}
+    train_dpsgd(base, X, y, **kw)
+    train_dpsgd(with_c, X, y, canary=Canary(), **kw)
+    for p0, p, q in zip(before, base.parameters(), with_c.parameters()):
+        assert torch.allclose(q - p, torch.full_like(p, -2.0 * 0.01 / 50), atol=1e-6)
+        assert not torch.equal(p, p0)
+
+
+def test_sample_rate_sets_the_poisson_rate():
+    from core.defenses.dpsgd import batch_size_for
+
+    assert batch_size_for(500, 1.0) == 500 and batch_size_for(500, 0.25) == 125
+    assert batch_size_for(300, 0.3) == 100  # rounded to 1/k: k = 3 steps per epoch
+    with pytest.raises(ValueError, match="^sample_rate"):
+        batch_size_for(10, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,6 +309,8 @@ def test_train_central_rejects_bad_arguments(digits, field, kw):
 
 @pytest.mark.parametrize(("field", "kw"), [
     ("noise_multiplier/target_epsilon", {}),
+    ("batch_size/sample_rate", {"sample_rate": 0.5, "noise_multiplier": 1.0}),
+    ("grad_sample_mode", {"grad_sample_mode": "functorch", "noise_multiplier": 1.0}),
     ("noise_multiplier/target_epsilon", {"noise_multiplier": 1.0, "target_epsilon": 1.0}),
     ("noise_multiplier", {"noise_multiplier": -1.0}), ("target_epsilon", {"target_epsilon": 0.0}),
     ("delta", {"delta": 1.0, "noise_multiplier": 1.0}),

@@ -63,10 +63,10 @@ def test_sweep_button_is_one_stored_sweep_over_the_defense_blocks(store):  # noq
     series = page.sweep_configs(config, 64)
     sweep = parse_config(page.sweep_config(config, series))
     points = expand(sweep)
-    assert len(points) == 20  # 3 channels × 5 values of κ/d, and 5 noise multipliers
+    assert len(points) == 19  # 3 channels × 5 values of κ/d, and 4 target ε of DP-SGD
     kinds = {p.config.defense.kind for p in points}
     assert kinds == {"channel", "dp_sgd"}
-    assert at.button(key="gl_sweep").label.startswith("Run the sweeps (20 of 20 points missing)")
+    assert at.button(key="gl_sweep").label.startswith("Run the sweeps (19 of 19 points missing)")
 
 
 def test_dp_sgd_and_white_channel_runs_through_the_page(store):  # noqa: F811

@@ -86,6 +86,21 @@ def bound_curves(cfg, spec, shape, kappas: np.ndarray, basis=None) -> dict[str, 
     return out
 
 
+def _live_noise_multiplier(cfg) -> float | None:
+    """z for the DP-SGD block's target ε over its recipe's steps (q = sample rate, steps =
+    epochs / q), solved with the RDP accountant (about 1 ms; PRV takes seconds); None when the
+    recipe samples by batch size (q depends on the data set's size)."""
+    from core.bounds.accountants import dpsgd_noise_multiplier
+
+    rec = cfg.defense.training(cfg.train)
+    if "sample_rate" not in rec:
+        return None
+    q = float(rec["sample_rate"])
+    steps = int(rec["epochs"]) * max(1, round(1.0 / q))
+    return float(dpsgd_noise_multiplier(float(cfg.defense.target_epsilon), q, steps,
+                                        float(cfg.defense.delta), "rdp"))
+
+
 def live_channel(cfg, spec, shape, basis=None) -> dict[str, Any]:
     """What the page shows before any run: the solved noise, κ/d, the per-direction capacity
     and the floors, or for DP-SGD its capacity B/z² (Thm 4) and the floor at the tight B/(2z²).
@@ -102,8 +117,17 @@ def live_channel(cfg, spec, shape, basis=None) -> dict[str, Any]:
         return out
     if cfg.defense.kind == "dp_sgd":
         z = cfg.defense.noise_multiplier
-        if z is None:
-            out["notes"].append("z is solved from the target ε at run time.")
+        solved = z is None
+        if solved:
+            z = _live_noise_multiplier(cfg)
+            if z is None:
+                out["notes"].append("z is solved from the target ε at run time (the recipe "
+                                    "samples batches of the train block's size, whose rate "
+                                    "depends on the data).")
+                return out
+        if z == 0:
+            out["notes"].append("Noise multiplier 0: clipping without noise (ε = ∞); the "
+                                "upload's information is unbounded and no floor holds.")
             return out
         tight = cb.dp_capacity(b, z, tight=True)
         out["cards"] = [("capacity B/z² (Thm 4)", f"{cb.dp_capacity(b, z):.4g} nats",
@@ -113,6 +137,12 @@ def live_channel(cfg, spec, shape, basis=None) -> dict[str, Any]:
                         ("Thm 1 floor / step", f"{cb.thm1_mse_bound(lam, tight, per='pixel'):.4g}",
                          "Per-pixel MSE floor at the tight capacity (Gaussian plug-in)."),
                         ("ε", "after a run", "From the accountant (PRV, RDP fallback).")]
+        if solved:
+            out["cards"].insert(0, ("z (RDP solve)", f"{z:.3g}",
+                                    (f"Noise multiplier for target ε = "
+                                    f"{cfg.defense.target_epsilon:g} over the recipe's steps, "
+                                    "solved with the RDP accountant (instant); the run solves "
+                                    "it again with PRV, which gives a slightly smaller z.")))
         out["notes"].append("DP-SGD's capacity grows with the batch size B (Thm 4): a larger "
                             "batch leaks more per step under DP, the opposite of plain training.")
         return out

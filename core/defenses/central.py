@@ -19,6 +19,7 @@ rows) and ignores what it does not need.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -126,12 +127,10 @@ def build_dpsgd(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
     def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None) -> Trained:
         from core.defenses.dpsgd import train_dpsgd
 
-        res = train_dpsgd(model, X, y, image_shape=image_shape, epochs=max(1, train.epochs),
-                          batch_size=train.batch_size, lr=train.lr, optimizer=train.optimizer,
-                          max_grad_norm=block.clip_norm, delta=block.delta,
-                          noise_multiplier=block.noise_multiplier,
-                          target_epsilon=block.target_epsilon, accountant=block.accountant,
-                          seed=seed, X_test=X_test, y_test=y_test, progress=progress)
+        # DP-SGD's own recipe (core.config.DPSGDDefense.training: a None field takes the
+        # train block's value); shadows repeat it as they repeat the target's training
+        res = train_dpsgd(model, X, y, image_shape=image_shape, seed=seed, X_test=X_test,
+                          y_test=y_test, progress=progress, **block.training(train))
         meta = {"epsilon": res.epsilon, "accountant": res.accountant,
                 "accountant_note": res.fallback_reason or "",
                 "noise_multiplier": res.noise_multiplier, "sample_rate": res.sample_rate}
@@ -146,7 +145,7 @@ def build_dpsgd(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
 
         z = float(meta["noise_multiplier"])
         metrics = {"epsilon_accountant": float(meta["epsilon"]), "dp_noise_multiplier": z}
-        if batch_size is not None:
+        if batch_size is not None and z > 0:  # z = 0 (clipping only): no noise, no capacity
             metrics.update(capacity_dp_paper=dp_capacity(batch_size, z),
                            capacity_dp_tight=dp_capacity(batch_size, z, tight=True))
         notes = [meta["accountant_note"]] if meta.get("accountant_note") else []
@@ -155,6 +154,12 @@ def build_dpsgd(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
     def bound(spec, meta, *, steps: int, steps_observed: int, batch_size: int) -> InformationBound:
         # the tight per-step capacity B/(2z²) bounds what one step says about a batch
         z = float(meta["noise_multiplier"])
+        if z == 0.0:
+            return InformationBound(
+                per_round=math.inf, total=math.inf,
+                notes=[("DP-SGD with noise multiplier 0 (clipping only, ε = ∞): the clipped "
+                       "upload is a deterministic function of the data, so Theorem 1 gives "
+                       "no floor")])
         per_step = batch_size / (2 * z * z)
         return InformationBound(per_round=steps_observed * per_step, total=steps * per_step)
 

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from core.checks import check_int, check_range
+from core.defenses.noisy_training import GradientCanary, add_canary_term
 from core.nn import AttributeAdversary, Encoder, TaskHead, seeded
 from core.progress import Progress
 
@@ -73,9 +74,16 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
                     pretrain_epochs: int = 5, batch_size: int = 64, lr: float = 1e-3,
                     adversary_lr: float = 3e-3, hidden_dim: int = 128,
                     representation_dim: int = 64, adversary_hidden: int = 64, seed: int = 0,
-                    progress: Progress | None = None) -> Inf2GuardModel:
+                    progress: Progress | None = None,
+                    canary: GradientCanary | None = None) -> Inf2GuardModel:
     """Algorithm 1 (spec 004 §2.1) with Adam; returns the trained networks and per-epoch
-    curves (``utility_ce``, ``adversary_ce``, ``adversary_acc`` on its training batches)."""
+    curves (``utility_ce``, ``adversary_ce``, ``adversary_acc`` on its training batches).
+
+    ``canary``: white-box audit canaries (:class:`core.defenses.noisy_training.GradientCanary`)
+    on the released model's parameters (encoder, then head), entering each encoder/head step
+    where one member's utility gradient would: term / B in pre-training (B members per batch),
+    (1 − λ)·term / B₁ in the game (B₁ members in the batch), each canary taking part with a
+    member row's rate (B / rows per epoch)."""
     check_range("tradeoff_lambda", tradeoff_lambda, 0, 1)
     check_int("epochs", epochs, 0, 10_000)
     check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
@@ -108,6 +116,9 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
         if progress is not None:
             progress.update(e / total, msg)
 
+    released = list(enc.parameters()) + list(head.parameters())
+    if canary is not None:
+        canary.bind(released)
     # (i) pre-train encoder + utility head on the members (the undefended model)
     for e in range(pretrain_epochs):
         tick(e, f"pre-training epoch {e + 1}/{pretrain_epochs}")
@@ -115,6 +126,9 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
             loss = F.cross_entropy(head(enc(Xm[idx])), y_members[idx])
             opt_f.zero_grad(set_to_none=True)
             loss.backward()
+            if canary is not None:
+                add_canary_term(released, canary.step_term(min(1.0, batch_size / len(Xm))),
+                                len(idx))
             opt_f.step()
     # (ii) the adversary on frozen features
     with torch.no_grad():
@@ -139,6 +153,10 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
             l2 = F.cross_entropy(head(r[mem]), y_members[idx[mem]]) if mem.any() else r.sum() * 0
             opt_f.zero_grad(set_to_none=True)
             (-lam * l1 + (1.0 - lam) * l2).backward()
+            if canary is not None and mem.any() and lam < 1.0:
+                term = canary.step_term(min(1.0, batch_size / len(X_all)))
+                if term is not None:
+                    add_canary_term(released, [(1.0 - lam) * t for t in term], int(mem.sum()))
             opt_f.step()
             # Ψ on detached features: the adversary keeps up with the encoder
             logits_u = adv(r.detach())

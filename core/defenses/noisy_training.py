@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -34,11 +35,32 @@ from core.checks import check_choice, check_int, check_range, range_error
 from core.progress import Progress
 from core.seeds import torch_stream
 
-__all__ = ["NOISE_MODES", "OPTIMIZERS", "Perturb", "TrainResult", "evaluate_accuracy",
-           "train_central"]
+__all__ = ["NOISE_MODES", "OPTIMIZERS", "GradientCanary", "Perturb", "TrainResult",
+           "evaluate_accuracy", "train_central"]
 
 #: ``perturb(x_flat (n, d), generator) -> noisy rows (n, d)``
 Perturb = Callable[[Tensor, torch.Generator], Tensor]
+
+
+@runtime_checkable
+class GradientCanary(Protocol):
+    """White-box audit canaries a training adds to its gradient (Steinke, Nasr & Jagielski 2023;
+    :class:`core.attacks.audit.GradientCanaries` implements it).
+
+    ``bind(params)`` is called once, before the first step, with the trainable parameters (in
+    ``model.parameters()`` order; the auditor records θ₀ and reads θ_T from the same tensors
+    after training). ``step_term(sample_rate)`` is called once per optimiser step and returns,
+    per parameter, the sum of the canary gradients that take part in this step (each included
+    canary takes part with probability ``sample_rate``, as a training row would), in the units
+    of a *summed* per-example gradient (each canary has the clipping norm C), or None when none
+    takes part. DP-SGD adds it to the summed clipped gradient before the noise; a non-private
+    training adds term / B to its batch-mean gradient (B the batch's rows), where one row's
+    gradient would go.
+    """
+
+    def bind(self, params: list[Tensor]) -> None: ...
+
+    def step_term(self, sample_rate: float) -> list[Tensor] | None: ...
 
 NOISE_MODES: tuple[str, ...] = ("redraw", "fixed")
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
@@ -123,6 +145,19 @@ def checked_perturb(perturb: Perturb, x: Tensor, generator: torch.Generator) -> 
 
 
 @torch.no_grad()
+def add_canary_term(params: list[Tensor], term: list[Tensor] | None, rows: int) -> None:
+    """Add a :class:`GradientCanary` step term to a batch-mean gradient: term / ``rows``, the
+    weight one row's gradient has in a mean over ``rows`` rows."""
+    if term is None:
+        return
+    for p, t in zip(params, term, strict=True):
+        if p.grad is None:
+            p.grad = t.reshape(p.shape) / rows
+        else:
+            p.grad.add_(t.reshape(p.shape), alpha=1.0 / rows)
+
+
+@torch.no_grad()
 def evaluate_accuracy(model: nn.Module, X: Tensor, y: Tensor, image_shape: tuple[int, ...],
                       batch: int = 1024) -> float:
     """Top-1 accuracy of ``model`` on clean (X, y), in eval mode (the mode is restored)."""
@@ -177,6 +212,7 @@ def train_central(
     X_test: Tensor | None = None,
     y_test: Tensor | None = None,
     progress: Progress | None = None,
+    canary: GradientCanary | None = None,
 ) -> TrainResult:
     """Train ``model`` in place on (X + ξ, y) with minibatch SGD/Adam and cross-entropy
     (spec §3.6, W ← W − η∇F(W; x̃, y)).
@@ -187,6 +223,9 @@ def train_central(
     per minibatch ("redraw": κ per step, n·κ total) or one noisy copy drawn before training
     ("fixed": κ total); the noise generator is seeded from ``seed`` too, on X's device.
     ``progress`` gets per-epoch updates and a few per epoch (raises Cancelled when cancelled).
+    ``canary``: white-box audit canaries (:class:`GradientCanary`), each taking part in a step
+    with probability B/n (once per epoch on average, as a row does) and added to the
+    batch-mean gradient as term / B, where one row's gradient would go.
     """
     check_data(X, y, image_shape)
     check_test(X_test, y_test, image_shape)
@@ -197,6 +236,9 @@ def train_central(
     noise_gen = torch_stream(seed, "train", "noise", device=dev)
     opt = make_optimizer(model, optimizer, lr, momentum)
     n, b = len(X), int(batch_size)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if canary is not None:
+        canary.bind(params)
     result = TrainResult(noise_mode="none" if perturb is None else noise_mode)
     source = X
     if perturb is not None and noise_mode == "fixed":
@@ -221,6 +263,8 @@ def train_central(
             loss = F.cross_entropy(model(as_images(xb, image_shape)), y[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            if canary is not None:
+                add_canary_term(params, canary.step_term(min(1.0, b / n)), len(idx))
             opt.step()
             total += float(loss.detach()) * len(idx)
             result.steps += 1

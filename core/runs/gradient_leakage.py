@@ -18,6 +18,7 @@ and the Wiener MMSE of an attacker who sees D̃ itself.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -224,6 +225,9 @@ def _bounds(cfg, spec, build, meta, metrics, mse_per_image, notes, steps) -> Non
     steps_obs = cfg.attack.local_steps if cfg.attack.observation == "fedavg" else 1
     info = build.bound(spec, meta, steps=steps, steps_observed=steps_obs,
                        batch_size=cfg.attack.batch_size)
+    if info.per_round == math.inf:
+        notes.extend(info.notes)
+        return
     metrics.update(info.metrics)
     notes.extend(info.notes)
     per_round = float(thm1_mse_bound(ev, info.per_round, per="pixel"))

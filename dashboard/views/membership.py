@@ -30,11 +30,11 @@ DATASETS = ["mnist5k", "digits", "faces", "adult"]
 TITLES = attack_titles(KIND)
 #: widget keys of the defenses' knobs (returning users and tests rely on them); a defense
 #: registered later gets mi_<defense>
-KNOB_KEYS = {"inf2guard": "mi_lambda", "dp_sgd": "mi_z", "channel": "mi_kappa"}
+KNOB_KEYS = {"inf2guard": "mi_lambda", "dp_sgd": "mi_eps", "channel": "mi_kappa"}
 
 
 def _init_state() -> None:
-    for k, v in {"mi_defense": "none", "mi_lambda": 0.5, "mi_z": 1.0, "mi_kappa": 80.0,
+    for k, v in {"mi_defense": "none", "mi_lambda": 0.5, "mi_eps": 8.0, "mi_kappa": 80.0,
                  "mi_members": 500, "mi_epochs": 60, "mi_shadows": 16, "mi_refs": 2, "mi_targets": 8,
                  "mi_attackers": ["loss", "lira_offline", "lira_online", "rmia"]}.items():
         st.session_state.setdefault(k, v)

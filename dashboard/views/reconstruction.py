@@ -11,6 +11,7 @@ stored, and the κ / z sweeps draw one utility–privacy curve per channel.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,8 +27,8 @@ from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.knob import knob_ui
 from dashboard.reconstruction_settings import (
     CHOICES,
+    EPS_GRID,
     KAPPA_PER_DIM_GRID,
-    Z_GRID,
     kappa_grid,
     sweep_config,
     sweep_configs,
@@ -102,9 +103,9 @@ def defense_ui(d: int) -> dict[str, Any]:
         c2.caption(DEFENSES.get("none").description)
         return {"kind": "none"}
     if choice == "dp_sgd":
-        z = knob_ui("dp_sgd", key="gl_z", family=KIND, where=c2)
+        eps = knob_ui("dp_sgd", key="gl_eps", family=KIND, where=c2)
         clip = c3.number_input("clip norm S", 0.01, 100.0, step=0.5, key="gl_clip")
-        return {"kind": "dp_sgd", "noise_multiplier": float(z), "clip_norm": float(clip),
+        return {"kind": "dp_sgd", "target_epsilon": float(eps), "clip_norm": float(clip),
                 "delta": 1e-5}
     # κ scales with the image dimension d: the slider runs over a κ/d ladder (default κ/d 0.1)
     kappa = knob_ui("channel", key="gl_kappa", family=KIND, where=c2, options=kappa_grid(d),
@@ -165,7 +166,7 @@ def attack_ui() -> dict[str, Any]:
 def _init_state() -> None:
     ss = st.session_state
     for k, v in {"gl_model": "mlp", "gl_setting": "central", "gl_epochs": 5,
-                 "gl_defense": "natural", "gl_noise_mode": "redraw", "gl_z": 1.0, "gl_clip": 1.0,
+                 "gl_defense": "natural", "gl_noise_mode": "redraw", "gl_eps": 8.0, "gl_clip": 1.0,
                  "gl_beta_paper": True, "gl_beta_mult": 50.0, "gl_attackers": ["idlg"],
                  "gl_targets": 4, "gl_batch": 1, "gl_iters": 0, "gl_state": "fresh",
                  "gl_obs": "gradient", "gl_local_steps": 3, "gl_mi": True}.items():
@@ -252,7 +253,7 @@ def sweep_measured(cfg) -> list[tuple[float, float, str]]:
 
 
 def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
-    st.subheader("Utility–privacy: κ per channel against DP-SGD's z")
+    st.subheader("Utility–privacy: κ per channel against DP-SGD's target ε")
     series = sweep_configs(config, d)
     head = HEADLINES[KIND]
     points = []
@@ -260,7 +261,7 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
         got = {}
         for c in cfgs:
             r = peek(c)
-            knob = c["defense"].get("kappa", c["defense"].get("noise_multiplier"))
+            knob = c["defense"].get("kappa", c["defense"].get("target_epsilon"))
             if r is not None:
                 got[float(knob)] = r
         points += tradeoff_points(got, kind=KIND, attack_metrics={CHOICES[name]: head.attack})
@@ -268,7 +269,8 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
     if cfg.defense.kind == "channel":
         cur = float(cfg.defense.kappa)
     elif cfg.defense.kind == "dp_sgd":
-        cur = float(cfg.defense.noise_multiplier or 0)
+        cur = (float(cfg.defense.target_epsilon) if cfg.defense.target_epsilon is not None
+               else math.inf)
     if result is not None and cur is not None and not any(abs(p.knob - cur) < 1e-9 for p in points):
         label = CHOICES[cfg.defense.channel if cfg.defense.kind == "channel" else "dp_sgd"]
         points += tradeoff_points({cur: result}, kind=KIND, attack_metrics={label: head.attack})
@@ -276,7 +278,7 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
     start = st.button(f"Run the sweeps ({n_missing} of {sum(map(len, series.values()))} points "
                       "missing)", key="gl_sweep", disabled=n_missing == 0,
                       help="κ/d ∈ {" + ", ".join(f"{g:g}" for g in KAPPA_PER_DIM_GRID)
-                           + "} per channel and z ∈ {" + ", ".join(f"{z:g}" for z in Z_GRID)
+                           + "} per channel and target ε ∈ {" + ", ".join(f"{e:g}" for e in EPS_GRID)
                            + "} for DP-SGD, other settings as on the page; every point is stored.")
     run_with_progress(sweep_config(config, series), label="κ and z sweeps", start=start)
     undef = peek({**config, "defense": {"kind": "none"}})
@@ -370,7 +372,7 @@ st.title("Reconstruction: gradient leakage and the κ channel")
 st.caption("A device's upload (a gradient or a local update) can be inverted back into its "
            "training images. The channel-capacity defense adds data-space noise solved from a "
            "budget κ (nats per round): I(D; upload) ≤ κ, so by Theorem 1 no attacker's MSE can "
-           "fall below a floor. κ here is a capacity in nats; DP-SGD's z is a noise multiplier.")
+           "fall below a floor. κ here is a capacity in nats; DP-SGD's ε is a privacy budget (its noise multiplier z is solved from it).")
 config = controls()
 cfg = validate(config, label="Gradient leakage")
 if cfg is None:
