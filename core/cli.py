@@ -206,6 +206,15 @@ def _check_overrides(items: list[str]) -> None:
             raise ConfigError([f"--set: got {item[:60]!r}; {exc}"]) from None
 
 
+def _notes_and_caveats(result: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    """The run's notes and its caveats (:mod:`core.caveats`; derived from the numbers for a
+    run stored before caveats were recorded), as ``run`` and ``show`` print them."""
+    from core import caveats
+
+    info = result.info if isinstance(result.info, dict) else {}
+    return [str(n) for n in info.get("notes", [])], caveats.of_result(result)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from core.config import cache_key, load_config
 
@@ -223,9 +232,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         bar.close()
     key = result.key or cache_key(cfg)
     metrics = {k: _clean(float(v)) for k, v in result.metrics.items()}
+    notes, caveats = _notes_and_caveats(result)
     if args.json:
         _json_out({"key": key, "kind": result.kind, "from_cache": bool(result.from_cache),
-                   "metrics": metrics})
+                   "metrics": metrics, "notes": notes, "caveats": caveats})
         return EXIT_OK
     if result.from_cache:
         how = "from cache"
@@ -238,8 +248,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     width = max((len(k) for k in metrics), default=0)
     for k, v in metrics.items():
         print(f"  {k.ljust(width)}  {_fmt_num(v)}")
-    for note in result.info.get("notes", []) if isinstance(result.info, dict) else []:
+    for note in notes:
         print(f"  note: {note}")
+    for c in caveats:
+        print(f"  caveat [{c['label']}] {', '.join(c['metrics']) or '-'}: {c['text']}")
     print(f"key: {key}")
     return EXIT_OK
 
@@ -328,10 +340,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     if result is None:
         raise UsageError(f"key: no stored run matches {args.key!r} (see `privlab list`)")
     arts = {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in sorted(result.artifacts.items())}
+    notes, caveats = _notes_and_caveats(result)
     if args.json:
         d = result.to_json_dict()
         d["artifacts"] = arts
         d.pop("artifact_names", None)
+        d["notes"], d["caveats"] = notes, caveats
         _json_out(d)
         return EXIT_OK
     print(f"key      {result.key}")
@@ -353,11 +367,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         width = max(len(k) for k in arts)
         for k, a in arts.items():
             print(f"  {k.ljust(width)}  {a['dtype']} {tuple(a['shape'])}")
-    notes = result.info.get("notes") if isinstance(result.info, dict) else None
     if notes:
         print("notes:")
         for n in notes:
             print(f"  {n}")
+    if caveats:
+        print("caveats:")
+        for c in caveats:
+            print(f"  [{c['label']}] {', '.join(c['metrics']) or '-'}: {c['text']}")
     print("config:")
     for line in yaml.safe_dump(result.config, sort_keys=True).rstrip().splitlines():
         print(f"  {line}")

@@ -21,6 +21,9 @@ _MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
 def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:
     fig.update_layout(title=title, height=height, margin=_MARGIN,
                       legend={"itemsizing": "constant"})
+    # log axes read 10⁻⁴, never the SI prefix "100μ"
+    fig.update_xaxes(exponentformat="power")
+    fig.update_yaxes(exponentformat="power")
     return fig
 
 

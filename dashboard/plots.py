@@ -9,6 +9,7 @@ JSON sent to the browser). Pages get them through
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -25,6 +26,9 @@ SVG_MAX_POINTS = 2500
 def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:
     fig.update_layout(title=title, height=height, margin=_MARGIN,
                       legend={"itemsizing": "constant"})
+    # log axes read 10⁻⁴, never the SI prefix "100μ"
+    fig.update_xaxes(exponentformat="power")
+    fig.update_yaxes(exponentformat="power")
     return fig
 
 
@@ -340,8 +344,11 @@ def roc_figure(
     *,
     title: str | None = None,
     height: int = 360,
+    grey_below: float | None = None,
+    grey_label: str = "few negatives",
 ) -> go.Figure:
-    """ROC curves (name -> (fpr, tpr)) with the chance diagonal."""
+    """ROC curves (name -> (fpr, tpr)) with the chance diagonal; the part left of
+    ``grey_below`` greyed (read off too few negatives, :mod:`core.caveats`)."""
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
                              line={"color": "gray", "dash": "dot"}))
@@ -350,6 +357,7 @@ def roc_figure(
                                  name=name, line={"color": PALETTE[i % len(PALETTE)]}))
     fig.update_xaxes(title="false positive rate", range=[0, 1])
     fig.update_yaxes(title="true positive rate", range=[0, 1])
+    grey_low_fpr(fig, grey_below, log=False, label=grey_label)
     _layout(fig, title, height)
     fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
     return fig
@@ -405,9 +413,22 @@ def kappa_bounds_figure(kappas: Sequence[float], curves: Sequence[tuple[str, Seq
     return fig
 
 
+def grey_low_fpr(fig: go.Figure, fpr_max: float | None, *, log: bool, label: str) -> None:
+    """Grey the part of a ROC left of ``fpr_max`` (read off too few negatives) and say why."""
+    if fpr_max is None:
+        return
+    x0 = 1e-4 if log else 0.0
+    fig.add_vrect(x0=x0, x1=float(fpr_max), fillcolor="rgba(128,128,128,0.25)", line_width=0,
+                  layer="above")
+    fig.add_annotation(x=math.log10(x0) if log else x0, y=1.0, xref="x", yref="paper",
+                       xanchor="left", yanchor="bottom", showarrow=False,
+                       text=f"⚠ {label}: FPR < {fpr_max:.2g}", font={"size": 11, "color": "#666"})
+
+
 def membership_roc_figure(curves: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
                           log: bool, dp_region: tuple[Sequence[float], Sequence[float]] | None = None,
-                          height: int = 380) -> go.Figure:
+                          height: int = 380, grey_below: float | None = None,
+                          grey_label: str = "few non-members") -> go.Figure:
     """Membership ROC curves, linear or log-log (where the low-FPR regime LiRA argues for is
     visible), with the chance diagonal and, for a DP model, the region TPR ≤ e^ε·FPR + δ that
     the accountant's ε allows (a curve above it would contradict the guarantee)."""
@@ -430,6 +451,7 @@ def membership_roc_figure(curves: Sequence[tuple[str, Sequence[float], Sequence[
     fig.update_xaxes(title="false positive rate", type=kind,
                      range=[-4, 0] if log else [lo, 1])
     fig.update_yaxes(title="true positive rate", type=kind, range=[-4, 0] if log else [lo, 1])
+    grey_low_fpr(fig, grey_below, log=log, label=grey_label)
     _layout(fig, None, height)
     fig.update_layout(legend={"orientation": "h", "y": -0.3, "x": 0})
     return fig

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from core import caveats
 from core.attacks.protocol import (
     AttackOutput,
     attack_params,
@@ -177,6 +178,8 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     metrics["seconds_eval"] = metrics["seconds_total"] - (
         metrics["seconds_train"] if stages.log.get("train") == "computed" else 0.0)
     info["notes"] = notes
+    info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),
+                                      intervals=intervals)
     info["stages"] = dict(stages.log)
     info["stage_seconds"] = {n: round(v, 3) for n, v in stages.seconds.items()}
     metrics = {n: (float(v) if v is not None else math.nan) for n, v in metrics.items()}

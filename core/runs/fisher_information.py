@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from core import caveats
 from core.attacks.protocol import attack_part
 from core.config import FisherInformationConfig
 from core.parts import attacks_for
@@ -426,6 +427,8 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
             "target_values": (list(view.label_names) if cfg.target == "label"
                               else list(view.attributes[cfg.target].value_names)),
             "interval_note": "attack intervals: 95 % over noise draws (t), n = guesses scored"}
+    info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),
+                                      intervals=intervals)
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
                   metrics=metrics, intervals=intervals, artifacts=artifacts, info=info)
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from core import caveats
 from core.config import GradientLeakageConfig
 from core.progress import Progress
 from core.result import Result
@@ -105,6 +106,10 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
     metrics.update(budget.metrics)
     info.update(budget.info)
     notes.extend(budget.notes)
+    raised: list[dict[str, Any]] = []
+    if tm.get("accountant_note"):
+        raised.append(caveats.raised("accountant_fallback", ["epsilon_accountant"],
+                                     str(tm["accountant_note"])))
 
     # -- the attacked uploads: from the fresh model (round 1) or the trained one
     fresh = cfg.attack.model_state == "fresh"
@@ -153,6 +158,11 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
         if out.meta.get("nan_restarts"):
             notes.append(f"{name}: {out.meta['nan_restarts']} target(s) re-initialised after a "
                          "non-finite loss")
+            raised.append(caveats.raised(
+                "recon_nonfinite_restart",
+                [part.metric_name(s) for s in ("mse", "psnr", "psnr_median", "ssim")],
+                f"{part.title}: {out.meta['nan_restarts']} target(s) re-initialised after a "
+                "non-finite loss; their scores are from the restarted optimisation."))
         per_image[name] = sc["per_image"]["mse"]
         perm = sc["per_image"]["perm"]
         matched = np.stack([rec[i][perm[i]] for i in range(len(rec))])
@@ -184,6 +194,8 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
     info["threat"] = {n: attack_part(n, FAMILY).threat.as_dict() for n in names}
     info["stages"] = dict(stages.log)
     metrics["seconds_total"] = time.perf_counter() - t0
+    info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),
+                                      intervals=intervals, explicit=raised)
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed, metrics=metrics, intervals=intervals, curves=curves,
                   artifacts=artifacts, info=info, timings={"train_s": tm.get("seconds_train", 0.0)})
 
@@ -212,7 +224,7 @@ def _bounds(cfg, spec, build, meta, metrics, mse_per_image, notes, steps) -> Non
     """Theorem 1 per round and over the run at the information the defense lets through (its
     :class:`core.defenses.builds.InformationBound`), its own floor (the Wiener MMSE), and the
     count of measured per-image MSEs below the per-round bound (with the reason on the page)."""
-    from core.bounds.channel import thm1_mse_bound, thm1_prefactor
+    from core.bounds.channel import is_vacuous, quantization_floor, thm1_mse_bound, thm1_prefactor
 
     ev = spec.eigenvalues
     _, d_eff, _ = thm1_prefactor(ev)
@@ -234,7 +246,14 @@ def _bounds(cfg, spec, build, meta, metrics, mse_per_image, notes, steps) -> Non
     total = float(thm1_mse_bound(ev, info.total, per="pixel"))
     metrics["bound_thm1_round"] = per_round
     metrics["bound_thm1_total"] = total
-    metrics["bound_thm1_total_vacuous"] = float(total < VACUOUS_RATIO * max(per_round, 1e-300))
+    # a floor at or below the 8-bit quantisation error Δ²/12 excludes nothing an attacker could
+    # reach (core.bounds.channel.is_vacuous); the whole run also when it is a vanishing share of
+    # one round's floor
+    q = quantization_floor()
+    metrics["bound_quantization_floor"] = q
+    metrics["bound_thm1_round_vacuous"] = float(is_vacuous(per_round, q))
+    metrics["bound_thm1_total_vacuous"] = float(
+        is_vacuous(total, q) or total < VACUOUS_RATIO * max(per_round, 1e-300))
     # Theorem 1 bounds the EXPECTED error: the mean over the targets is what it is compared
     # with (core.bounds.expectation); single images below it are shown, not counted
     from core.bounds.expectation import expected_error_check

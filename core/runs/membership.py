@@ -23,6 +23,7 @@ import time
 import numpy as np
 import torch
 
+from core import caveats
 from core.config import MembershipConfig
 from core.progress import Progress
 from core.result import Result
@@ -247,6 +248,11 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
     info = {"notes": notes, "best_attack": best, "stages": dict(stages.log),
             "accountant": budget.info.get("accountant"), "scored": scored,
             "projection_release": "r" if "r_pool" in A else "log_probs"}
+    fallback = tgt_out.meta.get("accountant_note")
+    info["caveats"] = caveats.collect(
+        cfg.kind, metrics, info, cfg.model_dump(mode="json"), intervals=intervals,
+        explicit=[caveats.raised("accountant_fallback", ["epsilon_accountant"], str(fallback))]
+        if fallback else [])
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
                   metrics=metrics, intervals=intervals, artifacts=artifacts, info=info)
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from core import caveats
 from core.config import PropertyConfig
 from core.data.base import Dataset
 from core.data.subsets import Subsets, aggregate, sample_subsets
@@ -275,6 +276,8 @@ def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None 
     metrics["seconds_train"] = float(trained.meta.get("seconds_train", 0.0))
     metrics["seconds_total"] = time.perf_counter() - t0
     info["stages"] = dict(stages.log)
+    info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),
+                                      intervals=intervals)
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
                   metrics=metrics, intervals=intervals, curves=curves, artifacts=artifacts,
                   info=info)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from core import caveats
 from core.config import ReprReconstructionConfig
 from core.progress import Progress
 from core.result import Result
@@ -238,6 +239,8 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
             "channel": dfn.channel, "image_shape": list(shape),
             "accountant": "Gaussian mechanism, exact δ(ε) (Balle & Wang 2018)"
             if dfn.channel == "dp" else None}
+    info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),
+                                      intervals=intervals)
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
                   metrics=metrics, intervals=intervals, curves=curves, artifacts=artifacts,
                   info=info)

@@ -72,3 +72,63 @@ def describe(name: str) -> str | None:
     from core import metric_schema
 
     return metric_schema.get(name).description if metric_schema.is_registered(name) else None
+
+
+#: below this magnitude a value reads "< 1e-9" (never "0.0000" for 7.55e-10)
+TINY = 1e-9
+#: units written after a display name (a fraction, a flag or a count reads by itself)
+_SILENT_UNITS = {"", "fraction", "flag", "count", "ratio"}
+
+
+def format_value(v: float | None, digits: int = 3, *, unit: str | None = None) -> str:
+    """One number for a label or a tile: ``n/a`` for None/NaN, ``∞``, ``< 1e-9`` for a tiny
+    non-zero magnitude, scientific notation where fixed ``digits`` would read 0.000, else
+    ``digits`` decimals; ``unit`` appended when given."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    v = float(v)
+    if math.isinf(v):
+        s = "∞" if v > 0 else "−∞"
+    elif v != 0 and abs(v) < TINY:
+        s = "< 1e-9" if v > 0 else "> −1e-9"
+    elif v != 0 and abs(v) < 0.5 * 10 ** -digits:
+        s = f"{v:.{max(digits - 1, 1)}e}"
+    else:
+        s = f"{v:.{digits}f}"
+    return f"{s} {unit}" if unit else s
+
+
+def display_name(name: str) -> str:
+    """The name a page shows for metric ``name``: its schema description up to the first ";"
+    or parenthesis, with its unit where the unit says something (never the raw key)."""
+    from core import metric_schema
+
+    if not metric_schema.is_registered(name):
+        return name.replace("_", " ")
+    spec = metric_schema.get(name)
+    text = spec.description.split(";")[0]
+    cut = text.find(" (")
+    text = text[:cut] if cut > 8 else text
+    text = text[:1].upper() + text[1:]
+    unit = spec.unit if spec.unit not in _SILENT_UNITS else ""
+    return f"{text} ({unit})" if unit and unit.lower() not in text.lower() else text
+
+
+def _metric_names() -> list[str]:
+    from core import metric_schema
+
+    names = {s.name for s in metric_schema.all_specs()} | set(metric_schema.attack_specs())
+    # a raw key is one a reader cannot take for a word: it has an underscore
+    return sorted((n for n in names if "_" in n), key=len, reverse=True)
+
+
+def raw_metric_keys_visible(text: str) -> list[str]:
+    """The registered metric keys (core.metric_schema, attack metrics included) that occur
+    as whole tokens in ``text``: what a browser test applies to a page's visible text."""
+    import re
+
+    found = []
+    for n in _metric_names():
+        if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", text):
+            found.append(n)
+    return sorted(found)

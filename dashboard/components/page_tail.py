@@ -1,7 +1,8 @@
 """The one closing section of every page that runs something: what a page shows after its own
 panels, the same way everywhere.
 
-- the run's notes, each as the run reported it (a caveat stays with the run it qualifies);
+- the run's caveats in full (each also flagged beside its number,
+  :mod:`dashboard.components.caveats`) and its notes, as the run reported them;
 - the config and every metric with its interval (drawn only when opened);
 - the run to take away: the Result as JSON, and (``config`` given) the config as YAML / a CLI
   command (:func:`dashboard.components.copy_run.copy_run`);
@@ -16,6 +17,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.components.caveats import caveat_list
 from dashboard.components.copy_run import copy_run
 from dashboard.components.deferred import deferred
 from dashboard.components.result_info import config_and_metrics
@@ -63,6 +65,7 @@ def page_tail(result: Any | None, kind: str, *, key: str,
     """The closing section (see the module docstring) under widget-key prefix ``key``; with
     ``result`` None only the history box (and the copy box when ``config`` is given)."""
     if result is not None:
+        caveat_list(result)
         notes(result)
         config_and_metrics(result, key=f"{key}_show_metrics")
         st.download_button("Download this run (JSON)", lambda: result.to_json(),

@@ -8,7 +8,14 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.components._format import describe, fmt, interval, metric, n_scored
+from dashboard.components._format import (
+    describe,
+    display_name,
+    fmt,
+    interval,
+    metric,
+    n_scored,
+)
 
 #: defense metrics -> labels (the budget and mechanism numbers a defense reports)
 DEFENSE_METRICS = {
@@ -77,23 +84,33 @@ def defense_panel(result: Any) -> None:
 
 
 def metrics_frame(metrics: dict[str, float | None], result: Any | None = None) -> pd.DataFrame:
-    """Every metric with its 95 % interval (when the Result has one) and its description."""
+    """Every metric by display name with its value, 95 % interval (when the Result has one),
+    the caveat flag of the caveats qualifying it and its description."""
+    from dashboard.components.caveats import flag_for
+
     rows = []
     for name, v in metrics.items():
         iv = interval(result, name) if result is not None else None
         n = n_scored(result, name) if result is not None else None
-        rows.append({"metric": name, "value": v,
+        rows.append({"metric": display_name(name), "value": v,
                      "95 % interval": "" if iv is None else f"[{iv[0]:.4g}, {iv[1]:.4g}]",
-                     "n": n, "description": describe(name) or ""})
-    df = pd.DataFrame(rows, columns=["metric", "value", "95 % interval", "n", "description"])
+                     "n": n, "caveat": flag_for(result, name) if result is not None else "",
+                     "description": describe(name) or ""})
+    df = pd.DataFrame(rows, columns=["metric", "value", "95 % interval", "n", "caveat",
+                                     "description"])
     df["n"] = df["n"].astype("Int64")
     return df
 
 
 def metrics_table(result: Any, *, height: int | None = None) -> None:
+    from dashboard.components.caveats import grey_flagged
+
     kw = {"height": height} if height else {}
-    st.dataframe(metrics_frame(dict(result.metrics), result), hide_index=True, width="stretch",
-                 column_config={"value": st.column_config.NumberColumn(format="%.4g")}, **kw)
+    df = metrics_frame(dict(result.metrics), result)
+    st.dataframe(grey_flagged(df, {"value": [c for c in df["caveat"] if c]}),
+                 hide_index=True, width="stretch",
+                 column_config={"value": st.column_config.NumberColumn(format="%.4g"),
+                                "metric": st.column_config.TextColumn(pinned=True)}, **kw)
 
 
 def config_and_metrics(result: Any, *, key: str) -> None:

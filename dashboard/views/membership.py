@@ -13,6 +13,10 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from core.caveats import FEW_FALSE_POSITIVES, REGISTRY
+
+#: the flag of a rate read off too few non-members (core.caveats)
+FEW_LABEL = REGISTRY["tpr_0p1pct_few_negatives"].label
 from core.metric_schema import HEADLINES
 from core.parts import DEFENSES, attack_titles, attacks_for
 from core.tradeoff import tradeoff_points
@@ -20,6 +24,13 @@ from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.components.caveats import (
+    flag_for,
+    flag_rows,
+    grey_flagged,
+    metric_tile,
+    roc_grey_below,
+)
 from dashboard.components.knob import knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -107,9 +118,12 @@ def controls() -> dict[str, Any]:
 
 
 def attack_rows(result) -> list[dict[str, str]]:
-    rows = []
+    """One row per attack; a ``caveat`` column flags (and greys) the rates the run qualifies."""
+    rows, names = [], []
     scored = result.info.get("scored", {})
     for a in result.config["attack"]["attackers"]:
+        names.append([f"mia_{a}_{s}" for s in ("auc", "adv", "tpr_at_1pct_fpr",
+                                                "tpr_at_0p1pct_fpr", "epsilon_lower_bound")])
         n = scored.get(a)
         rows.append({"attack": TITLES.get(a, a),
                      "scored (in / out)": f"{n[0]:,} / {n[1]:,}" if n else "",
@@ -118,7 +132,7 @@ def attack_rows(result) -> list[dict[str, str]]:
                      "TPR @ 0.1 % FPR": fmt(metric(result, f"mia_{a}_tpr_at_0p1pct_fpr"), 3),
                      "advantage": fmt_with_interval(result, f"mia_{a}_adv", 3),
                      "ε lower bound": fmt(metric(result, f"mia_{a}_epsilon_lower_bound"), 2)})
-    return rows
+    return flag_rows(rows, result, names)
 
 
 def roc_section(result) -> None:
@@ -133,10 +147,14 @@ def roc_section(result) -> None:
         f = np.logspace(-4, 0, 60)
         region = (tuple(f), tuple(np.minimum(1.0, dp_region(eps, 1e-5, f))))
     left, right = st.columns(2)
-    left.plotly_chart(figure("membership_roc_figure", curves, log=False, dp_region=region),
-                      width="stretch", key="mi_roc")
-    right.plotly_chart(figure("membership_roc_figure", curves, log=True, dp_region=region),
-                       width="stretch", key="mi_roc_log")
+    grey = roc_grey_below(result)
+    left.plotly_chart(figure("membership_roc_figure", curves, log=False, dp_region=region,
+                             grey_below=grey), width="stretch", key="mi_roc")
+    right.plotly_chart(figure("membership_roc_figure", curves, log=True, dp_region=region,
+                              grey_below=grey), width="stretch", key="mi_roc_log")
+    if grey is not None:
+        st.caption(f"⚠ Greyed: FPR below {grey:.2g}, read off fewer than "
+                   f"{FEW_FALSE_POSITIVES} false positives (too few non-members scored).")
     if eps is not None:
         best = max(metric(result, f"mia_{a}_epsilon_lower_bound") or 0.0
                    for a in result.config["attack"]["attackers"])
@@ -209,8 +227,11 @@ def show_result(config, result) -> None:
                 help=f"majority class {fmt(metric(result, 'utility_majority'), 3)}")
     c[1].metric("train–test gap", fmt(metric(result, "train_test_gap"), 3))
     c[2].metric("strongest AUC", fmt(metric(result, "mia_auc_best"), 3))
-    c[3].metric("best TPR @ 0.1 % FPR", fmt(metric(result, "mia_tpr_at_0p1pct_fpr_best"), 3))
-    st.dataframe(attack_rows(result), hide_index=True, width="stretch")
+    metric_tile(c[3], result, "best TPR @ 0.1 % FPR",
+                fmt(metric(result, "mia_tpr_at_0p1pct_fpr_best"), 3), "mia_tpr_at_0p1pct_fpr_best")
+    rows = attack_rows(result)
+    st.dataframe(grey_flagged(rows, {"TPR @ 0.1 % FPR": [FEW_LABEL]}),
+                 hide_index=True, width="stretch")
     st.caption(f"The target trained on {int(metric(result, 'members') or 0)} members; "
                f"{int(metric(result, 'nonmembers') or 0)} non-members. 'scored' counts the "
                "members / non-members each attack was scored on (pooled over target models "
@@ -218,7 +239,7 @@ def show_result(config, result) -> None:
                "a defense can fool the adversary it trained against while LiRA or RMIA still "
                "read membership: compare the rows.")
     if metric(result, "bound_mia_exact") is not None:
-        st.caption(f"Inf2Guard Theorem 1 at H(u|r) ≈ {fmt(metric(result, 'h_u_given_r_bits'), 3)} "
+        st.caption(flag_for(result, "bound_mia_exact") + f" Inf2Guard Theorem 1 at H(u|r) ≈ {fmt(metric(result, 'h_u_given_r_bits'), 3)} "
                    f"bits (the representation attacker's cross-entropy: an estimate, so the bound "
                    f"is optimistic): membership accuracy ≤ "
                    f"{fmt(metric(result, 'bound_mia_exact'), 3)} (tight form 1 − H₂⁻¹(H)), "
