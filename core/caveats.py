@@ -558,7 +558,8 @@ for _k, _lab, _q in (("property_bound_estimate", "estimate", "the K-ary property
 def _fil(metrics, info, config) -> list[Raised]:
     model = (config.get("model") or {}).get("model")
     out = []
-    eps = [n for n in ("fil_epsilon",) if n in metrics]
+    # the ε tile reads "none" where there is no ε: the caveat qualifies it either way
+    eps = ["fil_epsilon"]
     if model == "logistic":
         R = info.get("max_norm")
         if R is not None and float(R) > 1 + 1e-9:

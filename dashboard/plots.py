@@ -399,10 +399,19 @@ def kappa_bounds_figure(kappas: Sequence[float], curves: Sequence[tuple[str, Seq
         fig.add_trace(go.Scatter(x=list(kappas), y=list(ys), mode="lines", name=name,
                                  line={"color": PALETTE[(i + 3) % len(PALETTE)]}))
     if measured:
+        # a run whose label carries "⚠ <why>" (core.caveats: targets below Theorem 1's floor)
+        # is drawn red, its explanation in the hover text
+        below = ["⚠" in m[2] for m in measured]
         fig.add_trace(go.Scatter(x=[m[0] for m in measured], y=[m[1] for m in measured],
                                  mode="markers", name="measured MSE (strongest inverter)",
                                  text=[m[2] for m in measured],
-                                 marker={"size": 10, "color": "black", "symbol": "diamond"}))
+                                 marker={"size": 10, "symbol": "diamond",
+                                         "color": ["crimson" if b else "black" for b in below]}))
+        if any(below):
+            fig.add_annotation(x=0, y=1.0, xref="paper", yref="paper", xanchor="left",
+                               yanchor="bottom", showarrow=False,
+                               text="⚠ red: targets below Theorem 1's floor (hover: why)",
+                               font={"size": 11, "color": "crimson"})
     if current is not None:
         fig.add_vline(x=current, line_dash="dot", line_color="gray",
                       annotation_text=f"κ = {current:g}", annotation_position="top left")

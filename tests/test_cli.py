@@ -47,7 +47,7 @@ def test_run_cache_list_show_export(tmp_path):
     first = cli(cache, "run", DIGITS_PCA, "--json")
     assert first.returncode == 0, first.stderr
     out = json.loads(first.stdout)  # stdout is JSON only
-    assert set(out) == {"key", "kind", "from_cache", "metrics"}
+    assert set(out) == {"key", "kind", "from_cache", "metrics", "notes", "caveats"}
     assert len(out["key"]) == 64 and out["kind"] == "projection" and out["from_cache"] is False
     assert out["metrics"]["n_points"] == 1000 and 0 < out["metrics"]["trustworthiness"] <= 1
 

@@ -20,6 +20,7 @@ from dashboard.components._format import (
     n_scored,
     near_chance_text,
 )
+from dashboard.components.caveats import flag_rows, metric_tile, roc_grey_below
 
 MEASURES = {"acc": "accuracy", "bacc": "balanced acc", "auc": "AUC", "adv": "advantage"}
 RAW_PREFIX = "raw_"
@@ -89,7 +90,8 @@ def strongest_attacker(result: Any, attackers: Mapping[str, str]) -> None:
     for col, (n, lab) in zip(cols, shown):
         v = metric(result, n)
         iv = interval(result, n)
-        col.metric(lab, fmt(v), help=(f"95 % interval {fmt_interval(iv)}" if iv else None))
+        metric_tile(col, result, lab, fmt(v), n,
+                    help=(f"95 % interval {fmt_interval(iv)}" if iv else None))
         if iv:
             ivs.append(f"{lab} {fmt_interval(iv)}")
     n = next((n_scored(result, m) for m in BEST if n_scored(result, m) is not None), None)
@@ -114,7 +116,10 @@ def attack_table(result: Any, *, attackers: Mapping[str, str], key: str,
         st.warning("This result has no attack metrics.")
         return
     strongest_attacker(result, attackers)
-    cols = ["attacker", *MEASURES.values(), "gap to chance"]
+    rows = flag_rows(rows, result, [[f"attack_{w}_{m}" for m in MEASURES]
+                                    for w in attackers if any(r["attacker"] == attackers[w]
+                                                              for r in rows)])
+    cols = ["attacker", *MEASURES.values(), "gap to chance", "caveat"]
     st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, width="stretch",
                  column_config={"attacker": st.column_config.TextColumn(pinned=True)})
     ns = sorted({r["n"] for r in rows if r["n"] is not None})
@@ -134,8 +139,12 @@ def attack_table(result: Any, *, attackers: Mapping[str, str], key: str,
             for w, title in attackers.items()
             if f"roc_{w}_fpr" in result.artifacts and f"roc_{w}_tpr" in result.artifacts}
     if rocs:
-        right.plotly_chart(figure("roc_figure", rocs, title="ROC on the test representations"),
-                           width="stretch", key=f"{key}_roc")
+        grey = roc_grey_below(result)
+        right.plotly_chart(figure("roc_figure", rocs, title="ROC on the test representations",
+                                  grey_below=grey), width="stretch", key=f"{key}_roc")
+        if grey is not None:
+            right.caption(f"⚠ Greyed: FPR below {grey:.2g}, read off fewer than 10 false "
+                          "positives (too few test rows with the attribute's negative value).")
     elif k > 2:
         right.caption(f"No ROC curve: {attr} has {k} values (AUC is one-vs-rest macro).")
     cards = threat_card_lines({r: attackers[r] for r in attackers

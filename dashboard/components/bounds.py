@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_interval, interval, metric
+from dashboard.components.caveats import flag_for, flag_text, for_metrics, metric_tile, sentence
 
 
 @st.fragment
@@ -63,19 +64,20 @@ def theorem2(result: Any, *, key: str) -> None:
     st.markdown("**Theorem 2**: no attacker's accuracy exceeds the bound at H(u | r).")
     t0, t1, t2, t3 = st.columns(4)
     t0.metric("Ĥ(u | r) (bits)", fmt(h_est))
-    t1.metric("paper form", fmt(metric(result, "bound_thm2_paper")))
-    t2.metric("exact form", fmt(metric(result, "bound_thm2_exact")))
+    # the estimate caveat is one sentence for the two forms: under the paper form's tile
+    metric_tile(t1, result, "paper form", fmt(metric(result, "bound_thm2_paper")),
+                "bound_thm2_paper")
+    t2.metric(f"exact form {flag_for(result, 'bound_thm2_exact')}".strip(),
+              fmt(metric(result, "bound_thm2_exact")))
     iv = interval(result, "attack_acc_best")
-    t3.metric("measured best", fmt(best_acc),
+    exceeded = [c for c in for_metrics(result, ["attack_acc_best"])
+                if c["key"] == "tappfl_thm2_exceeded"]
+    t3.metric(f"measured best {flag_text(exceeded)}".strip(), fmt(best_acc),
               help=f"Accuracy of the strongest attacker on the release ({best or 'n/a'}, chosen "
                    "by AUC)" + (f"; 95 % interval {fmt_interval(iv)}" if iv else "") + ".")
-    st.caption("Ĥ(u | r) from the best fresh attacker's cross-entropy. "
-               + (result.info.get("bound_caveat") or ""))
-    exact = metric(result, "bound_thm2_exact")
-    if best_acc is not None and exact is not None and best_acc > exact:
-        st.warning(f"The measured accuracy {best_acc:.3f} exceeds the exact bound "
-                   f"{exact:.3f} at Ĥ: Ĥ over-estimates H(u|r), so this bound is optimistic "
-                   "here, not a certificate.")
+    st.caption("Ĥ(u | r) from the best fresh attacker's cross-entropy.")
+    for c in exceeded:
+        st.warning(sentence(c))
     _theorem2_live(h_est, best_acc, chance, key, (result.key or "")[:16])
 
 
@@ -86,6 +88,8 @@ def theorem1(result: Any, *, key: str) -> None:
     if thm1["rhs"] is None:
         st.info(result.info.get("thm1_message") or "Theorem 1 is stated for a binary task and a "
                 "binary attribute; this result has no Theorem 1 numbers.")
+        for c in for_metrics(result, ["bound_thm1_rhs"]):
+            st.caption(sentence(c))
         return
     threshold = metric(result, "bound_thm1_adv_threshold")
     h1, h2, h3, h4, h5, h6 = st.columns(6)
@@ -93,17 +97,14 @@ def theorem1(result: Any, *, key: str) -> None:
     h2.metric("R = max‖r‖", fmt(thm1["R"]))
     h3.metric("C_L (Lipschitz)", fmt(thm1["CL"]))
     h4.metric("Adv (empirical)", fmt(thm1["adv"]))
-    h5.metric("right-hand side", fmt(thm1["rhs"]))
+    h5.metric(f"right-hand side {flag_for(result, 'bound_thm1_rhs')}".strip(), fmt(thm1["rhs"]))
     h6.metric("informative for Adv <", fmt(threshold, 4),
               help="Δ(y|u) / (2·R·C_L), computed by the engine: above it the right-hand side "
                    "is ≤ 0.")
-    if thm1["vacuous"] == 1:
-        st.warning("Vacuous at this setting: the right-hand side is ≤ 0, so Theorem 1 says "
-                   "nothing about the task error here (2·R·C_L·Adv outweighs Δ(y|u)).")
+    for c in for_metrics(result, ["bound_thm1_rhs"]):
+        (st.warning if c["key"] == "tappfl_thm1_vacuous" else st.caption)(sentence(c))
     if None not in (thm1["delta"], thm1["R"], thm1["CL"]) and thm1["R"] * thm1["CL"] > 0:
         _theorem1_live(thm1, threshold, key, (result.key or "")[:16])
-    if result.info.get("thm1_caveat"):
-        st.caption(result.info["thm1_caveat"])
 
 
 def bounds_panel(result: Any, *, key: str) -> None:

@@ -61,6 +61,17 @@ def metric_tile(where: Any, result: Any, label: str, value: str, *names: str,
     return cavs
 
 
+def flagged_caption(where: Any, result: Any, text: str, *names: str) -> list[dict[str, Any]]:
+    """``text`` as a caption, flagged with the caveats qualifying ``names``, and their
+    sentences right under it; returns those caveats."""
+    cavs = for_metrics(result, names)
+    flag = flag_text(cavs)
+    where.caption(f"{flag} · {text}" if flag else text)
+    for c in cavs:
+        where.caption(sentence(c))
+    return cavs
+
+
 def flag_rows(rows: list[dict[str, Any]], result: Any,
               names_of_row: Sequence[Iterable[str]]) -> list[dict[str, Any]]:
     """``rows`` with a ``caveat`` column: the flag of the caveats qualifying each row's metric

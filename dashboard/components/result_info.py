@@ -16,6 +16,7 @@ from dashboard.components._format import (
     metric,
     n_scored,
 )
+from dashboard.components.caveats import metric_tile
 
 #: defense metrics -> labels (the budget and mechanism numbers a defense reports)
 DEFENSE_METRICS = {
@@ -67,7 +68,7 @@ def utility_panel(result: Any, *, metrics: tuple[str, ...] = tuple(UTILITY)) -> 
         delta = None
         if v is not None and raw is not None and name in ("utility_acc", "utility_acc_paper"):
             delta = f"{v - raw:+.3f} vs raw"
-        col.metric(title, fmt(v), delta=delta, help=help_)
+        metric_tile(col, result, title, fmt(v), name, delta=delta, help=help_)
 
 
 def defense_panel(result: Any) -> None:

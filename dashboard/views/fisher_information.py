@@ -25,6 +25,7 @@ from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
 from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.components.caveats import caveats_of, flag_rows, for_metrics, metric_tile, sentence
 from dashboard.components.fil_figures import fil_figure
 from dashboard.components.knob import knob_ui
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -169,7 +170,9 @@ def live_numbers(cfg, base) -> dict[str, Any]:
                        l2=cfg.model.l2, feature_norm=float(base.info.get("max_norm", 1.0)))
 
 
-def numbers_section(cfg, live: dict[str, Any]) -> None:
+def numbers_section(cfg, live: dict[str, Any], run: Any = None) -> None:
+    """The closed-form numbers at the page's σ; ``run`` (the stored Result) carries the
+    caveats flagged on them (core.caveats)."""
     c = st.columns(6)
     c[0].metric("σ", f"{live['sigma']:.3g}", help=live["how"])
     c[1].metric(f"η ({cfg.granularity}, worst)", f"{live['fil_eta']:.3g}",
@@ -181,11 +184,11 @@ def numbers_section(cfg, live: dict[str, Any]) -> None:
     k = int(cfg.defense.releases)
     c[4].metric(f"η after k = {k} releases", f"{live['fil_eta_composed']:.3g}", help="η√k")
     if "fil_epsilon" in live:
-        c[5].metric("DP ε at this σ", f"{live['fil_epsilon']:.3g}",
+        metric_tile(c[5], run, "DP ε at this σ", f"{live['fil_epsilon']:.3g}", "fil_epsilon",
                     help=f"(ε, {cfg.defense.delta:g})-DP, {cfg.defense.dp_method}; sensitivity "
                          f"Δ₂ = 2R/(nλ) = {live['fil_sensitivity']:.3g}")
     else:
-        c[5].metric("DP ε at this σ", "none",
+        metric_tile(c[5], run, "DP ε at this σ", "none", "fil_epsilon",
                     help="least squares has no finite L2 sensitivity: no σ buys (ε, δ)-DP; "
                          "FIL's η needs no such bound")
     st.caption(f"{live['how']}. Per example: max η {live['fil_eta_example_max']:.3g}, label "
@@ -281,6 +284,9 @@ def crb_section(base) -> None:
     if "crb_bound" not in a:
         st.info("Cramér–Rao panel: an unbiased reconstruction in closed form exists for least "
                 "squares only (its minimiser is linear in the labels); switch the model to linear.")
+        for c in caveats_of(base):
+            if c["key"] == "fil_crb_least_squares_only":
+                st.caption(sentence(c))
         return
     st.plotly_chart(fil_figure("crb_figure", a["crb_bound"], a["crb_variance"], a["crb_sigma"]),
                     width="stretch", key="fi_crb")
@@ -300,15 +306,18 @@ def crb_section(base) -> None:
 
 def attack_section(cfg, result) -> None:
     """The attacks at this σ (table with intervals, threat cards) and Fig. 7."""
-    rows = []
+    rows, keys = [], []
     for n in [*cfg.attack.attackers, *(["fil_prior"] if "fil_prior" not in cfg.attack.attackers
                                        else [])]:
         key = f"fil_attack_{n.removeprefix('fil_')}_acc"
+        keys.append([key])
         rows.append({"attack": ATTACK_TITLES.get(n, n),
                      "accuracy (95 % over draws)": fmt_with_interval(result, key, 3)})
     c1, c2 = st.columns([1.2, 1])
     with c1:
-        st.dataframe(rows, hide_index=True, width="stretch")
+        st.dataframe(flag_rows(rows, result, keys), hide_index=True, width="stretch")
+        for c in for_metrics(result, [k for ks in keys for k in ks]):
+            st.caption(sentence(c))
         u = metric(result, "fil_utility_acc")
         st.caption(f"Target: {result.info.get('target')} "
                    f"({', '.join(map(str, result.info.get('target_values', [])))}); "
@@ -336,7 +345,7 @@ def show(cfg, base, result) -> None:
     """Everything: the closed-form parts from ``base`` (same fit), the attacks from ``result``
     (this exact config; None when it has not run)."""
     live = live_numbers(cfg, base)
-    numbers_section(cfg, live)
+    numbers_section(cfg, live, result or base)
     tab1, tab2, tab3, tab4 = st.tabs(["η by example", "Attacks", "IRFIL", "Cramér–Rao"])
     with tab1:
         examples_section(base, live["sigma"])

@@ -23,10 +23,10 @@ from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
 from dashboard.components._figures import figure
-from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import (
-    flag_for,
     flag_rows,
+    flagged_caption,
     grey_flagged,
     metric_tile,
     roc_grey_below,
@@ -155,12 +155,14 @@ def roc_section(result) -> None:
     if grey is not None:
         st.caption(f"⚠ Greyed: FPR below {grey:.2g}, read off fewer than "
                    f"{FEW_FALSE_POSITIVES} false positives (too few non-members scored).")
-    if eps is not None:
+    if "epsilon_accountant" in result.metrics:
         best = max(metric(result, f"mia_{a}_epsilon_lower_bound") or 0.0
                    for a in result.config["attack"]["attackers"])
-        st.caption(f"ε audit: the accountant promises ε = {eps:.3g} ({result.info.get('accountant')}); "
-                   f"the best attack proves ε ≥ {best:.3g} (Clopper–Pearson). The gap is what DP "
-                   "promises beyond what these attacks can show.")
+        promised = format_value(result.metrics["epsilon_accountant"], 3)
+        flagged_caption(st, result, f"ε audit: the accountant promises ε = {promised} "
+                        f"({result.info.get('accountant')}); the best attack proves ε ≥ "
+                        f"{best:.3g} (Clopper–Pearson). The gap is what DP promises beyond what "
+                        "these attacks can show.", "epsilon_accountant")
 
 
 def tradeoff_section(config: dict[str, Any], result) -> None:
@@ -239,13 +241,14 @@ def show_result(config, result) -> None:
                "a defense can fool the adversary it trained against while LiRA or RMIA still "
                "read membership: compare the rows.")
     if metric(result, "bound_mia_exact") is not None:
-        st.caption(flag_for(result, "bound_mia_exact") + f" Inf2Guard Theorem 1 at H(u|r) ≈ {fmt(metric(result, 'h_u_given_r_bits'), 3)} "
+        flagged_caption(st, result, f"Inf2Guard Theorem 1 at H(u|r) ≈ {fmt(metric(result, 'h_u_given_r_bits'), 3)} "
                    f"bits (the representation attacker's cross-entropy: an estimate, so the bound "
                    f"is optimistic): membership accuracy ≤ "
                    f"{fmt(metric(result, 'bound_mia_exact'), 3)} (tight form 1 − H₂⁻¹(H)), "
                    f"≤ {fmt(metric(result, 'bound_mia_paper'), 3)} (paper form). The "
                    f"representation attack measured "
-                   f"{fmt(metric(result, 'mia_representation_bacc'), 3)} (balanced accuracy).")
+                   f"{fmt(metric(result, 'mia_representation_bacc'), 3)} (balanced accuracy).",
+                        "bound_mia_exact")
     with st.expander("Threat models"):
         st.markdown("\n".join(threat_card_lines(
             {f"mia_{a}": TITLES.get(a, a) for a in result.config["attack"]["attackers"]})))

@@ -23,6 +23,7 @@ from dashboard import state
 from dashboard.components import copy_run, page_tail, projection_pair, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
+from dashboard.components.caveats import flag_for, for_metrics, sentence
 from dashboard.components.knob import knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -221,18 +222,17 @@ def bound_section(result) -> None:
     c[0].metric("Ĥ(u | R) (bits)", fmt(h), help=f"H(u) = log₂ {k} = {np.log2(k):.3f} bits for "
                 "equal bins; from the lowest attacker cross-entropy "
                 f"({result.info.get('bound_from', 'n/a')}).")
-    c[1].metric("K-ary bound (paper's form)", fmt(metric(result, "bound_pia_fano")))
-    c[2].metric("tight Fano bound", fmt(metric(result, "bound_pia_fano_exact")))
-    c[3].metric("measured best attack", fmt(metric(result, "property_acc_best")),
+    c[1].metric(f"K-ary bound (paper's form) {flag_for(result, 'bound_pia_fano')}".strip(),
+                fmt(metric(result, "bound_pia_fano")))
+    c[2].metric(f"tight Fano bound {flag_for(result, 'bound_pia_fano_exact')}".strip(),
+                fmt(metric(result, "bound_pia_fano_exact")))
+    c[3].metric(f"measured best attack {flag_for(result, 'property_acc_best')}".strip(),
+                fmt(metric(result, "property_acc_best")),
                 help=f"{TITLES.get(result.info.get('best_attacker'), 'n/a')}")
-    if metric(result, "bound_pia_vacuous") == 1:
-        st.warning("Vacuous at this setting: Ĥ(u|R) ≤ 1 bit, so the K-ary form allows accuracy 1 "
-                   "and says nothing. The tight Fano form beside it still does.")
-    best, tight = metric(result, "property_acc_best"), metric(result, "bound_pia_fano_exact")
-    if best is not None and tight is not None and best > tight:
-        st.warning(f"The measured accuracy {best:.3f} exceeds the tight bound {tight:.3f}: Ĥ "
-                   "over-estimates H(u|R), so the bound is optimistic here, not a certificate.")
-    st.caption(f"{result.info.get('bound_note', '')}. {result.info.get('bound_caveat', '')}.")
+    # each caveat once, under the tiles it flags (core.caveats builds the sentences)
+    for cav in for_metrics(result, ["bound_pia_fano", "bound_pia_fano_exact", "property_acc_best"]):
+        (st.caption if cav["key"] == "property_bound_estimate" else st.warning)(sentence(cav))
+    st.caption(f"{result.info.get('bound_note', '')}.")
     _bound_live(k, h, (result.key or "")[:16])
 
 

@@ -23,7 +23,8 @@ from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import copy_run, deferred, page_tail, result_caption
 from dashboard.components._figures import figure
-from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
+from dashboard.components.caveats import flag_rows, flagged_caption, metric_tile, plot_caveats
 from dashboard.components.knob import knob_ui
 from dashboard.reconstruction_settings import (
     CHOICES,
@@ -247,8 +248,11 @@ def sweep_measured(cfg) -> list[tuple[float, float, str]]:
               for r in KAPPA_PER_DIM_GRID] + [config]:
         r = peek(c)
         if r is not None and metric(r, "recon_best_mse") is not None:
+            # a run with targets below Theorem 1's floor is marked on the plot, with why
+            below = [cv["text"] for cv in plot_caveats(r, "mse_vs_kappa")
+                     if cv["key"] == "thm1_points_below"]
             pts.append((c["defense"]["kappa"], metric(r, "recon_best_mse"),
-                        r.info.get("best_inverter", "")))
+                        r.info.get("best_inverter", "") + (f" ⚠ {below[0]}" if below else "")))
     return pts
 
 
@@ -320,8 +324,9 @@ def gallery(result, names: list[str]) -> None:
 
 
 def scores_table(result, names: list[str]) -> None:
-    rows = []
+    rows, qualified = [], []
     for a in names:
+        qualified.append([f"recon_{a}_{s}" for s in ("mse", "psnr", "psnr_median", "ssim")])
         rows.append({"attack": ATTACKS.get(a).title,
                      "median PSNR (dB)": fmt(metric(result, f"recon_{a}_psnr_median"), 2),
                      "mean PSNR (dB)": fmt_with_interval(result, f"recon_{a}_psnr", 2),
@@ -329,7 +334,7 @@ def scores_table(result, names: list[str]) -> None:
                      "MSE": fmt_with_interval(result, f"recon_{a}_mse", 4),
                      "label acc": fmt_with_interval(result, f"recon_{a}_label_acc", 2),
                      "seconds": fmt(metric(result, f"recon_{a}_seconds"), 2)})
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.dataframe(flag_rows(rows, result, qualified), hide_index=True, width="stretch")
 
 
 def show_result(config, cfg, result) -> None:
@@ -339,8 +344,16 @@ def show_result(config, cfg, result) -> None:
     u1.metric("utility (test accuracy)", fmt(metric(result, "utility_acc"), 3),
               help=f"majority class {fmt(metric(result, 'utility_majority_images'), 3)}")
     u2.metric("median PSNR, strongest", fmt(metric(result, "recon_best_psnr_median"), 1) + " dB")
-    u3.metric("MSE floor (Thm 1, per round)", fmt(metric(result, "bound_thm1_round"), 4))
-    u4.metric("Wiener MMSE (sees D̃)", fmt(metric(result, "bound_wiener_mmse"), 4))
+    metric_tile(u3, result, "MSE floor (Thm 1, per round)",
+                format_value(metric(result, "bound_thm1_round"), 4), "bound_thm1_round",
+                "bound_thm1_total",
+                help="whole run: " + format_value(metric(result, "bound_thm1_total"), 4))
+    metric_tile(u4, result, "Wiener MMSE (sees D̃)",
+                format_value(metric(result, "bound_wiener_mmse"), 4), "bound_wiener_mmse")
+    if "epsilon_accountant" in result.metrics:
+        flagged_caption(st, result, "DP-SGD: the accountant reports ε = "
+                        f"{format_value(result.metrics['epsilon_accountant'], 3)} "
+                        f"({result.info.get('accountant') or 'n/a'}).", "epsilon_accountant")
     gallery(result, names)
     scores_table(result, names)
     if "model_inversion" in result.artifacts and (box := deferred(

@@ -24,6 +24,7 @@ from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
+from dashboard.components.caveats import caveats_of, flag_rows, plot_caption
 from dashboard.components.knob import knob_of, knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -133,8 +134,15 @@ def bound_preview(name: str, eta_rmse: float = 0.15, eta_linf: float = 0.25) -> 
 def bound_section(result) -> None:
     st.subheader("Theorem 3: guaranteed reconstruction error")
     mi = metric(result, "bound_thm3_mi_nats")
-    rows = []
+    rows, qualified = [], []
+    # a measured share below a bound is marked in its cell; the reason is under the table
+    below = {(c["where"].get("attack"), c["where"].get("norm")): c["label"]
+             for c in caveats_of(result)
+             if c["key"] in ("thm3_points_below", "thm3_est_points_below")}
     for norm, label in (("l2", "ℓ2"), ("linf", "ℓ∞")):
+        qualified.append([f"bound_thm3_{norm}", f"bound_thm3_est_{norm}"]
+                         + [f"recon_{a}_frac_{norm}_ge_eta"
+                            for a in result.config["attack"]["attackers"]])
         vac = bool(metric(result, f"bound_thm3_{norm}_vacuous"))
         row = {"norm": label, "η": fmt(metric(result, f"bound_thm3_eta_{norm}"), 3),
                "D (nats)": fmt(metric(result, f"bound_thm3_denominator_{norm}"), 1),
@@ -145,10 +153,12 @@ def bound_section(result) -> None:
                 "vacuous" if metric(result, f"bound_thm3_est_{norm}_vacuous") else
                 fmt(metric(result, f"bound_thm3_est_{norm}"), 3))
         for a in result.config["attack"]["attackers"]:
+            mark = below.get((a, norm))
             row[f"measured · {ATTACKS.get(a).title}"] = fmt(
-                metric(result, f"recon_{a}_frac_{norm}_ge_eta"), 2)
+                metric(result, f"recon_{a}_frac_{norm}_ge_eta"), 2) + (f" ⚠ {mark}" if mark else "")
         rows.append(row)
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.dataframe(flag_rows(rows, result, qualified), hide_index=True, width="stretch")
+    plot_caption(result, "thm3")
     st.caption(f"I(x; r + δ) ≤ {fmt(mi, 1) if mi is not None else '∞'} nats (estimated: the "
                "Gaussian max-entropy bound at the measured Var r and the noise's entropy). "
                "The measured columns give the share of targets each attack reconstructs no "
