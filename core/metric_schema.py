@@ -508,13 +508,12 @@ for _spec in (
        "Gaussian plug-in h(D): heuristic", "MSE", "neither", None, "bound"),
     _S("bound_thm1_total", "Theorem 1 lower bound on per-pixel MSE over the whole run "
        "(I = total information)", "MSE", "neither", None, "bound"),
-    _S("bound_thm1_total_vacuous", "1 if the whole-run Theorem 1 bound is at or below the "
-       "quantisation floor or below 1e-6 of the per-round one (says nothing), else 0", "flag",
-       "neither", None, "bound"),
-    _S("bound_thm1_round_vacuous", "1 if the per-round Theorem 1 bound is at or below the "
-       "quantisation floor (says nothing), else 0", "flag", "neither", None, "bound"),
-    _S("bound_quantization_floor", "MSE of rounding to the 8-bit pixel grid, Δ²/12: a lower "
-       "bound at or below it excludes nothing", "MSE", "neither", None, "bound"),
+    _S("bound_thm1_total_vacuous", "1 if the whole-run Thm 1 bound is ≤ the quantisation "
+       "floor or < 1e-6 of one round's, else 0", "flag", "neither", None, "bound"),
+    _S("bound_thm1_round_vacuous", "1 if the per-round Theorem 1 bound is ≤ the quantisation "
+       "floor (says nothing), else 0", "flag", "neither", None, "bound"),
+    _S("bound_quantization_floor", "MSE of rounding to the 8-bit pixel grid, Δ²/12 (a floor at "
+       "or below it excludes nothing)", "MSE", "neither", None, "bound"),
     _S("bound_wiener_mmse", "Bayes MSE of an attacker seeing D̃ itself (Wiener filter, "
        "Gaussian data)", "MSE",
        "neither", None, "bound"),
