@@ -23,6 +23,11 @@ _MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 SVG_MAX_POINTS = 2500
 
 
+def _level(v: float) -> str:
+    """A chance level as read: 0.5, 0.1, 0.001 (never "0.00" for 0.001)."""
+    return f"{v:.3g}"
+
+
 def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:
     fig.update_layout(title=title, height=height, margin=_MARGIN,
                       legend={"itemsizing": "constant"})
@@ -197,7 +202,7 @@ def attack_bars_figure(
         ))
     if chance is not None:  # the line, named in the legend (a label would sit on the bars)
         fig.add_hline(y=chance, line_dash="dot", line_color="gray")
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"chance {chance:.2f}",
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"chance {_level(chance)}",
                                  line={"color": "gray", "dash": "dot"}))
     fig.update_layout(barmode="group")
     fig.update_yaxes(range=[0, 1.05], title="attack score")
@@ -324,7 +329,7 @@ def tradeoff_figure(
             hovertemplate="undefended<br>utility %{x:.3f}<br>attack %{y:.3f}<extra></extra>"))
     if chance is not None:
         fig.add_hline(y=chance, line_dash="dot", line_color="gray",
-                      annotation_text=f"chance {chance:.2f}", annotation_position="bottom right")
+                      annotation_text=f"chance {_level(chance)}", annotation_position="bottom right")
     # utility is a fraction: pad the drawn points (plotly's autorange around a single point
     # spreads the axis far beyond [0, 1])
     xs = [p.utility for p in points] + ([undefended[0]] if undefended is not None else [])

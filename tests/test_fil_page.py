@@ -14,7 +14,8 @@ CHARTS = ("fi_hist", "fi_most", "fi_least", "fi_scatter", "fi_sweep", "fi_decile
 
 
 def _shown(at) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    # a tile's label may carry its caveat flag ("DP ε at this σ ⚠ no ε"): keyed without it
+    return {m.label.split(" ⚠")[0]: m.value for m in at.metric}
 
 
 def test_page_fits_digits_by_itself_and_the_eta_slider_reuses_the_fit(store):  # noqa: F811
@@ -27,6 +28,7 @@ def test_page_fits_digits_by_itself_and_the_eta_slider_reuses_the_fit(store):  #
     before = _shown(at)
     # the default target η is a teaching-grid point of the part's knob (core.parts)
     assert before["η (example, worst)"] == "3" and before["DP ε at this σ"] == "none"
+    assert any(m.label == "DP ε at this σ ⚠ no ε" for m in at.metric)  # least squares: no ε
     at.select_slider(key="fi_eta").set_value(10.0).run()
     after = _shown(at)
     assert after["η (example, worst)"] == "10"

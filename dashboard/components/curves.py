@@ -7,6 +7,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard.components._figures import figure
+from dashboard.components.run_history import short_name
 
 LOSSES = ("ce_loss", "jsd_loss")
 SCORES = ("utility_acc", "in_training_acc", "attack_logreg_auc")
@@ -22,8 +23,9 @@ def round_curves(result: Any, *, key: str, title: str | None = "Per round") -> b
         st.subheader(title)
     x = curves["round"]
     g1, g2 = st.columns(2)
-    losses = {n: curves[n] for n in LOSSES if n in curves}
-    accs = {n: curves[n] for n in SCORES if n in curves}
+    # legends read display names (core.metric_schema), never raw keys
+    losses = {short_name(n): curves[n] for n in LOSSES if n in curves}
+    accs = {short_name(n): curves[n] for n in SCORES if n in curves}
     if losses:
         g1.plotly_chart(figure("lines_figure", x, losses, title="losses (mean over sampled devices)",
                                x_title="round"), width="stretch", key=f"{key}_curve_losses")

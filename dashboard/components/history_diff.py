@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from cache.export import flatten
 from core import metric_schema as S
+from dashboard.components._format import display_name
 
 _MISSING = "—"
 
@@ -57,7 +58,7 @@ def metric_rows(names: list[str], a, b) -> list[dict[str, Any]]:
     rows = []
     for n in names:
         spec = S.get(n) if S.is_registered(n) else None
-        row: dict[str, Any] = {"metric": n, "unit": spec.unit if spec else "",
+        row: dict[str, Any] = {"metric": display_name(n), "unit": spec.unit if spec else "",
                                "direction": spec.direction if spec else ""}
         vals = []
         for side, r in (("A", a), ("B", b)):
@@ -71,9 +72,27 @@ def metric_rows(names: list[str], a, b) -> list[dict[str, Any]]:
     return rows
 
 
+def knob_names(names: list[str]) -> list[str]:
+    """The names among ``names`` that are a defense's knob or budget (λ, κ, ε, σ, ...: the
+    headline budgets of :data:`core.metric_schema.HEADLINES`), not a result to compare."""
+    budgets = set()
+    for head in S.HEADLINES.values():
+        b = head.budget
+        budgets |= set(b.values()) if isinstance(b, dict) else {b}
+    return [n for n in names if n in budgets]
+
+
 def pair_figure(names: list[str], a, b, labels: tuple[str, str]) -> go.Figure:
-    """Grouped bars of the two runs' metrics (one group per metric), 95 % intervals as error
-    bars where the run recorded them."""
+    """The two runs' metrics, 95 % intervals as error bars where the run recorded them: with
+    a knob (a budget, :func:`knob_names`) both runs have, each metric is a line over the knob
+    on a numeric x axis; otherwise grouped bars, one group per metric. A knob is never a bar."""
+    knobs = knob_names(names)
+    names = [n for n in names if n not in knobs]
+    knob = next((k for k in knobs if a is not None and b is not None
+                 and _num(a.metrics.get(k)) is not None and _num(b.metrics.get(k)) is not None),
+                None)
+    if knob is not None:
+        return _over_knob(names, knob, a, b, labels)
     fig = go.Figure()
     for r, label, color in ((a, labels[0], "#636EFA"), (b, labels[1], "#EF553B")):
         ys, lo, hi = [], [], []
@@ -83,9 +102,36 @@ def pair_figure(names: list[str], a, b, labels: tuple[str, str]) -> go.Figure:
             ys.append(v)
             lo.append(0.0 if v is None or iv is None else max(v - iv[0], 0.0))
             hi.append(0.0 if v is None or iv is None else max(iv[1] - v, 0.0))
-        fig.add_trace(go.Bar(x=names, y=ys, name=label, marker_color=color,
+        fig.add_trace(go.Bar(x=[display_name(n) for n in names], y=ys, name=label,
+                             marker_color=color,
                              error_y={"type": "data", "symmetric": False, "array": hi,
                                       "arrayminus": lo}))
     fig.update_layout(barmode="group", height=380, title="Headline metrics (95 % intervals)",
                       margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    return fig
+
+
+def _over_knob(names: list[str], knob: str, a, b, labels: tuple[str, str]) -> go.Figure:
+    """Each metric against the knob (numeric x): A and B as two marked points on one line."""
+    runs = sorted(((float(a.metrics[knob]), a, labels[0]), (float(b.metrics[knob]), b, labels[1])),
+                  key=lambda t: t[0])
+    fig = go.Figure()
+    for i, n in enumerate(names):
+        xs, ys, lo, hi, text = [], [], [], [], []
+        for x, r, lab in runs:
+            v, iv = _num(r.metrics.get(n)), r.interval(n)
+            xs.append(x)
+            ys.append(v)
+            lo.append(0.0 if v is None or iv is None else max(v - iv[0], 0.0))
+            hi.append(0.0 if v is None or iv is None else max(iv[1] - v, 0.0))
+            text.append(lab)
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers+text", text=text,
+                                 textposition="top center", name=display_name(n),
+                                 error_y={"type": "data", "symmetric": False, "array": hi,
+                                          "arrayminus": lo}))
+    fig.update_xaxes(title=display_name(knob), exponentformat="power")
+    fig.update_yaxes(exponentformat="power")
+    fig.update_layout(height=380, title="Headline metrics over the knob (95 % intervals)",
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10},
+                      legend={"orientation": "h", "y": -0.25, "x": 0})
     return fig

@@ -14,6 +14,7 @@ from core.fingerprint import same_engine
 from core.metric_schema import HEADLINES
 from core.migrations import RENAMED_KINDS, migrate
 from core.parts import DEFENSES
+from dashboard.components._format import display_name, format_value
 
 OLDER = "older engine"
 #: metrics shown in the table beside each kind's headline utility and attack
@@ -91,6 +92,17 @@ def engine_label(version: str) -> str:
     return "current" if same_engine(version) else OLDER
 
 
+def short_name(name: str, width: int = 40) -> str:
+    """A metric's display name within ``width`` characters (a table cell, a legend): whole,
+    else the part before its ":", else cut at a word."""
+    text = display_name(name)
+    if len(text) > width and ":" in text:
+        text = text.split(":")[0]
+    if len(text) <= width:
+        return text
+    return text[:width].rsplit(" ", 1)[0] + "…"
+
+
 def _fmt(v) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
@@ -115,7 +127,7 @@ def run_row(rec) -> dict[str, Any]:
         "data set": data_name(cfg),
         "defense": defense_name(cfg),
         "settings": setting(rec.kind, rec.config),
-        "main metrics": ", ".join(f"{m}={_fmt(rec.metrics.get(m))}"
-                                  for m in main_metrics(rec.kind) if m in rec.metrics),
+        "main metrics": " · ".join(f"{short_name(m)} {format_value(rec.metrics.get(m))}"
+                                   for m in main_metrics(rec.kind) if m in rec.metrics),
         "label": rec.label,
     }

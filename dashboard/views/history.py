@@ -10,6 +10,7 @@ string) are migrated (:func:`core.migrations.migrate`) before they are summarise
 from __future__ import annotations
 
 import datetime as dt
+import math
 import tempfile
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from dashboard.components.run_history import (
     records_of,
     run_row,
     setting,
+    short_name,
 )
 from dashboard.widgets import get_store
 
@@ -104,7 +106,13 @@ if not records:
     st.stop()
 
 table = pd.DataFrame([run_row(r) for r in records])
-st.dataframe(table, hide_index=True, width="stretch")
+if not table["label"].astype(bool).any():  # no run has a label: no empty column
+    table = table.drop(columns=["label"])
+# a fixed height scrolls inside the table, its header row staying visible
+st.dataframe(table, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(table)),
+             column_config={"kind": st.column_config.TextColumn(pinned=True),
+                            "key": st.column_config.TextColumn(pinned=True),
+                            "main metrics": st.column_config.TextColumn(width="large")})
 n_old = int((table["engine"] == OLDER).sum())
 if n_old:
     st.caption(f"{n_old} of {len(records)} runs computed by an older engine; rerun to refresh "
@@ -131,8 +139,14 @@ copy_run(rec.config)
 left, right = st.columns(2)
 with left:
     st.markdown("**Metrics**")
-    st.dataframe(metrics_frame(rec.metrics, result), hide_index=True, width="stretch", height=420,
-                 column_config={"value": st.column_config.NumberColumn(format="%.4g")})
+    # metrics the run did not produce (NaN: not applicable) make no empty rows
+    shown = {k: v for k, v in rec.metrics.items()
+             if v is not None and not (isinstance(v, float) and math.isnan(v))}
+    frame = metrics_frame(shown, result)
+    st.dataframe(frame, hide_index=True, width="stretch",
+                 height=min(420, 38 + 35 * max(len(frame), 1)),
+                 column_config={"value": st.column_config.NumberColumn(format="%.4g"),
+                                "metric": st.column_config.TextColumn(pinned=True)})
 with right:
     st.markdown("**Config** (as stored)")
     st.json(rec.config, expanded=2)
@@ -141,7 +155,8 @@ if result is not None:
     st.download_button("Download this run (JSON)", result.to_json(), file_name=f"{key[:12]}.json",
                        mime="application/json", key="history_one_json")
     if result.curves:
-        st.caption("curves: " + ", ".join(f"{k} ({len(v)})" for k, v in result.curves.items()))
+        st.caption("curves: " + ", ".join(f"{short_name(k, 40)} ({len(v)} points)"
+                                          for k, v in result.curves.items()))
     if result.artifacts:
         st.caption("artifacts: " + ", ".join(f"{k} {tuple(v.shape)}" for k, v in result.artifacts.items()))
 
@@ -195,7 +210,8 @@ def pair_section(store, records: list) -> None:
             st.caption("Neither run reports headline metrics.")
     with right:
         diff = config_diff(ca, cb)
-        st.markdown(f"**Config diff** ({len(diff)} fields differ)")
+        st.markdown(f"**Config diff** ({len(diff)} field{'' if len(diff) == 1 else 's'} "
+                    f"differ{'s' if len(diff) == 1 else ''})")
         if diff:
             st.dataframe(diff, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(diff)))
         else:
