@@ -223,6 +223,8 @@ def _dp_no_noise(metrics, info, config) -> list[Raised]:
 
 register(Caveat("dp_no_noise", ("membership", "gradient_leakage"), "ε = ∞",
                 "the accountant's ε", _dp_no_noise))
+register(Caveat("mia_scores_nonfinite", ("membership",), "scores dropped",
+                "an attack's membership scores (explicit: NaN/inf scores left out)"))
 register(Caveat("accountant_fallback", ("membership", "gradient_leakage"),
                 "accountant fallback", "the accountant's ε (explicit: the DP-SGD run's reason)"))
 

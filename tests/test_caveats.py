@@ -24,7 +24,7 @@ def test_every_caveat_has_a_label_kinds_and_a_way_to_be_raised():
         assert c.key == key and c.label and c.kinds and c.qualifies
     # explicit caveats are raised by a runner with its own sentence; the rest are derived
     explicit = {k for k, c in caveats.REGISTRY.items() if c.detect is None}
-    assert explicit == {"accountant_fallback", "recon_nonfinite_restart"}
+    assert explicit == {"accountant_fallback", "recon_nonfinite_restart", "mia_scores_nonfinite"}
     with pytest.raises(KeyError, match="registered"):
         caveats.raised("no_such_caveat", [], "text")
 

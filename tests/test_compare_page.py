@@ -204,9 +204,12 @@ def test_history_filters_diffs_and_exports(store, preset):
     metrics = next(f for f in frames if "B − A" in getattr(f, "columns", []))
     diff = next(f for f in frames if "field" in getattr(f, "columns", []))
     assert set(diff["field"]) == {"defense.target_epsilon", "seed"}
-    row = metrics.set_index("metric").loc["mia_auc_best"]
+    from dashboard.components._format import display_name  # headers read names, not keys
+
+    row = metrics.set_index("metric").loc[display_name("mia_auc_best")]
     assert row["A 95 % interval"] and row["B 95 % interval"] and row["B − A"].startswith("-")
-    assert "epsilon_accountant" in set(metrics["metric"])  # the budget of the runs' defense
+    # the budget of the runs' defense
+    assert display_name("epsilon_accountant") in set(metrics["metric"])
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Figure (standalone HTML)" in labels and "Both runs (JSON)" in labels
     assert any("history_pair_chart" in str(getattr(c, "id", "")) for c in at.get("plotly_chart"))

@@ -191,8 +191,18 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
         notes.append(f"scores pooled over {T} target models (the target and {T - 1} shadow "
                      f"models, each against the other shadows) for {', '.join(pooled)}; "
                      "the other attacks score the target alone")
+    raised: list[dict] = []
     for name, sc in scores.items():
         ok = np.flatnonzero(np.isfinite(sc))
+        if len(ok) < len(sc):  # an attack's non-finite scores are dropped: say so beside them
+            part_ = parts[name]
+            raised.append(caveats.raised(
+                "mia_scores_nonfinite", [part_.metric_name(s) for s in
+                                         ("auc", "adv", "bacc", "tpr_at_1pct_fpr",
+                                          "tpr_at_0p1pct_fpr")],
+                f"{part_.title}: {len(sc) - len(ok):,} of {len(sc):,} membership scores were "
+                "NaN or infinite (a diverged model's loss) and are left out of its scores.",
+                attack=name))
         # shadow targets hold about, not exactly, half the pool: balance before scoring
         ok = ok[M.balance_members(labels[name][ok], seed=cfg.seed)]
         rep = M.membership_report(sc[ok], labels[name][ok], seed=cfg.seed)
@@ -249,10 +259,11 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
             "accountant": budget.info.get("accountant"), "scored": scored,
             "projection_release": "r" if "r_pool" in A else "log_probs"}
     fallback = tgt_out.meta.get("accountant_note")
-    info["caveats"] = caveats.collect(
-        cfg.kind, metrics, info, cfg.model_dump(mode="json"), intervals=intervals,
-        explicit=[caveats.raised("accountant_fallback", ["epsilon_accountant"], str(fallback))]
-        if fallback else [])
+    if fallback:
+        raised.append(caveats.raised("accountant_fallback", ["epsilon_accountant"],
+                                     str(fallback)))
+    info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),
+                                      intervals=intervals, explicit=raised)
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
                   metrics=metrics, intervals=intervals, artifacts=artifacts, info=info)
 

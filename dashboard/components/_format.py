@@ -32,7 +32,8 @@ def n_scored(result: Any, name: str) -> int | None:
 
 
 def fmt(v: float | None, digits: int = 3) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f}"
+    """``digits`` decimals, through :func:`format_value` (tiny values never read 0.000)."""
+    return format_value(v, digits)
 
 
 def fmt_interval(iv: tuple[float, float] | None, digits: int = 3) -> str:
