@@ -191,7 +191,7 @@ def test_attribute_page_shows_stored_results_and_nearest_lambda(store):
     at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("synthetic").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    labels = {m.label for m in at.metric}
+    labels = {m.label.split(" ⚠")[0] for m in at.metric}  # without a caveat flag
     assert {"task accuracy on r (logistic head)", "paper form", "exact form",
             "measured best", "right-hand side"} <= labels
     # secondary panels are drawn on request (collapsed expanders whose content runs when opened)
@@ -229,7 +229,7 @@ def test_attribute_page_run_button_runs_stores_and_shows(store):
     assert not at.exception and not at.error, [e.value for e in at.error]
     runs = store.list(kind="attribute_privacy")
     assert len(runs) == 1 and runs[0].config["fl"]["num_devices"] == 2
-    shown = {m.label: m.value for m in at.metric}
+    shown = {m.label.split(" ⚠")[0]: m.value for m in at.metric}  # without a caveat flag
     assert shown["task accuracy on r (logistic head)"] != "n/a"
     assert shown["measured best"] != "n/a"
     for key in ("ap_attack_bars", "ap_roc", "ap_bounds_curve", "ap_curve_accs", "ap_tradeoff"):
@@ -259,7 +259,7 @@ def test_attribute_page_lambda_sweep_then_slider_scrubs_cached_points(store):
     at.selectbox(key="ap_defense").set_value("dp_gaussian").run()
     at.button(key="ap_run").click().run(timeout=120)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    labels = {m.label for m in at.metric}
+    labels = {m.label.split(" ⚠")[0] for m in at.metric}  # without a caveat flag
     assert {"Gaussian noise σ", "ε per round", "ε total (all rounds)"} <= labels
 
 
@@ -396,7 +396,7 @@ def test_attribute_page_intervals_threat_models_and_undefended_point(store):
     near = next(c.value for c in at.caption if c.value.startswith("Near chance"))
     assert "prior (no model): bacc within 0.000 of chance" in near
     assert "fresh MLP" not in near and "in-training" not in near
-    shown = {m.label: m.value for m in at.metric}
+    shown = {m.label.split(" ⚠")[0]: m.value for m in at.metric}  # without a caveat flag
     cards = " ".join(md.value for md in at.markdown)
     assert "Strongest attacker on the release: fresh MLP" in cards  # info["best_attacker"]
     assert shown["informative for Adv <"] == "0.0667"  # bound_thm1_adv_threshold from the Result

@@ -157,7 +157,8 @@ def bound_section(result) -> None:
             row[f"measured · {ATTACKS.get(a).title}"] = fmt(
                 metric(result, f"recon_{a}_frac_{norm}_ge_eta"), 2) + (f" ⚠ {mark}" if mark else "")
         rows.append(row)
-    st.dataframe(flag_rows(rows, result, qualified), hide_index=True, width="stretch")
+    st.dataframe(flag_rows(rows, result, qualified), hide_index=True, width="stretch",
+                 column_config={"norm": st.column_config.TextColumn(pinned=True)})
     plot_caption(result, "thm3")
     st.caption(f"I(x; r + δ) ≤ {fmt(mi, 1) if mi is not None else '∞'} nats (estimated: the "
                "Gaussian max-entropy bound at the measured Var r and the noise's entropy). "
