@@ -427,9 +427,12 @@ def _thm3_vacuous(metrics, info, config) -> list[Raised]:
         why = "I(x; r) is unbounded without noise"
     else:
         why = f"I(x; r + δ) ≈ {_g(_m(metrics, 'bound_thm3_mi_nats'))} nats is too large"
+    which = ", ".join(f"{NORM_TEXT[n.rsplit('_', 1)[-1]]} "
+                      + ("under the data's entropy" if "_est_" in n else "with x uniform")
+                      for n in names)
     return [raised("thm3_vacuous", names,
-                   f"Theorem 3 says nothing here for {', '.join(names)}: {why}, so the bound "
-                   "on Pr(error ≥ η) is ≤ 0.", plot="thm3")]
+                   f"Theorem 3 says nothing here ({which}): {why}, so the bound on "
+                   "Pr(error ≥ η) is ≤ 0.", plot="thm3")]
 
 
 register(Caveat("thm3_uniform_prior", ("repr_reconstruction",), "assumes uniform x",

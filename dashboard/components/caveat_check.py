@@ -230,14 +230,18 @@ def _base_result(kind: str, config: Mapping[str, Any]) -> Any:
 def caveat_keys_rendered(kinds: list[str] | None = None, *, timeout: int = 120) -> dict[str, Any]:
     """Draw every kind's page with Results carrying its caveats; returns
     ``{caveat_keys_rendered, caveat_keys_beside, caveat_keys_total, missing, not_beside,
-    errors}`` over the keys :mod:`core.caveats` registers (each key counted once)."""
+    errors, raw_metric_keys_visible}`` over the keys :mod:`core.caveats` registers (each key
+    counted once; the last: raw metric keys seen in the pages' text with those Results)."""
     from streamlit.testing.v1 import AppTest
 
     from core import caveats
 
     kinds = kinds or list(PAGES)
     total = sorted(k for k in caveats.REGISTRY if set(caveats.REGISTRY[k].kinds) & set(kinds))
+    from dashboard.components._format import raw_metric_keys_visible
+
     rendered: set[str] = set()
+    raw_keys: set[str] = set()
     beside: set[str] = set()
     errors: list[str] = []
     for kind in kinds:
@@ -262,6 +266,7 @@ def caveat_keys_rendered(kinds: list[str] | None = None, *, timeout: int = 120) 
                     errors.append(f"{kind} / {name}: {at.exception[0].value}")
                     continue
                 text, near = _page_text(at)
+                raw_keys.update(raw_metric_keys_visible(text))
                 flags = [seg for seg in re.split(r'[\n"]', near) if "⚠" in seg]
                 for c in r.info["caveats"]:
                     if c["text"] in text:
@@ -272,4 +277,5 @@ def caveat_keys_rendered(kinds: list[str] | None = None, *, timeout: int = 120) 
             "caveat_keys_beside": len(beside & set(total)),
             "caveat_keys_total": len(total),
             "missing": sorted(set(total) - rendered),
-            "not_beside": sorted(set(total) - beside), "errors": errors}
+            "not_beside": sorted(set(total) - beside), "errors": errors,
+            "raw_metric_keys_visible": sorted(raw_keys)}
