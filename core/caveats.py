@@ -490,7 +490,8 @@ def _tappfl_thm1(metrics, info, config) -> list[Raised]:
                   "certificate.")]
     if _flag(metrics, "bound_thm1_vacuous"):
         out.append(raised("tappfl_thm1_vacuous", ["bound_thm1_rhs"],
-                          f"vacuous: the right-hand side {rhs:.3f} is ≤ 0 (2·R·C_L·Adv "
+                          f"Vacuous at this setting: the right-hand side {rhs:.3f} is ≤ 0 "
+                          "(2·R·C_L·Adv "
                           "outweighs Δ(y|u)), so Theorem 1 says nothing about the task error "
                           "here."))
     return out
@@ -538,7 +539,9 @@ def _pia(metrics, info, config) -> list[Raised]:
                   "H(u|R), so the bounds are optimistic estimates, not certificates.")]
     if _flag(metrics, "bound_pia_vacuous"):
         out.append(raised("property_bound_vacuous", ["bound_pia_fano", "bound_pia_fano_exact"],
-                          "vacuous here: Ĥ(u|R) ≤ 1 bit, so the K-ary bound allows accuracy 1."))
+                          "Vacuous at this setting: Ĥ(u|R) ≤ 1 bit, so the K-ary form allows "
+                          "accuracy 1 and says nothing; the tight Fano form beside it still "
+                          "does."))
     acc = _m(metrics, "property_acc_best")
     if acc is not None and acc > b + 1e-9:
         out.append(raised("property_bound_exceeded", ["property_acc_best", "bound_pia_fano_exact"],
