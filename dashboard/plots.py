@@ -283,11 +283,14 @@ def tradeoff_figure(
     y_title: str = "attack AUC",
     height: int = 420,
     current_series: str | None = None,
+    flagged: Sequence[tuple[float, str]] = (),
 ) -> go.Figure:
     """Utility on x, attack success on y: one line per series of
     :class:`core.tradeoff.TradeoffPoint` (``knob, utility, attack, attack_lo, attack_hi,
     series``) with the 95 % interval as a vertical error bar; the point at ``current`` starred,
-    the undefended run (``(utility, attack)``) as a black cross, the chance level dotted."""
+    the undefended run (``(utility, attack)``) as a black cross, the chance level dotted; the
+    points at the knobs of ``flagged`` (``(knob, caveat label)``, :mod:`core.caveats`) ringed
+    grey, the caveat in their hover text."""
     series: dict[str, list] = {}
     for p in sorted(points, key=lambda p: p.knob):
         series.setdefault(p.series, []).append(p)
@@ -321,6 +324,16 @@ def tradeoff_figure(
                                      showlegend=i == 0 or current_series is not None,
                                      legendgroup="current",
                                      marker={"size": 18, "color": PALETTE[5], "symbol": "star"}))
+    why = dict(flagged)
+    ringed = [p for p in points if any(abs(p.knob - k) < 1e-9 for k in why)]
+    if ringed:
+        labels = [next(v for k, v in why.items() if abs(p.knob - k) < 1e-9) for p in ringed]
+        fig.add_trace(go.Scatter(
+            x=[p.utility for p in ringed], y=[p.attack for p in ringed], mode="markers",
+            name="⚠ " + ", ".join(dict.fromkeys(labels)), text=[f"⚠ {lab}" for lab in labels],
+            marker={"size": 20, "color": "rgba(0,0,0,0)", "symbol": "circle-open",
+                    "line": {"color": "gray", "width": 2}},
+            hovertemplate="%{text}<extra></extra>"))
     if undefended is not None:
         fig.add_trace(go.Scatter(
             x=[undefended[0]], y=[undefended[1]], mode="markers+text", name="undefended (no defense)",

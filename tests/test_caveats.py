@@ -168,3 +168,36 @@ def test_every_caveat_key_is_rendered_by_its_page():
     assert got["caveat_keys_total"] == len(caveats.REGISTRY)
     assert got["caveat_keys_rendered"] == got["caveat_keys_total"], got["missing"]
     assert got["caveat_keys_beside"] == got["caveat_keys_total"], got["not_beside"]
+
+
+def test_history_pair_figure_puts_a_knob_on_a_numeric_axis_and_labels_by_name():
+    from dashboard.components._format import display_name, raw_metric_keys_visible
+    from dashboard.components.history_diff import metric_rows, pair_figure
+
+    def run(eps: float, auc: float) -> Result:
+        return Result(kind="membership", config={}, seed=0,
+                      metrics={"mia_auc_best": auc, "epsilon_accountant": eps})
+
+    a, b = run(2.0, 0.6), run(8.0, 0.7)
+    fig = pair_figure(["mia_auc_best", "epsilon_accountant"], a, b, ("A", "B"))
+    assert all(t.type == "scatter" for t in fig.data)  # the knob is never a bar
+    assert list(fig.data[0].x) == [2.0, 8.0] and fig.layout.xaxis.title.text == display_name(
+        "epsilon_accountant")
+    # without the knob in both runs: bars of the results only, named for a reader
+    bars = pair_figure(["mia_auc_best", "epsilon_accountant"], a, None, ("A", "B"))
+    assert all(t.type == "bar" for t in bars.data)
+    assert list(bars.data[0].x) == [display_name("mia_auc_best")]
+    rows = metric_rows(["mia_auc_best"], a, b)
+    assert not raw_metric_keys_visible(json.dumps(rows, ensure_ascii=False))
+
+
+def test_chance_label_and_flagged_tradeoff_points():
+    from core.tradeoff import TradeoffPoint
+    from dashboard import plots
+
+    pts = [TradeoffPoint(knob=k, utility=0.8, attack=0.1 * k, attack_lo=None, attack_hi=None,
+                         series="s") for k in (1.0, 2.0)]
+    fig = plots.tradeoff_figure(pts, chance=0.001, flagged=((2.0, "few non-members"),))
+    assert any(a.text == "chance 0.001" for a in fig.layout.annotations)
+    ring = [t for t in fig.data if (t.name or "").startswith("⚠")]
+    assert len(ring) == 1 and list(ring[0].x) == [0.8] and list(ring[0].y) == [0.2]

@@ -25,6 +25,7 @@ from dashboard.components import copy_run, page_tail, result_caption, threat_car
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import (
+    flag_for,
     flag_rows,
     flagged_caption,
     grey_flagged,
@@ -193,9 +194,12 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
         pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
                               attack_metrics={title: name})
         undefended = None if und is None else (metric(und, head.utility), metric(und, name))
+        # runs whose number here carries a caveat (too few non-members) are ringed grey
+        flagged = tuple((g, flag_for(r, name).removeprefix("⚠ ")) for g, r in got.items()
+                        if r is not None and flag_for(r, name))
         col.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
                                 chance=0.5 if name == head.attack else 0.001, symbol=sym,
-                                y_title=title), width="stretch", key=key)
+                                y_title=title, flagged=flagged), width="stretch", key=key)
     if missing:
         st.caption(f"{len(missing)} of {len(grid)} grid points not run yet; the undefended point "
                    "(black cross) appears once the 'none' defense has been run with these settings.")
