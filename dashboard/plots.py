@@ -227,8 +227,10 @@ def bounds_curve_figure(
     what_if: float | None = None,
     n: int = 201,
     height: int = 400,
+    measured_flag: str | None = None,
 ) -> go.Figure:
-    """TAPPFL Theorem 2 bound on any attacker's accuracy vs H(u|r) in bits, both forms.
+    """TAPPFL Theorem 2 bound on any attacker's accuracy vs H(u|r) in bits, both forms
+    (``measured_flag``: the caveat label of a measured point above the bound, drawn beside it).
 
     Paper (Calabro) form 1 − H/(2·log2(6/H)) and exact form 1 − H₂⁻¹(H), evaluated by the pure
     functions of :mod:`core.bounds.tappfl`; the current H estimate is marked on both curves and
@@ -260,6 +262,10 @@ def bounds_curve_figure(
             fig.add_trace(go.Scatter(x=[h], y=[measured_acc], mode="markers",
                                      name=f"measured attack acc {measured_acc:.3f}",
                                      marker={"size": 12, "color": PALETTE[3], "symbol": "x"}))
+            if measured_flag:
+                fig.add_annotation(x=h, y=measured_acc, text=f"⚠ {measured_flag}",
+                                   showarrow=True, arrowhead=2, ax=40, ay=-30,
+                                   font={"size": 11, "color": "crimson"})
     if what_if is not None and (h_estimate is None or abs(what_if - h_estimate) > 1e-9):
         w = float(np.clip(what_if, 1e-4, 1.0))
         wb = [float(_curve(f, np.array([w]))[0]) for f in (paper_bound, exact_bound)]

@@ -37,7 +37,7 @@ def fmt(v: float | None, digits: int = 3) -> str:
 
 
 def fmt_interval(iv: tuple[float, float] | None, digits: int = 3) -> str:
-    return "" if iv is None else f"[{iv[0]:.{digits}f}, {iv[1]:.{digits}f}]"
+    return "" if iv is None else f"[{format_value(iv[0], digits)}, {format_value(iv[1], digits)}]"
 
 
 def fmt_with_interval(result: Any, name: str, digits: int = 3) -> str:

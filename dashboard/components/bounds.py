@@ -17,7 +17,7 @@ from dashboard.components.caveats import flag_for, flag_text, for_metrics, metri
 
 @st.fragment
 def _theorem2_live(h_est: float | None, best_acc: float | None, chance: float | None,
-                   key: str, run_key: str) -> None:
+                   key: str, run_key: str, flag: str | None = None) -> None:
     from core.bounds.tappfl import thm2_exact_bound, thm2_paper_bound
 
     left, right = st.columns([1, 1.3])
@@ -31,8 +31,8 @@ def _theorem2_live(h_est: float | None, best_acc: float | None, chance: float | 
         st.caption("Both forms of Theorem 2 evaluated live by core.bounds.tappfl; the curve marks "
                    "Ĥ from this run, the measured attack, and the what-if H.")
     right.plotly_chart(figure("bounds_curve_figure", h_estimate=h_est, measured_acc=best_acc,
-                              chance=chance, what_if=what_if), width="stretch",
-                       key=f"{key}_bounds_curve")
+                              chance=chance, what_if=what_if, measured_flag=flag),
+                       width="stretch", key=f"{key}_bounds_curve")
 
 
 @st.fragment
@@ -78,7 +78,8 @@ def theorem2(result: Any, *, key: str) -> None:
     st.caption("Ĥ(u | r) from the best fresh attacker's cross-entropy.")
     for c in exceeded:
         st.warning(sentence(c))
-    _theorem2_live(h_est, best_acc, chance, key, (result.key or "")[:16])
+    _theorem2_live(h_est, best_acc, chance, key, (result.key or "")[:16],
+                   flag_text(exceeded).removeprefix("⚠ ") or None)
 
 
 def theorem1(result: Any, *, key: str) -> None:
