@@ -174,12 +174,11 @@ def _few_nonmembers(metrics, info, config) -> list[Raised]:
             "pool more target models or score more non-members.",
             curve="roc", attack=a, negatives=neg,
             fpr_max=max(1e-3, FEW_FALSE_POSITIVES / max(neg, 1))))
+    # the best rate over the attacks inherits the caveat of each flagged attack it equals
     best = _m(metrics, "mia_tpr_at_0p1pct_fpr_best")
-    if out and best is not None and best in flagged_values:
-        out[-1]["metrics"].append("mia_tpr_at_0p1pct_fpr_best")
-        for r in out:
-            if best == _m(metrics, r["metrics"][0]) and r is not out[-1]:
-                r["metrics"].append("mia_tpr_at_0p1pct_fpr_best")
+    for r, v in zip(out, flagged_values):
+        if best is not None and v == best:
+            r["metrics"].append("mia_tpr_at_0p1pct_fpr_best")
     return out
 
 
