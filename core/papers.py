@@ -97,6 +97,7 @@ class Preset:
     steps: int
     steps_note: str
     data: str = field(default="cifar10")
+    grid: str = ""  # the knob the claim's direction needs, as `--set` overrides
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,7 +332,8 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
                 "batch_size": 10, "lr": 0.01, "partition": "iid"}},
         "feature extractor 2×conv64-pool-2×conv128-pool + VGG privacy net (spec B7)",
         "tappfl_cifar", (10, 3, 32, 32), 20 * 10 * 10 * 50 * 5,
-        "20 rounds × 10 devices × 10 local epochs × 50 batches of 10, × 5 λ"),
+        "20 rounds × 10 devices × 10 local epochs × 50 batches of 10, × 5 λ",
+        grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1"),
     Preset(
         "inf2guard_mia_cifar10", "Inf2Guard",
         {"kind": "membership", "device": "auto", "data": {"name": "cifar10"},
@@ -340,7 +342,8 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
          "attack": {"shadows": 16}},
         "ResNet-18 encoder + membership and utility nets (spec 004 §5.3)",
         "resnet18", (100, 3, 32, 32), 600 * 250 * 17,
-        "(300 + 300) epochs × 250 batches of 100, × (target + 16 LiRA shadows)"),
+        "(300 + 300) epochs × 250 batches of 100, × (target + 16 LiRA shadows)",
+        grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1 (and defense.kind=dp_sgd for the DP-SGD row)"),
     Preset(
         "inf2guard_dra_cifar10", "Inf2Guard",
         {"kind": "repr_reconstruction", "device": "auto", "data": {"name": "cifar10"},
@@ -349,7 +352,8 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
                    "representation_dim": 1024, "hidden_dim": 4096}},
         "2-layer conv32 encoder + conv utility net (spec 004 §5.3)",
         "inf2guard_dra", (128, 3, 32, 32), 10 * 391 * 4,
-        "10 epochs × 391 batches of 128, × 4 ε"),
+        "10 epochs × 391 batches of 128, × 4 ε",
+        grid="defense.epsilon=0,0.75,1.25,1.75 (and defense.channel=gaussian/laplace/uniform/dp)"),
     Preset(
         "kappa_lenet_cifar10", "κ channel",
         {"kind": "gradient_leakage", "device": "auto", "data": {"name": "cifar10"},
@@ -359,7 +363,8 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
          "attack": {"attackers": ["ig"], "targets": 30, "iterations": 4000}},
         "LeNet-5 (62,006 parameters; spec 001 §5.3)",
         "lenet5", (64, 3, 32, 32), 10_000 * 4,
-        "n = 10⁴ steps of batch 64 (13 epochs of 50,000), × 4 κ"),
+        "n = 10⁴ steps of batch 64 (13 epochs of 50,000), × 4 κ",
+        grid="defense.kappa=50,100,200,300"),
     Preset(
         "inf2guard_pia_celeba", "Inf2Guard",
         {"kind": "property", "device": "auto", "data": {"name": "celeba", "max_samples": 100000},
@@ -367,7 +372,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
          "train": {"epochs": 100, "representation_dim": 512, "hidden_dim": 4096}},
         "ResNet-18-like encoder on CelebA 32×32 (spec 004 §5.3, PIA)",
         "resnet18", (128, 3, 32, 32), 100 * 1270 * 5,
-        "100 epochs × 1,270 batches of 128 (162,770 faces), × 5 λ", data="celeba"),
+        "100 epochs × 1,270 batches of 128 (162,770 faces), × 5 λ", data="celeba", grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1"),
 )}
 
 
@@ -483,7 +488,8 @@ def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool) -> dict[str, 
     else:
         est = "estimate not measured: python -m benchmarks.papers_check"
     run = (f"PRIVLAB_DATA_DIR=DIR (holding {p.data}/ in the torchvision layout) "
-           f"privlab papers --preset {preset_id} > {preset_id}.yaml && privlab run {preset_id}.yaml")
+           f"privlab papers --preset {preset_id} > {preset_id}.yaml && privlab run {preset_id}.yaml"
+           + (f", once per point of --set {p.grid}" if p.grid else ""))
     where = "CUDA present" if cuda else "CPU only here"
     data_txt = f"{p.data} found" if data_ok else f"{p.data} not found under $PRIVLAB_DATA_DIR"
     return {"value": None, "text": f"{NOT_MEASURED} ({where}; {data_txt}); {est}",
