@@ -414,7 +414,15 @@ def cmd_papers(args: argparse.Namespace) -> int:
               f"({papers.PRESETS[args.preset].paper_model}); needs the data under $PRIVLAB_DATA_DIR")
         print(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), end="")
         return EXIT_OK
-    rows = papers.build_table()
+    from cache.errors import StoreError
+
+    try:  # preset runs made on CUDA answer the largest-preset column
+        runs = papers.runs_from_records(_store(args).list())
+    except StoreError as exc:
+        print(f"{PROG}: note: result store not read ({_one_line(str(exc))}); "
+              "stored preset runs not shown", file=sys.stderr, flush=True)
+        runs = []
+    rows = papers.build_table(runs=runs)
     head = papers.headline(rows)
     if args.json:
         _json_out({"headline": head, "rows": rows})
@@ -695,6 +703,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="print {headline, rows} as JSON")
     sp.add_argument("--preset", metavar="ID", default=None,
                     help="print a paper-scale preset's config (YAML) for privlab run")
+    cache_dir(sp)
     sp.set_defaults(func=cmd_papers)
 
     sp = sub.add_parser("data", help="your own data sets: add, list, remove")

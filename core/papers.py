@@ -80,6 +80,19 @@ class Claim:
     largest_setting: str = ""
     preset: str | None = None  # id in PRESETS: the paper-scale CUDA preset
     note: str = ""
+    preset_read: PresetRead | None = None  # how the preset's stored runs answer the claim
+
+
+@dataclass(frozen=True)
+class PresetRead:
+    """How a claim reads the preset's stored runs (the result store's index rows): ``metric``
+    of the newest run of the preset's kind, data set and defense at ``knob`` (a dotted config
+    path) = ``base`` and at ``knob`` = ``test``."""
+
+    metric: str
+    knob: str
+    base: float
+    test: float
 
 
 @dataclass(frozen=True)
@@ -130,7 +143,8 @@ CLAIMS: tuple[Claim, ...] = (
                                                            adversary="5 step(s), lr x10",
                                                            **{"lambda": 1.0}), "in_acc"),)),
         "<", "Adult, the paper preset (100 devices, 20 rounds), strong adversary",
-        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10"),
+        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10",
+        preset_read=PresetRead("attack_in_training_acc", "defense.tradeoff_lambda", 0.0, 1.0)),
     Claim(
         "TAPPFL", "tappfl_lambda_fresh",
         "TAPPFL λ↑ lowers attribute inference by a fresh attacker trained after the release",
@@ -142,7 +156,8 @@ CLAIMS: tuple[Claim, ...] = (
         Side("λ=1", (_r("tappfl_adult.json", "rows", _rows(attribute="marital_status",
                                                            **{"lambda": 1.0}), "best_auc"),)),
         "<", "Adult, the paper preset, strongest of a fresh logistic and MLP attacker",
-        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10"),
+        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10",
+        preset_read=PresetRead("attack_auc_best", "defense.tradeoff_lambda", 0.0, 1.0)),
     Claim(
         "TAPPFL", "tappfl_beats_dp_gaussian",
         "TAPPFL keeps more utility than DP-Gaussian at equal attribute inference",
@@ -179,7 +194,8 @@ CLAIMS: tuple[Claim, ...] = (
         Side("λ=0.5", (_r("faithfulness_raw/repr_mia.json", "summary", "0.5",
                           "representation_lira_auc", "mean"),)),
         "<", "mnist5k, 500 members, 60 epochs, 16 shadows, 2 seeds",
-        f"{_FAITH} repr-mia", preset="inf2guard_mia_cifar10"),
+        f"{_FAITH} repr-mia", preset="inf2guard_mia_cifar10",
+        preset_read=PresetRead("mia_representation_auc", "defense.tradeoff_lambda", 0.0, 0.75)),
     Claim(
         "Inf2Guard", "inf2guard_mia_vs_dpsgd",
         "Inf2Guard keeps more utility than DP-SGD at equal membership privacy",
@@ -203,7 +219,8 @@ CLAIMS: tuple[Claim, ...] = (
         Side("λ=0.75", (_r("property.json", "rows", _rows(**{"lambda": 0.75}), "best_acc"),)),
         "<", "Adult, K = 4, mean aggregation, subsets of 32-256 rows, 2 seeds",
         "python -m benchmarks.property_bench", preset="inf2guard_pia_celeba",
-        note="the in-training adversary does fall (next row); fresh attackers read more at λ>0"),
+        note="the in-training adversary does fall (next row); fresh attackers read more at λ>0",
+        preset_read=PresetRead("property_acc_best", "defense.tradeoff_lambda", 0.0, 0.75)),
     Claim(
         "Inf2Guard", "inf2guard_pia_in_training",
         "Inf2Guard λ↑ lowers property inference by its in-training adversary",
@@ -214,7 +231,8 @@ CLAIMS: tuple[Claim, ...] = (
         Side("λ=0.75", (_r("property.json", "rows", _rows(**{"lambda": 0.75}),
                            "in_training_acc"),)),
         "<", "Adult, K = 4, mean aggregation, 2 seeds", "python -m benchmarks.property_bench",
-        preset="inf2guard_pia_celeba"),
+        preset="inf2guard_pia_celeba",
+        preset_read=PresetRead("property_in_training_acc", "defense.tradeoff_lambda", 0.0, 0.75)),
     Claim(
         "Inf2Guard", "inf2guard_dra_eps",
         "Inf2Guard's learned perturbation (ε↑) lowers reconstruction SSIM",
@@ -226,7 +244,8 @@ CLAIMS: tuple[Claim, ...] = (
         Side("ε=4", (_r("faithfulness_raw/repr_ssim_mnist5k.json", "rows",
                         _rows(channel="learned", epsilon=4.0, **{"lambda": 0.4}), "ssim"),)),
         "<", "mnist5k, λ = 0.4, r of 256 dims, 3 seeds",
-        f"{_FAITH} repr-ssim --data mnist5k --seeds 0 1 2", preset="inf2guard_dra_cifar10"),
+        f"{_FAITH} repr-ssim --data mnist5k --seeds 0 1 2", preset="inf2guard_dra_cifar10",
+        preset_read=PresetRead("recon_ssim", "defense.epsilon", 0.0, 1.75)),
     Claim(
         "Inf2Guard", "inf2guard_dra_learned_vs_fixed",
         "learned Inf2Guard beats fixed noise at matched utility",
@@ -253,7 +272,8 @@ CLAIMS: tuple[Claim, ...] = (
                              _rows(part="defended", defense="natural", kappa_per_dim=0.01),
                              "psnr_median"),)),
         "<", "digits, MLP, Natural channel, κ/d 0.01-1, 3 seeds",
-        "python -m benchmarks.gradient_leakage", preset="kappa_lenet_cifar10"),
+        "python -m benchmarks.gradient_leakage", preset="kappa_lenet_cifar10",
+        preset_read=PresetRead("recon_best_psnr_median", "defense.kappa", 300.0, 50.0)),
     Claim(
         "κ channel", "kappa_utility",
         "κ↑ raises accuracy",
@@ -267,7 +287,8 @@ CLAIMS: tuple[Claim, ...] = (
                           _rows(part="defended", defense="natural", kappa_per_dim=1.0),
                           "utility"),)),
         ">", "digits, MLP, Natural channel, 3 seeds", "python -m benchmarks.gradient_leakage",
-        preset="kappa_lenet_cifar10"),
+        preset="kappa_lenet_cifar10",
+        preset_read=PresetRead("utility_acc", "defense.kappa", 50.0, 300.0)),
     Claim(
         "κ channel", "kappa_vs_dpsgd",
         "the Natural channel keeps more utility than DP-SGD at equal reconstruction privacy",
@@ -497,10 +518,76 @@ def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool) -> dict[str, 
             "estimate_seconds": (sps * p.steps) if isinstance(sps, (int, float)) else None}
 
 
+_KNOB_LABEL = {"defense.tradeoff_lambda": "λ", "defense.epsilon": "ε", "defense.kappa": "κ"}
+
+
+def _leaves(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(_leaves(v, f"{prefix}{k}."))
+        return out
+    return {prefix.rstrip("."): obj}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def preset_runs(claim: Claim, runs: list[dict[str, Any]]) -> dict[float, dict[str, Any]]:
+    """The newest stored run of ``claim``'s preset at each knob value: a run counts only when
+    every setting the preset names equals the preset's, the knob aside (a smaller run of the
+    same kind on the same data is not the preset). ``runs``: newest first, each with ``key``,
+    ``kind``, ``config`` and ``metrics`` (the result store's index rows)."""
+    if claim.preset is None or claim.preset_read is None:
+        return {}
+    p = PRESETS[claim.preset]
+    want = {k: v for k, v in _leaves(p.config).items() if k != claim.preset_read.knob}
+    found: dict[float, dict[str, Any]] = {}
+    for run in runs:
+        if run.get("kind") != p.config["kind"]:
+            continue
+        have = _leaves(run.get("config") or {})
+        if not all(k in have and _same(have[k], v) for k, v in want.items()):
+            continue
+        knob = have.get(claim.preset_read.knob)
+        if isinstance(knob, (int, float)) and float(knob) not in found:
+            found[float(knob)] = run
+    return found
+
+
+def _stored_preset_cell(claim: Claim, runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The largest-preset cell from stored preset runs at both ends of the knob, else None."""
+    found = preset_runs(claim, runs)
+    r = claim.preset_read
+    if r is None:
+        return None
+    ends = [next((run for k, run in found.items() if math.isclose(k, v)), None)
+            for v in (r.base, r.test)]
+    vals = [_walk(run.get("metrics") or {}, (r.metric,)) if run else None for run in ends]
+    if None in vals:
+        return None
+    b, t = vals
+    holds = {"<": t < b, ">": t > b, "=": t == b}[claim.relation]
+    lab = _KNOB_LABEL.get(r.knob, r.knob)
+    keys = ", ".join(str(run.get("key", ""))[:8] for run in ends if run)
+    return {"value": [b, t], "holds": bool(holds), "estimate": False,
+            "text": f"{lab}={r.base:g} {_fmt(b)} → {lab}={r.test:g} {_fmt(t)} "
+                    f"({r.metric}; stored preset runs {keys})",
+            "sources": [f"result store: {keys}"]}
+
+
 def build_table(root: Path = ROOT, *, costs: dict[str, Any] | None = None,
-                cuda: bool | None = None) -> list[dict[str, Any]]:
+                cuda: bool | None = None,
+                runs: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One row per claim: the paper's number and setting, ours at default and at the largest
-    preset, whether the direction holds (True / False / None = not measured)."""
+    preset, whether the direction holds (True / False / None = not measured). ``runs``: the
+    result store's index rows, newest first (the CLI and the page pass them; core reads no
+    store), where a preset run someone made on CUDA answers its claim's largest-preset cell."""
     if costs is None:
         costs = load_costs(root)
     if cuda is None:
@@ -514,7 +601,8 @@ def build_table(root: Path = ROOT, *, costs: dict[str, Any] | None = None,
             if big["holds"] is None:
                 big["text"] = f"{NOT_MEASURED}; to measure: {c.command}"
         elif c.preset is not None:
-            big = preset_cell(c.preset, costs, cuda)
+            big = (_stored_preset_cell(c, runs or []) if c.preset_read else None) \
+                or preset_cell(c.preset, costs, cuda)
         else:
             big = {"value": None, "text": "no larger preset (the default is the largest)",
                    "holds": None, "estimate": False}
@@ -528,6 +616,14 @@ def build_table(root: Path = ROOT, *, costs: dict[str, Any] | None = None,
             "direction_holds": ours["holds"], "command": c.command, "note": c.note,
         })
     return rows
+
+
+def runs_from_records(records: Any) -> list[dict[str, Any]]:
+    """The result store's index records (``store.list()``, newest first) as plain dicts for
+    :func:`build_table`, only those of the presets' kinds."""
+    kinds = {p.config["kind"] for p in PRESETS.values()}
+    return [{"key": r.key, "kind": r.kind, "config": r.config, "metrics": r.metrics}
+            for r in records if getattr(r, "kind", None) in kinds]
 
 
 def headline(rows: list[dict[str, Any]]) -> dict[str, int]:

@@ -153,3 +153,32 @@ def test_every_claim_names_where_ours_is_read(claim):
         for r in s.refs:
             assert r.file.startswith("benchmarks/results/") and r.file.endswith(".json")
     assert claim.relation in ("<", ">", "=") and claim.command
+
+
+def _preset_run(pid: str, key: str, knob: tuple[str, str], value: float, metrics: dict,
+                epochs: int | None = None) -> dict:
+    cfg = papers.preset_config(pid).model_dump(mode="json")
+    cfg[knob[0]][knob[1]] = value
+    if epochs is not None:
+        cfg["train"]["epochs"] = epochs
+    return {"key": key, "kind": cfg["kind"], "config": cfg, "metrics": metrics}
+
+
+def test_stored_preset_runs_answer_the_largest_cell_and_smaller_runs_do_not(tmp_path):
+    root = _fixture_root(tmp_path)
+    knob = ("defense", "tradeoff_lambda")
+    runs = [_preset_run("inf2guard_mia_cifar10", "a" * 64, knob, 0.75,
+                        {"mia_representation_auc": 0.52}),
+            _preset_run("inf2guard_mia_cifar10", "b" * 64, knob, 0.0,
+                        {"mia_representation_auc": 0.69})]
+    rows = {r["claim_id"]: r for r in build_table(root, cuda=False, runs=runs)}
+    big = rows["inf2guard_mia_lambda"]["ours_largest"]
+    assert big["estimate"] is False and big["holds"] is True and big["value"] == [0.69, 0.52]
+    assert "bbbbbbbb" in big["text"] and "aaaaaaaa" in big["text"]
+    # the same kind on the same data at fewer epochs is not the preset: still an estimate
+    small = [_preset_run("inf2guard_mia_cifar10", "c" * 64, knob, v, {"mia_representation_auc": m},
+                         epochs=5) for v, m in ((0.75, 0.5), (0.0, 0.7))]
+    rows = {r["claim_id"]: r for r in build_table(root, cuda=False, runs=small)}
+    assert rows["inf2guard_mia_lambda"]["ours_largest"]["estimate"] is True
+    # the default-setting column and the headline never read the store
+    assert rows["inf2guard_mia_lambda"]["ours_default"]["value"] == [0.8, 0.6]
