@@ -26,6 +26,19 @@ THREADS = 1
 STEPS = 3
 
 
+#: what each timed model is, and what of the paper's training it leaves out (so the estimate
+#: is a lower bound where a network of the paper's step is not timed)
+TIMED = {
+    "resnet18": "ResNet-18 with a CIFAR stem, one network (Inf2Guard's encoder, membership and "
+                "utility nets are each about this size: the estimate is a lower bound)",
+    "lenet5": "LeNet-5, the whole model",
+    "tappfl_cifar": "TAPPFL's CIFAR-10 extractor + privacy network (the utility critic not "
+                    "timed: a lower bound)",
+    "inf2guard_dra": "Inf2Guard's DRA encoder + utility network (decoder and perturbation net "
+                     "not timed: a lower bound)",
+}
+
+
 def _conv(cin: int, cout: int, k: int = 3):
     from torch import nn
 
@@ -112,7 +125,8 @@ def measure_costs(quick: bool = False) -> dict[str, dict[str, Any]]:
             if key not in cache:
                 cache[key] = time_steps(p.timed_model, p.batch_shape, 1 if quick else STEPS)
             c = dict(cache[key])
-            c.update(timed_model=p.timed_model, batch_shape=list(p.batch_shape),
+            c.update(timed_model=p.timed_model, timed_description=TIMED[p.timed_model],
+                     batch_shape=list(p.batch_shape),
                      paper_steps=p.steps, steps_note=p.steps_note,
                      estimate_seconds=c["seconds_per_step"] * p.steps,
                      estimate="extrapolated from timed steps on a synthetic batch")

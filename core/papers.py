@@ -503,9 +503,10 @@ def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool) -> dict[str, 
     cost = costs.get(preset_id) or {}
     sps = cost.get("seconds_per_step")
     if isinstance(sps, (int, float)) and sps > 0:
+        what = cost.get("timed_description") or p.timed_model
         est = (f"estimate: ≈ {format_hours(sps * p.steps)} on this CPU "
-               f"({sps:.3g} s/step timed on a synthetic batch {tuple(p.batch_shape)} of "
-               f"{p.paper_model.split(' (')[0]}, × {p.steps:,} steps: {p.steps_note})")
+               f"({sps:.3g} s per SGD step timed on a synthetic batch {tuple(p.batch_shape)}; "
+               f"timed: {what}; × {p.steps:,} steps: {p.steps_note})")
     else:
         est = "estimate not measured: python -m benchmarks.papers_check"
     run = (f"PRIVLAB_DATA_DIR=DIR (holding {p.data}/ in the torchvision layout) "
