@@ -410,8 +410,10 @@ def cmd_papers(args: argparse.Namespace) -> int:
         import yaml
 
         cfg = papers.preset_config(args.preset).model_dump(mode="json")
-        print(f"# {args.preset}: {papers.PRESETS[args.preset].paper}, paper scale "
-              f"({papers.PRESETS[args.preset].paper_model}); needs the data under $PRIVLAB_DATA_DIR")
+        p = papers.PRESETS[args.preset]
+        print(f"# {args.preset}: {p.paper} at the paper's data and epochs; the paper's model: "
+              f"{p.paper_model}; this config trains {p.our_model}; needs {p.data}/ under "
+              f"$PRIVLAB_DATA_DIR; the claim's direction needs --set {p.grid}")
         print(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), end="")
         return EXIT_OK
     from cache.errors import StoreError

@@ -111,6 +111,7 @@ class Preset:
     steps_note: str
     data: str = field(default="cifar10")
     grid: str = ""  # the knob the claim's direction needs, as `--set` overrides
+    our_model: str = ""  # what our runner trains at this preset (where it differs from the paper's)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,6 +355,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "feature extractor 2×conv64-pool-2×conv128-pool + VGG privacy net (spec B7)",
         "tappfl_cifar", (10, 3, 32, 32), 20 * 10 * 10 * 50 * 5,
         "20 rounds × 10 devices × 10 local epochs × 50 batches of 10, × 5 λ",
+        our_model="our runner's MLP extractor 3072→4096→1024 (the paper's conv extractor is not in our runners)",
         grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1"),
     Preset(
         "inf2guard_mia_cifar10", "Inf2Guard",
@@ -364,6 +366,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "ResNet-18 encoder + membership and utility nets (spec 004 §5.3)",
         "resnet18", (100, 3, 32, 32), 600 * 250 * 17,
         "(300 + 300) epochs × 250 batches of 100, × (target + 16 LiRA shadows)",
+        our_model="our runner's MLP encoder 3072→128→64 (Inf2Guard's default widths; ResNet-18 is not in our runners)",
         grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1 (and defense.kind=dp_sgd for the DP-SGD row)"),
     Preset(
         "inf2guard_dra_cifar10", "Inf2Guard",
@@ -374,6 +377,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "2-layer conv32 encoder + conv utility net (spec 004 §5.3)",
         "inf2guard_dra", (128, 3, 32, 32), 10 * 391 * 4,
         "10 epochs × 391 batches of 128, × 4 ε",
+        our_model="our runner's MLP encoder 3072→4096→1024 (the paper's 2-conv encoder is not in our runners)",
         grid="defense.epsilon=0,0.75,1.25,1.75 (and defense.channel=gaussian/laplace/uniform/dp)"),
     Preset(
         "kappa_lenet_cifar10", "κ channel",
@@ -385,6 +389,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "LeNet-5 (62,006 parameters; spec 001 §5.3)",
         "lenet5", (64, 3, 32, 32), 10_000 * 4,
         "n = 10⁴ steps of batch 64 (13 epochs of 50,000), × 4 κ",
+        our_model="LeNet-5, the paper's model",
         grid="defense.kappa=50,100,200,300"),
     Preset(
         "inf2guard_pia_celeba", "Inf2Guard",
@@ -393,7 +398,8 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
          "train": {"epochs": 100, "representation_dim": 512, "hidden_dim": 4096}},
         "ResNet-18-like encoder on CelebA 32×32 (spec 004 §5.3, PIA)",
         "resnet18", (128, 3, 32, 32), 100 * 1270 * 5,
-        "100 epochs × 1,270 batches of 128 (162,770 faces), × 5 λ", data="celeba", grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1"),
+        "100 epochs × 1,270 batches of 128 (162,770 faces), × 5 λ", data="celeba", our_model="our runner's MLP encoder 3072→4096→512 (ResNet-18 is not in our runners)",
+        grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1"),
 )}
 
 
@@ -514,7 +520,8 @@ def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool) -> dict[str, 
            + (f", once per point of --set {p.grid}" if p.grid else ""))
     where = "CUDA present" if cuda else "CPU only here"
     data_txt = f"{p.data} found" if data_ok else f"{p.data} not found under $PRIVLAB_DATA_DIR"
-    return {"value": None, "text": f"{NOT_MEASURED} ({where}; {data_txt}); {est}",
+    model = f"; the preset trains {p.our_model}" if p.our_model else ""
+    return {"value": None, "text": f"{NOT_MEASURED} ({where}; {data_txt}); {est}{model}",
             "holds": None, "estimate": True, "preset": preset_id, "command": run,
             "estimate_seconds": (sps * p.steps) if isinstance(sps, (int, float)) else None}
 
