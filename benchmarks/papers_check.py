@@ -80,13 +80,25 @@ def build_timed_model(name: str, n_classes: int = 10):
     raise ValueError(f"timed model: got {name!r}")
 
 
-def time_steps(name: str, batch_shape: tuple[int, int, int, int], steps: int = STEPS,
-               device: str = "cpu") -> dict[str, Any]:
-    """Seconds per SGD step of ``name`` on a synthetic batch (one warm-up step first)."""
+def our_mlp(widths: tuple[int, int, int], n_classes: int = 10):
+    """The preset's own model: our runners' encoder (core.nn.Encoder) and a linear task head."""
+    from torch import nn
+
+    from core.nn import Encoder
+
+    d, hidden, rep = widths
+    return nn.Sequential(nn.Flatten(), Encoder(d, hidden=hidden, rep_dim=rep), nn.ReLU(),
+                         nn.Linear(rep, n_classes))
+
+
+def time_steps(name: str | tuple[int, int, int], batch_shape: tuple[int, int, int, int],
+               steps: int = STEPS, device: str = "cpu") -> dict[str, Any]:
+    """Seconds per SGD step of ``name`` (a paper model, or our MLP's widths) on a synthetic
+    batch (one warm-up step first)."""
     import torch
 
     gen = torch.Generator().manual_seed(0)
-    model = build_timed_model(name).to(device)
+    model = (our_mlp(name) if isinstance(name, tuple) else build_timed_model(name)).to(device)
     n_classes = model(torch.zeros(2, *batch_shape[1:], device=device)).shape[-1]
     x = torch.rand(batch_shape, generator=gen).to(device)
     y = torch.randint(0, n_classes, (batch_shape[0],), generator=gen).to(device)
@@ -125,6 +137,11 @@ def measure_costs(quick: bool = False) -> dict[str, dict[str, Any]]:
             if key not in cache:
                 cache[key] = time_steps(p.timed_model, p.batch_shape, 1 if quick else STEPS)
             c = dict(cache[key])
+            if p.our_widths:  # the preset's own MLP, same batch shape
+                own = time_steps(p.our_widths, p.batch_shape, 1 if quick else STEPS)
+                c.update(preset_seconds_per_step=own["seconds_per_step"],
+                         preset_parameters=own["parameters"],
+                         preset_estimate_seconds=own["seconds_per_step"] * p.steps)
             c.update(timed_model=p.timed_model, timed_description=TIMED[p.timed_model],
                      batch_shape=list(p.batch_shape),
                      paper_steps=p.steps, steps_note=p.steps_note,

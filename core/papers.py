@@ -112,6 +112,7 @@ class Preset:
     data: str = field(default="cifar10")
     grid: str = ""  # the knob the claim's direction needs, as `--set` overrides
     our_model: str = ""  # what our runner trains at this preset (where it differs from the paper's)
+    our_widths: tuple[int, int, int] | None = None  # (input, hidden, r) of that MLP encoder, timed too
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,6 +357,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "tappfl_cifar", (10, 3, 32, 32), 20 * 10 * 10 * 50 * 5,
         "20 rounds × 10 devices × 10 local epochs × 50 batches of 10, × 5 λ",
         our_model="our runner's MLP extractor 3072→4096→1024 (the paper's conv extractor is not in our runners)",
+        our_widths=(3072, 4096, 1024),
         grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1"),
     Preset(
         "inf2guard_mia_cifar10", "Inf2Guard",
@@ -367,6 +369,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "resnet18", (100, 3, 32, 32), 600 * 250 * 17,
         "(300 + 300) epochs × 250 batches of 100, × (target + 16 LiRA shadows)",
         our_model="our runner's MLP encoder 3072→128→64 (Inf2Guard's default widths; ResNet-18 is not in our runners)",
+        our_widths=(3072, 128, 64),
         grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1 (and defense.kind=dp_sgd for the DP-SGD row)"),
     Preset(
         "inf2guard_dra_cifar10", "Inf2Guard",
@@ -378,6 +381,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "inf2guard_dra", (128, 3, 32, 32), 10 * 391 * 4,
         "10 epochs × 391 batches of 128, × 4 ε",
         our_model="our runner's MLP encoder 3072→4096→1024 (the paper's 2-conv encoder is not in our runners)",
+        our_widths=(3072, 4096, 1024),
         grid="defense.epsilon=0,0.75,1.25,1.75 (and defense.channel=gaussian/laplace/uniform/dp)"),
     Preset(
         "kappa_lenet_cifar10", "κ channel",
@@ -399,6 +403,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "ResNet-18-like encoder on CelebA 32×32 (spec 004 §5.3, PIA)",
         "resnet18", (128, 3, 32, 32), 100 * 1270 * 5,
         "100 epochs × 1,270 batches of 128 (162,770 faces), × 5 λ", data="celeba", our_model="our runner's MLP encoder 3072→4096→512 (ResNet-18 is not in our runners)",
+        our_widths=(3072, 4096, 512),
         grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1"),
 )}
 
@@ -521,6 +526,10 @@ def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool) -> dict[str, 
     where = "CUDA present" if cuda else "CPU only here"
     data_txt = f"{p.data} found" if data_ok else f"{p.data} not found under $PRIVLAB_DATA_DIR"
     model = f"; the preset trains {p.our_model}" if p.our_model else ""
+    own = cost.get("preset_seconds_per_step")
+    if isinstance(own, (int, float)) and own > 0 and p.our_widths:
+        model += (f", timed too: {own:.3g} s/step → ≈ {format_hours(own * p.steps)} for the "
+                  "same steps on this CPU")
     return {"value": None, "text": f"{NOT_MEASURED} ({where}; {data_txt}); {est}{model}",
             "holds": None, "estimate": True, "preset": preset_id, "command": run,
             "estimate_seconds": (sps * p.steps) if isinstance(sps, (int, float)) else None}

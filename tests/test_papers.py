@@ -32,7 +32,7 @@ def _fixture_root(tmp_path: Path) -> Path:
     _put(root, "benchmarks/results/faithfulness_raw/fil_lira_digits.json",
          {"headline": {"fil_lira_spearman": 0.25}})
     _put(root, "benchmarks/results/papers.json", {"preset_costs": {
-        pid: {"seconds_per_step": 0.5} for pid in PRESETS}})
+        pid: {"seconds_per_step": 0.5, "preset_seconds_per_step": 0.01} for pid in PRESETS}})
     return root
 
 
@@ -82,6 +82,8 @@ def test_cpu_preset_cells_are_estimates_from_measured_costs(tmp_path):
     assert big["text"].startswith(NOT_MEASURED) and "CPU only" in big["text"]
     assert math.isclose(big["estimate_seconds"], 0.5 * p.steps)
     assert "privlab papers --preset inf2guard_mia_cifar10" in big["command"]
+    # the preset's own (smaller) model is timed too and said apart from the paper's
+    assert "MLP encoder" in big["text"] and "0.01 s/step" in big["text"]
     # without measured costs the cell says how to measure them, never a made-up time
     rows = {r["claim_id"]: r for r in build_table(root, costs={}, cuda=False)}
     assert "estimate not measured" in rows["inf2guard_mia_lambda"]["ours_largest"]["text"]
