@@ -184,3 +184,18 @@ def test_stored_preset_runs_answer_the_largest_cell_and_smaller_runs_do_not(tmp_
     assert rows["inf2guard_mia_lambda"]["ours_largest"]["estimate"] is True
     # the default-setting column and the headline never read the store
     assert rows["inf2guard_mia_lambda"]["ours_default"]["value"] == [0.8, 0.6]
+
+
+@pytest.mark.parametrize("pid", ["inf2guard_mia_cifar10", "inf2guard_pia_celeba"])
+def test_preset_data_absent_is_one_clear_error_and_nothing_downloads(pid, tmp_path, monkeypatch):
+    import core.data.files
+    from core.data import DataError, load_dataset
+
+    monkeypatch.setenv("PRIVLAB_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(core.data.files, "network_available", lambda *a, **k: False)
+    cfg = papers.preset_config(pid)
+    with pytest.raises(DataError) as err:
+        load_dataset(cfg.data, 0)
+    msg = str(err.value)
+    assert cfg.data.name in msg and str(tmp_path / "empty") in msg
+    assert not (tmp_path / "empty").exists()  # nothing created, nothing fetched
