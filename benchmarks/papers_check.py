@@ -158,6 +158,9 @@ def main(quick: bool = False) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     costs = measure_costs(quick)
+    import os
+
+    load_after = [round(x, 2) for x in os.getloadavg()]
     rows = build_table(costs=costs, cuda=False)
     flat = [{"paper": r["paper"], "claim_id": r["claim_id"], "statement": r["statement"],
              "paper_number": r["paper_number"], "paper_setting": r["paper_setting"],
@@ -179,7 +182,8 @@ def main(quick: bool = False) -> dict[str, Any]:
              "Our numbers are read from the stored benchmark files each row names (never typed); "
              "the paper's are quoted from shared/spec. CUDA presets not run here (no CIFAR-10 / "
              f"CelebA on this machine, nothing downloaded); CPU estimates, {THREADS} torch thread, "
-             f"loaded shared machine: {est}.")
+             f"loaded shared machine (load average after timing {load_after} on "
+             f"{os.cpu_count()} cores; step times scale with it): {est}.")
     return {"name": "papers", "headline": {k: h[k] for k in ("paper_claims_checked",
                                                            "paper_claims_direction_holds")},
             "rows": flat, "preset_costs": costs, "notes": notes, "quick": quick,
