@@ -9,9 +9,11 @@ A claim is a direction: our value at ``test`` stands in ``relation`` ("<" or ">"
 at ``base`` (or to a constant), e.g. "representation LiRA AUC at λ = 0.5 < at λ = 0". Each
 claim is checked in our default setting and, where one is declared, at the largest preset we
 have: a stored run at paper scale (Adult's full FIL view) or a CUDA preset at the papers' data
-and model sizes (:data:`PRESETS`, CIFAR-10 / CelebA from ``$PRIVLAB_DATA_DIR``), whose CPU cost
-is extrapolated from timed steps (``benchmarks/papers_check.py`` stores them in
-``benchmarks/results/papers.json``).
+sizes and epochs (:data:`PRESETS`, CIFAR-10 / CelebA from ``$PRIVLAB_DATA_DIR``; our runners'
+encoders, widened, since ResNet-18 and the papers' conv encoders are not in them; LeNet-5 for
+the κ paper), whose stored runs answer the claim when someone has made them, and whose CPU cost
+is otherwise extrapolated from timed steps of the paper's model and of the preset's own
+(``benchmarks/papers_check.py`` stores them in ``benchmarks/results/papers.json``).
 
 Torch-free and streamlit-free: the CLI and the dashboard import it on page load.
 """
@@ -97,9 +99,9 @@ class PresetRead:
 
 @dataclass(frozen=True)
 class Preset:
-    """A paper-scale config (our runner at the paper's data, widths and epochs; device auto =
-    CUDA when present) and what the paper's own training costs, in optimiser steps of
-    ``timed_model`` on batches of ``batch_shape``, for the CPU estimate."""
+    """A paper-scale config (our runner at the paper's data and epochs, widened encoders;
+    device auto = CUDA when present) and what the paper's own training costs, in optimiser
+    steps of ``timed_model`` on batches of ``batch_shape``, for the CPU estimate."""
 
     preset_id: str
     paper: str
@@ -456,6 +458,8 @@ def _side_value(side: Side, root: Path) -> tuple[float | None, str]:
 
 
 def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
     return f"{v:.3g}" if abs(v) < 1e-2 and v != 0 else f"{v:.3f}"
 
 

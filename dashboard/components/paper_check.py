@@ -63,9 +63,11 @@ def paper_check_section(root: Path | None = None, *, cuda: bool | None = None) -
     if any(r["ours_largest"].get("estimate") for r in rows):
         st.caption(
             f"'{ESTIMATE_MARK.strip(' ·')}': the paper-scale preset (CIFAR-10 / CelebA from "
-            "$PRIVLAB_DATA_DIR, the papers' model sizes and epochs) runs on CUDA and was not "
-            "run here; the time is extrapolated from a few SGD steps of the paper's model timed "
-            "on this CPU with a synthetic batch of the same shape (python -m benchmarks papers).")
+            "$PRIVLAB_DATA_DIR at the papers' data sizes and epochs; our runners' encoders, "
+            "LeNet-5 where the paper used it) runs on CUDA and was not run here; the times are "
+            "extrapolated from a few SGD steps of the paper's model and of the preset's own "
+            "model, timed on this CPU with a synthetic batch of the same shape "
+            "(python -m benchmarks papers).")
     with st.expander("Where each number comes from"):
         for r in rows:
             srcs = r["ours_default"].get("sources") or []
