@@ -63,6 +63,7 @@ class Side:
     label: str
     refs: tuple[Ref, ...] = ()
     constant: float | None = None
+    interval: tuple[Ref, Ref] | None = None  # (lo, hi) of a 95 % interval stored beside it
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,15 @@ CLAIMS: tuple[Claim, ...] = (
         "Table 2 setting",
         "fresh attacker AUC (marital status)",
         Side("λ=0", (_r("tappfl_adult.json", "rows", _rows(attribute="marital_status",
-                                                           **{"lambda": 0.0}), "best_auc"),)),
+                                                           **{"lambda": 0.0}), "best_auc"),),
+             interval=tuple(_r("tappfl_adult.json", "rows", _rows(attribute="marital_status",
+                                                                  **{"lambda": 0.0}),
+                               "best_auc_95ci", i) for i in (0, 1))),
         Side("λ=1", (_r("tappfl_adult.json", "rows", _rows(attribute="marital_status",
-                                                           **{"lambda": 1.0}), "best_auc"),)),
+                                                           **{"lambda": 1.0}), "best_auc"),),
+             interval=tuple(_r("tappfl_adult.json", "rows", _rows(attribute="marital_status",
+                                                                  **{"lambda": 1.0}),
+                               "best_auc_95ci", i) for i in (0, 1))),
         "<", "Adult, the paper preset, strongest of a fresh logistic and MLP attacker",
         "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10",
         preset_read=PresetRead("attack_auc_best", "defense.tradeoff_lambda", 0.0, 1.0)),
@@ -194,9 +201,17 @@ CLAIMS: tuple[Claim, ...] = (
         "Table 1; ResNet-18 encoder, 300 + 300 epochs, attacker on r",
         "representation LiRA AUC (mean over seeds)",
         Side("λ=0", (_r("faithfulness_raw/repr_mia.json", "summary", "0",
-                        "representation_lira_auc", "mean"),)),
+                        "representation_lira_auc", "mean"),),
+             interval=(_r("faithfulness_raw/repr_mia.json", "summary", "0",
+                          "representation_lira_auc", "lo"),
+                       _r("faithfulness_raw/repr_mia.json", "summary", "0",
+                          "representation_lira_auc", "hi"))),
         Side("λ=0.5", (_r("faithfulness_raw/repr_mia.json", "summary", "0.5",
-                          "representation_lira_auc", "mean"),)),
+                          "representation_lira_auc", "mean"),),
+             interval=(_r("faithfulness_raw/repr_mia.json", "summary", "0.5",
+                          "representation_lira_auc", "lo"),
+                       _r("faithfulness_raw/repr_mia.json", "summary", "0.5",
+                          "representation_lira_auc", "hi"))),
         "<", "mnist5k, 500 members, 60 epochs, 16 shadows, 2 seeds",
         f"{_FAITH} repr-mia", preset="inf2guard_mia_cifar10",
         preset_read=PresetRead("mia_representation_auc", "defense.tradeoff_lambda", 0.0, 0.75)),
@@ -259,7 +274,11 @@ CLAIMS: tuple[Claim, ...] = (
         "learned − best fixed SSIM at matched utility",
         Side("0", constant=0.0),
         Side("learned − fixed", (_r("faithfulness_raw/repr_ssim_mnist5k.json", "headline",
-                                    "learned_minus_best_fixed_ssim_at_matched_utility"),)),
+                                    "learned_minus_best_fixed_ssim_at_matched_utility"),),
+             interval=(_r("faithfulness_raw/repr_ssim_mnist5k.json", "summary", "2",
+                          "learned_minus_best_fixed", "lo"),
+                       _r("faithfulness_raw/repr_ssim_mnist5k.json", "summary", "2",
+                          "learned_minus_best_fixed", "hi"))),
         "<", "mnist5k, λ = 0.4, learned at ε_ref against every fixed channel, 3 seeds",
         f"{_FAITH} repr-ssim --data mnist5k --seeds 0 1 2", preset="inf2guard_dra_cifar10"),
     # -- channel capacity κ (USENIX Security 2024; spec 001 §5.9)
@@ -473,13 +492,35 @@ def _evaluate(claim: Claim, base: Side, test: Side, root: Path) -> dict[str, Any
     if b is None or t is None:
         return {"value": None, "text": NOT_MEASURED, "holds": None, "sources": sources}
     holds = {"<": t < b, ">": t > b, "=": t == b}[claim.relation]
+    resolved = _resolved(base, test, b, root)
     if base.constant is not None:
         text = f"{test.label} {_fmt(t)} (claim: {claim.relation} {_fmt(b)})"
     else:
         text = f"{base.label} {_fmt(b)} → {test.label} {_fmt(t)}"
     if fallback:
         text += " [from " + ", ".join(f.split(":")[0] for f in fallback) + "]"
-    return {"value": [b, t], "text": text, "holds": bool(holds), "sources": sources}
+    if resolved is not None:
+        text += (" (95 % intervals apart)" if resolved else " (within the 95 % intervals: "
+                 "the direction is not resolved)")
+    return {"value": [b, t], "text": text, "holds": bool(holds), "resolved": resolved,
+            "sources": sources}
+
+
+def _interval(side: Side, root: Path) -> tuple[float, float] | None:
+    if side.interval is None:
+        return None
+    lo, hi = (read_ref(r, root) for r in side.interval)
+    return None if lo is None or hi is None else (lo, hi)
+
+
+def _resolved(base: Side, test: Side, b: float, root: Path) -> bool | None:
+    """Whether the stored 95 % intervals separate the two ends (a constant end: whether the
+    measured end's interval excludes it); None where no interval is stored."""
+    ti = _interval(test, root)
+    bi = (b, b) if base.constant is not None else _interval(base, root)
+    if ti is None or bi is None:
+        return None
+    return ti[1] < bi[0] or bi[1] < ti[0]
 
 
 def preset_config(preset_id: str) -> Any:
@@ -652,7 +693,9 @@ def headline(rows: list[dict[str, Any]]) -> dict[str, int]:
     checked = [r for r in rows if r["direction_holds"] is not None]
     return {"paper_claims_checked": len(checked),
             "paper_claims_direction_holds": sum(1 for r in checked if r["direction_holds"]),
-            "paper_claims_declared": len(rows)}
+            "paper_claims_declared": len(rows),
+            "paper_claims_within_intervals": sum(
+                1 for r in checked if r["ours_default"].get("resolved") is False)}
 
 
 def holds_text(h: bool | None) -> str:

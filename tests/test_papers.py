@@ -25,8 +25,8 @@ def _fixture_root(tmp_path: Path) -> Path:
     FIL ρ (holds); the other claims' files are absent."""
     root = tmp_path / "repo"
     _put(root, "benchmarks/results/faithfulness_raw/repr_mia.json", {"summary": {
-        "0": {"representation_lira_auc": {"mean": 0.80}},
-        "0.5": {"representation_lira_auc": {"mean": 0.60}}}})
+        "0": {"representation_lira_auc": {"mean": 0.80, "lo": 0.75, "hi": 0.85}},
+        "0.5": {"representation_lira_auc": {"mean": 0.60, "lo": 0.55, "hi": 0.65}}}})
     _put(root, "benchmarks/results/membership.json", {"headline": {
         "dpsgd_utility_at_equal_lira_auc": 0.7, "inf2guard_utility_at_equal_lira_auc": 0.4}})
     _put(root, "benchmarks/results/faithfulness_raw/fil_lira_digits.json",
@@ -70,7 +70,20 @@ def test_table_builds_from_fixtures_and_missing_reads_not_measured(tmp_path):
     assert "python -m benchmarks.gradient_leakage" in miss["ours_default"]["text"]
     h = headline(list(rows.values()))
     assert h == {"paper_claims_checked": 3, "paper_claims_direction_holds": 2,
-                 "paper_claims_declared": len(CLAIMS)}
+                 "paper_claims_declared": len(CLAIMS), "paper_claims_within_intervals": 0}
+    assert lam["ours_default"]["resolved"] is True and "intervals apart" in lam["ours_default"]["text"]
+
+
+def test_overlapping_intervals_say_the_direction_is_not_resolved(tmp_path):
+    root = _fixture_root(tmp_path)
+    _put(root, "benchmarks/results/faithfulness_raw/repr_mia.json", {"summary": {
+        "0": {"representation_lira_auc": {"mean": 0.70, "lo": 0.60, "hi": 0.80}},
+        "0.5": {"representation_lira_auc": {"mean": 0.65, "lo": 0.55, "hi": 0.75}}}})
+    rows = build_table(root, cuda=False)
+    lam = next(r for r in rows if r["claim_id"] == "inf2guard_mia_lambda")
+    assert lam["direction_holds"] is True and lam["ours_default"]["resolved"] is False
+    assert "not resolved" in lam["ours_default"]["text"]
+    assert headline(rows)["paper_claims_within_intervals"] == 1
 
 
 def test_cpu_preset_cells_are_estimates_from_measured_costs(tmp_path):

@@ -32,7 +32,8 @@ def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
             "ours (default)": r["ours_default"]["text"],
             "metric · our setting": f"{r['metric']} · {r['our_setting']}",
             "ours (largest preset)": big_text,
-            "direction": papers.holds_text(r["direction_holds"]),
+            "direction": papers.holds_text(r["direction_holds"])
+            + (" (within intervals)" if r["ours_default"].get("resolved") is False else ""),
         })
     return pd.DataFrame(out)
 
@@ -56,7 +57,9 @@ def paper_check_section(root: Path | None = None, *, cuda: bool | None = None) -
     head = papers.headline(rows)
     st.markdown(
         f"**{head['paper_claims_direction_holds']} of {head['paper_claims_checked']}** measured "
-        f"claims hold their paper's direction ({head['paper_claims_declared']} declared). Our "
+        f"claims hold their paper's direction ({head['paper_claims_declared']} declared; "
+        f"{head['paper_claims_within_intervals']} of them within their stored 95 % intervals, "
+        "where the direction is not resolved). Our "
         "numbers are read from the stored benchmark results each claim names; the paper's are "
         "quoted from its tables. Where a claim fails here, both numbers stay on the table.")
     st.dataframe(table_frame(rows), hide_index=True, width="stretch")
