@@ -12,6 +12,7 @@
     privlab export PATH [--format csv|json] [--kind K] [--force]
     privlab datasets [--json]
     privlab parts [--family F] [--json]
+    privlab papers [--json] [--preset ID]
     privlab data add NAME --csv PATH --task COL --private COL [--private COL ...] [--ignore COL ...]
     privlab data add NAME --images DIR [--size 28] [--color gray|rgb] [--attributes CSV]
     privlab data list [--json]
@@ -414,6 +415,52 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_papers(args: argparse.Namespace) -> int:
+    """The paper-check table (:mod:`core.papers`): each headline claim, the paper's number,
+    ours at default and at the largest preset, whether the direction holds; ``--preset ID``
+    prints that paper-scale preset's config as YAML instead."""
+    from core import papers
+
+    if args.preset is not None:
+        if args.preset not in papers.PRESETS:
+            raise UsageError(f"--preset: got {args.preset!r}; allowed: {', '.join(papers.PRESETS)}")
+        import yaml
+
+        cfg = papers.preset_config(args.preset).model_dump(mode="json")
+        p = papers.PRESETS[args.preset]
+        print(f"# {args.preset}: {p.paper} at the paper's data and epochs; the paper's model: "
+              f"{p.paper_model}; this config trains {p.our_model}; needs {p.data}/ under "
+              f"$PRIVLAB_DATA_DIR; the claim's direction needs --set {p.grid}")
+        print(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), end="")
+        return EXIT_OK
+    from cache.errors import StoreError
+
+    try:  # preset runs made on CUDA answer the largest-preset column
+        runs = papers.runs_from_records(_store(args).list())
+    except StoreError as exc:
+        print(f"{PROG}: note: result store not read ({_one_line(str(exc))}); "
+              "stored preset runs not shown", file=sys.stderr, flush=True)
+        runs = []
+    rows = papers.build_table(runs=runs)
+    head = papers.headline(rows)
+    if args.json:
+        _json_out({"headline": head, "rows": rows})
+        return EXIT_OK
+    for r in rows:
+        print(f"{r['paper']} · {r['claim_id']}: {papers.holds_text(r['direction_holds'])}")
+        print(f"  claim    {r['statement']}")
+        print(f"  paper    {r['paper_number']} ({r['paper_setting']})")
+        print(f"  ours     {r['ours_default']['text']} — {r['metric']}; {r['our_setting']}")
+        big = r["ours_largest"]
+        print(f"  largest  {big['text']}" + (f"\n           run: {big['command']}"
+                                              if big.get("command") else ""))
+        if r["note"]:
+            print(f"  note     {r['note']}")
+    print(f"{head['paper_claims_direction_holds']} of {head['paper_claims_checked']} measured "
+          f"claims hold ({head['paper_claims_declared']} declared)")
+    return EXIT_OK
+
+
 def cmd_parts(args: argparse.Namespace) -> int:
     """Every registered defense and attack: family, release, knob, threat model."""
     from core.parts import FAMILIES, describe
@@ -669,6 +716,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--family", default=None, metavar="F", help="only this attack family")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_parts)
+
+    sp = sub.add_parser("papers", help="paper check: each paper's headline claims, the paper's "
+                        "number, ours, whether the direction holds")
+    sp.add_argument("--json", action="store_true", help="print {headline, rows} as JSON")
+    sp.add_argument("--preset", metavar="ID", default=None,
+                    help="print a paper-scale preset's config (YAML) for privlab run")
+    cache_dir(sp)
+    sp.set_defaults(func=cmd_papers)
 
     sp = sub.add_parser("data", help="your own data sets: add, list, remove")
     dsub = sp.add_subparsers(dest="data_command", required=True, metavar="ACTION")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from dashboard.components.paper_check import paper_check_section
 from dashboard.sidebar import dataset_rows, missing_reason
 
 st.title("privlab")
@@ -107,3 +108,5 @@ GLOSSARY = [
 ]
 st.table(pd.DataFrame(GLOSSARY, columns=["symbol", "name", "meaning"]), hide_index=True,
          border="horizontal")
+
+paper_check_section()
