@@ -67,14 +67,17 @@ REPR_ATTACKERS = ("loss", "lira_online", "representation", "in_training", "repre
                   "representation_lira")
 
 
-def repr_mia(*, seeds: tuple[int, ...], lambdas: tuple[float, ...], quick: bool) -> dict[str, Any]:
+def repr_mia(*, seeds: tuple[int, ...], lambdas: tuple[float, ...], quick: bool,
+             out: Path | None = None) -> dict[str, Any]:
     """The membership runner on the Membership default under Inf2Guard(λ), scored by the
-    registered parts (the shadow encoders come from the runner's shadow_representations stage)."""
+    registered parts (the shadow encoders come from the runner's shadow_representations stage).
+    λ-major (the undefended point first); with ``out`` the rows so far are written after each
+    run (a long run on a loaded CPU keeps what it measured)."""
     from core.experiments import run
 
-    rows = []
-    for seed in seeds:
-        for lam in lambdas:
+    rows: list[dict[str, Any]] = []
+    for lam in lambdas:
+        for seed in seeds:
             cfg: dict[str, Any] = {"kind": "membership", "seed": seed, "projection_points": 0,
                                    "defense": {"kind": "inf2guard", "tradeoff_lambda": lam},
                                    "attack": {"attackers": list(REPR_ATTACKERS)}}
@@ -95,6 +98,10 @@ def repr_mia(*, seeds: tuple[int, ...], lambdas: tuple[float, ...], quick: bool)
             rows.append(row)
             print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()
                    if "interval" not in k and k != "stages"}, flush=True)
+            if out is not None:
+                out.write_text(json.dumps({"name": "repr_mia_runner", "partial": True,
+                                           "quick": quick, "rows": rows}, indent=1) + "\n")
+    lambdas = tuple(lam for lam in lambdas if any(r["lambda"] == lam for r in rows))
     summary = {f"{lam:g}": {"utility": _mean_interval([r["utility"] for r in rows
                                                         if r["lambda"] == lam]),
                             **{f"{a}_auc": _mean_interval([r[f"{a}_auc"] for r in rows
@@ -169,9 +176,12 @@ def assemble() -> dict[str, Any]:
 
     # measured through the wired runners where present, else the research measurement
     rm = raw.get("repr_mia_runner") if not (raw.get("repr_mia_runner") or {}).get("quick") else None
-    if rm is not None:
-        put("repr_mia_undefended", _pick(rm, "repr_mia_undefended"),
-            "faithfulness_raw/repr_mia_runner.json (membership runner, registered part)")
+    und_rows = [r["representation_lira_auc"] for r in (rm or {}).get("rows", [])
+                if r["lambda"] == 0.0]
+    if rm is not None and und_rows:
+        put("repr_mia_undefended", float(np.mean(und_rows)),
+            "faithfulness_raw/repr_mia_runner.json (membership runner, registered part "
+            f"mia_representation_lira, Inf2Guard λ = 0, mean over {len(und_rows)} seed(s))")
     else:
         put("repr_mia_undefended", _pick(raw.get("repr_mia"), "repr_mia_undefended"),
             "faithfulness_raw/repr_mia.json (research script)")
@@ -227,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     if a.what == "repr-mia":
-        res = repr_mia(seeds=tuple(a.seeds), lambdas=tuple(a.lambdas), quick=a.quick)
         out = a.out or RAW / "repr_mia_runner.json"
+        res = repr_mia(seeds=tuple(a.seeds), lambdas=tuple(a.lambdas), quick=a.quick, out=out)
     elif a.what == "fil-lira":
         res = fil_lira(seeds=tuple(a.seeds), quick=a.quick)
         out = a.out or RAW / "fil_lira_runner.json"

@@ -419,7 +419,10 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
                      "least squares only (the logistic minimiser is not linear in the data)")
 
     # -- FIL against membership (issue #22): LiRA on this page's own release
-    if cfg.lira.enabled:
+    from core.config import FIL_LIRA_AUTO_ROWS
+
+    lira_on = cfg.lira.enabled if cfg.lira.enabled is not None else view.n <= FIL_LIRA_AUTO_ROWS
+    if lira_on:
         progress.update(0.95, f"LiRA against the release ({cfg.lira.shadows} shadow fits)")
         sh, _ = stages.get(LIRA_STAGE, {**fit_part(cfg), "lira": cfg.lira.shadows},
                            lambda: _compute_lira_shadows(cfg, view))
@@ -427,6 +430,9 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
         metrics.update(lm)
         artifacts.update(la)
         notes.append(lnote)
+    elif cfg.lira.enabled is None:
+        notes.append(f"FIL-LiRA skipped: {view.n:,} training rows (it runs by default up to "
+                     f"{FIL_LIRA_AUTO_ROWS:,}; set lira.enabled to run it)")
 
     metrics["fil_seconds_fit"] = t_fit if stages.log.get(FIT_STAGE) == "computed" else 0.0
     metrics["seconds_total"] = time.perf_counter() - t0
