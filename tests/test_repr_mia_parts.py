@@ -10,6 +10,7 @@ from core.config import MEMBERSHIP_ATTACKS, ConfigError, parse_config
 from core.experiments import run
 from core.metric_schema import unregistered
 from core.parts import attack_titles, attacks_for, check_combination
+from tests.test_pages import open_page, store  # noqa: F401  (fixture)
 
 NEW = ("representation_head", "representation_lira")
 TINY = {"kind": "membership", "data": {"name": "digits"}, "projection_points": 0,
@@ -44,3 +45,16 @@ def test_tiny_inf2guard_run_scores_both_from_the_shadow_encoder_stage():
     assert "shadow_representations" in r.info["stages"]
     assert "shadows" not in r.info["stages"]
     assert unregistered(m) == []
+
+
+def test_membership_page_offers_them_for_inf2guard_with_the_recipe(store):  # noqa: F811
+    from core.parts import ATTACKS
+
+    at = open_page("views/membership.py")
+    titles = attack_titles("membership")
+    assert all(titles[a] not in at.multiselect(key="mi_attackers").options for a in NEW)
+    at.selectbox(key="mi_defense").set_value("inf2guard").run()
+    assert not at.exception
+    assert all(titles[a] in at.multiselect(key="mi_attackers").options for a in NEW)
+    # the recipe is stated on the attack's threat card (shown on the page)
+    assert "16 shadows" in ATTACKS.get("mia_representation_lira").threat.knows

@@ -13,7 +13,10 @@ through :func:`core.attacks.protocol.run_attack` on one :class:`core.attacks.mem
 MembershipRelease` (the target's outputs, the shadows' outputs and membership masks, the
 population rows z from the aux split) and scored by :func:`core.attacks.membership.
 membership_report`; the attacks that pool targets are also run with each of ``targets − 1``
-shadow models as the target.
+shadow models as the target. An attack that needs ``shadow_encoders`` (representation LiRA on
+Inf2Guard's r) gets a ``shadow_representations`` stage instead of ``shadows``: the K shadow
+models trained the target's way once, their r of the pool and of the population records and
+their outputs (which the model-level shadow attacks read).
 """
 
 from __future__ import annotations
