@@ -118,19 +118,25 @@ def repr_mia(*, seeds: tuple[int, ...], lambdas: tuple[float, ...], quick: bool,
                       "interval, over seeds a Student-t interval of the mean.")}
 
 
-def fil_lira(*, seeds: tuple[int, ...], quick: bool) -> dict[str, Any]:
-    """The FIL runner's default with its FIL-LiRA stage, per seed."""
+def fil_lira(*, seeds: tuple[int, ...], quick: bool, shadows: int | None = None,
+             draws: int | None = None) -> dict[str, Any]:
+    """The FIL runner's default with its FIL-LiRA stage, per seed (``shadows`` / ``draws``:
+    the lira block's, else its defaults: 16 shadows, 20 draws)."""
     from core.experiments import run
 
     rows = []
     keys = ("fil_lira_auc", "fil_lira_spearman", "fil_lira_spearman_lo", "fil_lira_spearman_hi",
-            "fil_lira_top_auc_unweighted", "fil_lira_top_auc_irfil",
-            "fil_lira_top_eta_drop")
+            "fil_lira_top_tpr_plain", "fil_lira_top_tpr_irfil", "fil_lira_top_score_plain",
+            "fil_lira_top_score_irfil", "fil_lira_top_overlap_eta")
     for seed in seeds:
         cfg: dict[str, Any] = {"kind": "fisher_information", "seed": seed,
                                "lira": {"enabled": True}}
         if quick:
             cfg["lira"].update(shadows=4)
+        if shadows is not None:
+            cfg["lira"]["shadows"] = shadows
+        if draws is not None:
+            cfg["lira"]["draws"] = draws
         t0 = time.perf_counter()
         r = run(cfg)
         row = {"seed": seed, "seconds": round(time.perf_counter() - t0, 1),
@@ -138,6 +144,7 @@ def fil_lira(*, seeds: tuple[int, ...], quick: bool) -> dict[str, Any]:
         rows.append(row)
         print(row, flush=True)
     return {"name": "fil_lira_runner", "quick": quick, "seeds": list(seeds), "rows": rows,
+            "shadows": shadows or 16, "draws": draws or 20,
             "summary": {k: _mean_interval([r[k] for r in rows]) for k in keys},
             "headline": {"fil_lira_spearman": _mean_interval(
                 [r["fil_lira_spearman"] for r in rows])["mean"]}}
@@ -213,9 +220,26 @@ def assemble() -> dict[str, Any]:
     for key in ("paper_claims_checked", "paper_claims_direction_holds"):
         put(key, _pick(papers, key), "papers.json")
     headline = {k: head.get(k) for k in HEADLINE_KEYS}
+    details: dict[str, Any] = {}
+    if rm is not None:
+        by_lam: dict[str, dict[str, Any]] = {}
+        for lam in sorted({r["lambda"] for r in rm.get("rows", [])}):
+            pts = [r for r in rm["rows"] if r["lambda"] == lam]
+            by_lam[f"{lam:g}"] = {"utility": _mean_interval([r["utility"] for r in pts]),
+                                  **{f"{a}_auc": _mean_interval([r[f"{a}_auc"] for r in pts])
+                                     for a in REPR_ATTACKERS}}
+        details["repr_mia_by_lambda"] = by_lam
+    big = raw.get("fil_lira_runner_k64")
+    if big is not None:
+        details["fil_lira_k64"] = {"shadows": big.get("shadows"), "draws": big.get("draws"),
+                                   "summary": big.get("summary"),
+                                   "sentences": [r.get("sentence") for r in big.get("rows", [])]}
+    if fl is not None:
+        details["fil_lira"] = fl.get("summary")
+        details["fil_lira_sentences"] = [r.get("sentence") for r in fl.get("rows", [])]
     pending = [k for k in HEADLINE_KEYS if headline[k] is None]
     return {"name": "faithfulness", "headline": headline, "pending": pending,
-            "sources": sources,
+            "sources": sources, "details": details,
             "components": {"raw": sorted(raw), "audit.json": audit is not None,
                            "equal_privacy.json": equal is not None,
                            "papers.json": papers is not None},
@@ -233,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--lambdas", type=float, nargs="+", default=[0.0, 0.5, 1.0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--shadows", type=int, default=None, help="fil-lira: shadow GLMs")
+    ap.add_argument("--draws", type=int, default=None, help="fil-lira: release draws")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -240,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         out = a.out or RAW / "repr_mia_runner.json"
         res = repr_mia(seeds=tuple(a.seeds), lambdas=tuple(a.lambdas), quick=a.quick, out=out)
     elif a.what == "fil-lira":
-        res = fil_lira(seeds=tuple(a.seeds), quick=a.quick)
+        res = fil_lira(seeds=tuple(a.seeds), quick=a.quick, shadows=a.shadows, draws=a.draws)
         out = a.out or RAW / "fil_lira_runner.json"
     else:
         res = assemble()
