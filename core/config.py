@@ -745,6 +745,26 @@ class FilAttackSpec(_Model):
         return self
 
 
+#: FIL-LiRA runs by default on views with at most this many training rows
+FIL_LIRA_AUTO_ROWS = 5000
+
+
+class FilLiraSpec(_Model):
+    """LiRA against the FIL page's own release (issue #22 item 5; :mod:`core.attacks.
+    fil_membership`): shadow GLMs fitted the defender's way on subsets of train ∪ test, each
+    released with its own noise draw; online LiRA over ``draws`` target release draws."""
+
+    enabled: bool | None = Field(
+        None, description=f"run it (None: on for views of at most {FIL_LIRA_AUTO_ROWS:,} "
+                          "training rows, where the K shadow fits and IRFIL runs take seconds)")
+    shadows: Annotated[int, Ge(4), Le(256)] = Field(16, description="shadow GLMs K")
+    draws: Annotated[int, Ge(2), Le(1000)] = Field(
+        20, description="target release draws (the first half picks LiRA's most exposed rows, "
+                        "the second half scores them)")
+    top_fraction: Annotated[float, Ge(0.01), Le(0.5)] = Field(
+        0.1, description="share of training rows counted as LiRA's most exposed")
+
+
 class FisherInformationConfig(_Experiment):
     """Fisher information loss of an output-perturbed linear / logistic regression (Hannun et
     al., UAI 2021; spec 002 Part A): η per example / attribute / label / group / data set,
@@ -758,6 +778,7 @@ class FisherInformationConfig(_Experiment):
         "example", description="which η σ is solved for and the headline reports")
     irfil: IRFILSpec = IRFILSpec()
     attack: FilAttackSpec = FilAttackSpec()
+    lira: FilLiraSpec = FilLiraSpec()
 
     @model_validator(mode="after")
     def _check(self) -> FisherInformationConfig:

@@ -625,6 +625,26 @@ for _spec in (
        "ρ", "neither", None, "fil"),
     _S("fil_spearman_grad", "Spearman ρ of per-example η and ‖∇_w ℓ‖ (Fig. 4b)", "ρ",
        "neither", None, "fil"),
+    _S("fil_lira_auc", "LiRA membership AUC against the released GLM (mean over release draws)",
+       "AUC", "leakage", 0.5, "attack"),
+    _S("fil_lira_spearman", "Spearman ρ of per-example η and the per-example LiRA score",
+       "ρ", "neither", None, "fil"),
+    _S("fil_lira_spearman_lo", "lower end of the 95 % bootstrap interval of fil_lira_spearman",
+       "ρ", "neither", None, "fil"),
+    _S("fil_lira_spearman_hi", "upper end of the 95 % bootstrap interval of fil_lira_spearman",
+       "ρ", "neither", None, "fil"),
+    _S("fil_lira_top_overlap_eta", "share of LiRA's most exposed training rows that are also "
+       "the rows of highest η", "fraction", "neither", None, "fil"),
+    _S("fil_lira_top_tpr_plain", "TPR at 5 % FPR of LiRA's most exposed rows, plain release "
+       "(held-out draws)", "fraction", "leakage", None, "attack"),
+    _S("fil_lira_top_tpr_irfil", "TPR at 5 % FPR of the same rows under the IRFIL release at "
+       "the same σ", "fraction", "leakage", None, "attack"),
+    _S("fil_lira_top_score_plain", "mean LiRA score of LiRA's most exposed rows, plain release "
+       "(held-out draws)", "score", "leakage", None, "attack"),
+    _S("fil_lira_top_score_irfil", "mean LiRA score of the same rows under the IRFIL release "
+       "at the same σ", "score", "leakage", None, "attack"),
+    _S("fil_lira_shadows", "shadow GLMs of the FIL-LiRA attack", "count", "neither", None,
+       "attack"),
 ):
     register(_spec)
 

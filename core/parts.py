@@ -33,6 +33,8 @@ Direction = Literal["higher_is_more_private", "lower_is_more_private"]
 NEEDS = {
     "labels": "the candidate records' labels",
     "shadows": "shadow models trained the target's way on halves of a pool",
+    "shadow_encoders": "shadow encoders trained the target's way (defense and λ included) on "
+                       "halves of a pool, and their representations of the pool and population",
     "references": "reference (OUT) models and population records z never trained on",
     "encoder": "the released encoder (white box or as a query interface)",
     "aux": "auxiliary records with their private values",
@@ -386,6 +388,32 @@ ATTACKS.register("mia_representation", AttackPart(
                        goal=_GOAL_M),
     function=f"{_MEM}:representation_attack", fresh=True, family="membership",
     config_name="representation", needs=("aux",)))
+_SEES_R_Y = ("Inf2Guard's released representations r of the candidate records; the encoder "
+             "as a query interface (served as an API, Inf2Guard §3)")
+_KNOWS_POP = ("each candidate's label y; population records z (aux rows outside D0, in no "
+              "training set) with their labels, encoded by the target encoder")
+ATTACKS.register("mia_representation_head", AttackPart(
+    name="mia_representation_head", title="representation head statistic (r, y; no shadows)",
+    accepts=("representation",),
+    threat=ThreatModel(sees=_SEES_R_Y,
+                       knows=_KNOWS_POP + "; it fits a logistic head on the population's (r, y) "
+                             "and thresholds φ = logit p(y | r) (Yeom's loss attack carried to r)",
+                       goal=_GOAL_M),
+    function=f"{_MEM}:representation_head_on_release", fresh=True, family="membership",
+    config_name="representation_head", needs=("labels", "encoder", "references")))
+ATTACKS.register("mia_representation_lira", AttackPart(
+    name="mia_representation_lira", title="representation LiRA (r, y; shadow encoders)",
+    accepts=("representation",),
+    threat=ThreatModel(sees=_SEES_R_Y,
+                       knows=_KNOWS_POP + "; the architecture and the training algorithm "
+                             "(Inf2Guard at the target's λ): it trains `shadows` shadow encoders "
+                             "on halves of the candidate pool and runs online LiRA on the head "
+                             "statistic φ of each encoder (recipe: mnist5k, 500 members, 60 "
+                             "epochs, 16 shadows; the shadows cost about 16 target trainings)",
+                       goal=_GOAL_M),
+    function=f"{_MEM}:representation_lira_on_release", fresh=True, family="membership",
+    config_name="representation_lira",
+    needs=("labels", "encoder", "references", "shadow_encoders")))
 ATTACKS.register("mia_in_training", AttackPart(
     name="mia_in_training", title="Inf2Guard's own membership adversary Ψ",
     accepts=("representation",),

@@ -25,6 +25,10 @@ def test_page_fits_digits_by_itself_and_the_eta_slider_reuses_the_fit(store):  #
         assert has_chart(at, key), (key, chart_keys(at))
     runs = store.list(kind="fisher_information")
     assert len(runs) == 1  # digits is quick: the default settings ran on opening the page
+    # FIL against membership: the verdict generated from the measured ρ and its interval
+    assert has_chart(at, "fi_lira_scatter")
+    assert any(m.value.startswith("η identifies the leaking examples: ")
+               for m in at.markdown), [m.value for m in at.markdown]
     before = _shown(at)
     # the default target η is a teaching-grid point of the part's knob (core.parts)
     assert before["η (example, worst)"] == "3" and before["DP ε at this σ"] == "none"

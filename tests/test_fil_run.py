@@ -113,9 +113,10 @@ def test_only_sigma_changed_reuses_the_fit_and_a_new_l2_refits():
     b = run(_cfg(defense={"sigma": 0.5}), stages=store)
     c = run(_cfg(defense={"eta_target": 3.0}), stages=store)
     d = run(_cfg(model={"l2": 1e-2}, defense={"sigma": 0.05}), stages=store)
-    assert a.info["stages"] == {"fil_fit": "computed"}
-    assert b.info["stages"] == c.info["stages"] == {"fil_fit": "hit"}
-    assert d.info["stages"] == {"fil_fit": "computed"}
+    # the FIL-LiRA shadow fits are σ-free too: a new σ or target η reuses them
+    assert a.info["stages"] == {"fil_fit": "computed", "fil_lira_shadows": "computed"}
+    assert b.info["stages"] == c.info["stages"] == {"fil_fit": "hit", "fil_lira_shadows": "hit"}
+    assert d.info["stages"] == {"fil_fit": "computed", "fil_lira_shadows": "computed"}
     assert np.array_equal(a.artifacts["eta_example"], b.artifacts["eta_example"])
     assert b.metrics["fil_eta_max"] == pytest.approx(a.metrics["fil_eta_max"] / 10)  # η ∝ 1/σ
     assert d.metrics["fil_eta_max"] < a.metrics["fil_eta_max"]  # more L2 → less leakage

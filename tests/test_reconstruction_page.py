@@ -37,6 +37,10 @@ def test_run_button_runs_stores_and_shows_the_gallery(store):  # noqa: F811
     runs = store.list(kind="gradient_leakage")
     assert len(runs) == 1 and runs[0].config["attack"]["targets"] == 2
     assert has_chart(at, "gl_gallery") and has_chart(at, "gl_tradeoff"), chart_keys(at)
+    # Theorem 1 against the mean over targets and seeds; single images shown, not counted
+    assert has_chart(at, "gl_thm1_mean"), chart_keys(at)
+    assert any(c.value.startswith("Seed means below the bound: ") and "(shown, not counted)"
+               in c.value for c in at.caption), [c.value for c in at.caption]
     shown = {m.label: m.value for m in at.metric}
     assert shown["utility (test accuracy)"] != "n/a"
     at.run()  # the same settings again: from the store at once

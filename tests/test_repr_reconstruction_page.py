@@ -19,6 +19,14 @@ def test_repr_reconstruction_page_runs_stores_and_draws_grid_and_tradeoff(store)
     runs = store.list(kind="repr_reconstruction")
     assert len(runs) == 1
     assert has_chart(at, "rr_gallery") and has_chart(at, "rr_tradeoff"), chart_keys(at)
+    # Theorem 3 drawn under the estimated entropy, labelled an estimate with its estimator; the
+    # uniform-x form named as not drawn, and the points below the drawn bound counted
+    assert has_chart(at, "rr_thm3"), chart_keys(at)
+    caps = [c.value for c in at.caption]
+    assert any("Theorem 3 under the data's estimated entropy, labelled an estimate" in c
+               and "Estimator: Gaussian maximum-entropy estimator" in c
+               and "Points below the drawn bound: " in c for c in caps), caps
+    assert any(c.startswith("Not drawn: the paper's form, which assumes x uniform") for c in caps)
     shown = {m.label: m.value for m in at.metric}
     assert shown["strongest SSIM"] != "n/a" and shown["utility on r + δ"] != "n/a"
     assert any(b.label.startswith("Run the ε sweep over every channel (24 missing)")

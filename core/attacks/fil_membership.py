@@ -230,3 +230,18 @@ def spearman_interval(a: Any, b: Any, *, n_boot: int = 1000, confidence: float =
                     vectorized=False, n_resamples=int(n_boot), confidence_level=confidence,
                     method="percentile", rng=np.random.default_rng(seed))
     return rho, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+#: the verdict's threshold: η "identifies the leaking examples" when the whole 95 % interval of
+#: Spearman's ρ (η vs the per-example LiRA score) lies above it (a strong rank agreement)
+ETA_IDENTIFIES_RHO = 0.5
+
+
+def eta_verdict(rho: float, lo: float, hi: float) -> str:
+    """The sentence the FIL page shows, generated from the measured ρ and its interval."""
+    yes = lo > ETA_IDENTIFIES_RHO
+    how = ("" if yes else " (weakly positive: the interval lies above 0)" if lo > 0 else
+           " (no rank agreement distinguishable from 0)" if hi > 0 else " (negative)")
+    return (f"η identifies the leaking examples: {'yes' if yes else 'no'}, ρ = {rho:.2f} "
+            f"[{lo:.2f}, {hi:.2f}]{how}; 'yes' needs the 95 % interval above "
+            f"{ETA_IDENTIFIES_RHO:g}.")

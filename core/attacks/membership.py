@@ -432,7 +432,12 @@ class MembershipRelease:
     each shadow's true-class probability and ``shadow_in`` (n, K) whether candidate i trained
     shadow k; ``population_p`` (m,) and ``population_shadow_p`` (m, K) the same on population
     records z in no training set (RMIA); ``representations`` (n, d) and ``adversary`` (n,):
-    Inf2Guard's released r and its in-training adversary's Pr(member)."""
+    Inf2Guard's released r and its in-training adversary's Pr(member);
+    ``population_labels`` (m,) and ``population_representations`` (m, d): the population's
+    labels and the target encoder's r of them (the encoder queried as an API);
+    ``shadow_representations`` (K, n, d) and ``shadow_population_representations`` (K, m, d):
+    each shadow encoder's r of the candidates and of the population (its membership mask is
+    ``shadow_in``)."""
 
     kind: ClassVar[str] = "model"
     p_true: np.ndarray
@@ -444,6 +449,10 @@ class MembershipRelease:
     population_shadow_p: np.ndarray | None = None
     representations: np.ndarray | None = None
     adversary: np.ndarray | None = None
+    population_labels: np.ndarray | None = None
+    population_representations: np.ndarray | None = None
+    shadow_representations: np.ndarray | None = None
+    shadow_population_representations: np.ndarray | None = None
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -571,6 +580,31 @@ def representation_attack(release: MembershipRelease, knowledge: Any, *, seed: i
         out[te] = res.proba[:, 1]
         ce.append(res.ce_nats * te.sum())
     return MembershipScores(out, info={"ce_nats": float(np.sum(ce) / len(u))})
+
+
+def representation_head_on_release(release: MembershipRelease, knowledge: Any = None,
+                                   **_: Any) -> MembershipScores:
+    """:func:`head_statistic` of each candidate's (r, y) under a head fitted on the target
+    encoder's r of the population records (a threshold attack: no shadows)."""
+    return MembershipScores(head_statistic(
+        _need(release.representations, "representations"),
+        _need(release.labels, "labels").astype(int),
+        _need(release.population_representations, "population_representations"),
+        _need(release.population_labels, "population_labels").astype(int)))
+
+
+def representation_lira_on_release(release: MembershipRelease, knowledge: Any = None,
+                                   **_: Any) -> MembershipScores:
+    """Online :func:`representation_lira`: the head statistic under the target encoder against
+    the same statistic under the shadow encoders (IN and OUT of each candidate)."""
+    return MembershipScores(representation_lira(
+        _need(release.representations, "representations"),
+        _need(release.population_representations, "population_representations"),
+        _need(release.shadow_representations, "shadow_representations"),
+        _need(release.shadow_population_representations, "shadow_population_representations"),
+        _need(release.labels, "labels").astype(int),
+        _need(release.population_labels, "population_labels").astype(int),
+        np.asarray(_need(release.shadow_in, "shadow_in"), bool).T))
 
 
 def in_training_attack(release: MembershipRelease, knowledge: Any = None,

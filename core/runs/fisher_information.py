@@ -34,6 +34,7 @@ from core.stages import StageOutput, Stages
 
 FAMILY = "fisher_information"
 FIT_STAGE = "fil_fit"
+LIRA_STAGE = "fil_lira_shadows"
 DECILES = 10
 TOP_K = 8  # Fig. 3: the 8 most and least leaking examples
 CRB_ROWS = 12  # rows of the Cramér–Rao panel per σ (quantiles of their label η)
@@ -418,6 +419,22 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
         notes.append("Cramér–Rao panel: an unbiased reconstruction in closed form exists for "
                      "least squares only (the logistic minimiser is not linear in the data)")
 
+    # -- FIL against membership (issue #22): LiRA on this page's own release
+    from core.config import FIL_LIRA_AUTO_ROWS
+
+    lira_on = cfg.lira.enabled if cfg.lira.enabled is not None else view.n <= FIL_LIRA_AUTO_ROWS
+    if lira_on:
+        progress.update(0.95, f"LiRA against the release ({cfg.lira.shadows} shadow fits)")
+        sh, _ = stages.get(LIRA_STAGE, {**fit_part(cfg), "lira": cfg.lira.shadows},
+                           lambda: _compute_lira_shadows(cfg, view))
+        lm, la, lnote = _fil_lira(cfg, view, out, fit, sh, sigma)
+        metrics.update(lm)
+        artifacts.update(la)
+        notes.append(lnote)
+    elif cfg.lira.enabled is None:
+        notes.append(f"FIL-LiRA skipped: {view.n:,} training rows (it runs by default up to "
+                     f"{FIL_LIRA_AUTO_ROWS:,}; set lira.enabled to run it)")
+
     metrics["fil_seconds_fit"] = t_fit if stages.log.get(FIT_STAGE) == "computed" else 0.0
     metrics["seconds_total"] = time.perf_counter() - t0
     info = {"notes": notes, "sigma_how": how, "target": cfg.target, "stages": dict(stages.log),
@@ -427,6 +444,12 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
             "target_values": (list(view.label_names) if cfg.target == "label"
                               else list(view.attributes[cfg.target].value_names)),
             "interval_note": "attack intervals: 95 % over noise draws (t), n = guesses scored"}
+    if "fil_lira_spearman" in metrics:
+        from core.attacks.fil_membership import eta_verdict
+
+        info["fil_lira_sentence"] = eta_verdict(metrics["fil_lira_spearman"],
+                                                metrics["fil_lira_spearman_lo"],
+                                                metrics["fil_lira_spearman_hi"])
     info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),
                                       intervals=intervals)
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
@@ -443,3 +466,110 @@ def _initial_attr_eta(cfg: FisherInformationConfig, view, out: StageOutput) -> n
         return fil.per_example_fil(f0, view.X, y, granularity="label")
     return fil.per_example_fil(f0, view.X, y, granularity="attribute",
                                columns=target_columns(view, cfg.target).tolist())
+
+
+# ---------------------------------------------------------------------------------------------
+# FIL against membership (issue #22 item 5): LiRA on the page's own output-perturbed release
+
+
+def _lira_pool(cfg: FisherInformationConfig, view) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                             np.ndarray]:
+    """(X, y, member, in_mask): train ∪ test, the training rows as members; K shadow subsets
+    of the target's size (each row IN with probability n/(n + n_test))."""
+    from core.attacks.shadows import shadow_splits
+    from core.seeds import derive
+
+    X = np.vstack([view.X, view.X_test])
+    y = np.r_[fit_labels(cfg.model.model, view.y), fit_labels(cfg.model.model, view.y_test)]
+    n = len(view.y)
+    member = np.r_[np.ones(n, bool), np.zeros(len(y) - n, bool)]
+    in_mask = shadow_splits(len(y), cfg.lira.shadows, seed=derive(cfg.seed, "fil_lira", "splits"),
+                            fraction=n / len(y))
+    return X, y, member, in_mask
+
+
+def _compute_lira_shadows(cfg: FisherInformationConfig, view) -> StageOutput:
+    """The shadow GLMs (σ-free, so every σ / target η reuses them): the plain fit on each
+    subset, and IRFIL run on each subset's own rows when IRFIL is configured."""
+    from core.attacks import fil_membership as FM
+
+    X, y, _, in_mask = _lira_pool(cfg, view)
+    m, ir = cfg.model, cfg.irfil
+    arrays = {"theta_plain": FM.shadow_fits(X, y, in_mask, model=m.model, l2=m.l2)}
+    if ir.iterations:
+        clamp = (ir.min_weight, math.inf if ir.max_weight is None else ir.max_weight)
+        arrays["theta_irfil"] = FM.irfil_shadow_fits(
+            X, y, in_mask, model=m.model, l2=m.l2, iterations=ir.iterations,
+            method=ir.weight_method, clamp=clamp, columns=None if (
+                c := irfil_columns(cfg, view)) is None else c.tolist())
+    return StageOutput(arrays=arrays)
+
+
+def _fil_lira(cfg: FisherInformationConfig, view, out: StageOutput, fit, sh: StageOutput,
+              sigma: float) -> tuple[dict[str, float], dict[str, np.ndarray], str]:
+    """LiRA (online, per-example variances) against the released model at σ over
+    ``lira.draws`` release draws; Spearman ρ of per-example η and the per-example LiRA score
+    (mean over draws) with its bootstrap interval; LiRA's most exposed training rows (top
+    ``lira.top_fraction`` by score on the first half of the plain release's draws) scored on
+    the second half, plain release against IRFIL's at the same σ (the attacker's shadows run
+    IRFIL too)."""
+    from core.attacks import fil_membership as FM
+    from core.metrics import roc_curve_points, tpr_at_fpr
+    from core.seeds import stream as seed_stream
+
+    X, y, member, in_mask = _lira_pool(cfg, view)
+    n, D = len(view.y), cfg.lira.draws
+    rel_it = int(out.meta["release"])
+
+    def scores(theta: np.ndarray, shadows: np.ndarray, tag: str) -> np.ndarray:
+        rng = seed_stream(cfg.seed, "fil_lira", tag)
+        st = FM.signed_margin(X, y, FM.releases(np.repeat(theta[None], D, 0), sigma=sigma,
+                                                rng=rng))
+        ss = FM.signed_margin(X, y, FM.releases(shadows, sigma=sigma, rng=rng))
+        # a global variance below 64 shadows (Carlini et al. §VI-A): with ~20 % of the
+        # shadows OUT of each row a per-example variance rests on a handful of fits
+        return FM.fil_lira(st, ss, in_mask, fix_variance=cfg.lira.shadows < 64)  # (D, n_pool)
+
+    def auc(sc: np.ndarray) -> float:
+        fpr, tpr = roc_curve_points(member.astype(np.int64), sc, drop_intermediate=False)
+        return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+
+    def top_tpr(sc: np.ndarray, rows: np.ndarray) -> float:
+        s = np.concatenate([sc[:, rows].ravel(), sc[:, ~member].ravel()])
+        lab = np.r_[np.ones(sc[:, rows].size, np.int64), np.zeros(sc[:, ~member].size, np.int64)]
+        return float(tpr_at_fpr(lab, s, 0.05))
+
+    released = "theta_irfil" if rel_it and "theta_irfil" in sh.arrays else "theta_plain"
+    sc = scores(fit.theta, sh.arrays[released], "release")
+    per_ex = sc[:, :n].mean(0)
+    rho, lo, hi = FM.spearman_interval(out.arrays["eta_example"], per_ex, seed=cfg.seed)
+    m = {"fil_lira_auc": float(np.mean([auc(s) for s in sc])), "fil_lira_spearman": rho,
+         "fil_lira_spearman_lo": lo, "fil_lira_spearman_hi": hi,
+         "fil_lira_shadows": float(cfg.lira.shadows)}
+    k_top = max(1, round(cfg.lira.top_fraction * n))
+    half = max(1, D // 2)
+    art = {"fil_lira_score": per_ex}
+    note = (f"FIL-LiRA: online LiRA with {cfg.lira.shadows} shadow GLMs fitted the defender's "
+            f"way on subsets of train ∪ test (each released with its own draw at σ = "
+            f"{sigma:.3g}; {'one global' if cfg.lira.shadows < 64 else 'per-example'} "
+            f"variance), {D} draws of the release; members = the {n} training rows, "
+            f"non-members = the {len(y) - n} test rows")
+    if "theta_irfil" in sh.arrays and D >= 2:
+        # IRFIL's effect on LiRA's most exposed rows: chosen on the plain release's first
+        # half of draws, scored on independent draws (choosing and scoring on the same draws
+        # would favour them)
+        plain_fit = fit if rel_it == 0 else refit(cfg, view, out, 0)
+        irfil_fit = fit if rel_it else refit(cfg, view, out, int(out.meta["iterations"]))
+        sc0 = sc if rel_it == 0 else scores(plain_fit.theta, sh.arrays["theta_plain"], "plain")
+        sc1 = sc if rel_it else scores(irfil_fit.theta, sh.arrays["theta_irfil"], "irfil")
+        exposed = np.argsort(-sc0[:half, :n].mean(0), kind="stable")[:k_top]
+        by_eta = np.argsort(-out.arrays["eta_iter"][0], kind="stable")[:k_top]
+        m.update(fil_lira_top_tpr_plain=top_tpr(sc0[half:], exposed),
+                 fil_lira_top_tpr_irfil=top_tpr(sc1[half:], exposed),
+                 fil_lira_top_score_plain=float(sc0[half:, exposed].mean()),
+                 fil_lira_top_score_irfil=float(sc1[half:, exposed].mean()),
+                 fil_lira_top_overlap_eta=float(np.intersect1d(exposed, by_eta).size / k_top))
+        art["fil_lira_exposed_idx"] = exposed.astype(np.int64)
+        note += (f"; IRFIL ({cfg.irfil.iterations} iterations) against LiRA's {k_top} most "
+                 f"exposed training rows, scored on the {D - half} held-out draws")
+    return m, art, note

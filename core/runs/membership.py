@@ -13,7 +13,10 @@ through :func:`core.attacks.protocol.run_attack` on one :class:`core.attacks.mem
 MembershipRelease` (the target's outputs, the shadows' outputs and membership masks, the
 population rows z from the aux split) and scored by :func:`core.attacks.membership.
 membership_report`; the attacks that pool targets are also run with each of ``targets − 1``
-shadow models as the target.
+shadow models as the target. An attack that needs ``shadow_encoders`` (representation LiRA on
+Inf2Guard's r) gets a ``shadow_representations`` stage instead of ``shadows``: the K shadow
+models trained the target's way once, their r of the pool and of the population records and
+their outputs (which the model-level shadow attacks read).
 """
 
 from __future__ import annotations
@@ -109,6 +112,8 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
                   "p_z": _true_prob(tgt.predict(X[z_rows]), y[z_rows])}
         if tgt.represent is not None:
             arrays["r_pool"] = tgt.represent(X[pool]).double().cpu().numpy()
+            # the encoder queried on the population (the representation head's fitting rows)
+            arrays["r_z"] = tgt.represent(X[z_rows]).double().cpu().numpy()
         if tgt.adversary is not None:
             arrays["adversary_pool"] = tgt.adversary(X[pool]).double().cpu().numpy()
         meta = {k: v for k, v in tgt.meta.items() if isinstance(v, int | float | str)}
@@ -155,8 +160,36 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
             pp, pz = np.stack(cols_pool, 1), np.stack(cols_z, 1)
         return StageOutput(arrays={"probs_pool": pp, "probs_z": pz})
 
-    probs_pool = probs_z = None
-    if needs_shadows:
+    # -- shadow encoders (a stage): the target's procedure on the same halves of the pool,
+    # each encoder's r of the pool and the population (representation LiRA); their models'
+    # outputs serve the model-level shadow attacks too, so the K shadows train once
+    needs_r = any("shadow_encoders" in p.needs for p in parts.values()) and "r_pool" in A
+
+    def compute_shadow_r() -> StageOutput:
+        seed_k = [derive(cfg.seed, "shadow", k, bits=63) for k in range(K)]
+        cols: dict[str, list[np.ndarray]] = {"probs_pool": [], "probs_z": [], "r_pool": [],
+                                             "r_z": []}
+        for k in range(K):
+            sub.update(k / K, f"shadow encoder {k + 1}/{K} ({cfg.defense.kind})")
+            s = train(pool[in_mask[k]], seed_k[k])
+            cols["probs_pool"].append(_true_prob(s.predict(X[pool]), y[pool]))
+            cols["probs_z"].append(_true_prob(s.predict(X[z_rows]), y[z_rows]))
+            cols["r_pool"].append(s.represent(X[pool]).float().cpu().numpy())
+            cols["r_z"].append(s.represent(X[z_rows]).float().cpu().numpy())
+        return StageOutput(arrays={"probs_pool": np.stack(cols["probs_pool"], 1),
+                                   "probs_z": np.stack(cols["probs_z"], 1),
+                                   "r_pool": np.stack(cols["r_pool"]),
+                                   "r_z": np.stack(cols["r_z"])})
+
+    probs_pool = probs_z = shadow_r = shadow_r_z = None
+    if needs_r:
+        sr_out, _ = stages.get("shadow_representations", {**part, "shadows": K},
+                               compute_shadow_r)
+        shadow_r = np.asarray(sr_out.arrays["r_pool"], np.float64)
+        shadow_r_z = np.asarray(sr_out.arrays["r_z"], np.float64)
+        probs_pool = np.asarray(sr_out.arrays["probs_pool"], np.float64)
+        probs_z = np.asarray(sr_out.arrays["probs_z"], np.float64)
+    elif needs_shadows:
         sh_out, _ = stages.get("shadows", {**part, "shadows": K}, compute_shadows)
         probs_pool = np.asarray(sh_out.arrays["probs_pool"], np.float64)
         probs_z = np.asarray(sh_out.arrays["probs_z"], np.float64)
@@ -169,7 +202,9 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
         labels=ytrue.numpy(), shadow_p=probs_pool,
         shadow_in=None if probs_pool is None else in_mask.T,
         population_p=np.asarray(A["p_z"], np.float64), population_shadow_p=probs_z,
-        representations=A.get("r_pool"), adversary=A.get("adversary_pool"))
+        representations=A.get("r_pool"), adversary=A.get("adversary_pool"),
+        population_labels=y_cpu[z_rows].numpy(), population_representations=A.get("r_z"),
+        shadow_representations=shadow_r, shadow_population_representations=shadow_r_z)
     knowledge = AdversaryKnowledge(n_classes=2, shadow_pool=pool,
                                    training_algorithm=f"the target's, defense {cfg.defense.kind!r}",
                                    extra={"membership": member})

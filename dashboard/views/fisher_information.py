@@ -341,6 +341,50 @@ def attack_section(cfg, result) -> None:
                    "paper's Fig. 7).")
 
 
+def lira_section(result) -> None:
+    """FIL against membership (issue #22): LiRA on this page's own release, η against the
+    per-example LiRA score, IRFIL on LiRA's most exposed rows; the verdict from the numbers."""
+    from core.attacks.fil_membership import eta_verdict
+
+    rho = metric(result, "fil_lira_spearman")
+    if rho is None:
+        st.caption("FIL against membership (LiRA on this release): not run for this config "
+                   "(lira.enabled; it runs by default on views of at most 5,000 training rows).")
+        return
+    st.markdown("**Does η identify the examples that leak? LiRA against this release**")
+    lo, hi = metric(result, "fil_lira_spearman_lo"), metric(result, "fil_lira_spearman_hi")
+    st.markdown(eta_verdict(rho, lo, hi))
+    a = result.artifacts
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scattergl(x=a["eta_example"], y=a["fil_lira_score"], mode="markers",
+                                 marker={"size": 5, "opacity": 0.6}, name="training rows"))
+    fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      xaxis={"title": "per-example η (σ = 1)", "type": "log"},
+                      yaxis={"title": "per-example LiRA score (mean over draws)"},
+                      title=f"η vs LiRA score: Spearman ρ = {rho:.2f} [{lo:.2f}, {hi:.2f}]")
+    st.plotly_chart(fig, width="stretch", key="fi_lira_scatter")
+    rows = [{"": "LiRA AUC (members: training rows; non-members: test rows)",
+             "value": fmt(metric(result, "fil_lira_auc"), 3)}]
+    if metric(result, "fil_lira_top_tpr_plain") is not None:
+        rows += [
+            {"": "LiRA's most exposed rows: TPR at 5 % FPR, plain release",
+             "value": fmt(metric(result, "fil_lira_top_tpr_plain"), 3)},
+            {"": "the same rows under IRFIL's release (same σ)",
+             "value": fmt(metric(result, "fil_lira_top_tpr_irfil"), 3)},
+            {"": "their mean LiRA score, plain → IRFIL",
+             "value": f"{fmt(metric(result, 'fil_lira_top_score_plain'), 3)} → "
+                      f"{fmt(metric(result, 'fil_lira_top_score_irfil'), 3)}"},
+            {"": "share of them among the highest-η rows",
+             "value": fmt(metric(result, "fil_lira_top_overlap_eta"), 3)}]
+    st.dataframe(rows, hide_index=True, width="stretch")
+    note = next((n for n in result.info.get("notes", []) if n.startswith("FIL-LiRA")), "")
+    st.caption(note + ". LiRA's most exposed rows are chosen on the first half of the release "
+               "draws and scored on the second (choosing and scoring on the same draws would "
+               "favour them). The interval of ρ is a paired percentile bootstrap over the "
+               "training rows.")
+
+
 def show(cfg, base, result) -> None:
     """Everything: the closed-form parts from ``base`` (same fit), the attacks from ``result``
     (this exact config; None when it has not run)."""
@@ -354,6 +398,7 @@ def show(cfg, base, result) -> None:
             st.info("The attacks at this σ have not run yet: press **Run** (the fit is reused).")
         else:
             attack_section(cfg, result)
+            lira_section(result)
         sweep_section(base, live)
     with tab3:
         irfil_section(base, live["sigma"])

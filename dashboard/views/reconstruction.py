@@ -337,6 +337,67 @@ def scores_table(result, names: list[str]) -> None:
     st.dataframe(flag_rows(rows, result, qualified), hide_index=True, width="stretch")
 
 
+#: seeds whose stored runs of the same settings join Theorem 1's mean (the current run's too)
+THM1_SEEDS = (0, 1, 2, 3, 4)
+
+
+def thm1_runs(config: dict[str, Any], result) -> list[Any]:
+    """The current run and stored runs of the same settings at the other seeds of
+    :data:`THM1_SEEDS` that carry a per-round Theorem 1 bound."""
+    runs = [result]
+    for s in THM1_SEEDS:
+        if s != result.seed and (r := peek({**config, "seed": s})) is not None:
+            runs.append(r)
+    return [r for r in runs if metric(r, "bound_thm1_round") is not None
+            and f"recon_{r.info.get('best_inverter')}_psnr" in r.artifacts]
+
+
+def thm1_section(config: dict[str, Any], result) -> None:
+    """Theorem 1 bounds the EXPECTED per-pixel MSE: compared with the mean over targets and
+    seeds (with its bootstrap interval); single images are drawn but not counted."""
+    import plotly.graph_objects as go
+
+    from core.bounds.expectation import expected_error_check, mse_from_psnr
+
+    runs = thm1_runs(config, result)
+    if not runs:
+        return
+    errs = [mse_from_psnr(r.artifacts[f"recon_{r.info['best_inverter']}_psnr"]) for r in runs]
+    bounds = [float(metric(r, "bound_thm1_round")) for r in runs]
+    chk = expected_error_check(errs, bounds, seed=result.seed)
+    st.markdown("**Theorem 1 against the mean MSE over targets and seeds**")
+    fig = go.Figure()
+    for r, e in zip(runs, errs):
+        fig.add_trace(go.Scatter(
+            x=[f"seed {r.seed}"] * len(e), y=e, mode="markers", showlegend=r is runs[0],
+            marker={"size": 5, "color": "lightgray"},
+            name="single images (shown, not counted)"))
+    fig.add_trace(go.Scatter(x=[f"seed {r.seed}" for r in runs],
+                             y=[p["mean"] for p in chk.per_seed], mode="markers",
+                             marker={"size": 12, "symbol": ["x" if p["below"] else "diamond"
+                                                            for p in chk.per_seed],
+                                     "color": ["crimson" if p["below"] else "#1f77b4"
+                                               for p in chk.per_seed]},
+                             name="seed mean (counted)"))
+    fig.add_trace(go.Scatter(
+        x=["all seeds"], y=[chk.mean], mode="markers", marker={"size": 13, "color": "black"},
+        error_y={"type": "data", "symmetric": False, "array": [chk.interval[1] - chk.mean],
+                 "arrayminus": [chk.mean - chk.interval[0]]},
+        name="mean over targets and seeds (95 % bootstrap)"))
+    xs = [f"seed {r.seed}" for r in runs] + ["all seeds"]
+    fig.add_trace(go.Scatter(x=xs, y=[p["bound"] for p in chk.per_seed] + [chk.bound],
+                             mode="lines", line={"dash": "dash", "color": "black"},
+                             name="Theorem 1 (per round), Gaussian plug-in h(D)"))
+    fig.update_layout(height=330, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      yaxis={"title": "per-pixel MSE (log)", "type": "log"})
+    st.plotly_chart(fig, width="stretch", key="gl_thm1_mean")
+    st.caption(f"Seed means below the bound: {chk.seed_means_below} of {chk.seeds}; single "
+               f"images below it: {chk.points_below} of {chk.points} (shown, not counted). "
+               + chk.explanation + (" More seeds: run the same settings with another seed "
+                                    f"(seeds {', '.join(map(str, THM1_SEEDS))} join the mean "
+                                    "when stored)." if chk.seeds < 3 else ""))
+
+
 def show_result(config, cfg, result) -> None:
     result_caption(result)
     names = list(cfg.attack.attackers)
@@ -356,6 +417,7 @@ def show_result(config, cfg, result) -> None:
                         f"({result.info.get('accountant') or 'n/a'}).", "epsilon_accountant")
     gallery(result, names)
     scores_table(result, names)
+    thm1_section(config, result)
     if "model_inversion" in result.artifacts and (box := deferred(
             "Model inversion: one representative per class vs the class centre",
             key="gl_show_mi", icon=":material/portrait:")):

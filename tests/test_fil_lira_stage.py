@@ -1,0 +1,36 @@
+"""The FIL runner's FIL-LiRA stage (issue #22 item 5): LiRA against the page's own release,
+η against the per-example LiRA score, IRFIL on LiRA's most exposed rows, and the sentence."""
+
+from __future__ import annotations
+
+from core.attacks.fil_membership import eta_verdict
+from core.experiments import run
+from core.metric_schema import unregistered
+
+TINY = {"kind": "fisher_information", "data": {"name": "digits", "pca_dim": 8},
+        "irfil": {"iterations": 2}, "attack": {"noise_trials": 3, "sigma_grid": 2,
+                                               "crb_trials": 10},
+        "lira": {"shadows": 8, "draws": 6}}
+
+
+def test_fil_lira_stage_metrics_in_range_and_sentence_from_numbers():
+    r = run(TINY)
+    m = r.metrics
+    assert 0.0 <= m["fil_lira_auc"] <= 1.0
+    assert -1.0 <= m["fil_lira_spearman_lo"] <= m["fil_lira_spearman"] <= m[
+        "fil_lira_spearman_hi"] <= 1.0
+    for k in ("fil_lira_top_tpr_plain", "fil_lira_top_tpr_irfil", "fil_lira_top_overlap_eta"):
+        assert 0.0 <= m[k] <= 1.0
+    assert m["fil_lira_shadows"] == 8
+    assert r.info["fil_lira_sentence"] == eta_verdict(
+        m["fil_lira_spearman"], m["fil_lira_spearman_lo"], m["fil_lira_spearman_hi"])
+    assert r.artifacts["fil_lira_score"].shape == r.artifacts["eta_example"].shape
+    assert unregistered(m) == []
+    off = run({**TINY, "lira": {"enabled": False}})
+    assert "fil_lira_auc" not in off.metrics and "fil_lira_sentence" not in off.info
+
+
+def test_verdict_reads_the_interval():
+    assert eta_verdict(0.8, 0.6, 0.9).startswith("η identifies the leaking examples: yes")
+    assert ": no, ρ = 0.30 [0.10, 0.50] (weakly positive" in eta_verdict(0.3, 0.1, 0.5)
+    assert "distinguishable from 0" in eta_verdict(0.1, -0.02, 0.2)
