@@ -414,9 +414,12 @@ class LeNetSigmoid(nn.Module):
     **Initialisation as in the DLG setting**: every weight *and* bias ~ U(−0.5, 0.5) (the
     ``weights_init`` of the DLG code), not PyTorch's default. With PyTorch's default
     (kaiming-uniform, |w| ≲ 1/√fan_in ≈ 0.06 for the 300-input convolutions) the sigmoid
-    layers sit near 0.5 for every input: the net never left chance on digits (test accuracy
-    0.10) and DLG stalled near 5.5 dB (issue #20). The constructor draws from the global RNG;
-    :func:`seeded` / :func:`init_module_` call :meth:`seeded_init_` with a local generator."""
+    layers sit near 0.5 for every input and the gradient carries little of the image: on 32
+    single ``digits`` uploads DLG's median was 8.5 dB against 67.7 dB with this init (iDLG ~80 dB
+    either way); trained with Adam 3e-3, batch 32, 20 epochs both inits reach 0.93-0.95 test
+    accuracy (``benchmarks/dlg_lenet.py``; issue #20 saw 0.10 under the page's shorter recipe).
+    The constructor draws from the global RNG; :func:`seeded` / :func:`init_module_` call
+    :meth:`seeded_init_` with a local generator."""
 
     #: half-width of DLG's uniform initialisation U(−INIT_RANGE, INIT_RANGE)
     INIT_RANGE = 0.5
