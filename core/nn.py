@@ -157,13 +157,19 @@ def init_module_(module: nn.Module, generator: torch.Generator) -> nn.Module:
     building the module gives the same numbers as ``init_module_(module, Generator().manual_seed(s))``.
     Works for modules already moved to another device (values are drawn on the CPU and copied).
     Raises TypeError for a module holding parameters of another layer type. Returns ``module``.
-    A module that declares its own initialisation (a ``seeded_init_(generator)`` method, e.g.
-    :class:`LeNetSigmoid`'s DLG rule) is initialised by that method instead.
+    A (sub)module that declares its own initialisation (a ``seeded_init_(generator)`` method,
+    e.g. :class:`LeNetSigmoid`'s DLG rule) is initialised by that method instead, in the same
+    order, and its own layers are not touched again.
     """
-    own_init = getattr(module, "seeded_init_", None)
-    if callable(own_init):
-        return own_init(generator)
+    done: list[str] = []  # prefixes of submodules initialised by their own rule
     for name, m in module.named_modules():
+        if any(p == "" or name == p or name.startswith(p + ".") for p in done):
+            continue
+        own_init = getattr(m, "seeded_init_", None)
+        if callable(own_init):
+            own_init(generator)
+            done.append(name)
+            continue
         own = dict(m.named_parameters(recurse=False))
         if not own:
             continue

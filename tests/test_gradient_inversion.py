@@ -439,6 +439,10 @@ def test_lenet_sigmoid_init_is_dlg_uniform_and_seeded():
     g = torch.Generator().manual_seed(3)
     a, b = seeded(LeNetSigmoid(SHAPE, 10), g), seeded(LeNetSigmoid(SHAPE, 10), g)
     assert torch.equal(a.fc.weight, m.fc.weight) and not torch.equal(a.fc.weight, b.fc.weight)
+    # nested in another module, it keeps its own rule (and the same draws)
+    wrapped = seeded(nn.Sequential(LeNetSigmoid(SHAPE, 10)), 3)
+    for (n, p), q in zip(wrapped[0].named_parameters(), m.parameters()):
+        assert torch.equal(p, q), n
 
 
 def test_dlg_on_dlg_initialised_lenet_sigmoid_reconstructs_a_digit_quickly():
