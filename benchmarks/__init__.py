@@ -25,4 +25,5 @@ BENCHMARKS: dict[str, str] = {
     "registry": "benchmarks.registry_bench:main",
     "hardening": "benchmarks.hardening_bench:main",
     "papers": "benchmarks.papers_check:main",
+    "dlg_lenet": "benchmarks.dlg_lenet:main",
 }

@@ -157,8 +157,19 @@ def init_module_(module: nn.Module, generator: torch.Generator) -> nn.Module:
     building the module gives the same numbers as ``init_module_(module, Generator().manual_seed(s))``.
     Works for modules already moved to another device (values are drawn on the CPU and copied).
     Raises TypeError for a module holding parameters of another layer type. Returns ``module``.
+    A (sub)module that declares its own initialisation (a ``seeded_init_(generator)`` method,
+    e.g. :class:`LeNetSigmoid`'s DLG rule) is initialised by that method instead, in the same
+    order, and its own layers are not touched again.
     """
+    done: list[str] = []  # prefixes of submodules initialised by their own rule
     for name, m in module.named_modules():
+        if any(p == "" or name == p or name.startswith(p + ".") for p in done):
+            continue
+        own_init = getattr(m, "seeded_init_", None)
+        if callable(own_init):
+            own_init(generator)
+            done.append(name)
+            continue
         own = dict(m.named_parameters(recurse=False))
         if not own:
             continue
@@ -404,7 +415,20 @@ class LeNetSigmoid(nn.Module):
     """The DLG "LeNet" (Zhu et al. 2019): three 5×5 convolutions of 12 channels, padding 2,
     strides 2, 2, 1, sigmoid activations, one linear layer. Sigmoid (smooth, non-zero second
     derivative) is why DLG's L-BFGS gradient matching works so well on it. Any (C, H, W): the
-    linear layer's input size follows from the shape (each stride-2 conv gives ⌈side/2⌉)."""
+    linear layer's input size follows from the shape (each stride-2 conv gives ⌈side/2⌉).
+
+    **Initialisation as in the DLG setting**: every weight *and* bias ~ U(−0.5, 0.5) (the
+    ``weights_init`` of the DLG code), not PyTorch's default. With PyTorch's default
+    (kaiming-uniform, |w| ≲ 1/√fan_in ≈ 0.06 for the 300-input convolutions) the sigmoid
+    layers sit near 0.5 for every input and the gradient carries little of the image: on 32
+    single ``digits`` uploads DLG's median was 8.5 dB against 67.7 dB with this init (iDLG ~80 dB
+    either way); trained with Adam 3e-3, batch 32, 20 epochs both inits reach 0.93-0.95 test
+    accuracy (``benchmarks/dlg_lenet.py``; issue #20 saw 0.10 under the page's shorter recipe).
+    The constructor draws from the global RNG; :func:`seeded` / :func:`init_module_` call
+    :meth:`seeded_init_` with a local generator."""
+
+    #: half-width of DLG's uniform initialisation U(−INIT_RANGE, INIT_RANGE)
+    INIT_RANGE = 0.5
 
     def __init__(self, image_shape: tuple[int, int, int], n_classes: int, channels: int = 12) -> None:
         super().__init__()
@@ -416,6 +440,17 @@ class LeNetSigmoid(nn.Module):
         )
         h2, w2 = math.ceil(math.ceil(h / 2) / 2), math.ceil(math.ceil(w / 2) / 2)
         self.fc = nn.Linear(channels * h2 * w2, n_classes)
+        self.seeded_init_(None)
+
+    @torch.no_grad()
+    def seeded_init_(self, generator: torch.Generator | None) -> LeNetSigmoid:
+        """Every parameter ~ U(−0.5, 0.5), drawn on the CPU from ``generator`` (the global
+        RNG when None) in ``named_parameters`` order, then copied to the module's device."""
+        r = self.INIT_RANGE
+        for p in self.parameters():
+            v = torch.empty(p.shape, dtype=p.dtype).uniform_(-r, r, generator=generator)
+            p.copy_(v)
+        return self
 
     def forward(self, x: Tensor) -> Tensor:
         return self.fc(self.body(_as_images(x, self.image_shape)).flatten(1))

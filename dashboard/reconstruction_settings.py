@@ -16,6 +16,19 @@ from core.parts import DEFENSES
 CHOICES = {"none": "none (undefended)", "natural": "κ · Natural (σI)",
            "white": "κ · White (∝ Σ_D)", "personalized": "κ · Personalized (σ·diag β)",
            "laplace": "κ · Laplace (derived bound)", "dp_sgd": "DP-SGD (Opacus)"}
+#: the "DLG setting" preset (Zhu et al. 2019): LeNet-sigmoid (initialised U(−0.5, 0.5) as in
+#: DLG, :class:`core.nn.LeNetSigmoid`), undefended single-image uploads of the fresh model,
+#: DLG and iDLG at their presets (L-BFGS lr 1, 300 iterations, one start), and the model's own
+#: training recipe (Adam lr 3e-3, batch 32, 20 epochs: it trains well above chance).
+#: ``benchmarks/dlg_lenet.py`` measures exactly this config on 32 targets.
+DLG_SETTING: dict[str, Any] = {
+    "data": {"name": "digits"},
+    "defense": {"kind": "none"},
+    "train": {"model": "lenet_sigmoid", "setting": "central", "epochs": 20, "batch_size": 32,
+              "lr": 0.003, "optimizer": "adam"},
+    "attack": {"attackers": ["dlg", "idlg"], "targets": 32, "batch_size": 1, "iterations": None,
+               "model_state": "fresh", "observation": "gradient"},
+}
 #: κ/d values of the κ sweep (nats per dimension) and the target ε values of the DP-SGD sweep
 KAPPA_PER_DIM_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
 EPS_GRID = DEFENSES.get("dp_sgd").knob.for_family("gradient_leakage").teaching_grid()

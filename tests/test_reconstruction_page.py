@@ -85,3 +85,25 @@ def test_dp_sgd_and_white_channel_runs_through_the_page(store):  # noqa: F811
     kinds = sorted(r.config["defense"]["kind"] for r in store.list(kind="gradient_leakage"))
     assert kinds == ["channel", "dp_sgd"]
     assert has_chart(at, "gl_gallery")
+
+
+def test_dlg_setting_preset_sets_the_controls_and_says_the_init(store):  # noqa: F811
+    from core.config import ImageTrainSpec
+    from dashboard.reconstruction_settings import DLG_SETTING
+
+    at = open_page("views/reconstruction.py")
+    assert not any("U(−0.5, 0.5)" in c.value for c in at.caption if "initialised" in c.value
+                   and "Preset" not in c.value)  # the default model is the MLP
+    at.button(key="gl_preset_dlg").click().run()
+    assert not at.exception
+    t, a = DLG_SETTING["train"], DLG_SETTING["attack"]
+    assert at.selectbox(key="gl_model").value == "lenet_sigmoid"
+    assert at.selectbox(key="gl_defense").value == "none"
+    assert at.number_input(key="gl_epochs").value == t["epochs"]
+    assert at.number_input(key="gl_targets").value == a["targets"]
+    assert list(at.multiselect(key="gl_attackers").value) == a["attackers"]
+    assert any("initialised as in the DLG setting" in c.value for c in at.caption)
+    # the page sends no lr / optimiser / batch: the config's defaults are the preset's recipe
+    d = ImageTrainSpec()
+    assert (d.lr, d.optimizer, d.batch_size) == (t["lr"], t["optimizer"], t["batch_size"])
+    assert len(store.list()) == 0  # the preset only sets the controls

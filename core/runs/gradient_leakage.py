@@ -30,6 +30,7 @@ from core.config import GradientLeakageConfig
 from core.progress import Progress
 from core.result import Result
 from core.runs import gradient_stages as S
+from core.seeds import torch_stream
 from core.stages import StageOutput, Stages
 
 FAMILY = "gradient_leakage"
@@ -89,7 +90,9 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
                      f"{cfg.train.setting!r} does not apply to it")
 
     # -- train the victim model under the defense
-    gen = torch.Generator().manual_seed(int(cfg.seed))
+    # the model's own initialisation rule (LeNet-sigmoid: DLG's U(−0.5, 0.5)) from the run's
+    # seed stream
+    gen = torch_stream(cfg.seed, FAMILY, "model_init")
     model = seeded(lambda: image_classifier(cfg.train.model, shape, n_classes), gen).to(dev)
     init_weights = {n: p.detach().clone() for n, p in model.state_dict().items()}
     trained, train_key = stages.get(
