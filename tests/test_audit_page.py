@@ -65,3 +65,14 @@ def test_membership_page_plots_the_audited_grid_from_the_store(store):  # noqa: 
     assert has_chart(at, "mi_audit_fig")
     assert at.button(key="mi_audit").disabled  # nothing missing
     assert any("5 audited run(s)" in c.value for c in at.caption)
+
+
+def test_compare_page_offers_the_audit_preset_with_the_infinite_point(store):  # noqa: F811
+    from tests.test_compare_page import open_page as open_compare
+
+    # opened on the audit preset (the teaching preset would start running by itself)
+    at = open_compare("views/compare.py", cmp_preset="claimed vs audited ε: membership on digits")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="cmp_privacy").value == "audit_epsilon_lower"
+    assert at.checkbox(key="cmp_dpsgd_inf").value is True
+    assert at.text_input(key="cmp_grid_dp_sgd").value == "1, 2, 4, 8"
