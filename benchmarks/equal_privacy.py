@@ -9,7 +9,7 @@ recipe): Inf2Guard over λ, the Natural and White κ channels over κ, DP-SGD ov
 grid and its ε = ∞ point (clipping, no noise), and the undefended model, each over seeds,
 attacked by the loss attack and offline LiRA with 2 shadow models (the default's 16 would
 cost 6× the training on a shared 2-core machine; stated in the output). Grids: λ 0.5 / 0.9,
-κ 80 / 320, target ε 1 / 4 / 8 and ∞.
+κ 5 / 20 / 80 / 320, target ε 1 / 4 / 8 and ∞.
 
 Equal privacy: the level L is the lowest LiRA AUC that both Inf2Guard and DP-SGD reach on their
 seed-mean curves (the most private level they share); each defense's utility at L is its best
@@ -57,8 +57,8 @@ def spec(quick: bool, seeds: int):
         defenses=(C.DefenseSpec.of("inf2guard", (0.5, 0.9)),
                   C.DefenseSpec.of("dp_sgd", (1.0, 4.0, 8.0) if not quick else (1.0, 8.0)),
                   C.DPSGD_NO_NOISE,
-                  C.DefenseSpec.of("channel", (80.0, 320.0), channel="natural"),
-                  C.DefenseSpec.of("channel", (80.0, 320.0), channel="white")),
+                  C.DefenseSpec.of("channel", (5.0, 20.0, 80.0, 320.0), channel="natural"),
+                  C.DefenseSpec.of("channel", (5.0, 20.0, 80.0, 320.0), channel="white")),
         seeds=tuple(range(seeds)), base=base, executor="serial")
 
 
