@@ -116,8 +116,8 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
             notes.append("audit: the defense's procedure is audited trained centrally (the "
                          "canary hooks live in the central trainings)")
         Xt = torch.tensor(X, device=dev)
-        yt_all = torch.as_tensor(y, dtype=torch.int64, device=dev)
-        tr_t, ax_t = (torch.as_tensor(np.asarray(ds.split(s_)), device=dev)
+        yt_all = torch.tensor(y, dtype=torch.int64, device=dev)
+        tr_t, ax_t = (torch.tensor(np.asarray(ds.split(s_)), device=dev)
                       for s_ in ("train", "aux"))
         audit = run_audit_stage(
             cfg.audit, build, cfg.defense, stages, S.train_part(cfg, dev.type),
