@@ -19,6 +19,13 @@ back from the result store; the rest are pure functions over point arrays:
 - :func:`match_attack_level`: bisection of one knob to a target attack level (the tuning
   protocol of ``benchmarks/tappfl_adult.py``, formerly ``core.defenses.tuning``).
 
+A :class:`DefenseSpec` with an empty grid (``grid=()``) is one point at its block's params
+(DP-SGD's ε = ∞ point: ``noise_multiplier: 0``, clipping without noise, its accountant ε
+carried as ∞). Choosing an ``audit_*`` metric (the one-run audit's ε, :mod:`core.runs.
+audit_stage`) switches the audit on in every point (``audit.kind: auto`` unless the base names
+one), Bonferroni-corrected over all the comparison's points, so that every defense, DP or
+not, is placed on one audited-ε axis.
+
 Which defenses apply comes from :data:`core.parts.DEFENSES` (a defense's ``families`` and the
 release it produces there); a defense that does not apply is refused with the registry's
 reason (:func:`refusal`), never run. Adding a family or a defense means registering it there
@@ -365,7 +372,8 @@ def metric_choices(family: str, direction: str, store: Any | None = None) -> lis
 @dataclass(frozen=True)
 class DefenseSpec:
     """One curve: a registered ``defense``, fixed ``params`` of its block (a variant, e.g.
-    ``{"channel": "white"}``), its knob ``grid`` (None: :func:`default_grid`) and a ``label``."""
+    ``{"channel": "white"}``), its knob ``grid`` (None: :func:`default_grid`; ``()``: one
+    point at ``params``, the knob not swept) and a ``label``."""
 
     defense: str
     params: tuple[tuple[str, Any], ...] = ()
@@ -377,6 +385,12 @@ class DefenseSpec:
            **params: Any) -> DefenseSpec:
         return cls(defense, tuple(sorted(params.items())),
                    None if grid is None else tuple(float(g) for g in grid), label)
+
+    @property
+    def swept(self) -> bool:
+        """Whether the knob is swept (a knob and a grid that is not explicitly empty)."""
+        part = DEFENSES.get(self.defense) if self.defense in DEFENSES else None
+        return bool(part is not None and part.knob is not None and self.grid != ())
 
     @property
     def name(self) -> str:
@@ -413,6 +427,11 @@ def _merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def uses_audit(spec: ComparisonSpec) -> bool:
+    """Whether the comparison reads the one-run audit (an ``audit_*`` metric on an axis)."""
+    return spec.privacy.startswith("audit_") or spec.utility.startswith("audit_")
+
+
 def _check_metric(name: str, direction: str, what: str) -> None:
     spec = S.get(name)  # UnknownMetricError names the closest
     if spec.direction != direction:
@@ -437,6 +456,15 @@ def comparison_sweeps(spec: ComparisonSpec) -> tuple[list[tuple[DefenseSpec, dic
     defenses = list(spec.defenses)
     if not any(d.defense == "none" for d in defenses) and "none" in applicable_defenses(spec.family):
         defenses.insert(0, DefenseSpec("none"))
+    if uses_audit(spec) and "audit" in base:
+        # every point audited; the comparison's points share the confidence (Bonferroni)
+        points = sum(len(d.grid if d.grid is not None else default_grid(DEFENSES.get(d.defense)))
+                     if d.swept else 1 for d in defenses if refusal(spec.family, d.defense) is None)
+        audit = dict(base["audit"])
+        if audit.get("kind", "off") == "off":
+            audit["kind"] = "auto"
+        audit["tests"] = max(int(audit.get("tests", 1)), points * len(spec.seeds))
+        base["audit"] = audit
     sweeps, refused = [], []
     for d in defenses:
         why = refusal(spec.family, d.defense)
@@ -446,7 +474,7 @@ def comparison_sweeps(spec: ComparisonSpec) -> tuple[list[tuple[DefenseSpec, dic
         part = DEFENSES.get(d.defense)
         block = {"kind": d.defense, **dict(d.params)}
         grid: dict[str, list[Any]] = {}
-        if part.knob is not None:
+        if d.swept:
             values = d.grid if d.grid is not None else default_grid(part)
             grid[f"defense.{part.knob.field}"] = [float(v) for v in values]
         sweep = {"kind": "sweep", "base": {**base, "defense": block}, "grid": grid,
@@ -512,7 +540,7 @@ class Curve:
                 "symbol": self.symbol, "knob_field": self.knob_field,
                 "budget_metric": self.budget_metric, "knob": _list(self.knob),
                 "seeds": self.seeds, "utility": _list(self.utility), "leakage": _list(self.leakage),
-                "budget": _list(self.budget), "leak_lo": _list(self.leak_lo),
+                "budget": _list(self.budget, inf_ok=True), "leak_lo": _list(self.leak_lo),
                 "leak_hi": _list(self.leak_hi), "keys": self.keys}
 
 
@@ -531,9 +559,16 @@ def _nanstd(x: np.ndarray) -> np.ndarray:
     return np.where(cnt > 1, np.sqrt(v), 0.0)
 
 
-def _list(x: np.ndarray) -> Any:
-    return [[None if not math.isfinite(v) else float(v) for v in row] if np.ndim(row) else
-            (None if not math.isfinite(row) else float(row)) for row in np.asarray(x, dtype=float)]
+def _list(x: np.ndarray, *, inf_ok: bool = False) -> Any:
+    """Rows as plain JSON: NaN → None; +inf → ``"inf"`` where ``inf_ok`` (a budget: DP ε of
+    clipping without noise, as the Result JSON writes it), else None."""
+    def one(v: float) -> Any:
+        if math.isfinite(v):
+            return float(v)
+        return "inf" if inf_ok and v == math.inf else None
+
+    return [[one(v) for v in row] if np.ndim(row) else one(row)
+            for row in np.asarray(x, dtype=float)]
 
 
 @dataclass
@@ -659,7 +694,7 @@ def run_comparison(spec: ComparisonSpec, store: Any,
         sweep_keys.append(res.key)
         rows = res.info["rows"]
         part = DEFENSES.get(d.defense)
-        kf = f"defense.{part.knob.field}" if part.knob is not None else None
+        kf = f"defense.{part.knob.field}" if d.swept else None
         knobs = list(dict.fromkeys(r[kf] for r in rows)) if kf else [float("nan")]
         seeds = list(dict.fromkeys(int(r["seed"]) for r in rows))
         shape = (len(knobs), len(seeds))
@@ -685,7 +720,7 @@ def run_comparison(spec: ComparisonSpec, store: Any,
         curves.append(Curve(
             name=d.name if d.defense != "none" else "no defense", defense=d.defense,
             params=dict(d.params), symbol=part.knob.symbol if part.knob else None,
-            knob_field=part.knob.field if part.knob else None, budget_metric=budget,
+            knob_field=part.knob.field if d.swept else None, budget_metric=budget,
             knob=np.array(knobs, dtype=float), seeds=seeds, utility=arr["u"], leakage=arr["a"],
             budget=arr["b"], leak_lo=arr["lo"], leak_hi=arr["hi"], keys=keys))
     for name, what in ((spec.privacy, "privacy"), (spec.utility, "utility")):
@@ -765,6 +800,32 @@ def membership_spec(executor: str = "serial", workers: int | None = None) -> Com
         executor=executor, workers=workers)
 
 
+#: DP-SGD's ε = ∞ point: clipping without noise, through the same pipeline as the ε grid
+DPSGD_NO_NOISE = DefenseSpec.of("dp_sgd", (), label="DP-SGD · clipping only (ε = ∞)",
+                                noise_multiplier=0.0, target_epsilon=None)
+
+
+def audit_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
+    """Claimed against audited ε on ``digits`` (an MLP on 300 members; loss and offline LiRA
+    with 4 shadows): DP-SGD's target-ε grid and its ε = ∞ point (clipping, no noise),
+    Inf2Guard λ and the Natural κ channel, each audited in one run with 1,000 canaries
+    (white box; the κ channel black box, with the train rows left outside the pool), against
+    the audited ε."""
+    return ComparisonSpec(
+        family="membership", data="digits", utility="utility_acc",
+        privacy="audit_epsilon_lower",
+        defenses=(DefenseSpec.of("dp_sgd", (1.0, 2.0, 4.0, 8.0)), DPSGD_NO_NOISE,
+                  DefenseSpec.of("inf2guard", (0.0, 0.9)),
+                  DefenseSpec.of("channel", (1.0, 16.0), channel="natural")),
+        seeds=(0,),
+        base={"train": {"members": 300, "epochs": 20, "lr": 0.003},
+              "attack": {"attackers": ["loss", "lira_offline"], "shadows": 4,
+                         "rmia_references": 1},
+              "audit": {"kind": "auto", "canaries": 1000, "confidence": 0.95},
+              "projection_points": 0},
+        executor=executor, workers=workers)
+
+
 def gradient_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
     """Gradient reconstruction on ``mnist5k`` (an MLP trained 2 epochs centrally; iDLG on 8
     single-image uploads of the fresh model): the Natural and White κ channels and DP-SGD,
@@ -825,6 +886,7 @@ PRESETS: dict[str, Callable[..., ComparisonSpec]] = {
     "attribute inference on adult": attribute_spec,
     "membership on mnist5k": membership_spec,
     "gradient reconstruction on mnist5k": gradient_spec,
+    "claimed vs audited ε: membership on digits": audit_spec,
     "property inference on adult": property_spec,
     "reconstruction from representations on digits": representation_spec,
     "training-attribute reconstruction (FIL) on digits": fil_spec,

@@ -436,6 +436,32 @@ class DPSGDDefense(_Model):
 GradientDefense = Annotated[NoDefense | ChannelDefense | DPSGDDefense, Field(discriminator="kind")]
 
 
+class AuditSpec(_Model):
+    """One-run privacy audit (Steinke, Nasr & Jagielski 2023; :mod:`core.attacks.audit`): the
+    defense's training runs once more with ``canaries`` canaries, each in with probability ½,
+    and the correct guesses give an ε lower bound at ``confidence``. ``kind``: ``off`` (no
+    audit; the default, it costs a training), ``white_box`` (gradient canaries beside the
+    clipped gradient), ``black_box`` (mislabelled canary records scored by loss) or ``auto``
+    (white box, except for a defense that noises the inputs, the κ channel, whose gradient
+    channel is not what it protects: black box). ``tests``: how many audits share
+    ``confidence`` (a grid of G settings), Bonferroni-corrected to 1 − (1 − confidence)/G."""
+
+    kind: Literal["off", "auto", "white_box", "black_box"] = "off"
+    canaries: Annotated[int, Ge(10), Le(100_000)] = Field(
+        1000, description="canaries m (white box: at most the model's parameters; black box: "
+                          "at most the rows left outside the training pool)")
+    confidence: Annotated[float, Ge(0.5), Lt(1.0)] = Field(
+        0.95, description="joint confidence of the tests audits (Bonferroni)")
+    tests: Annotated[int, Ge(1), Le(1000)] = Field(
+        1, description="audits sharing the confidence (the points of a grid)")
+    direction: Literal["dirac", "random"] = Field(
+        "dirac", description="white box: one coordinate per canary, or a random direction")
+
+    @property
+    def enabled(self) -> bool:
+        return self.kind != "off"
+
+
 class ImageTrainSpec(_Model):
     """How the victim model trains: centrally (the paper's setting) or in the FedAvg loop
     (each device perturbs its own data); the model from ``core.nn.IMAGE_MODELS``."""
@@ -491,6 +517,7 @@ class GradientLeakageConfig(_Experiment):
     defense: GradientDefense = ChannelDefense()
     train: ImageTrainSpec = ImageTrainSpec()
     attack: InversionSpecCfg = InversionSpecCfg()
+    audit: AuditSpec = AuditSpec()
 
     @model_validator(mode="after")
     def _check_data(self) -> GradientLeakageConfig:
@@ -579,6 +606,7 @@ class MembershipConfig(_Experiment):
     defense: MembershipDefense = NoDefense()
     train: MembershipTrainSpec = MembershipTrainSpec()
     attack: MembershipAttackSpec = MembershipAttackSpec()
+    audit: AuditSpec = AuditSpec()
     projection_points: Annotated[int, Ge(0), Le(5000)] = Field(
         1000, description="pool rows in the t-SNE of the release coloured by membership (0 = none)")
 

@@ -419,6 +419,27 @@ for _spec in (
 ):
     register(_spec)
 
+# -- one-run audit (Steinke, Nasr & Jagielski 2023; core.attacks.audit, core.runs.audit_stage)
+for _spec in (
+    _S("audit_epsilon_lower", "ε lower bound of the one-run canary audit (Steinke et al. 2023)",
+       "ε", "leakage", 0.0, "audit"),
+    _S("audit_max_provable", "largest ε the audit's guesses could prove (all correct)", "ε",
+       "neither", None, "audit"),
+    _S("audit_canaries", "canaries m of the one-run audit, each in with probability ½",
+       "count", "neither", None, "audit"),
+    _S("audit_correct", "correct guesses of the one-run audit", "count", "neither", None,
+       "audit"),
+    _S("audit_guesses", "guesses the one-run audit made (the rest abstain)", "count",
+       "neither", None, "audit"),
+    _S("audit_confidence", "confidence of this run's audit (after Bonferroni over the grid)",
+       "fraction", "neither", None, "audit"),
+    _S("audit_exceeds_claim", "1 when the audited ε exceeds the accountant's ε (a broken claim)",
+       "flag", "neither", 0.0, "audit"),
+    _S("audit_seconds", "wall-clock time of the audit's training run", "seconds", "neither",
+       None, "timing"),
+):
+    register(_spec)
+
 # -- training diagnostics and curves (tappfl)
 for _spec in (
     _S("ce_loss", "in-training adversary's cross-entropy at the last round", "nats", "neither",
@@ -786,7 +807,8 @@ COMPARE_PRIVACY: dict[str, tuple[str, ...]] = {
                           "attack_logreg_auc", "attack_in_training_bacc", "tpr_at_0p1pct_fpr"),
     "membership": ("mia_auc_best", "mia_tpr_at_0p1pct_fpr_best", "mia_loss_auc",
                    "mia_lira_offline_auc", "mia_lira_offline_bacc",
-                   "mia_lira_offline_epsilon_lower_bound", "mia_rmia_auc", "train_test_gap"),
+                   "mia_lira_offline_epsilon_lower_bound", "mia_rmia_auc", "train_test_gap",
+                   "audit_epsilon_lower"),
     "gradient_leakage": ("recon_best_psnr_median", "recon_best_psnr", "recon_best_ssim",
-                         "model_inversion_ssim_median"),
+                         "model_inversion_ssim_median", "audit_epsilon_lower"),
 }

@@ -6,8 +6,9 @@ A registered defense part (:mod:`core.parts`) names one builder per family
 block and the run's context and returns a :class:`DefenseBuild`: what the runner applies, and
 nothing it has to branch on:
 
-- ``train(model, X, y, *, seed, X_test=None, y_test=None, progress=None) -> Trained``: the
-  training procedure (the target's, and every shadow's: the attacker knows the algorithm);
+- ``train(model, X, y, *, seed, X_test=None, y_test=None, progress=None, canary=None) ->
+  Trained``: the training procedure (the target's, and every shadow's: the attacker knows the
+  algorithm; ``canary``: one-run audit canaries, :mod:`core.attacks.audit`);
   ``model`` is a freshly initialised classifier it trains in place (a defense with its own
   networks, such as Inf2Guard, builds them and ignores it);
 - ``train_many(model_factory, X, y, in_mask, *, seed) -> true_prob``: K models of the same

@@ -45,7 +45,8 @@ def _central(train: Any, image_shape: tuple[int, ...], perturb=None,
     """Minibatch training on (X + ξ, y) (no ξ without ``perturb``); 0 epochs leaves the
     freshly initialised model as it is (the gradient-leakage runner attacks round 1)."""
 
-    def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None) -> Trained:
+    def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
+                 canary=None) -> Trained:
         from core.defenses.noisy_training import train_central
 
         if train.epochs == 0:
@@ -53,7 +54,7 @@ def _central(train: Any, image_shape: tuple[int, ...], perturb=None,
         res = train_central(model, X, y, image_shape=image_shape, epochs=train.epochs,
                             batch_size=train.batch_size, lr=train.lr, optimizer=train.optimizer,
                             perturb=perturb, noise_mode=noise_mode, seed=seed, X_test=X_test,
-                            y_test=y_test, progress=progress)
+                            y_test=y_test, progress=progress, canary=canary)
         return Trained(softmax_predict(model), model, steps=res.steps, curves=res.curves)
 
     return train_fn
@@ -124,13 +125,15 @@ def build_dpsgd(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
     """DP-SGD (Opacus): per-sample clipping to S and N(0, z²S²) on the summed batch gradient;
     trains centrally (Opacus' loop), whatever federated setting the config names."""
 
-    def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None) -> Trained:
+    def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
+                 canary=None) -> Trained:
         from core.defenses.dpsgd import train_dpsgd
 
         # DP-SGD's own recipe (core.config.DPSGDDefense.training: a None field takes the
         # train block's value); shadows repeat it as they repeat the target's training
         res = train_dpsgd(model, X, y, image_shape=image_shape, seed=seed, X_test=X_test,
-                          y_test=y_test, progress=progress, **block.training(train))
+                          y_test=y_test, progress=progress, canary=canary,
+                          **block.training(train))
         meta = {"epsilon": res.epsilon, "accountant": res.accountant,
                 "accountant_note": res.fallback_reason or "",
                 "noise_multiplier": res.noise_multiplier, "sample_rate": res.sample_rate}
@@ -172,7 +175,8 @@ def build_inf2guard(block: Any, *, n_classes: int, train: Any, reference: torch.
     """Inf2Guard (Algorithm 1): pre-training on a quarter of the epochs, then the game of Eq. 6
     against a membership adversary that also sees the ``reference`` non-members D0."""
 
-    def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None) -> Trained:
+    def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
+                 canary=None) -> Trained:
         from core.defenses.inf2guard import train_inf2guard
 
         pre = max(1, train.epochs // 4)
@@ -180,7 +184,7 @@ def build_inf2guard(block: Any, *, n_classes: int, train: Any, reference: torch.
                             tradeoff_lambda=block.tradeoff_lambda,
                             epochs=max(1, train.epochs - pre), pretrain_epochs=pre,
                             batch_size=train.batch_size, lr=train.lr, seed=seed,
-                            progress=progress)
+                            progress=progress, canary=canary)
         return Trained(lambda Z: torch.softmax(m.logits(Z), -1), m, m.representations,
                        m.membership_proba, curves=m.curves)
 

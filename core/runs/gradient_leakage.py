@@ -114,6 +114,31 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
         raised.append(caveats.raised("accountant_fallback", ["epsilon_accountant"],
                                      str(tm["accountant_note"])))
 
+    # -- the one-run audit (a stage; off by default): the defense's procedure, centrally on the
+    # train split, once more with canaries; black-box canary records from the aux split
+    if cfg.audit.enabled:
+        from core.runs.audit_stage import run_audit_stage
+
+        progress.update(0.49, f"auditing {cfg.defense.kind} ({cfg.audit.canaries} canaries)")
+        if S.setting(cfg, build) != "central":
+            notes.append("audit: the defense's procedure is audited trained centrally (the "
+                         "canary hooks live in the central trainings)")
+        Xt = torch.tensor(X, device=dev)
+        yt_all = torch.tensor(y, dtype=torch.int64, device=dev)
+        tr_t, ax_t = (torch.tensor(np.asarray(ds.split(s_)), device=dev)
+                      for s_ in ("train", "aux"))
+        audit = run_audit_stage(
+            cfg.audit, build, cfg.defense, stages, S.train_part(cfg, dev.type),
+            model_factory=lambda: seeded(
+                lambda: image_classifier(cfg.train.model, shape, n_classes),
+                torch.Generator().manual_seed(int(cfg.seed))).to(dev),
+            X=Xt[tr_t], y=yt_all[tr_t], records=(Xt[ax_t], yt_all[ax_t]), n_classes=n_classes,
+            seed=cfg.seed, claimed=metrics.get("epsilon_accountant"))
+        metrics.update(audit.metrics)
+        notes.extend(audit.notes)
+        if audit.info:
+            info["audit"] = audit.info
+
     # -- the attacked uploads: from the fresh model (round 1) or the trained one
     fresh = cfg.attack.model_state == "fresh"
     params = {n: p.detach() for n, p in (init_weights.items() if fresh else

@@ -133,6 +133,23 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
     metrics.update(budget.metrics)
     notes.extend(budget.notes)
 
+    # -- the one-run audit (a stage; off by default): the defense's procedure once more on the
+    # members, with canaries; black-box canary records come from train rows outside the pool
+    audit = None
+    if cfg.audit.enabled:
+        from core.runs.audit_stage import run_audit_stage
+
+        progress.update(0.15, f"auditing {cfg.defense.kind} ({cfg.audit.canaries} canaries)")
+        outside = np.setdiff1d(np.asarray(ds.split("train")), pool)
+        audit = run_audit_stage(
+            cfg.audit, build, cfg.defense, stages, part,
+            model_factory=lambda: seeded(lambda: image_classifier("mlp", shape, n_classes),
+                                         torch_stream(cfg.seed, "init")).to(dev),
+            X=X[pool[member]], y=y[pool[member]], records=(X[outside], y[outside]),
+            n_classes=n_classes, seed=cfg.seed, claimed=metrics.get("epsilon_accountant"))
+        metrics.update(audit.metrics)
+        notes.extend(audit.notes)
+
     # -- shadow / reference models: the same procedure on halves of the pool (a stage)
     K = cfg.attack.shadows
     T = cfg.attack.targets
@@ -293,6 +310,8 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
     info = {"notes": notes, "best_attack": best, "stages": dict(stages.log),
             "accountant": budget.info.get("accountant"), "scored": scored,
             "projection_release": "r" if "r_pool" in A else "log_probs"}
+    if audit is not None and audit.info:
+        info["audit"] = audit.info
     fallback = tgt_out.meta.get("accountant_note")
     if fallback:
         raised.append(caveats.raised("accountant_fallback", ["epsilon_accountant"],

@@ -138,8 +138,9 @@ def points_frame(cmp) -> pd.DataFrame:
                 "seeds": len(c.seeds),
                 cmp.spec.utility: f"{c.utility_mean[j]:.3f} ± {c.utility_std[j]:.3f}",
                 cmp.spec.privacy: f"{c.leakage_mean[j]:.3f} ± {c.leakage_std[j]:.3f}",
-                "budget": "—" if c.budget_metric is None or not np.isfinite(b).any()
-                else f"{c.budget_metric} = {np.nanmean(b):.3g}",
+                "budget": "—" if c.budget_metric is None or np.isnan(b).all()
+                else f"{c.budget_metric} = " + ("∞" if np.nanmean(b) == np.inf
+                                                else f"{np.nanmean(b):.3g}"),
                 "Pareto": "yes" if front[i] else "",
             })
             i += 1

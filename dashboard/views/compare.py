@@ -93,8 +93,10 @@ def apply_preset(name: str) -> None:
     st.session_state["cmp_data"] = spec.data
     st.session_state["cmp_utility"] = spec.utility
     st.session_state["cmp_privacy"] = spec.privacy
-    st.session_state["cmp_defenses"] = [option_of(d) for d in spec.defenses]
-    for d in spec.defenses:
+    swept = [d for d in spec.defenses if d != C.DPSGD_NO_NOISE]
+    st.session_state["cmp_defenses"] = [option_of(d) for d in swept]
+    st.session_state["cmp_dpsgd_inf"] = C.DPSGD_NO_NOISE in spec.defenses
+    for d in swept:
         st.session_state[f"cmp_grid_{option_of(d)}"] = ", ".join(f"{g:g}" for g in d.grid or ())
     st.session_state["cmp_seeds"] = len(spec.seeds)
     st.session_state["_cmp_applied"] = name
@@ -149,6 +151,10 @@ def controls() -> C.ComparisonSpec | None:
             if grid is None:
                 return None
             specs.append(spec_of_option(family, opt, grid))
+    if "dp_sgd" in chosen and st.checkbox(
+            "DP-SGD: add the ε = ∞ point (clipping, no noise)", key="cmp_dpsgd_inf",
+            help="noise_multiplier 0 through the same pipeline: clipping and noise seen apart"):
+        specs.append(C.DPSGD_NO_NOISE)
     st.session_state.setdefault("cmp_seeds", 2)
     seeds = st.slider("Seeds per point", 1, 5, key="cmp_seeds")
     refused_names = [n for n in DEFENSES.names() if C.refusal(family, n) is not None]

@@ -205,6 +205,47 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                    "(black cross) appears once the 'none' defense has been run with these settings.")
 
 
+def audit_section(config: dict[str, Any]) -> None:
+    """Claimed (accountant) against audited ε over DP-SGD's target-ε grid and its ε = ∞ point
+    (Steinke, Nasr & Jagielski 2023: one training run per point, white-box canaries)."""
+    from dashboard.components.audit_plot import (
+        AUDIT_CONFIDENCE,
+        audit_caption,
+        audit_configs,
+        audit_figure,
+        audit_points,
+    )
+
+    st.subheader("Claimed vs audited ε (one-run audit)")
+    st.session_state.setdefault("mi_audit_canaries", 1000)
+    canaries = st.select_slider("Canaries", [100, 250, 500, 1000, 2000], key="mi_audit_canaries",
+                                help="Gradient canaries, each included with probability ½; "
+                                     "more canaries can prove a larger ε.")
+    cfgs = audit_configs(config, canaries)
+    got = {t: peek(c) for t, c in cfgs.items()}
+    missing = [t for t, r in got.items() if r is None]
+    start = st.button(f"Audit DP-SGD over its ε grid ({len(missing)} missing)", key="mi_audit",
+                      disabled=not missing)
+    finite = {t: c for t, c in cfgs.items() if np.isfinite(t)}
+    base = next(iter(finite.values()))
+    got_sweep = run_with_progress(
+        {"kind": "sweep", "base": base,
+         "grid": {"defense.target_epsilon": sorted(finite)}, "seeds": [config.get("seed", 0)],
+         "executor": "serial"}, label="membership audit sweep", start=start)
+    got_inf = run_with_progress(cfgs[float("inf")], label="audit at ε = ∞", start=start)
+    if got_sweep is not None or got_inf is not None:
+        got = {t: peek(c) for t, c in cfgs.items()}
+    pts = audit_points(got)
+    tests = len(cfgs)
+    if pts:
+        st.plotly_chart(audit_figure(pts, confidence=AUDIT_CONFIDENCE, tests=tests,
+                                     canaries=int(canaries)), width="stretch", key="mi_audit_fig")
+    st.caption(audit_caption(pts, confidence=AUDIT_CONFIDENCE, tests=tests) + " Each point trains "
+               "DP-SGD once more with the canaries (the page's data and training; only the loss "
+               "attack, so no shadow model is trained); white-box canaries of norm C are added "
+               "to the summed clipped gradient before the noise.")
+
+
 def projection_section(result) -> None:
     arts = result.artifacts
     if "proj_release" not in arts:
@@ -259,6 +300,7 @@ def show_result(config, result) -> None:
     roc_section(result)
     projection_section(result)
     tradeoff_section(config, result)
+    audit_section(config)
 
 
 st.title("Membership inference")
