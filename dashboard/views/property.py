@@ -18,6 +18,7 @@ import streamlit as st
 
 from core.config import PROPERTY_ATTACKS
 from core.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
+from core.runs.property import fresh_attacker_finding
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import copy_run, page_tail, projection_pair, result_caption
@@ -125,7 +126,7 @@ def attack_rows(result) -> list[dict[str, Any]]:
                                "accuracy": fmt_with_interval(result, f"property_{a}_acc"),
                                "balanced acc": fmt_with_interval(result, f"property_{a}_bacc"),
                                "AUC (1-vs-rest)": fmt_with_interval(result, f"property_{a}_auc"),
-                               "gap to chance": fmt(metric(result, f"property_{a}_gap")),
+                               "gap to majority": fmt(metric(result, f"property_{a}_gap")),
                                "near chance?": near_chance_text(result, f"property_{a}_acc") or ""}
         for m, name in (("acc", "acc"), ("bacc", "bacc"), ("auc", "auc")):
             row[m] = metric(result, f"property_{a}_{name}")
@@ -169,7 +170,7 @@ def attack_section(result) -> None:
     if not rows:
         st.warning("This result has no attack metrics.")
         return
-    cols = ["attacker", "accuracy", "balanced acc", "AUC (1-vs-rest)", "gap to chance",
+    cols = ["attacker", "accuracy", "balanced acc", "AUC (1-vs-rest)", "gap to majority",
             "near chance?"]
     st.dataframe([{c: r[c] for c in cols} for r in rows], hide_index=True, width="stretch")
     n = int(metric(result, "subsets_test") or 0)
@@ -177,7 +178,8 @@ def attack_section(result) -> None:
                f"mean size {fmt(metric(result, 'subset_size_mean'), 1)} rows). Chance = 1/K = "
                f"{fmt(metric(result, 'chance'))}; the majority bin holds "
                f"{fmt(metric(result, 'property_majority'))} of the targets (the prior's rate: the "
-               "bins are sampled equally). A score is called near chance only when its interval "
+               "bins are sampled equally; the gap is accuracy minus it). A score is called near "
+               "chance only when its interval "
                "contains chance. As in the paper's Table 3, the defense fights its own "
                "adversary; the fresh attackers are trained afterwards on shadow subsets.")
     st.plotly_chart(figure("attack_bars_figure", rows, chance=metric(result, "chance"),
@@ -270,6 +272,10 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                f"current λ, the cross λ = 0 (no defense) with its strongest attack. The "
                f"majority-class utility is {fmt(metric(result, 'utility_majority'))}: a point left "
                "of it predicts no better than the majority class.")
+    fresh = [a for a in ("mlp", "logreg") if a in config["attack"]["attackers"]]
+    finding = fresh_attacker_finding(got, fresh[0]) if fresh else None
+    if finding is not None:
+        (st.warning if finding["kind"] == "stronger_with_defense" else st.info)(finding["text"])
 
 
 def curves_section(result) -> None:
@@ -290,11 +296,14 @@ def show_result(config, result) -> None:
     attack_section(result)
     bound_section(result)
     tradeoff_section(config, result)
-    if projection_pair(result, key="pr", title="Target subsets: raw feature means vs released "
-                                               "aggregates, coloured by property bin"):
-        st.caption("Here each point is one target subset: left, the mean of its raw features; "
-                   "right, its released aggregate (what the attacker sees). Colours ordered by "
-                   "share on the right mean the aggregate still carries the property.")
+    projection_pair(result, key="pr", title="Target subsets: raw feature means vs released "
+                                         "aggregates, coloured by property bin",
+                    points="target subsets",
+                    panels=("raw feature mean of each subset", "released aggregate (same subsets)"),
+                    caption="Each point is one target subset: left, the mean of its raw "
+                            "features; right, its released aggregate (what the attacker sees). "
+                            "Colours ordered by share on the right mean the aggregate still "
+                            "carries the property.")
     curves_section(result)
 
 
