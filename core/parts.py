@@ -291,7 +291,9 @@ DEFENSES.register("tappfl", DefensePart(
     name="tappfl", title="TAPPFL (λ)", families=_FL, release="representation",
     knob=Knob("tradeoff_lambda", "λ", "TAPPFL privacy weight", 0.0, 1.0, "linear",
               "higher_is_more_private", budget_metric="tradeoff_lambda",
-              grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
+              grid=(0.0, 0.25, 0.5, 0.75, 1.0),
+              # the ends of λ (utility only, privacy only) and the middle: three cold runs
+              teaching=(0.0, 0.5, 1.0)),
     accounting=None, builder="core.defenses.federated:build_tappfl",
     description="Encoder trained on −λ·CE(adversary) − (1−λ)·I_JSD(x; r | u) (Eq. 7); "
                 "no formal guarantee: measured by attacks."))

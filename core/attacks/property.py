@@ -58,7 +58,7 @@ class PropertyAttack:
 def fresh_property_attack(shadow_aggregates: np.ndarray, shadow_labels: np.ndarray,
                           release: SubsetRelease, *, n_values: int,
                           model: Literal["mlp", "logreg"], seed: int, mlp_hidden: int = 64,
-                          mlp_epochs: int = 100) -> PropertyAttack:
+                          mlp_epochs: int = 500) -> PropertyAttack:
     """A fresh K-way property classifier trained on the attacker's shadow-subset aggregates
     (``shadow_aggregates``, ``shadow_labels``: the bins it knows), applied to the release."""
     fa = fresh_attacker_proba(shadow_aggregates, shadow_labels, release.aggregates, model=model,
@@ -97,7 +97,7 @@ def in_training_on_release(release: SubsetRelease, knowledge: Any = None,
 
 
 def fresh_on_release(release: SubsetRelease, knowledge: Any, *, model: Literal["mlp", "logreg"],
-                     seed: int, mlp_hidden: int = 64, mlp_epochs: int = 100,
+                     seed: int, mlp_hidden: int = 64, mlp_epochs: int = 500,
                      **_: Any) -> PropertyAttack:
     """:func:`fresh_property_attack` trained on the knowledge's shadow-subset aggregates
     (``aux_features``) and bins (``aux_labels``)."""

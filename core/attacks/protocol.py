@@ -95,7 +95,7 @@ def _balanced_decision(knowledge: AdversaryKnowledge | None, k: int) -> np.ndarr
 
 
 def fresh_attack(release, knowledge: AdversaryKnowledge, *, model: str, seed: int,
-                 mlp_hidden: int = 64, mlp_epochs: int = 60, max_train: int = 10_000,
+                 mlp_hidden: int = 64, mlp_epochs: int = 500, max_train: int = 10_000,
                  **_: Any) -> AttackOutput:
     """A fresh attacker trained on the knowledge's aux rows (calibrated, class-balanced
     decision: :func:`core.attacks.attribute.fresh_attacker_proba`) applied to the release's

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.config import PROPERTY_ATTACKS
 from core.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.runs.property import fresh_attacker_finding
 from core.tradeoff import tradeoff_points
@@ -25,25 +24,20 @@ from dashboard.components import copy_run, page_tail, projection_pair, result_ca
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.components.knob import knob_ui
+from dashboard.property_settings import DEFAULTS, PRESETS
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "property"
 DEFENSE = "inf2guard_property"
 DATASETS = ["adult", "digits", "mnist5k"]
-#: per data set: the attribute whose share is the property, subset sizes, subsets per bin
-#: (train and aux; the targets get half), epochs: small enough to run in seconds on a CPU
-PRESETS = {"adult": {"attribute": "sex", "sizes": (32, 256), "per_bin": 250, "epochs": 15},
-           "digits": {"attribute": "bold", "sizes": (8, 64), "per_bin": 150, "epochs": 15},
-           "mnist5k": {"attribute": "bold", "sizes": (16, 128), "per_bin": 200, "epochs": 15}}
 TITLES = attack_titles(KIND)
 SHORT = {"in_training": "in-training Ψ", "mlp": "fresh MLP", "logreg": "fresh logistic",
          "prior": "prior"}
 
 
 def _init_state() -> None:
-    for k, v in {"pr_lambda": 0.75, "pr_k": 4, "pr_agg": "mean", "pr_attack_agg": "same",
-                 "pr_attackers": list(PROPERTY_ATTACKS)}.items():
+    for k, v in DEFAULTS.items():
         st.session_state.setdefault(k, v)
 
 
