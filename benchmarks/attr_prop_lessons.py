@@ -268,10 +268,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", default="0,1,2")
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    doc = json.loads(OUT.read_text()) if OUT.exists() else {}
     fn = {"attackers": lambda: attackers_part(seeds[0]), "attribute": lambda: attribute_part(seeds),
           "property": lambda: property_part(seeds)}[args.part]
-    doc[args.part] = fn()
+    part = fn()
+    doc = json.loads(OUT.read_text()) if OUT.exists() else {}  # read late: parts run in parallel
+    doc[args.part] = part
     doc[args.part]["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc["note"] = ("timings on a shared 2-core machine under load from other jobs: upper "
                    "bounds of a quiet machine's")

@@ -509,7 +509,9 @@ DEFENSES.register("inf2guard_property", DefensePart(
     release="representation", family_releases=(("property", "subset_representation"),),
     knob=Knob("tradeoff_lambda", "λ", "Inf2Guard privacy weight", 0.0, 1.0, "linear",
               "higher_is_more_private", budget_metric="tradeoff_lambda",
-              grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
+              grid=(0.0, 0.25, 0.5, 0.75, 1.0),
+              # no defense, a light one and the page's default λ: the sweep the finding reads
+              teaching=(0.0, 0.25, 0.75)),
     accounting=None, builder="core.defenses.inf2guard_property:train_inf2guard_property",
     description="Encoder, per-sample task head and a K-way property adversary on aggregated "
                 "subset representations in the game of Eq. 11 (Algorithm 2); λ = 0 is no "
