@@ -96,10 +96,21 @@ def attribute_part(seeds: list[int]) -> dict[str, Any]:
                          "utility": r.metrics[head.utility],
                          "in_training_bacc": r.metrics["attack_in_training_bacc"]})
             print(json.dumps(rows[-1]), flush=True)
-    out = _endpoint_summary(rows, head.attack, (grid[0], grid[-1]))
+    return attribute_summary(rows)
+
+
+def attribute_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Attribute part from its per-run rows (as printed by :func:`attribute_part`)."""
+    from core.metric_schema import HEADLINES
+    from core.parts import DEFENSES
+    from dashboard.tappfl_settings import page_default_config
+
+    base = page_default_config()
+    grid = DEFENSES.get(base["defense"]["kind"]).knob.for_family("attribute_privacy").teaching_grid()
+    ends = (grid[0], grid[-1])
+    out = _endpoint_summary(rows, HEADLINES["attribute_privacy"].attack, ends)
     out["in_training_bacc"] = {f"{g:g}": seed_interval([r["in_training_bacc"] for r in rows
-                                                        if r["knob"] == g])
-                               for g in (grid[0], grid[-1])}
+                                                        if r["knob"] == g]) for g in ends}
     out["teaching_grid"] = list(grid)
     out["config"] = base
     out["rows"] = rows
@@ -141,12 +152,34 @@ def property_part(seeds: list[int]) -> dict[str, Any]:
             if seed == seeds[0]:
                 first[g] = r
             print(json.dumps(rows[-1]), flush=True)
-    out = _endpoint_summary(rows, head.attack, (grid[0], grid[-1]))
+    out = property_summary(rows)
+    out["page_finding_seed0"] = fresh_attacker_finding(first, "mlp")
+    return out
+
+
+def property_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Property part from its per-run rows (as printed by :func:`property_part`); the
+    page's finding is rebuilt from the first seed's rows (without the per-run intervals)."""
+    from types import SimpleNamespace
+
+    from core.metric_schema import HEADLINES
+    from core.parts import DEFENSES
+    from core.runs.property import fresh_attacker_finding
+    from dashboard.property_settings import page_default_config
+
+    base = page_default_config()
+    grid = DEFENSES.get(base["defense"]["kind"]).knob.for_family("property").teaching_grid()
+    ends = (grid[0], grid[-1])
+    out = _endpoint_summary(rows, HEADLINES["property"].attack, ends)
     for key in ("fresh_mlp_acc", "in_training_acc"):
         out[key] = {f"{g:g}": seed_interval([r[key] for r in rows if r["knob"] == g])
-                    for g in (grid[0], grid[-1])}
-    finding = fresh_attacker_finding(first, "mlp")
-    out["page_finding_seed0"] = finding
+                    for g in ends}
+    seed0 = rows[0]["seed"]
+    first = {r["knob"]: SimpleNamespace(metrics={"property_mlp_acc": r["fresh_mlp_acc"],
+                                                 "utility_acc": r["utility"]},
+                                        intervals={}, info={})
+             for r in rows if r["seed"] == seed0}
+    out["page_finding_seed0"] = fresh_attacker_finding(first, "mlp")
     out["teaching_grid"] = list(grid)
     out["config"] = base
     out["rows"] = rows
@@ -270,10 +303,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("part", choices=("attackers", "attribute", "property", "headline"),
                     help="headline: recompute the headline from the parts already stored")
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--rows", type=Path, default=None,
+                    help="attribute/property: summarise the per-run rows a run of this part "
+                         "printed (one JSON object a line) instead of running")
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     fn = {"attackers": lambda: attackers_part(seeds[0]), "attribute": lambda: attribute_part(seeds),
           "property": lambda: property_part(seeds), "headline": lambda: None}[args.part]
+    if args.rows is not None and args.part in ("attribute", "property"):
+        rows = [json.loads(line) for line in args.rows.read_text().splitlines()
+                if line.startswith("{")]
+        fn = {"attribute": lambda: attribute_summary(rows),
+              "property": lambda: property_summary(rows)}[args.part]
     part = None if args.part == "headline" else fn()
     doc = json.loads(OUT.read_text()) if OUT.exists() else {}  # read late: parts run in parallel
     if part is not None:
