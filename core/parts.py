@@ -440,7 +440,9 @@ ATTACKS.register("in_training", AttackPart(
     name="in_training", title="in-training adversary Ψ", accepts=("representation",),
     threat=ThreatModel(sees="r of the target rows",
                        knows="nothing beyond its training: the devices' own Ψ_k, trained during "
-                             "FedAvg against the encoder (the adversary the defense fights)",
+                             "FedAvg against the encoder (the adversary the defense fights); "
+                             "it decides class-balanced with the aux split's attribute "
+                             "frequencies, as the fresh attackers do",
                        goal=_GOAL_U),
     function="core.attacks.protocol:in_training_attack", role="in_training",
     family="attribute_privacy", needs=("in_training",), selectable=False))
@@ -528,7 +530,8 @@ ATTACKS.register("property_in_training", AttackPart(
     threat=ThreatModel(sees=_SEES_AGG,
                        knows="nothing beyond its training: Ψ was trained in Algorithm 2 against "
                              "the encoder, on the defender's subsets (the adversary the defense "
-                             "fights)", goal=_GOAL_P),
+                             "fights); it decides class-balanced with the shadow subsets' bin "
+                             "frequencies, as the fresh attackers do", goal=_GOAL_P),
     function=f"{_PA}:in_training_on_release", role="in_training", family="property",
     config_name="in_training", needs=("in_training",)))
 ATTACKS.register("property_mlp", AttackPart(
