@@ -70,7 +70,7 @@ def _endpoint_summary(rows: list[dict[str, Any]], metric: str, grid: tuple[float
 # -- the attribute page ---------------------------------------------------------------------
 
 
-def attribute_part(seeds: list[int]) -> dict[str, Any]:
+def attribute_part(seeds: list[int], only: float | None = None) -> dict[str, Any]:
     """The Attribute page's default config over its teaching grid (endpoints), cold."""
     from core.config import parse_config
     from core.metric_schema import HEADLINES
@@ -86,6 +86,8 @@ def attribute_part(seeds: list[int]) -> dict[str, Any]:
     rows = []
     for seed in seeds:
         for g in (grid[0], grid[-1]):
+            if only is not None and g != only:
+                continue
             cfg = parse_config({**with_knob(base, knob.field, g), "seed": seed})
             t0 = time.perf_counter()
             r = run_attribute_privacy(cfg, Progress())
@@ -120,7 +122,7 @@ def attribute_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # -- the property page ----------------------------------------------------------------------
 
 
-def property_part(seeds: list[int]) -> dict[str, Any]:
+def property_part(seeds: list[int], only: float | None = None) -> dict[str, Any]:
     """The Property page's default config (digits, a fresh clone's data) at the ends of its
     teaching grid, cold; the fresh MLP's accuracy is the number the page's finding reads."""
     from core.config import parse_config
@@ -137,6 +139,8 @@ def property_part(seeds: list[int]) -> dict[str, Any]:
     rows, first = [], {}
     for seed in seeds:
         for g in (grid[0], grid[-1]):
+            if only is not None and g != only:
+                continue
             cfg = {**base, "seed": seed,
                    "defense": {**base["defense"], knob.field: g}}
             t0 = time.perf_counter()
@@ -303,18 +307,25 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("part", choices=("attackers", "attribute", "property", "headline"),
                     help="headline: recompute the headline from the parts already stored")
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--only", type=float, default=None,
+                    help="run one end of the teaching grid (print its rows; summarise with "
+                         "--rows later)")
     ap.add_argument("--rows", type=Path, default=None,
                     help="attribute/property: summarise the per-run rows a run of this part "
                          "printed (one JSON object a line) instead of running")
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    fn = {"attackers": lambda: attackers_part(seeds[0]), "attribute": lambda: attribute_part(seeds),
-          "property": lambda: property_part(seeds), "headline": lambda: None}[args.part]
+    fn = {"attackers": lambda: attackers_part(seeds[0]),
+          "attribute": lambda: attribute_part(seeds, args.only),
+          "property": lambda: property_part(seeds, args.only), "headline": lambda: None}[args.part]
     if args.rows is not None and args.part in ("attribute", "property"):
         rows = [json.loads(line) for line in args.rows.read_text().splitlines()
                 if line.startswith("{")]
         fn = {"attribute": lambda: attribute_summary(rows),
               "property": lambda: property_summary(rows)}[args.part]
+    if args.only is not None:  # one end only: its rows are printed, nothing is stored
+        fn()
+        return
     part = None if args.part == "headline" else fn()
     doc = json.loads(OUT.read_text()) if OUT.exists() else {}  # read late: parts run in parallel
     if part is not None:

@@ -5,6 +5,8 @@ majority value's rate, not 1/k."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -18,7 +20,12 @@ from core.attacks.attribute import (
 from core.attacks.property import SubsetRelease, in_training_on_release, score_property
 from core.attacks.protocol import in_training_attack, score_attack
 from core.knowledge import AdversaryKnowledge, GroundTruth
-from core.training import PATIENCE, train_until_plateau, validation_rows
+from core.training import MIN_PATIENCE_STEPS, PATIENCE, train_until_plateau, validation_rows
+
+
+def _patience(n_train: int, batch: int) -> int:
+    """Epochs without a fall before a stop: PATIENCE, and at least MIN_PATIENCE_STEPS steps."""
+    return max(PATIENCE, math.ceil(MIN_PATIENCE_STEPS / math.ceil(n_train / batch)))
 
 
 def _imbalanced(n: int = 4000, seed: int = 0):
@@ -106,7 +113,7 @@ def test_train_until_plateau_stops_when_the_validation_loss_stops_falling():
                               max_epochs=2000, batch_size=16, lr=1e-2,
                               generator=torch.Generator().manual_seed(0))
     assert log.stopped_early and log.epochs_run < 2000
-    assert log.epochs_run - log.best_epoch == PATIENCE
+    assert log.epochs_run - log.best_epoch == _patience(int((~val).sum()), 16)
     assert min(log.val_loss) == pytest.approx(log.best_val_loss)
     # a clean problem with a tight cap: still falling when the cap is hit
     X, y = _regression(400, 0.0)
@@ -123,6 +130,6 @@ def test_mlp_attacker_trains_until_its_validation_loss_stops_falling():
     R = rng.normal(size=(1500, 8)) + 0.7 * np.eye(8)[u]
     fa = fresh_attacker_proba(R, u, R[:10], model="mlp", seed=0, mlp_epochs=1000)
     assert fa.info["stopped_early"] == 1 and fa.info["epochs_run"] < 1000
-    assert fa.info["epochs_run"] - fa.info["best_epoch"] == PATIENCE
+    assert fa.info["epochs_run"] - fa.info["best_epoch"] == _patience(1350, 256)
     again = fresh_attacker_proba(R, u, R[:10], model="mlp", seed=0, mlp_epochs=1000)
     np.testing.assert_array_equal(fa.proba, again.proba)

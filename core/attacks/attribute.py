@@ -175,7 +175,8 @@ def _mlp_proba(
     """One-hidden-layer ReLU MLP trained by :func:`core.training.train_classifier` (Adam 1e-3,
     batch 256, cross-entropy weighted by ``class_weight``), standardised inputs, trained until
     the weighted validation CE of a stratified 10 % of the aux rows stops falling
-    (:func:`core.training.train_until_plateau`: patience :data:`core.training.PATIENCE` epochs,
+    (:func:`core.training.train_until_plateau`: patience :data:`core.training.PATIENCE` epochs
+    and at least :data:`core.training.MIN_PATIENCE_STEPS` steps,
     the split drawn by ``core.seeds.stream(seed, "early_stopping", "attribute_mlp")``, at most
     ``epochs`` epochs; the best epoch's weights are kept). Deterministic from ``seed`` (a local
     torch.Generator for init and shuffles). Returns the test probabilities (of the weighted
@@ -183,7 +184,7 @@ def _mlp_proba(
     import torch
 
     from core.device import get_device
-    from core.training import PATIENCE, train_classifier, validation_rows
+    from core.training import MIN_PATIENCE_STEPS, PATIENCE, train_classifier, validation_rows
 
     dev = get_device("auto")
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
@@ -206,6 +207,7 @@ def _mlp_proba(
         generator=gen,
         val_mask=validation_rows(u.size, 0.1, seed, "attribute_mlp", strata=u),
         patience=PATIENCE,
+        min_patience_steps=MIN_PATIENCE_STEPS,
     )
     with torch.no_grad():
         p = torch.softmax(net(prep(X_test)).double(), dim=1).cpu().numpy()
