@@ -44,6 +44,10 @@ def test_property_finding_says_when_the_defense_makes_fresh_attackers_stronger()
     assert out["beyond_intervals"]
     for s in ("0.50 [0.44, 0.56]", "0.31 [0.26, 0.37]", "0.950", "0.930", "easier"):
         assert s in out["text"], s
+    r1.metrics["property_mlp_acc"], r1.intervals["property_mlp_acc"] = 0.33, _iv(0.28, 0.38)
+    out = fresh_attacker_finding({0.0: r0, 0.75: r1}, "mlp")
+    assert out["kind"] == "no_effect_on_fresh" and "overlap" in out["text"]
+    assert "easier" not in out["text"]
     r1.metrics["property_mlp_acc"] = 0.25
     out = fresh_attacker_finding({0.0: r0, 0.75: r1}, "mlp")
     assert out["kind"] == "defended" and "easier" not in out["text"]

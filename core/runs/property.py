@@ -292,7 +292,8 @@ def fresh_attacker_finding(by_lambda: dict[float, Any], attacker: str = "mlp") -
     """The teaching sweep's lesson about a fresh attacker, every number from the stored Results
     ``by_lambda`` (λ -> Result): compares λ = 0 (no defense) with the λ > 0 where that attacker
     reads the property best. ``kind`` is ``"stronger_with_defense"`` when the fresh attacker
-    reads more at that λ than at λ = 0 (the game made the property easier to read for an
+    reads more at that λ than at λ = 0 beyond the intervals, ``"no_effect_on_fresh"`` when more
+    but within them (the game made the property easier to read for an
     attacker trained afterwards: a finding to explain, not to tune away), else ``"defended"``.
     Returns None without λ = 0 and a λ > 0 scored by ``attacker``."""
     name = f"property_{attacker}_acc"
@@ -310,12 +311,17 @@ def fresh_attacker_finding(by_lambda: dict[float, Any], attacker: str = "mlp") -
     util = (f"utility {u0:.3f} at λ = 0 and {u1:.3f} at λ = {lam:g}"
             if u0 is not None and u1 is not None else "utility n/a")
     acc0, acc1 = _with_interval(r0, name), _with_interval(r1, name)
-    if a1 > a0:
+    if a1 > a0 and not beyond:
+        text = (f"Measured: the fresh {attacker} reads the property with accuracy {acc1} at "
+                f"λ = {lam:g} and {acc0} at λ = 0 (no defense) — the intervals overlap: the "
+                f"defense does not measurably lower what an attacker trained afterwards reads "
+                f"({util}).")
+        kind = "no_effect_on_fresh"
+    elif a1 > a0:
         text = (f"Measured: the fresh {attacker} reads the property with accuracy {acc1} at "
                 f"λ = {lam:g} but only {acc0} at λ = 0 (no defense) — the defense made the "
-                f"property *easier* for an attacker trained afterwards ({util}; "
-                + ("the intervals do not overlap" if beyond else "the intervals overlap")
-                + "). This contradicts the paper's claim for fresh attackers. A likely reason: "
+                f"property *easier* for an attacker trained afterwards ({util}; the intervals "
+                "do not overlap). This contradicts the paper's claim for fresh attackers. A likely reason: "
                 "at λ = 0 nothing in the objective involves the property, so the aggregate "
                 "carries it only incidentally; the game makes the encoder move r with the "
                 "attribute to fool the one adversary Ψ it trains against, and that "

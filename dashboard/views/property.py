@@ -269,7 +269,7 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     fresh = [a for a in ("mlp", "logreg") if a in config["attack"]["attackers"]]
     finding = fresh_attacker_finding(got, fresh[0]) if fresh else None
     if finding is not None:
-        (st.warning if finding["kind"] == "stronger_with_defense" else st.info)(finding["text"])
+        (st.info if finding["kind"] == "defended" else st.warning)(finding["text"])
 
 
 def curves_section(result) -> None:
