@@ -206,7 +206,9 @@ class AttackSpec(_Model):
 
     attackers: tuple[str, ...] = ("logreg", "mlp")
     mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
-    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = 60
+    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = Field(
+        500, description="the MLP attacker's epoch cap: it trains until its validation loss "
+                         "stops falling (patience core.training.PATIENCE), at most this many")
     max_train: Annotated[int, Ge(50), Le(1_000_000)] = 10_000
 
     @model_validator(mode="after")
@@ -902,7 +904,9 @@ class PropertyAttackSpec(_Model):
         "same", description="the fresh attackers' aggregator: the defender's ('same') or a "
                             "substitute (Table 17: mean defense, max attacker)")
     mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
-    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = 100
+    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = Field(
+        500, description="the fresh MLP's epoch cap: it trains until its validation loss stops "
+                         "falling (patience core.training.PATIENCE), at most this many")
 
     @model_validator(mode="after")
     def _check(self) -> PropertyAttackSpec:

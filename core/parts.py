@@ -293,7 +293,9 @@ DEFENSES.register("tappfl", DefensePart(
     name="tappfl", title="TAPPFL (λ)", families=_FL, release="representation",
     knob=Knob("tradeoff_lambda", "λ", "TAPPFL privacy weight", 0.0, 1.0, "linear",
               "higher_is_more_private", budget_metric="tradeoff_lambda",
-              grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
+              grid=(0.0, 0.25, 0.5, 0.75, 1.0),
+              # the ends of λ (utility only, privacy only) and the middle: three cold runs
+              teaching=(0.0, 0.5, 1.0)),
     accounting=None, builder="core.defenses.federated:build_tappfl",
     description="Encoder trained on −λ·CE(adversary) − (1−λ)·I_JSD(x; r | u) (Eq. 7); "
                 "no formal guarantee: measured by attacks."))
@@ -466,7 +468,9 @@ ATTACKS.register("in_training", AttackPart(
     name="in_training", title="in-training adversary Ψ", accepts=("representation",),
     threat=ThreatModel(sees="r of the target rows",
                        knows="nothing beyond its training: the devices' own Ψ_k, trained during "
-                             "FedAvg against the encoder (the adversary the defense fights)",
+                             "FedAvg against the encoder (the adversary the defense fights); "
+                             "it decides class-balanced with the aux split's attribute "
+                             "frequencies, as the fresh attackers do",
                        goal=_GOAL_U),
     function="core.attacks.protocol:in_training_attack", role="in_training",
     family="attribute_privacy", needs=("in_training",), selectable=False))
@@ -535,7 +539,9 @@ DEFENSES.register("inf2guard_property", DefensePart(
     release="representation", family_releases=(("property", "subset_representation"),),
     knob=Knob("tradeoff_lambda", "λ", "Inf2Guard privacy weight", 0.0, 1.0, "linear",
               "higher_is_more_private", budget_metric="tradeoff_lambda",
-              grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
+              grid=(0.0, 0.25, 0.5, 0.75, 1.0),
+              # no defense, a light one and the page's default λ: the sweep the finding reads
+              teaching=(0.0, 0.25, 0.75)),
     accounting=None, builder="core.defenses.inf2guard_property:train_inf2guard_property",
     description="Encoder, per-sample task head and a K-way property adversary on aggregated "
                 "subset representations in the game of Eq. 11 (Algorithm 2); λ = 0 is no "
@@ -552,7 +558,8 @@ ATTACKS.register("property_in_training", AttackPart(
     threat=ThreatModel(sees=_SEES_AGG,
                        knows="nothing beyond its training: Ψ was trained in Algorithm 2 against "
                              "the encoder, on the defender's subsets (the adversary the defense "
-                             "fights)", goal=_GOAL_P),
+                             "fights); it decides class-balanced with the shadow subsets' bin "
+                             "frequencies, as the fresh attackers do", goal=_GOAL_P),
     function=f"{_PA}:in_training_on_release", role="in_training", family="property",
     config_name="in_training", needs=("in_training",)))
 ATTACKS.register("property_mlp", AttackPart(

@@ -91,15 +91,47 @@ def prior_attack(
     return _outcome("prior", ut, prior_proba(ua, ut.size, k))
 
 
+def majority_rate(labels: np.ndarray, n_classes: int) -> float:
+    """Share of the most frequent value among ``labels``: the accuracy of always guessing the
+    majority (a model-free attacker's), the baseline an accuracy gap is measured against — on
+    an attribute whose majority holds 86 % of the rows, chance 1/k would read 0.86 − 1/k as
+    leakage."""
+    lab = _labels(labels, "labels")
+    return float(np.bincount(lab, minlength=n_classes).max() / max(1, lab.size))
+
+
+def prior_shift_weights(u_known: np.ndarray, n_classes: int) -> np.ndarray:
+    """Decision weights w_c = 1 / π_c of the class-balanced decision argmax_c p_c / π_c, with
+    π the class frequencies of the rows the attacker knows (``u_known``): the Bayes decision
+    under a uniform prior for a model whose probabilities are calibrated to π, so an imbalanced
+    attribute cannot collapse the decision to the majority value. Classes absent from
+    ``u_known`` get weight 0 (never chosen). Shared by the fresh attackers and the in-training
+    adversaries, so every attacker decides the same way."""
+    u = _labels(u_known, "u_known")
+    counts = np.bincount(u, minlength=n_classes).astype(np.float64)[:n_classes]
+    w = np.zeros(n_classes, dtype=np.float64)
+    seen = counts > 0
+    w[seen] = u.size / counts[seen]
+    return w
+
+
 def score_in_training(
-    proba: np.ndarray, u_test: np.ndarray, *, name: str = "in_training"
+    proba: np.ndarray, u_test: np.ndarray, *, name: str = "in_training",
+    u_known: np.ndarray | None = None,
 ) -> AttackOutcome:
-    """Score the in-training adversary's probabilities (n,) binary or (n, k) on test data."""
+    """Score the in-training adversary's probabilities (n,) binary or (n, k) on test data; with
+    ``u_known`` (the attribute values the adversary's side knows, e.g. the aux split) it decides
+    class-balanced (:func:`prior_shift_weights`) as the fresh attackers do."""
     ut = _labels(u_test, "u_test")
     p = np.asarray(proba, dtype=np.float64)
     if p.ndim == 1:
         p = np.stack([1.0 - p, p], axis=1)
-    return _outcome(name, ut, p)
+    if u_known is None:
+        return _outcome(name, ut, p)
+    w = prior_shift_weights(u_known, p.shape[1])
+    scores = attack_scores(ut, p, decision_weights=w)
+    return AttackOutcome(name=name, scores=scores, proba=p, ce_nats=scores["cross_entropy_nats"],
+                         decision_weights=w)
 
 
 def _fit_logreg(X: np.ndarray, u: np.ndarray, seed: int, *, class_weight=None):
@@ -141,15 +173,18 @@ def _mlp_proba(
     class_weight: Literal["balanced"] | None = "balanced",
 ) -> tuple[np.ndarray, dict, np.ndarray]:
     """One-hidden-layer ReLU MLP trained by :func:`core.training.train_classifier` (Adam 1e-3,
-    batch 256, cross-entropy weighted by ``class_weight``), standardised inputs, early stopping
-    on the weighted validation CE of a stratified 10 % of the aux rows (patience 8 epochs; the
-    best epoch's weights are kept). Deterministic from ``seed`` (one local torch.Generator for
-    init, split and shuffles). Returns the test probabilities (of the weighted model), the info
-    and the k class weights used."""
+    batch 256, cross-entropy weighted by ``class_weight``), standardised inputs, trained until
+    the weighted validation CE of a stratified 10 % of the aux rows stops falling
+    (:func:`core.training.train_until_plateau`: patience :data:`core.training.PATIENCE` epochs
+    and at least :data:`core.training.MIN_PATIENCE_STEPS` steps,
+    the split drawn by ``core.seeds.stream(seed, "early_stopping", "attribute_mlp")``, at most
+    ``epochs`` epochs; the best epoch's weights are kept). Deterministic from ``seed`` (a local
+    torch.Generator for init and shuffles). Returns the test probabilities (of the weighted
+    model), the info (``stopped_early`` False: the cap was hit) and the k class weights used."""
     import torch
 
     from core.device import get_device
-    from core.training import train_classifier
+    from core.training import MIN_PATIENCE_STEPS, PATIENCE, train_classifier, validation_rows
 
     dev = get_device("auto")
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
@@ -170,14 +205,16 @@ def _mlp_proba(
         batch_size=256,
         lr=1e-3,
         generator=gen,
-        val_fraction=0.1,
-        patience=8,
+        val_mask=validation_rows(u.size, 0.1, seed, "attribute_mlp", strata=u),
+        patience=PATIENCE,
+        min_patience_steps=MIN_PATIENCE_STEPS,
     )
     with torch.no_grad():
         p = torch.softmax(net(prep(X_test)).double(), dim=1).cpu().numpy()
     out = {
         "epochs_run": info["epochs_run"],
         "best_epoch": info["best_epoch"],
+        "stopped_early": int(info["log"].stopped_early),
         "val_ce_nats": info["val_ce_nats"] if info["n_val"] else float("inf"),
     }
     return p, out, info["class_weight"]
@@ -219,7 +256,7 @@ def fresh_attacker_proba(
     model: Literal["logreg", "mlp"],
     seed: int,
     mlp_hidden: int = 64,
-    mlp_epochs: int = 60,
+    mlp_epochs: int = 500,
     max_train: int = 10_000,
     n_classes: int | None = None,
     class_weight: ClassWeight = "prior_shift",
@@ -283,10 +320,7 @@ def fresh_attacker_proba(
         p = _expand(p_seen, seen, k)
         w[seen] = w_seen
         info = {"n_train": int(ua_fit.size), "class_weight": cw, **mlp_info}
-    decision = None
-    if class_weight == "prior_shift":
-        decision = np.zeros(k, dtype=np.float64)
-        decision[seen] = ua_fit.size / np.bincount(ua_fit)[seen]  # 1 / π_c; unseen never chosen
+    decision = prior_shift_weights(ua_fit, k) if class_weight == "prior_shift" else None
     calibrated = _prior_corrected(p, w) if train_weight == "balanced" else p
     return FreshAttack(p, calibrated, decision, info)
 
@@ -300,7 +334,7 @@ def fresh_attacker(
     model: Literal["logreg", "mlp"],
     seed: int,
     mlp_hidden: int = 64,
-    mlp_epochs: int = 60,
+    mlp_epochs: int = 500,
     max_train: int = 10_000,
     n_classes: int | None = None,
     class_weight: ClassWeight = "prior_shift",

@@ -25,7 +25,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from core.attacks.attribute import fresh_attacker_proba
+from core.attacks.attribute import fresh_attacker_proba, majority_rate, prior_shift_weights
+
+__all__ = ["majority_rate"]  # re-exported: the runner and the bench read it from here
 from core.metrics import attack_intervals, attack_scores, prior_proba
 
 
@@ -56,7 +58,7 @@ class PropertyAttack:
 def fresh_property_attack(shadow_aggregates: np.ndarray, shadow_labels: np.ndarray,
                           release: SubsetRelease, *, n_values: int,
                           model: Literal["mlp", "logreg"], seed: int, mlp_hidden: int = 64,
-                          mlp_epochs: int = 100) -> PropertyAttack:
+                          mlp_epochs: int = 500) -> PropertyAttack:
     """A fresh K-way property classifier trained on the attacker's shadow-subset aggregates
     (``shadow_aggregates``, ``shadow_labels``: the bins it knows), applied to the release."""
     fa = fresh_attacker_proba(shadow_aggregates, shadow_labels, release.aggregates, model=model,
@@ -66,9 +68,14 @@ def fresh_property_attack(shadow_aggregates: np.ndarray, shadow_labels: np.ndarr
                           {**fa.info, "aggregation": release.aggregation})
 
 
-def in_training_attack(proba: np.ndarray) -> PropertyAttack:
-    """The in-training adversary's probabilities on the release (computed by the defense)."""
-    return PropertyAttack(np.asarray(proba, np.float64), None, {})
+def in_training_attack(proba: np.ndarray, known_labels: np.ndarray | None = None) -> PropertyAttack:
+    """The in-training adversary's probabilities on the release (computed by the defense); with
+    ``known_labels`` (the bins of the subsets the attacker's side knows) it decides
+    class-balanced as the fresh attackers do (:func:`core.attacks.attribute.
+    prior_shift_weights`)."""
+    p = np.asarray(proba, np.float64)
+    w = None if known_labels is None else prior_shift_weights(known_labels, p.shape[1])
+    return PropertyAttack(p, w, {})
 
 
 def prior_property_attack(shadow_labels: np.ndarray, n_targets: int, n_values: int) -> PropertyAttack:
@@ -83,13 +90,14 @@ def in_training_on_release(release: SubsetRelease, knowledge: Any = None,
     defender's aggregation)."""
     if release.in_training_proba is None:
         raise ValueError("release.in_training_proba: the release carries no in-training adversary")
-    out = in_training_attack(release.in_training_proba)
+    out = in_training_attack(release.in_training_proba,
+                             getattr(knowledge, "aux_labels", None))
     out.info["aggregation"] = release.in_training_aggregation
     return out
 
 
 def fresh_on_release(release: SubsetRelease, knowledge: Any, *, model: Literal["mlp", "logreg"],
-                     seed: int, mlp_hidden: int = 64, mlp_epochs: int = 100,
+                     seed: int, mlp_hidden: int = 64, mlp_epochs: int = 500,
                      **_: Any) -> PropertyAttack:
     """:func:`fresh_property_attack` trained on the knowledge's shadow-subset aggregates
     (``aux_features``) and bins (``aux_labels``)."""
@@ -106,22 +114,18 @@ def prior_on_release(release: SubsetRelease, knowledge: Any, **_: Any) -> Proper
     return out
 
 
-def majority_rate(labels: np.ndarray, n_values: int) -> float:
-    """Share of the most frequent bin among ``labels`` (the prior's accuracy on them)."""
-    lab = np.asarray(labels, dtype=np.int64)
-    return float(np.bincount(lab, minlength=n_values).max() / max(1, lab.size))
-
-
 def score_property(attack: PropertyAttack, labels: np.ndarray, *, n_values: int,
                    seed: int = 0) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
     """(scores, 95 % intervals) of a property attack against the target subsets' true bins:
-    ``acc``, ``bacc``, ``auc`` (one-vs-rest macro), ``ce_nats``, ``gap`` (acc − 1/K)."""
+    ``acc``, ``bacc``, ``auc`` (one-vs-rest macro), ``ce_nats``, ``gap`` (acc − the targets'
+    majority-bin rate, :func:`~core.attacks.attribute.majority_rate`: the accuracy of always
+    guessing the most frequent bin; 1/K when the bins are balanced)."""
     lab = np.asarray(labels, dtype=np.int64)
     if attack.proba.shape != (lab.size, n_values):
         raise ValueError(f"proba: got shape {attack.proba.shape}; expected ({lab.size}, {n_values})")
     s = attack_scores(lab, attack.proba, decision_weights=attack.decision_weights)
     iv = attack_intervals(lab, attack.proba, seed=seed, decision_weights=attack.decision_weights)
-    chance = 1.0 / n_values
+    chance = majority_rate(lab, n_values)
     scores = {"acc": s["accuracy"], "bacc": s["balanced_accuracy"], "auc": s["auc"],
               "ce_nats": s["cross_entropy_nats"], "gap": s["accuracy"] - chance}
     intervals = {"acc": iv["accuracy"], "bacc": iv["balanced_accuracy"], "auc": iv["auc"],

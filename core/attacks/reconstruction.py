@@ -47,27 +47,31 @@ def train_fresh_decoder(encoder: torch.nn.Module, perturbation: Perturbation, X_
                         batch_size: int = 64, lr: float = 1e-3, seed: int = 0,
                         progress: Progress | None = None) -> Decoder:
     """The attacker's decoder on its auxiliary rows: pairs (x, f(x) + δ) with δ ~ p_Φ redrawn
-    every epoch (it knows the noise distribution, not the draws released for the targets)."""
+    every epoch (it knows the noise distribution, not the draws released for the targets).
+    Trained until the MSE on a held-out 10 % of the aux rows stops falling, at most ``epochs``
+    (:func:`core.training.train_until_plateau`, the split drawn by ``core.seeds.stream(seed,
+    "early_stopping", "fresh_decoder")``; the best epoch's weights are kept)."""
+    from core.training import train_until_plateau, validation_rows
+
     dev = X_aux.device
     Xa = X_aux.reshape(len(X_aux), -1)
     with torch.no_grad():
         R = encoder(Xa)
     gen = torch.Generator().manual_seed(int(seed))
     dec = seeded(lambda: Decoder(R.shape[1], Xa.shape[1], hidden=hidden, layers=layers), gen).to(dev)
-    opt = torch.optim.Adam(dec.parameters(), lr=lr)
-    dec.train()
-    for e in range(epochs):
+    with torch.no_grad():
+        Z = [perturbation.release(R, gen)]
+
+    def redraw(epoch: int, _log) -> None:  # a fresh δ for the next epoch
         if progress is not None:
-            progress.update(e / max(1, epochs), f"fresh decoder epoch {e + 1}/{epochs}")
+            progress.update(epoch / max(1, epochs), f"fresh decoder epoch {epoch}/{epochs}")
         with torch.no_grad():
-            Z = perturbation.release(R, gen)
-        order = torch.randperm(len(Xa), generator=gen).to(dev)
-        for i in range(0, len(Xa), batch_size):
-            idx = order[i:i + batch_size]
-            loss = F.mse_loss(dec(Z[idx]), Xa[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            Z[0] = perturbation.release(R, gen)
+
+    train_until_plateau(dec, lambda rows: F.mse_loss(dec(Z[0][rows]), Xa[rows]),
+                        validation_rows(len(Xa), 0.1, int(seed), "fresh_decoder"),
+                        max_epochs=epochs, batch_size=batch_size, lr=lr, generator=gen,
+                        on_epoch=redraw)
     dec.eval()
     return dec
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from core import caveats
+from core.attacks.attribute import majority_rate
 from core.attacks.protocol import (
     AttackOutput,
     attack_params,
@@ -112,7 +113,11 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     ev.update(0.7, "scoring")
     truth = GroundTruth(u[te])
     scores = {who: score_attack(out, truth, seed=cfg.seed) for who, out in outputs.items()}
-    metrics: dict[str, float] = {"n_values": float(k), "chance": 1.0 / k, **defense.metrics}
+    # the accuracy gap is measured against the majority value's rate (a model-free guess),
+    # not 1/k: on an imbalanced attribute 1/k would read the majority's share as leakage
+    majority = majority_rate(u[te], k)
+    metrics: dict[str, float] = {"n_values": float(k), "chance": 1.0 / k,
+                                 "attribute_majority": majority, **defense.metrics}
     intervals: dict[str, dict[str, float]] = {}
     artifacts: dict[str, np.ndarray] = {}
     for who, sc in scores.items():
@@ -121,7 +126,7 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
             if stat in sc.intervals:
                 lo, hi = sc.intervals[stat]
                 intervals[f"attack_{who}_{stat}"] = {"lo": lo, "hi": hi, "n": sc.n}
-        metrics[f"gap_{who}"] = sc.values["acc"] - 1.0 / k
+        metrics[f"gap_{who}"] = sc.values["acc"] - majority
     best = strongest({w: scores[w] for w in on_release() if w in scores})
     _best_metrics(best, scores, outputs, truth, k, metrics, intervals)
     for who in on_release():
@@ -244,3 +249,44 @@ def _bounds(k, ds, ce, y_te, u_te, R_te, probe_weights, adv, notes) -> dict[str,
         thm1_informative_below(thm1["delta_y_u"], thm1["R"], thm1["C_L"])
         if thm1["R"] is not None else math.nan)
     return out
+
+
+def _num(result: Any, name: str) -> str:
+    v = result.metrics.get(name)
+    iv = result.intervals.get(name)
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    return f"{v:.2f}" + (f" [{iv['lo']:.2f}, {iv['hi']:.2f}]" if iv else "")
+
+
+def teaching_lesson(by_knob: dict[float, Any], symbol: str) -> dict | None:
+    """The teaching sweep's lesson, every number from the stored Results ``by_knob`` (knob
+    value -> Result) at the two ends of the stored grid: the strongest attacker's AUC and the
+    in-training adversary's balanced accuracy with their 95 % intervals, utility at both ends,
+    and whether the AUC moved beyond its intervals. None with fewer than two stored points."""
+    pts = {float(g): r for g, r in by_knob.items() if r is not None}
+    if len(pts) < 2:
+        return None
+    lo, hi = min(pts), max(pts)
+    a, b = pts[lo], pts[hi]
+    auc = "attack_auc_best"
+    ia, ib = a.intervals.get(auc), b.intervals.get(auc)
+    beyond = bool(ia and ib and (ib["hi"] < ia["lo"] or ia["hi"] < ib["lo"]))
+    ua, ub = a.metrics.get("utility_acc"), b.metrics.get("utility_acc")
+    chance = a.metrics.get("chance")
+    best = b.info.get("best_attacker", "the strongest attacker")
+    text = (f"Measured: raising {symbol} from {lo:g} to {hi:g} moves the strongest attacker's "
+            f"AUC ({best} at {symbol} = {hi:g}) from {_num(a, auc)} to {_num(b, auc)} — "
+            + ("beyond" if beyond else "within") + " the 95 % intervals — and the in-training "
+            f"adversary's balanced accuracy from {_num(a, 'attack_in_training_bacc')} to "
+            f"{_num(b, 'attack_in_training_bacc')}"
+            + (f" (chance {chance:.2f})" if chance is not None else "")
+            + (f"; utility goes from {ua:.3f} to {ub:.3f}." if ua is not None and ub is not None
+               else "."))
+    psi_a = a.metrics.get("attack_in_training_bacc")
+    psi_b = b.metrics.get("attack_in_training_bacc")
+    if not beyond and psi_a is not None and psi_b is not None and psi_b < psi_a:
+        text += (" The defense fools the adversary it trains against more than it removes the "
+                 "attribute: an attacker trained afterwards still reads it.")
+    return {"from": lo, "to": hi, "auc": [a.metrics.get(auc), b.metrics.get(auc)],
+            "utility": [ua, ub], "beyond_intervals": beyond, "text": text}

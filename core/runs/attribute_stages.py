@@ -60,7 +60,8 @@ def train(cfg: AttributePrivacyConfig, ds: Dataset, defense, progress: Progress)
         out = fresh_attacker(R[a:b], u[ev_ax], R[b:], u[ev_te], model="logreg", seed=cfg.seed, n_classes=k)
         per_round["attack_logreg_auc"].append(out.scores["auc"])
         p = finite_proba(adversary_proba(state, R[b:]))
-        per_round["in_training_acc"].append(score_in_training(p, u[ev_te]).scores["accuracy"])
+        per_round["in_training_acc"].append(
+            score_in_training(p, u[ev_te], u_known=u[ev_ax]).scores["accuracy"])
 
     t0 = time.perf_counter()
     state = train_tappfl(cfg, ds, upload_transform=defense.upload_transform, progress=progress,

@@ -58,9 +58,7 @@ def _row(result: Any, who: str, title: str, short: str, chance: float | None) ->
     vals = {m: metric(result, f"attack_{who}_{m}") for m in MEASURES}
     if all(v is None for v in vals.values()):
         return None
-    gap = metric(result, f"gap_{who}")
-    if gap is None and vals["acc"] is not None and chance is not None:
-        gap = vals["acc"] - chance
+    gap = metric(result, f"gap_{who}")  # accuracy minus the majority value's rate
     ns = [n_scored(result, f"attack_{who}_{m}") for m in MEASURES]
     row: dict[str, Any] = {"attacker": title, "short": short}
     for m, label in MEASURES.items():
@@ -68,7 +66,7 @@ def _row(result: Any, who: str, title: str, short: str, chance: float | None) ->
         row[m] = vals[m]
         iv = interval(result, f"attack_{who}_{m}")
         row[f"{m}_lo"], row[f"{m}_hi"] = (iv if iv else (None, None))
-    row["gap to chance"] = fmt(gap)
+    row["gap to majority"] = fmt(gap)
     row["n"] = next((n for n in ns if n is not None), None)
     # only an interval that contains chance may call a score near chance
     texts = {"bacc": near_chance_text(result, f"attack_{who}_bacc"),
@@ -119,15 +117,18 @@ def attack_table(result: Any, *, attackers: Mapping[str, str], key: str,
     rows = flag_rows(rows, result, [[f"attack_{w}_{m}" for m in MEASURES]
                                     for w in attackers if any(r["attacker"] == attackers[w]
                                                               for r in rows)])
-    cols = ["attacker", *MEASURES.values(), "gap to chance", "caveat"]
+    cols = ["attacker", *MEASURES.values(), "gap to majority", "caveat"]
     st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, width="stretch",
                  column_config={"attacker": st.column_config.TextColumn(pinned=True)})
     ns = sorted({r["n"] for r in rows if r["n"] is not None})
     over = (f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}–{ns[-1]}") if ns else "the"
+    majority = metric(result, "attribute_majority")
+    gap_text = (f" The gap is accuracy minus the majority value's rate {fmt(majority)} (always "
+                "guessing it); not 1/k." if majority is not None else "")
     st.caption(f"Each score with its 95 % interval [lo, hi] over {over} scored test rows. Chance = "
                f"{fmt(chance)} (1/k, k = {k} values of {attr}); AUC chance = 0.5. A score is "
                "called near chance only when its interval contains chance. The raw-x rows attack "
-               "the undefended data: the leakage the defense starts from.")
+               "the undefended data: the leakage the defense starts from." + gap_text)
     near = [f"{r['attacker']}: {r['near chance?']}" for r in rows if r["near chance?"]]
     if near:
         st.caption("Near chance (the 95 % interval contains chance): " + "; ".join(near) + ".")

@@ -19,6 +19,7 @@ from core.config import AttributePrivacyConfig
 from core.metric_schema import HEADLINES
 from core.metric_schema import get as metric_spec
 from core.parts import DEFENSES, attack_by_config_name, attack_titles, attacks_for, config_names
+from core.runs.attribute_privacy import teaching_lesson
 from core.tradeoff import nearest_point, tradeoff_points
 from dashboard import state
 from dashboard.components import (
@@ -38,6 +39,7 @@ from dashboard.components._format import metric
 from dashboard.components.knob import knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
 from dashboard.tappfl_settings import (
+    DEFAULT_ATTRIBUTE,
     WIDGETS,
     preset_config,
     preset_widgets,
@@ -123,6 +125,8 @@ def data_ui() -> tuple[str, str]:
     c1, c2 = st.columns([1.2, 1])
     name = c1.selectbox("Data set", names, key="ap_dataset",
                         format_func=lambda n: dataset_label(rows[n]))
+    if name in DEFAULT_ATTRIBUTE:
+        st.session_state.setdefault(f"ap_attr_{name}", DEFAULT_ATTRIBUTE[name])
     attr = c2.selectbox("Private attribute", list(rows[name]["attributes"]), key=f"ap_attr_{name}")
     if not rows[name]["available"]:
         st.warning(f"**{name}** is a real data set; {missing_reason(name)} A run will fail with a "
@@ -311,6 +315,11 @@ def tradeoff_section(config: dict[str, Any], result, grid_results: dict[float, A
     st.caption("Utility on x, attack AUC on y, with 95 % intervals. The strongest attacker "
                "is the engine's pick among the attackers on the release (by AUC); the "
                "in-training adversary is what TAPPFL optimises against.")
+    if knob is not None:
+        lesson = teaching_lesson({g: r for g, r in by_knob.items()
+                                  if g in knob.for_family(KIND).teaching_grid()}, knob.symbol)
+        if lesson is not None:
+            (st.info if lesson["beyond_intervals"] else st.warning)(lesson["text"])
     if knob is not None:
         missing = [g for g in knob.for_family(KIND).teaching_grid() if grid_results.get(g) is None]
         if missing:

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.config import PROPERTY_ATTACKS
 from core.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
+from core.runs.property import fresh_attacker_finding
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import copy_run, page_tail, projection_pair, result_caption
@@ -25,25 +25,20 @@ from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.components.caveats import flag_for, for_metrics, sentence
 from dashboard.components.knob import knob_ui
+from dashboard.property_settings import DEFAULTS, PRESETS
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "property"
 DEFENSE = "inf2guard_property"
 DATASETS = ["adult", "digits", "mnist5k"]
-#: per data set: the attribute whose share is the property, subset sizes, subsets per bin
-#: (train and aux; the targets get half), epochs: small enough to run in seconds on a CPU
-PRESETS = {"adult": {"attribute": "sex", "sizes": (32, 256), "per_bin": 250, "epochs": 15},
-           "digits": {"attribute": "bold", "sizes": (8, 64), "per_bin": 150, "epochs": 15},
-           "mnist5k": {"attribute": "bold", "sizes": (16, 128), "per_bin": 200, "epochs": 15}}
 TITLES = attack_titles(KIND)
 SHORT = {"in_training": "in-training Ψ", "mlp": "fresh MLP", "logreg": "fresh logistic",
          "prior": "prior"}
 
 
 def _init_state() -> None:
-    for k, v in {"pr_lambda": 0.75, "pr_k": 4, "pr_agg": "mean", "pr_attack_agg": "same",
-                 "pr_attackers": list(PROPERTY_ATTACKS)}.items():
+    for k, v in DEFAULTS.items():
         st.session_state.setdefault(k, v)
 
 
@@ -126,7 +121,7 @@ def attack_rows(result) -> list[dict[str, Any]]:
                                "accuracy": fmt_with_interval(result, f"property_{a}_acc"),
                                "balanced acc": fmt_with_interval(result, f"property_{a}_bacc"),
                                "AUC (1-vs-rest)": fmt_with_interval(result, f"property_{a}_auc"),
-                               "gap to chance": fmt(metric(result, f"property_{a}_gap")),
+                               "gap to majority": fmt(metric(result, f"property_{a}_gap")),
                                "near chance?": near_chance_text(result, f"property_{a}_acc") or ""}
         for m, name in (("acc", "acc"), ("bacc", "bacc"), ("auc", "auc")):
             row[m] = metric(result, f"property_{a}_{name}")
@@ -170,7 +165,7 @@ def attack_section(result) -> None:
     if not rows:
         st.warning("This result has no attack metrics.")
         return
-    cols = ["attacker", "accuracy", "balanced acc", "AUC (1-vs-rest)", "gap to chance",
+    cols = ["attacker", "accuracy", "balanced acc", "AUC (1-vs-rest)", "gap to majority",
             "near chance?"]
     st.dataframe([{c: r[c] for c in cols} for r in rows], hide_index=True, width="stretch")
     n = int(metric(result, "subsets_test") or 0)
@@ -178,7 +173,8 @@ def attack_section(result) -> None:
                f"mean size {fmt(metric(result, 'subset_size_mean'), 1)} rows). Chance = 1/K = "
                f"{fmt(metric(result, 'chance'))}; the majority bin holds "
                f"{fmt(metric(result, 'property_majority'))} of the targets (the prior's rate: the "
-               "bins are sampled equally). A score is called near chance only when its interval "
+               "bins are sampled equally; the gap is accuracy minus it). A score is called near "
+               "chance only when its interval "
                "contains chance. As in the paper's Table 3, the defense fights its own "
                "adversary; the fresh attackers are trained afterwards on shadow subsets.")
     st.plotly_chart(figure("attack_bars_figure", rows, chance=metric(result, "chance"),
@@ -270,6 +266,10 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                f"current λ, the cross λ = 0 (no defense) with its strongest attack. The "
                f"majority-class utility is {fmt(metric(result, 'utility_majority'))}: a point left "
                "of it predicts no better than the majority class.")
+    fresh = [a for a in ("mlp", "logreg") if a in config["attack"]["attackers"]]
+    finding = fresh_attacker_finding(got, fresh[0]) if fresh else None
+    if finding is not None:
+        (st.info if finding["kind"] == "defended" else st.warning)(finding["text"])
 
 
 def curves_section(result) -> None:
@@ -290,11 +290,14 @@ def show_result(config, result) -> None:
     attack_section(result)
     bound_section(result)
     tradeoff_section(config, result)
-    if projection_pair(result, key="pr", title="Target subsets: raw feature means vs released "
-                                               "aggregates, coloured by property bin"):
-        st.caption("Here each point is one target subset: left, the mean of its raw features; "
-                   "right, its released aggregate (what the attacker sees). Colours ordered by "
-                   "share on the right mean the aggregate still carries the property.")
+    projection_pair(result, key="pr", title="Target subsets: raw feature means vs released "
+                                         "aggregates, coloured by property bin",
+                    points="target subsets",
+                    panels=("raw feature mean of each subset", "released aggregate (same subsets)"),
+                    caption="Each point is one target subset: left, the mean of its raw "
+                            "features; right, its released aggregate (what the attacker sees). "
+                            "Colours ordered by share on the right mean the aggregate still "
+                            "carries the property.")
     curves_section(result)
 
 
