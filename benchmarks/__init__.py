@@ -24,4 +24,5 @@ BENCHMARKS: dict[str, str] = {
     "compare": "benchmarks.compare_bench:main",
     "registry": "benchmarks.registry_bench:main",
     "hardening": "benchmarks.hardening_bench:main",
+    "lessons": "benchmarks.lessons_bench:main",
 }
