@@ -387,7 +387,7 @@ def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
             cost = ua.value - ub.value
             util_moves = ua.has_interval and ub.has_interval and not ua.overlaps(ub)
             what = "costs" if cost > 0 else "gains"
-            text += (f"; it {what} {abs(cost):.2f} in {spec.utility.words} ({ua.text()} → "
+            text += (f"; it {what} {abs(cost):.2f} in utility ({spec.utility.words} {ua.text()} → "
                      f"{ub.text()}" + ("" if util_moves else ", within the intervals") + ")")
         sentences.append(text[0].upper() + text[1:] + ".")
     for m in spec.privacy[1:]:
@@ -404,7 +404,8 @@ def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
         ratio, ref_text = _reference_text(spec, by_value, refs, values)
         if ref_text:
             sentences.append(ref_text)
-    contradictions = _contradictions(spec.page, ends, sym, lo_v, hi_v)
+    words = {m.metric: m.words for m in spec.privacy}
+    contradictions = _contradictions(spec.page, ends, sym, lo_v, hi_v, words)
     sentences += contradictions
     if missing:
         sentences.append(f"({missing} of {total} points of the teaching sweep not stored yet: "
@@ -441,14 +442,14 @@ def _reference_text(spec: TeachingSweep, by_value: Mapping[float, list[Any]],
 
 
 def _contradictions(page: str, ends: tuple[End, End], sym: str, lo_v: float,
-                    hi_v: float) -> list[str]:
+                    hi_v: float, words: Mapping[str, str]) -> list[str]:
     out = []
     a, b = ends
     for c in CLAIMS.get(page, ()):
         ea, eb = a.estimates.get(c.metric), b.estimates.get(c.metric)
         if ea is None or eb is None or c.expect not in ("down", "chance"):
             continue
-        nums = (f"{c.metric} {ea.text()} at {sym} = {_fmt_knob(lo_v)}, {eb.text()} at "
+        nums = (f"{words.get(c.metric, c.metric)} {ea.text()} at {sym} = {_fmt_knob(lo_v)}, {eb.text()} at "
                 f"{sym} = {_fmt_knob(hi_v)}")
         separated = ea.has_interval and eb.has_interval and not ea.overlaps(eb)
         if separated and eb.value > ea.value:
@@ -537,7 +538,7 @@ def _attribute_base() -> dict[str, Any]:
 
 
 def _specs() -> dict[str, TeachingSweep]:
-    acc = Measure("utility_acc", "utility (test accuracy)")
+    acc = Measure("utility_acc", "test accuracy")
     return {
         "attribute_privacy": TeachingSweep(
             "attribute_privacy", "Attribute privacy", "tappfl", "attribute_privacy",
@@ -587,7 +588,7 @@ def _specs() -> dict[str, TeachingSweep]:
             {"kind": "fisher_information", "data": {"name": "digits"},
              "defense": {"kind": "fil_output_perturbation", "eta_target": 3.0}},
             (Measure("fil_attack_acc_best", "the strongest attribute attack's accuracy"),),
-            Measure("fil_utility_acc", "utility (test accuracy)")),
+            Measure("fil_utility_acc", "test accuracy")),
     }
 
 
