@@ -12,6 +12,7 @@ from core.config import parse_config
 from core.parts import DEFENSES
 from core.result import Result
 from core.sweeps import expand
+from tests.test_pages import store  # noqa: F401  (fixture)
 
 
 def _key(cfg) -> str:
@@ -156,13 +157,37 @@ def test_real_tiny_sweep_through_a_store(tmp_path):
 
     spec = teaching.teaching_sweep("fisher_information")
     spec = replace(spec, seeds=(0,), grid=(0.1, 10.0))
-    store = ResultStore(tmp_path / "store")
+    rs = ResultStore(tmp_path / "store")
     for c in spec.job_configs():
-        store.get_or_run(c)
-    les = teaching.lesson(spec, store.peek)
+        rs.get_or_run(c)
+    les = teaching.lesson(spec, rs.peek)
     assert les.ready and les.missing == 0
     hi = les.ends[0].estimates["fil_attack_acc_best"]
     lo = les.ends[1].estimates["fil_attack_acc_best"]
-    point = store.peek(spec.point_config(10.0, 0))
+    point = rs.peek(spec.point_config(10.0, 0))
     assert hi.value == pytest.approx(point.metrics["fil_attack_acc_best"])
     assert lo.value <= hi.value + 1e-9
+
+
+def test_fil_page_lesson_box_then_teaching_sweep_as_one_job(store):  # noqa: F811
+    """The page shows what is missing and the button; once the sweep is stored the lesson's
+    sentences come from the store, numbers from the runs, and the button is off."""
+    from tests.test_pages import open_page
+
+    at = open_page("views/fisher_information.py")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    text = " ".join(m.value for m in at.markdown)
+    assert "The teaching sweep is not stored yet" in text
+    button = next(b for b in at.button if b.key == "fi_teaching_sweep")
+    assert not button.disabled and "points missing" in button.label
+    # the sweep as the page declares it (its current config), stored directly: the same keys
+    spec = teaching.teaching_sweep("fisher_information", store.get(
+        store.list(kind="fisher_information")[0].key).config)
+    for c in spec.job_configs():
+        store.get_or_run(c)
+    at.run()
+    assert not at.exception and not at.error
+    text = " ".join(m.value for m in at.markdown)
+    les = teaching.lesson(spec, store.peek)
+    assert les.ready and les.sentences[0] in text
+    assert next(b for b in at.button if b.key == "fi_teaching_sweep").disabled

@@ -36,6 +36,7 @@ from dashboard.components import (
 )
 from dashboard.components._format import metric
 from dashboard.components.knob import knob_ui
+from dashboard.components.lesson import lesson_panel
 from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
 from dashboard.tappfl_settings import (
     WIDGETS,
@@ -380,6 +381,7 @@ if grid:
     run_with_progress(sweep_config(config, knob.field, grid), label=f"{knob.symbol} sweep",
                       start=sweep_clicked)
 result = run_with_progress(config, label=label, start=run_clicked)
+lesson_panel("attribute_privacy", config, key="ap")
 
 # nearest cached grid point when the current knob value has no result yet
 grid_results = {g: peek(with_knob(config, knob.field, g)) for g in grid} if grid else {}

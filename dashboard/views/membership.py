@@ -21,6 +21,7 @@ from dashboard.components import copy_run, page_tail, result_caption, threat_car
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.knob import knob_ui
+from dashboard.components.lesson import lesson_panel
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -247,6 +248,7 @@ run_clicked = buttons.button("Run", type="primary", key="mi_run")
 copy_run(config)
 result = run_with_progress(config, label=f"{DEFENSES.get(cfg.defense.kind).title} on {cfg.data.name}",
                            start=run_clicked)
+lesson_panel("membership", config, key="mi")
 if result is None:
     st.info("No stored result for these settings yet. Press **Run** (mnist5k, 500 members, "
             "16 shadow models, 8 targets pooled: about 20 s on a 2-core CPU). Runs are stored.")

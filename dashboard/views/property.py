@@ -24,6 +24,7 @@ from dashboard.components import copy_run, page_tail, projection_pair, result_ca
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.components.knob import knob_ui
+from dashboard.components.lesson import lesson_panel
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -313,6 +314,7 @@ run_clicked = buttons.button("Run", type="primary", key="pr_run")
 copy_run(config)
 result = run_with_progress(config, label=f"{DEFENSES.get(DEFENSE).title} on {cfg.data.name}",
                            start=run_clicked)
+lesson_panel("property", config, key="pr")
 if result is None:
     st.info("No stored result for these settings yet. Press **Run** (digits: a few seconds; "
             "Adult: about 20 s on a CPU). Runs are stored; then run the λ sweep for the tradeoff.")

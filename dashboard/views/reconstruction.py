@@ -25,6 +25,7 @@ from dashboard.components import copy_run, deferred, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.knob import knob_ui
+from dashboard.components.lesson import lesson_panel
 from dashboard.reconstruction_settings import (
     CHOICES,
     EPS_GRID,
@@ -384,6 +385,8 @@ run_clicked = buttons.button("Run", type="primary", key="gl_run")
 copy_run(config)
 label = f"{CHOICES.get(getattr(cfg.defense, 'channel', cfg.defense.kind), cfg.defense.kind)} on {cfg.data.name}"
 result = run_with_progress(config, label=label, start=run_clicked)
+lesson_panel("reconstruction", config, key="gl",
+             dim=int(np.prod(data_spectrum(cfg.data.name, cfg.seed)[1])))
 if result is None:
     st.info("No stored result for these settings yet. Press **Run**: a few targets on digits "
             "take seconds on a CPU. Runs are stored, so the same settings show at once next time.")

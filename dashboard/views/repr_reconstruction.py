@@ -25,6 +25,7 @@ from dashboard.components import copy_run, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.knob import knob_of, knob_ui
+from dashboard.components.lesson import lesson_panel
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -284,6 +285,7 @@ run_clicked = buttons.button("Run", type="primary", key="rr_run")
 copy_run(config)
 result = run_with_progress(config, label=f"{cfg.defense.channel} ε = {cfg.defense.epsilon:g} "
                            f"on {cfg.data.name}", start=run_clicked)
+lesson_panel("repr_reconstruction", config, key="rr")
 if result is None:
     st.info("No stored result for these settings yet. Press **Run** (digits, 10 epochs, three "
             "attacks: a few seconds on a CPU; mnist5k about a minute). Runs are stored.")
