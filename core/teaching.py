@@ -330,6 +330,9 @@ def _move(words: str, a: Estimate, b: Estimate, ca: float | None, cb: float | No
     if exceeds:
         return (f"{verb_from} {verb} {words} from {a.text()}{tail_a} to {b.text()}{tail_b}, "
                 "beyond the 95 % intervals"), True
+    if not (a.has_interval and b.has_interval):
+        return (f"{verb_from} moves {words} from {a.text()}{tail_a} to {b.text()}{tail_b} "
+                "(one seed and no interval: whether it exceeds the noise is not measured)"), False
     return (f"{verb_from} leaves {words} within the 95 % intervals ({a.text()}{tail_a} → "
             f"{b.text()}{tail_b}): no measurable move"), False
 
@@ -385,20 +388,25 @@ def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
         ua, ub = a.estimates[spec.utility.metric], b.estimates[spec.utility.metric]
         if ua is not None and ub is not None:
             cost = ua.value - ub.value
-            util_moves = ua.has_interval and ub.has_interval and not ua.overlaps(ub)
             what = "costs" if cost > 0 else "gains"
+            if not (ua.has_interval and ub.has_interval):
+                how = ", one seed: no interval"
+            else:
+                how = "" if not ua.overlaps(ub) else ", within the intervals"
             text += (f"; it {what} {abs(cost):.2f} in utility ({spec.utility.words} {ua.text()} → "
-                     f"{ub.text()}" + ("" if util_moves else ", within the intervals") + ")")
+                     f"{ub.text()}{how})")
         sentences.append(text[0].upper() + text[1:] + ".")
     for m in spec.privacy[1:]:
         xa, xb = a.estimates[m.metric], b.estimates[m.metric]
         if xa is None or xb is None:
             continue
         at = " (chance)" if _at_chance(xb, b.chance[m.metric]) else ""
-        moved = xa.has_interval and xb.has_interval and not xa.overlaps(xb)
-        sentences.append(f"At {sym} = {_fmt_knob(hi_v)}, {m.words} still reads {xb.text()}{at} "
-                         f"(at {sym} = {_fmt_knob(lo_v)}: {xa.text()}; "
-                         + ("beyond the intervals" if moved else "within the intervals") + ").")
+        if not (xa.has_interval and xb.has_interval):
+            how = "no interval"
+        else:
+            how = "within the intervals" if xa.overlaps(xb) else "beyond the intervals"
+        sentences.append(f"At {sym} = {_fmt_knob(hi_v)}, {m.words} reads {xb.text()}{at} "
+                         f"(at {sym} = {_fmt_knob(lo_v)}: {xa.text()}; {how}).")
     ratio = None
     if refs:
         ratio, ref_text = _reference_text(spec, by_value, refs, values)
@@ -483,11 +491,14 @@ def compare_lesson(comparison: Any) -> Lesson:
                      reverse=knob.more_private == "lower")
         i0, i1 = idx[0], idx[-1]
 
-        def est(arr, i):
+        def est(arr, i, lo=None, hi=None):
             row = [float(x) for x in arr[i]]
-            return estimate(row, [None] * len(row))
+            ivs = [None if lo is None or not (math.isfinite(lo[i][j]) and math.isfinite(hi[i][j]))
+                   else (float(lo[i][j]), float(hi[i][j])) for j in range(len(row))]
+            return estimate(row, ivs)
 
-        la, lb, ua, ub = est(c.leakage, i0), est(c.leakage, i1), est(c.utility, i0), est(c.utility, i1)
+        la, lb = est(c.leakage, i0, c.leak_lo, c.leak_hi), est(c.leakage, i1, c.leak_lo, c.leak_hi)
+        ua, ub = est(c.utility, i0), est(c.utility, i1)
         if None in (la, lb, ua, ub):
             continue
         words = ("the strongest attack's AUC" if pname.endswith("auc_best")
@@ -513,10 +524,10 @@ def compare_lesson(comparison: Any) -> Lesson:
                 contradictions.append(
                     f"This contradicts Inf2Guard: it claims more utility than DP-SGD at equal "
                     f"attack success, but at AUC ≤ {lvl:.2f} DP-SGD keeps {u_dp:.3f} and "
-                    f"Inf2Guard {u_inf:.3f} ({row.get('dominance', '')}).")
+                    f"Inf2Guard {u_inf:.3f} (seed means).")
             else:
                 sentences.append(f"At AUC ≤ {lvl:.2f}, Inf2Guard keeps {u_inf:.3f} utility, "
-                                 f"DP-SGD {u_dp:.3f} ({row.get('dominance', '')}).")
+                                 f"DP-SGD {u_dp:.3f} (seed means), as Inf2Guard claims.")
             break
     if not sentences and not contradictions:
         sentences = ["The comparison has no defense with two knob values stored yet."]
