@@ -22,6 +22,7 @@ from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
+from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -158,6 +159,7 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     got = {g: peek(c) for g, c in cfgs.items()}
     cur = float(config["defense"][field])
     got[cur] = result
+    got = filled(config, field, got, result)  # every stored run of these settings, off-grid too
     missing = [g for g, r in got.items() if r is None]
     start = st.button(f"Run the {knob.symbol} sweep ({len(missing)} missing)",
                       key="mi_sweep", disabled=not missing)
@@ -174,9 +176,9 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
         pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
                               attack_metrics={title: name})
         undefended = None if und is None else (metric(und, head.utility), metric(und, name))
-        col.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
-                                chance=0.5 if name == head.attack else 0.001, symbol=sym,
-                                y_title=title), width="stretch", key=key)
+        tradeoff_plot(pts, current=cur, undefended=undefended,
+                      chance=0.5 if name == head.attack else 0.001, symbol=sym, y_title=title,
+                      key=key, page=KIND if col is left else None, config=config, where=col)
     if missing:
         st.caption(f"{len(missing)} of {len(grid)} grid points not run yet; the undefended point "
                    "(black cross) appears once the 'none' defense has been run with these settings.")

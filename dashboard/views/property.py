@@ -25,6 +25,7 @@ from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
+from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -245,6 +246,7 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     got = {g: peek(c) for g, c in cfgs.items()}
     cur = float(config["defense"][knob.field])
     got[cur] = result
+    got = filled(config, knob.field, got, result)  # every stored run of these settings
     series = {f"{SHORT[a]} accuracy": f"property_{a}_acc" for a in config["attack"]["attackers"]
               if a != "prior"}
     pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
@@ -259,14 +261,11 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     und = got.get(0.0)
     undefended = None if und is None else (metric(und, "utility_acc"),
                                            metric(und, "property_acc_best"))
-    if not pts:
-        st.info(f"No point to draw yet: run the {sym} sweep.")
+    tradeoff_plot(pts, current=cur, undefended=undefended, chance=metric(result, "chance"),
+                  symbol=sym, x_title="utility (per-sample test accuracy)",
+                  y_title="property attack accuracy", key="pr", page=KIND, config=config)
+    if len({p.knob for p in pts}) < 2:
         return
-    st.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
-                           chance=metric(result, "chance"), symbol=sym,
-                           x_title="utility (per-sample test accuracy)",
-                           y_title="property attack accuracy"),
-                    width="stretch", key="pr_tradeoff")
     st.caption(f"One point per stored λ (interval = 95 % of the attack accuracy); the star is the "
                f"current λ, the cross λ = 0 (no defense) with its strongest attack. The "
                f"majority-class utility is {fmt(metric(result, 'utility_majority'))}: a point left "

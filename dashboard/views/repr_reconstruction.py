@@ -26,6 +26,7 @@ from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.knob import knob_of, knob_ui
 from dashboard.components.lesson import lesson_panel
+from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -220,6 +221,9 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     got = _sweep_results(config)
     cur_ch, cur_eps = config["defense"]["channel"], float(config["defense"]["epsilon"])
     got[cur_ch][cur_eps] = result
+    for ch in got:  # every stored run of these settings per channel, off-grid ε included
+        got[ch] = filled({**config, "defense": {**config["defense"], "channel": ch}},
+                         _knob().field, got[ch], result if ch == cur_ch else None)
     head = HEADLINES[KIND]
     pts = []
     for ch, res in got.items():
@@ -233,10 +237,9 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                                 f"defense.{_knob().field}": list(_knob().teaching_grid())},
                        "seeds": [config.get("seed", 0)], "executor": "serial"},
                       label="ε sweep over channels", start=start)
-    st.plotly_chart(figure("tradeoff_figure", pts, current=cur_eps, undefended=None, chance=None,
-                           symbol="ε", y_title="SSIM of the strongest attack (lower is more "
-                           "private)", current_series=CHANNEL_TITLES[cur_ch]),
-                    width="stretch", key="rr_tradeoff")
+    tradeoff_plot(pts, current=cur_eps, undefended=None, chance=None, symbol="ε",
+                  y_title="SSIM of the strongest attack (lower is more private)", key="rr",
+                  page=KIND, config=config, current_series=CHANNEL_TITLES[cur_ch])
     st.caption("Every channel's encoder trains with its own noise in the loop for the same "
                "epochs, so the curves compare the noise, not the encoder. A channel beats "
                "another where its curve runs lower at the same utility.")
