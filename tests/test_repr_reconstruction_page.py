@@ -18,7 +18,10 @@ def test_repr_reconstruction_page_runs_stores_and_draws_grid_and_tradeoff(store)
     assert not at.exception and not at.error, [e.value for e in at.error]
     runs = store.list(kind="repr_reconstruction")
     assert len(runs) == 1
-    assert has_chart(at, "rr_gallery") and has_chart(at, "rr_tradeoff"), chart_keys(at)
+    assert has_chart(at, "rr_gallery"), chart_keys(at)
+    # one ε stored: no tradeoff axes, a sentence and the teaching-sweep button instead
+    assert not has_chart(at, "rr_tradeoff")
+    assert any("needs at least two ε values" in i.value for i in at.info)
     shown = {m.label: m.value for m in at.metric}
     assert shown["strongest SSIM"] != "n/a" and shown["utility on r + δ"] != "n/a"
     assert any(b.label.startswith("Run the ε sweep over every channel (24 missing)")

@@ -159,7 +159,6 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     got = {g: peek(c) for g, c in cfgs.items()}
     cur = float(config["defense"][field])
     got[cur] = result
-    got = filled(config, field, got, result)  # every stored run of these settings, off-grid too
     missing = [g for g, r in got.items() if r is None]
     start = st.button(f"Run the {knob.symbol} sweep ({len(missing)} missing)",
                       key="mi_sweep", disabled=not missing)
@@ -173,7 +172,8 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     for col, name, title, key in (
             (left, head.attack, "membership AUC (strongest attack)", "mi_tradeoff"),
             (right, "mia_tpr_at_0p1pct_fpr_best", "TPR at 0.1 % FPR (best attack)", "mi_tradeoff_tpr")):
-        pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
+        # every stored run of these settings (off-grid values included), the current one too
+        pts = tradeoff_points(filled(config, field, got, result), kind=KIND,
                               attack_metrics={title: name})
         undefended = None if und is None else (metric(und, head.utility), metric(und, name))
         tradeoff_plot(pts, current=cur, undefended=undefended,

@@ -246,10 +246,10 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     got = {g: peek(c) for g, c in cfgs.items()}
     cur = float(config["defense"][knob.field])
     got[cur] = result
-    got = filled(config, knob.field, got, result)  # every stored run of these settings
     series = {f"{SHORT[a]} accuracy": f"property_{a}_acc" for a in config["attack"]["attackers"]
               if a != "prior"}
-    pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
+    # every stored run of these settings (off-grid λ included) and the run just computed
+    pts = tradeoff_points(filled(config, knob.field, got, result), kind=KIND,
                           attack_metrics=series)
     missing = [g for g, r in got.items() if r is None]
     start = st.button(f"Run the {sym} sweep ({len(missing)} missing)", key="pr_sweep",

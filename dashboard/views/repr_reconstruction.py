@@ -221,14 +221,13 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     got = _sweep_results(config)
     cur_ch, cur_eps = config["defense"]["channel"], float(config["defense"]["epsilon"])
     got[cur_ch][cur_eps] = result
-    for ch in got:  # every stored run of these settings per channel, off-grid ε included
-        got[ch] = filled({**config, "defense": {**config["defense"], "channel": ch}},
-                         _knob().field, got[ch], result if ch == cur_ch else None)
     head = HEADLINES[KIND]
     pts = []
     for ch, res in got.items():
-        pts += tradeoff_points({e: r for e, r in res.items() if r is not None}, kind=KIND,
-                               attack_metrics={CHANNEL_TITLES[ch]: head.attack})
+        # every stored run of these settings per channel (off-grid ε included)
+        drawn = filled({**config, "defense": {**config["defense"], "channel": ch}},
+                       _knob().field, res, result if ch == cur_ch else None)
+        pts += tradeoff_points(drawn, kind=KIND, attack_metrics={CHANNEL_TITLES[ch]: head.attack})
     missing = sum(r is None for res in got.values() for r in res.values())
     start = st.button(f"Run the ε sweep over every channel ({missing} missing)", key="rr_sweep",
                       disabled=not missing)
