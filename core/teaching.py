@@ -561,7 +561,8 @@ def _specs() -> dict[str, TeachingSweep]:
             {"kind": "membership", "data": {"name": "mnist5k"}, "defense": {"kind": "none"},
              "train": {"members": 500, "epochs": 60},
              "attack": {"attackers": ["loss", "lira_offline", "lira_online", "rmia"],
-                        "shadows": 16, "rmia_references": 2, "targets": 8}},
+                        "shadows": 8, "rmia_references": 2, "targets": 8},
+             "projection_points": 300},
             (Measure("mia_auc_best", "the strongest attack's AUC"),
              Measure("mia_lira_online_auc", "online LiRA's AUC")), acc,
             seeds=(0,), reference={"kind": "none"}),
@@ -571,7 +572,7 @@ def _specs() -> dict[str, TeachingSweep]:
              "defense": {"kind": "inf2guard_property", "tradeoff_lambda": 0.75},
              "subsets": {"n_values": 4, "size_min": 8, "size_max": 64, "train_per_bin": 150,
                          "aux_per_bin": 150, "test_per_bin": 75},
-             "train": {"epochs": 15}},
+             "train": {"epochs": 15}, "projection_points": 200},
             (Measure("property_in_training_bacc", "the in-training property adversary's "
                      "balanced accuracy"),
              Measure("property_mlp_bacc", "a fresh MLP on shadow subsets")), acc),

@@ -30,6 +30,8 @@ from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "property"
+#: subsets embedded (t-SNE, raw and released) for the projection panel
+PROJECTION_POINTS = 200
 DEFENSE = "inf2guard_property"
 DATASETS = ["adult", "digits", "mnist5k"]
 #: per data set: the attribute whose share is the property, subset sizes, subsets per bin
@@ -111,7 +113,9 @@ def controls() -> dict[str, Any]:
     attack = attack_ui()
     return {"kind": KIND, "seed": s.seed, "device": s.device,
             "data": {"name": name, "private_attribute": PRESETS[name]["attribute"]},
-            "defense": d["defense"], **sub, "attack": attack}
+            "defense": d["defense"], **sub, "attack": attack,
+            # two t-SNEs of 400 subsets took ~40 % of a cold default run (issue #20: ≤ 10 s)
+            "projection_points": PROJECTION_POINTS}
 
 
 # --------------------------------------------------------------------------------------------
