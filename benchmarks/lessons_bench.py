@@ -112,7 +112,8 @@ def page_row(page: str, store, quick: bool) -> tuple[dict[str, Any], dict[str, A
 def compare_row(store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     from core import compare, teaching
 
-    spec = compare.teaching_spec()
+    # the issue's protocol for its 33 s (benchmarks/compare_bench.py): the sweeps' local pool
+    spec = compare.teaching_spec(executor="local", workers=2)
     if quick:
         spec = replace(spec, seeds=spec.seeds[:1])
     cmp_, cold = _timed(lambda: compare.run_comparison(spec, store))
@@ -177,7 +178,8 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
              f"load average at the end {load}); the lead reruns on a quiet machine. "
              "default_cold_s: the page's default config (core.teaching.default_config) in an "
              "empty store; the Compare page's default is its teaching preset "
-             "(compare_teaching_cold_s). teaching_*: the page's teaching sweep (its knob's "
+             "(compare_teaching_cold_s: on the sweeps' local pool of 2 workers, as "
+             "benchmarks/compare_bench.py measured its 33 s). teaching_*: the page's teaching sweep (its knob's "
              "teaching grid from core.parts × seeds, plus the undefended reference where the "
              "lesson needs one), run through the store, then the lesson read back. "
              + ("QUICK: one seed, both ends of each grid only. " if quick else "")

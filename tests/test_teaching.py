@@ -191,3 +191,34 @@ def test_fil_page_lesson_box_then_teaching_sweep_as_one_job(store):  # noqa: F81
     les = teaching.lesson(spec, store.peek)
     assert les.ready and les.sentences[0] in text
     assert next(b for b in at.button if b.key == "fi_teaching_sweep").disabled
+
+
+def test_compare_lesson_reads_the_comparison_and_checks_inf2guard_against_dp_sgd():
+    import numpy as np
+
+    from core.compare import Comparison, ComparisonSpec, Curve, DefenseSpec
+
+    def curve(name, defense, knob, util, leak, sym):
+        u, a = np.array(util, float), np.array(leak, float)
+        return Curve(name=name, defense=defense, params={}, symbol=sym,
+                     knob_field="x" if sym else None, budget_metric=None,
+                     knob=np.array(knob, float), seeds=[0, 1], utility=u, leakage=a,
+                     budget=np.full(u.shape, np.nan), leak_lo=a - 0.01, leak_hi=a + 0.01,
+                     keys=[["", ""] for _ in knob])
+
+    spec = ComparisonSpec(family="membership", data="digits", utility="utility_acc",
+                          privacy="mia_auc_best", defenses=(DefenseSpec.of("inf2guard"),),
+                          seeds=(0, 1))
+    curves = [curve("no defense", "none", [np.nan], [[0.9, 0.9]], [[0.7, 0.7]], None),
+              curve("Inf2Guard (λ)", "inf2guard", [0.0, 0.9], [[0.9, 0.9], [0.6, 0.6]],
+                    [[0.70, 0.70], [0.55, 0.55]], "λ"),
+              curve("DP-SGD (Opacus)", "dp_sgd", [8.0, 1.0], [[0.88, 0.88], [0.8, 0.8]],
+                    [[0.60, 0.60], [0.52, 0.52]], "ε")]
+    cmp_ = Comparison(spec=spec, curves=curves, refused=[], chance_leakage=0.5,
+                      chance_utility=None, points_run=10, points_cached=0, seconds=1.0)
+    les = teaching.compare_lesson(cmp_)
+    text = " ".join(les.sentences)
+    assert "Inf2Guard (λ): λ 0 → 0.9 lowers the strongest attack's AUC from 0.70" in text
+    assert "DP-SGD (Opacus): ε 8 → 1 lowers" in text
+    # DP-SGD keeps more utility at equal attack success here: the claim is contradicted
+    assert les.contradictions and "This contradicts Inf2Guard" in les.contradictions[0]
