@@ -26,9 +26,8 @@ from typing import Any
 from core import metric_schema
 from core.parts import DEFENSES, Knob
 
-#: two-sided 95 % Student t quantiles for n − 1 degrees of freedom (n seeds)
-_T95 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306,
-        10: 2.262}
+#: the normal 95 % quantile (intervals over a few seeds are a normal approximation)
+Z95 = 1.959964
 
 
 @dataclass(frozen=True)
@@ -151,10 +150,11 @@ class TeachingSweep:
 class Estimate:
     """A metric at one knob value over seeds: the seed mean, its 95 % interval and ``n`` seeds.
 
-    The half-width combines the runs' own intervals (sampling of the scored records:
-    √(Σ hᵢ²)/n) and the seed-to-seed spread (Student t over the seed means, n ≥ 2), taking the
-    larger; a single seed without an interval has ``lo == hi == value`` and ``has_interval``
-    False."""
+    An approximate 95 % interval of the seed mean: 1.96·√(v/n), v the larger of the runs' own
+    variance (from their intervals: sampling of the scored records) and the seeds' sample
+    variance (training randomness too). With two or three seeds the spread is itself rough, so
+    the interval is a normal approximation, not a Student-t one. A single seed without an
+    interval has ``lo == hi == value`` and ``has_interval`` False."""
 
     value: float
     lo: float
@@ -182,12 +182,11 @@ def estimate(values: Sequence[float], intervals: Sequence[tuple[float, float] | 
     mean = sum(v for v, _ in pairs) / n
     halves = [(float(iv[1]) - float(iv[0])) / 2 for _, iv in pairs
               if iv is not None and all(math.isfinite(float(x)) for x in iv)]
-    own = math.sqrt(sum(h * h for h in halves)) / len(halves) if halves else 0.0
-    spread = 0.0
-    if n >= 2:
-        sd = math.sqrt(sum((v - mean) ** 2 for v, _ in pairs) / (n - 1))
-        spread = _T95.get(n, 1.96) * sd / math.sqrt(n)
-    half = max(own, spread)
+    # per-run variance: the larger of the runs' own (sampling of the scored records) and the
+    # seeds' spread (training randomness too); the mean of n runs then has var / n
+    own = sum((h / Z95) ** 2 for h in halves) / len(halves) if halves else 0.0
+    spread = sum((v - mean) ** 2 for v, _ in pairs) / (n - 1) if n >= 2 else 0.0
+    half = Z95 * math.sqrt(max(own, spread) / n)
     return Estimate(mean, mean - half, mean + half, n, bool(halves) or n >= 2)
 
 

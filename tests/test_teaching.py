@@ -70,9 +70,13 @@ def test_estimate_combines_run_intervals_and_seed_spread():
     bare = teaching.estimate([0.6], [None])
     assert not bare.has_interval and bare.lo == bare.hi == 0.6
     two = teaching.estimate([0.5, 0.7], [(0.49, 0.51), (0.69, 0.71)])
-    # the seeds disagree far more than each run's interval: the t interval (12.7 sd/√2) wins
+    # the seeds disagree far more than each run's interval: their spread sets the width
+    sd = 0.2 / 2 ** 0.5
     assert two.value == pytest.approx(0.6)
-    assert two.hi - two.lo > 1.0
+    assert (two.hi - two.lo) / 2 == pytest.approx(1.959964 * sd / 2 ** 0.5)
+    agree = teaching.estimate([0.6, 0.6], [(0.5, 0.7), (0.5, 0.7)])
+    # the seeds agree: each run's own interval sets it, narrowed by √n
+    assert (agree.hi - agree.lo) / 2 == pytest.approx(0.1 / 2 ** 0.5)
     assert teaching.estimate([float("nan")], [None]) is None
 
 
