@@ -70,6 +70,8 @@ class TeachingSweep:
     dim_scaled: bool = False
     reference: Mapping[str, Any] | None = None
     block: Mapping[str, Any] = field(default_factory=dict)
+    #: block fields the knob replaces (FIL's σ and ε when the knob is the target η): nulled
+    clear: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -101,7 +103,8 @@ class TeachingSweep:
         if (kind != self.defense and part is not None and part.knob is not None
                 and self.family in part.families):
             # the page runs another defense with a knob: its lesson is that knob's sweep
-            return replace(self, base=cfg, defense=kind, grid=None, dim_scaled=False, block={})
+            return replace(self, base=cfg, defense=kind, grid=None, dim_scaled=False, block={},
+                           clear=())
         return replace(self, base=cfg)
 
     def defense_block(self) -> dict[str, Any]:
@@ -112,7 +115,8 @@ class TeachingSweep:
 
     def point_config(self, value: float, seed: int) -> dict[str, Any]:
         cfg = copy.deepcopy(dict(self.base))
-        cfg["defense"] = {**self.defense_block(), self.knob.field: float(value)}
+        cfg["defense"] = {**self.defense_block(), **dict.fromkeys(self.clear),
+                          self.knob.field: float(value)}
         cfg["seed"] = int(seed)
         return cfg
 
@@ -130,7 +134,7 @@ class TeachingSweep:
         """The sweep (``kind: sweep``, :mod:`core.sweeps`): the knob's grid × seeds over the
         base, each point stored under its own key."""
         base = copy.deepcopy(dict(self.base))
-        base["defense"] = self.defense_block()
+        base["defense"] = {**self.defense_block(), **dict.fromkeys(self.clear)}
         base.pop("seed", None)
         return {"kind": "sweep", "base": base,
                 "grid": {f"defense.{self.knob.field}": list(self.values(dim))},
@@ -599,7 +603,7 @@ def _specs() -> dict[str, TeachingSweep]:
             {"kind": "fisher_information", "data": {"name": "digits"},
              "defense": {"kind": "fil_output_perturbation", "eta_target": 3.0}},
             (Measure("fil_attack_acc_best", "the strongest attribute attack's accuracy"),),
-            Measure("fil_utility_acc", "test accuracy")),
+            Measure("fil_utility_acc", "test accuracy"), clear=("sigma", "epsilon")),
     }
 
 

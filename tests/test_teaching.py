@@ -226,3 +226,12 @@ def test_compare_lesson_reads_the_comparison_and_checks_inf2guard_against_dp_sgd
     assert "DP-SGD (Opacus): ε 8 → 1 lowers" in text
     # DP-SGD keeps more utility at equal attack success here: the claim is contradicted
     assert les.contradictions and "This contradicts Inf2Guard" in les.contradictions[0]
+
+
+def test_fil_sweep_over_a_sigma_setting_replaces_sigma_by_the_target_eta():
+    cfg = teaching.default_config("fisher_information")
+    cfg["defense"] = {"kind": "fil_output_perturbation", "sigma": 0.01}
+    spec = teaching.teaching_sweep("fisher_information", cfg)
+    for c in (spec.point_config(0.3, 0), spec.sweep_config()):
+        parse_config(c)
+    assert spec.point_config(0.3, 0)["defense"]["sigma"] is None
