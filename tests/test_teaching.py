@@ -235,3 +235,19 @@ def test_fil_sweep_over_a_sigma_setting_replaces_sigma_by_the_target_eta():
     for c in (spec.point_config(0.3, 0), spec.sweep_config()):
         parse_config(c)
     assert spec.point_config(0.3, 0)["defense"]["sigma"] is None
+
+
+def test_tradeoff_plot_draws_every_matching_stored_run_off_grid_included(store):  # noqa: F811
+    """λ = 0.5 and an off-grid λ = 0.35 of the page's settings are drawn; a run of another seed
+    is not (it is not these settings); the teaching sweep's lesson box is on the page."""
+    from tests.test_pages import contract_runner, open_page, tappfl_base
+
+    for lam in (0.5, 0.35):
+        store.get_or_run(tappfl_base(tradeoff_lambda=lam), runner=contract_runner)
+    store.get_or_run(tappfl_base(tradeoff_lambda=1.0, seed=7), runner=contract_runner)
+    at = open_page("views/attribute_privacy.py")
+    at.selectbox(key="ap_dataset").set_value("synthetic").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    spec = json.loads(next(c for c in at.get("plotly_chart") if "ap_tradeoff" in c.id).proto.spec)
+    assert sorted(spec["data"][0]["text"]) == ["λ=0.35", "λ=0.5"]
+    assert any("teaching sweep is not stored yet" in m.value for m in at.markdown)
