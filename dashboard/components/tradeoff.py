@@ -100,7 +100,8 @@ def tradeoff_plot(points: Sequence[Any], *, current: float | None,
                   symbol: str = "λ", y_title: str = "attack AUC",
                   x_title: str = "utility (test accuracy)", page: str | None = None,
                   config: Mapping[str, Any] | None = None, where: Any = None,
-                  dim: int | None = None, current_series: str | None = None) -> None:
+                  dim: int | None = None, current_series: str | None = None,
+                  **figure_kw: Any) -> None:
     """Draw :class:`core.tradeoff.TradeoffPoint` s (plot key ``{key}_tradeoff``) into
     ``where`` (default: the page).
 
@@ -108,7 +109,8 @@ def tradeoff_plot(points: Sequence[Any], *, current: float | None,
     that run is not stored yet (said under the plot); ``chance`` the attack's chance level.
     With fewer than two knob values a sentence replaces the plot, and (``page`` given) the
     page's teaching-sweep button is offered with it (``dim``: the data dimension of a κ/d
-    grid); ``current_series`` stars the current value on that series only."""
+    grid); ``current_series`` stars the current value on that series only; ``figure_kw`` go to
+    the figure as they are (e.g. the caveat-flagged points)."""
     where = st if where is None else where
     knobs = {p.knob for p in points}
     n = len(knobs) + (undefended is not None)
@@ -131,7 +133,8 @@ def tradeoff_plot(points: Sequence[Any], *, current: float | None,
         return
     where.plotly_chart(figure("tradeoff_figure", list(points), current=current,
                               undefended=undefended, chance=chance, symbol=symbol,
-                              x_title=x_title, y_title=y_title, current_series=current_series),
+                              x_title=x_title, y_title=y_title, current_series=current_series,
+                              **figure_kw),
                        width="stretch", key=f"{key}_tradeoff")
     notes = []
     if undefended is None:
