@@ -75,6 +75,20 @@ def _quick_spec(spec):
     return replace(spec, seeds=spec.seeds[:1], grid=ends)
 
 
+def _warm() -> None:
+    """Import the engine first: a served page runs in a process that has torch and the runners
+    imported already, so a cold run's seconds are the run's (data loading included), not
+    Python's imports."""
+    import importlib
+
+    from core.runs.sweep import WARM_MODULES
+
+    for m in (*WARM_MODULES, "core.runs.membership", "core.runs.property",
+              "core.runs.gradient_leakage", "core.runs.repr_reconstruction",
+              "core.runs.fisher_information", "core.attacks.membership"):
+        importlib.import_module(m)
+
+
 def page_row(page: str, store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """One page: default cold / cached seconds, teaching cold / cached seconds, the lesson."""
     from core import teaching
@@ -137,6 +151,7 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
     from core import teaching
 
     pages = tuple(pages or teaching.PAGES)
+    _warm()
     rows, details = [], {}
     with tempfile.TemporaryDirectory(prefix="privlab_lessons_") as tmp:
         store = ResultStore(Path(tmp) / "store")
@@ -177,7 +192,8 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
     notes = ("Timings taken on a LOADED shared 2-core machine (other engineers running jobs; "
              f"load average at the end {load}); the lead reruns on a quiet machine. "
              "default_cold_s: the page's default config (core.teaching.default_config) in an "
-             "empty store; the Compare page's default is its teaching preset "
+             "empty store, engine modules imported first (a served page's process has them), "
+             "data loading included; the Compare page's default is its teaching preset "
              "(compare_teaching_cold_s: on the sweeps' local pool of 2 workers, as "
              "benchmarks/compare_bench.py measured its 33 s). teaching_*: the page's teaching sweep (its knob's "
              "teaching grid from core.parts × seeds, plus the undefended reference where the "
