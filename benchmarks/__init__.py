@@ -26,4 +26,5 @@ BENCHMARKS: dict[str, str] = {
     "hardening": "benchmarks.hardening_bench:main",
     "papers": "benchmarks.papers_check:main",
     "dlg_lenet": "benchmarks.dlg_lenet:main",
+    "lessons": "benchmarks.lessons_bench:main",
 }

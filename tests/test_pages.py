@@ -232,8 +232,11 @@ def test_attribute_page_run_button_runs_stores_and_shows(store):
     shown = {m.label.split(" ⚠")[0]: m.value for m in at.metric}  # without a caveat flag
     assert shown["task accuracy on r (logistic head)"] != "n/a"
     assert shown["measured best"] != "n/a"
-    for key in ("ap_attack_bars", "ap_roc", "ap_bounds_curve", "ap_curve_accs", "ap_tradeoff"):
+    for key in ("ap_attack_bars", "ap_roc", "ap_bounds_curve", "ap_curve_accs"):
         assert has_chart(at, key), (key, chart_keys(at))
+    # one λ stored: no tradeoff axes, a sentence and the teaching-sweep button instead
+    assert not has_chart(at, "ap_tradeoff")
+    assert any("needs at least two λ values" in i.value for i in at.info)
     assert any("computed now" in c.value for c in at.caption)
     # the same settings again: shown from the store at once, nothing recomputed
     at.run()
@@ -386,7 +389,9 @@ def attack_frame(at: AppTest):
 
 
 def test_attribute_page_intervals_threat_models_and_undefended_point(store):
-    store.get_or_run(tappfl_base(tradeoff_lambda=0.5), runner=contract_runner)
+    # two λ stored: the tradeoff plot draws (one point would be a sentence instead)
+    for lam in (0.5, 1.0):
+        store.get_or_run(tappfl_base(tradeoff_lambda=lam), runner=contract_runner)
     at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("synthetic").run()
     assert not at.exception and not at.error, [e.value for e in at.error]

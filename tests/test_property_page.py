@@ -18,8 +18,12 @@ def test_property_page_runs_stores_and_draws_attacks_bound_tradeoff_and_projecti
     at.button(key="pr_run").click().run(timeout=240)
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert len(store.list(kind="property")) == 1
-    for key in ("pr_attack_bars", "pr_bound_curve", "pr_tradeoff", "pr_proj_repr", "pr_curves"):
+    for key in ("pr_attack_bars", "pr_bound_curve", "pr_proj_repr", "pr_curves"):
         assert has_chart(at, key), (key, chart_keys(at))
+    # one λ stored: no tradeoff axes, a sentence and the teaching-sweep button instead
+    assert not has_chart(at, "pr_tradeoff")
+    assert any("needs at least two λ values" in i.value for i in at.info)
+    assert any(b.key == "pr_plot_teaching_sweep" for b in at.button)
     shown = {m.label: m.value for m in at.metric}
     assert shown["majority-class rate"] != "n/a" and shown["in-training Ψ attack accuracy"] != "n/a"
     assert "Run the λ sweep (2 missing)" in [b.label for b in at.button]  # 0 and 0.25

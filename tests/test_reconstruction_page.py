@@ -36,7 +36,10 @@ def test_run_button_runs_stores_and_shows_the_gallery(store):  # noqa: F811
     assert not at.exception and not at.error, [e.value for e in at.error]
     runs = store.list(kind="gradient_leakage")
     assert len(runs) == 1 and runs[0].config["attack"]["targets"] == 2
-    assert has_chart(at, "gl_gallery") and has_chart(at, "gl_tradeoff"), chart_keys(at)
+    assert has_chart(at, "gl_gallery"), chart_keys(at)
+    # one κ stored: no tradeoff axes, a sentence and the teaching-sweep button instead
+    assert not has_chart(at, "gl_tradeoff")
+    assert any("needs at least two κ|ε values" in i.value for i in at.info)
     # Theorem 1 against the mean over targets and seeds; single images shown, not counted
     assert has_chart(at, "gl_thm1_mean"), chart_keys(at)
     assert any(c.value.startswith("Seed means below the bound: ") and "(shown, not counted)"

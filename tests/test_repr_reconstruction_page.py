@@ -18,7 +18,10 @@ def test_repr_reconstruction_page_runs_stores_and_draws_grid_and_tradeoff(store)
     assert not at.exception and not at.error, [e.value for e in at.error]
     runs = store.list(kind="repr_reconstruction")
     assert len(runs) == 1
-    assert has_chart(at, "rr_gallery") and has_chart(at, "rr_tradeoff"), chart_keys(at)
+    assert has_chart(at, "rr_gallery"), chart_keys(at)
+    # one ε stored: no tradeoff axes, a sentence and the teaching-sweep button instead
+    assert not has_chart(at, "rr_tradeoff")
+    assert any("needs at least two ε values" in i.value for i in at.info)
     # Theorem 3 drawn under the estimated entropy, labelled an estimate with its estimator; the
     # uniform-x form named as not drawn, and the points below the drawn bound counted
     assert has_chart(at, "rr_thm3"), chart_keys(at)

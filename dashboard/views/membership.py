@@ -33,10 +33,14 @@ from dashboard.components.caveats import (
     roc_grey_below,
 )
 from dashboard.components.knob import knob_ui
+from dashboard.components.lesson import lesson_panel
+from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "membership"
+#: test rows embedded (t-SNE) for the release's projection panel
+PROJECTION_POINTS = 300
 DATASETS = ["mnist5k", "digits", "faces", "adult"]
 #: config name -> the attack's one title (core.parts)
 TITLES = attack_titles(KIND)
@@ -47,7 +51,7 @@ KNOB_KEYS = {"inf2guard": "mi_lambda", "dp_sgd": "mi_eps", "channel": "mi_kappa"
 
 def _init_state() -> None:
     for k, v in {"mi_defense": "none", "mi_lambda": 0.5, "mi_eps": 8.0, "mi_kappa": 80.0,
-                 "mi_members": 500, "mi_epochs": 60, "mi_shadows": 16, "mi_refs": 2, "mi_targets": 8,
+                 "mi_members": 500, "mi_epochs": 60, "mi_shadows": 8, "mi_refs": 2, "mi_targets": 8,
                  "mi_attackers": ["loss", "lira_offline", "lira_online", "rmia"]}.items():
         st.session_state.setdefault(k, v)
 
@@ -110,8 +114,10 @@ def controls() -> dict[str, Any]:
     with top[1]:
         defense = defense_ui()
     rest = attack_ui(defense["kind"])
+    # speed of the default (issue #20): 8 shadows and a 300-point t-SNE (1000 took ~40 % of a
+    # cold run) keep the default under 10 s on 2 cores; the lesson still exceeds its intervals
     return {"kind": KIND, "seed": s.seed, "device": s.device, "data": {"name": name},
-            "defense": defense, **rest}
+            "defense": defense, **rest, "projection_points": PROJECTION_POINTS}
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,15 +197,16 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     for col, name, title, key in (
             (left, head.attack, "membership AUC (strongest attack)", "mi_tradeoff"),
             (right, "mia_tpr_at_0p1pct_fpr_best", "TPR at 0.1 % FPR (best attack)", "mi_tradeoff_tpr")):
-        pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
+        # every stored run of these settings (off-grid values included), the current one too
+        pts = tradeoff_points(filled(config, field, got, result), kind=KIND,
                               attack_metrics={title: name})
         undefended = None if und is None else (metric(und, head.utility), metric(und, name))
         # runs whose number here carries a caveat (too few non-members) are ringed grey
         flagged = tuple((g, flag_for(r, name).removeprefix("⚠ ")) for g, r in got.items()
                         if r is not None and flag_for(r, name))
-        col.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
-                                chance=0.5 if name == head.attack else 0.001, symbol=sym,
-                                y_title=title, flagged=flagged), width="stretch", key=key)
+        tradeoff_plot(pts, current=cur, undefended=undefended,
+                      chance=0.5 if name == head.attack else 0.001, symbol=sym, y_title=title,
+                      flagged=flagged, key=key, page=KIND if col is left else None, config=config, where=col)
     if missing:
         st.caption(f"{len(missing)} of {len(grid)} grid points not run yet; the undefended point "
                    "(black cross) appears once the 'none' defense has been run with these settings.")
@@ -317,9 +324,10 @@ run_clicked = buttons.button("Run", type="primary", key="mi_run")
 copy_run(config)
 result = run_with_progress(config, label=f"{DEFENSES.get(cfg.defense.kind).title} on {cfg.data.name}",
                            start=run_clicked)
+lesson_panel("membership", config, key="mi")
 if result is None:
     st.info("No stored result for these settings yet. Press **Run** (mnist5k, 500 members, "
-            "16 shadow models, 8 targets pooled: about 20 s on a 2-core CPU). Runs are stored.")
+            "8 shadow models, 8 targets pooled). Runs are stored.")
 else:
     show_result(config, result)
 page_tail(result, KIND, key="mi")

@@ -25,11 +25,15 @@ from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.components.caveats import flag_for, for_metrics, sentence
 from dashboard.components.knob import knob_ui
+from dashboard.components.lesson import lesson_panel
+from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.property_settings import DEFAULTS, PRESETS
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "property"
+#: subsets embedded (t-SNE, raw and released) for the projection panel
+PROJECTION_POINTS = 200
 DEFENSE = "inf2guard_property"
 DATASETS = ["adult", "digits", "mnist5k"]
 TITLES = attack_titles(KIND)
@@ -105,7 +109,9 @@ def controls() -> dict[str, Any]:
     attack = attack_ui()
     return {"kind": KIND, "seed": s.seed, "device": s.device,
             "data": {"name": name, "private_attribute": PRESETS[name]["attribute"]},
-            "defense": d["defense"], **sub, "attack": attack}
+            "defense": d["defense"], **sub, "attack": attack,
+            # two t-SNEs of 400 subsets took ~40 % of a cold default run (issue #20: ≤ 10 s)
+            "projection_points": PROJECTION_POINTS}
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,7 +248,8 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     got[cur] = result
     series = {f"{SHORT[a]} accuracy": f"property_{a}_acc" for a in config["attack"]["attackers"]
               if a != "prior"}
-    pts = tradeoff_points({g: r for g, r in got.items() if r is not None}, kind=KIND,
+    # every stored run of these settings (off-grid λ included) and the run just computed
+    pts = tradeoff_points(filled(config, knob.field, got, result), kind=KIND,
                           attack_metrics=series)
     missing = [g for g, r in got.items() if r is None]
     start = st.button(f"Run the {sym} sweep ({len(missing)} missing)", key="pr_sweep",
@@ -254,14 +261,11 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     und = got.get(0.0)
     undefended = None if und is None else (metric(und, "utility_acc"),
                                            metric(und, "property_acc_best"))
-    if not pts:
-        st.info(f"No point to draw yet: run the {sym} sweep.")
+    tradeoff_plot(pts, current=cur, undefended=undefended, chance=metric(result, "chance"),
+                  symbol=sym, x_title="utility (per-sample test accuracy)",
+                  y_title="property attack accuracy", key="pr", page=KIND, config=config)
+    if len({p.knob for p in pts}) < 2:
         return
-    st.plotly_chart(figure("tradeoff_figure", pts, current=cur, undefended=undefended,
-                           chance=metric(result, "chance"), symbol=sym,
-                           x_title="utility (per-sample test accuracy)",
-                           y_title="property attack accuracy"),
-                    width="stretch", key="pr_tradeoff")
     st.caption(f"One point per stored λ (interval = 95 % of the attack accuracy); the star is the "
                f"current λ, the cross λ = 0 (no defense) with its strongest attack. The "
                f"majority-class utility is {fmt(metric(result, 'utility_majority'))}: a point left "
@@ -316,6 +320,7 @@ run_clicked = buttons.button("Run", type="primary", key="pr_run")
 copy_run(config)
 result = run_with_progress(config, label=f"{DEFENSES.get(DEFENSE).title} on {cfg.data.name}",
                            start=run_clicked)
+lesson_panel("property", config, key="pr")
 if result is None:
     st.info("No stored result for these settings yet. Press **Run** (digits: a few seconds; "
             "Adult: about 20 s on a CPU). Runs are stored; then run the λ sweep for the tradeoff.")

@@ -26,6 +26,8 @@ from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import flag_rows, flagged_caption, metric_tile, plot_caveats
 from dashboard.components.knob import knob_ui
+from dashboard.components.lesson import lesson_panel
+from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.reconstruction_settings import (
     CHOICES,
     DLG_SETTING,
@@ -288,14 +290,16 @@ def sweep_measured(cfg) -> list[tuple[float, float, str]]:
     config = cfg.model_dump(mode="json")
     d = int(np.prod(data_spectrum(cfg.data.name, cfg.seed)[1]))
     pts = []
-    for c in [{**config, "defense": {**config["defense"], "kappa": float(f"{r * d:.6g}")}}
-              for r in KAPPA_PER_DIM_GRID] + [config]:
-        r = peek(c)
+    got = {float(c["defense"]["kappa"]): peek(c)
+           for c in [{**config, "defense": {**config["defense"], "kappa": float(f"{r * d:.6g}")}}
+                     for r in KAPPA_PER_DIM_GRID] + [config]}
+    # every stored run of these settings (off-grid κ included), the current one too
+    for kappa, r in sorted(filled(config, "kappa", got).items()):
         if r is not None and metric(r, "recon_best_mse") is not None:
             # a run with targets below Theorem 1's floor is marked on the plot, with why
             below = [cv["text"] for cv in plot_caveats(r, "mse_vs_kappa")
                      if cv["key"] == "thm1_points_below"]
-            pts.append((c["defense"]["kappa"], metric(r, "recon_best_mse"),
+            pts.append((kappa, metric(r, "recon_best_mse"),
                         r.info.get("best_inverter", "") + (f" ⚠ {below[0]}" if below else "")))
     return pts
 
@@ -312,6 +316,8 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
             knob = c["defense"].get("kappa", c["defense"].get("target_epsilon"))
             if r is not None:
                 got[float(knob)] = r
+        field = "kappa" if name != "dp_sgd" else "target_epsilon"
+        got = filled({**config, "defense": cfgs[0]["defense"]}, field, got)
         points += tradeoff_points(got, kind=KIND, attack_metrics={CHOICES[name]: head.attack})
     cur = None
     if cfg.defense.kind == "channel":
@@ -333,9 +339,9 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
     und = None
     if undef is not None:
         und = (metric(undef, head.utility), metric(undef, head.attack))
-    st.plotly_chart(figure("tradeoff_figure", points, current=cur, undefended=und, chance=None,
-                           symbol="κ|z", y_title="median PSNR of the strongest inverter (dB)"),
-                    width="stretch", key="gl_tradeoff")
+    tradeoff_plot(points, current=cur, undefended=und, chance=None, symbol="κ|ε",
+                  y_title="median PSNR of the strongest inverter (dB)", key="gl",
+                  page="reconstruction", config=config, dim=d)
     st.caption("Utility on x, reconstruction quality on y (higher = more leakage), 95 % "
                "intervals. The paper's claims to check: at equal κ White and Personalized give "
                "a larger reconstruction error than Natural, Natural keeps the best utility, and "
@@ -503,6 +509,8 @@ run_clicked = buttons.button("Run", type="primary", key="gl_run")
 copy_run(config)
 label = f"{CHOICES.get(getattr(cfg.defense, 'channel', cfg.defense.kind), cfg.defense.kind)} on {cfg.data.name}"
 result = run_with_progress(config, label=label, start=run_clicked)
+lesson_panel("reconstruction", config, key="gl",
+             dim=int(np.prod(data_spectrum(cfg.data.name, cfg.seed)[1])))
 if result is None:
     st.info("No stored result for these settings yet. Press **Run**: a few targets on digits "
             "take seconds on a CPU. Runs are stored, so the same settings show at once next time.")

@@ -26,6 +26,8 @@ from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.caveats import caveats_of, flag_rows, plot_caption
 from dashboard.components.knob import knob_of, knob_ui
+from dashboard.components.lesson import lesson_panel
+from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
@@ -292,8 +294,10 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     head = HEADLINES[KIND]
     pts = []
     for ch, res in got.items():
-        pts += tradeoff_points({e: r for e, r in res.items() if r is not None}, kind=KIND,
-                               attack_metrics={CHANNEL_TITLES[ch]: head.attack})
+        # every stored run of these settings per channel (off-grid ε included)
+        drawn = filled({**config, "defense": {**config["defense"], "channel": ch}},
+                       _knob().field, res, result if ch == cur_ch else None)
+        pts += tradeoff_points(drawn, kind=KIND, attack_metrics={CHANNEL_TITLES[ch]: head.attack})
     missing = sum(r is None for res in got.values() for r in res.values())
     start = st.button(f"Run the ε sweep over every channel ({missing} missing)", key="rr_sweep",
                       disabled=not missing)
@@ -302,10 +306,9 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                                 f"defense.{_knob().field}": list(_knob().teaching_grid())},
                        "seeds": [config.get("seed", 0)], "executor": "serial"},
                       label="ε sweep over channels", start=start)
-    st.plotly_chart(figure("tradeoff_figure", pts, current=cur_eps, undefended=None, chance=None,
-                           symbol="ε", y_title="SSIM of the strongest attack (lower is more "
-                           "private)", current_series=CHANNEL_TITLES[cur_ch]),
-                    width="stretch", key="rr_tradeoff")
+    tradeoff_plot(pts, current=cur_eps, undefended=None, chance=None, symbol="ε",
+                  y_title="SSIM of the strongest attack (lower is more private)", key="rr",
+                  page=KIND, config=config, current_series=CHANNEL_TITLES[cur_ch])
     st.caption("Every channel's encoder trains with its own noise in the loop for the same "
                "epochs, so the curves compare the noise, not the encoder. A channel beats "
                "another where its curve runs lower at the same utility.")
@@ -354,6 +357,7 @@ run_clicked = buttons.button("Run", type="primary", key="rr_run")
 copy_run(config)
 result = run_with_progress(config, label=f"{cfg.defense.channel} ε = {cfg.defense.epsilon:g} "
                            f"on {cfg.data.name}", start=run_clicked)
+lesson_panel("repr_reconstruction", config, key="rr")
 if result is None:
     st.info("No stored result for these settings yet. Press **Run** (digits, 10 epochs, three "
             "attacks: a few seconds on a CPU; mnist5k about a minute). Runs are stored.")

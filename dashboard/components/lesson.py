@@ -1,0 +1,84 @@
+"""A page's lesson, measured (issue #20, item 1): the sentences :func:`core.teaching.lesson`
+makes from the page's stored teaching sweep, and a "Run the teaching sweep" button that queues
+the sweep (and its reference runs) as one job of the shared queue, with progress and cancel
+(:func:`dashboard.widgets.run_many_with_progress`; every point is stored on its own). Once the
+sweep is stored, the lesson comes from the store at once.
+
+One call per page: ``lesson_panel(page, config, key=...)``; the Compare page hands in its
+Comparison (``compare_lesson_panel``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+from core.teaching import Lesson, TeachingSweep, compare_lesson, lesson, teaching_sweep
+
+
+def _peek(config: Mapping[str, Any]):
+    from dashboard.widgets import peek
+
+    try:
+        return peek(config)
+    except ValueError:  # a config the current engine refuses has no stored run
+        return None
+
+
+def _sentences(les: Lesson) -> None:
+    for s in les.sentences:
+        if s in les.contradictions:
+            st.warning(s, icon=":material/report:")
+        else:
+            st.markdown(s)
+
+
+def sweep_button(spec: TeachingSweep, *, key: str, dim: int | None = None,
+                 missing: int | None = None) -> bool:
+    """The "Run the teaching sweep" button and its job (one job: the sweep, then the reference
+    runs). True when the sweep has just finished (the caller reads the store again)."""
+    from dashboard.widgets import run_many_with_progress
+
+    grid = ", ".join(f"{v:g}" for v in spec.values(dim))
+    sym = spec.knob.symbol
+    n = len(spec.values(dim)) * len(spec.seeds) + len(spec.reference_configs())
+    label = "Run the teaching sweep" + (f" ({missing} of {n} points missing)" if missing else "")
+    clicked = st.button(label, key=f"{key}_teaching_sweep", disabled=missing == 0,
+                        icon=":material/school:",
+                        help=f"{sym} ∈ {{{grid}}} × seeds {list(spec.seeds)}"
+                        + (" and the undefended reference" if spec.reference else "")
+                        + ", the other settings as they are; one job, each point stored.")
+    done = run_many_with_progress(spec.job_configs(dim), label=f"{spec.title}: teaching sweep",
+                                  start=clicked)
+    return done is not None
+
+
+def lesson_panel(page: str, config: Mapping[str, Any] | None = None, *, key: str,
+                 dim: int | None = None, title: str = "What this page teaches") -> Lesson | None:
+    """The page's measured lesson under ``config`` (its current settings; None: its default),
+    with the teaching-sweep button. Returns the Lesson (None when the page has no sweep)."""
+    try:
+        spec = teaching_sweep(page, config)
+        les = lesson(spec, _peek, dim)
+    except ValueError as exc:  # no knob on this setting, or a config the sweep cannot take
+        st.caption(f"No teaching sweep for these settings: {exc}")
+        return None
+    with st.container(border=True):
+        st.markdown(f"**{title}** · measured from the teaching sweep "
+                    f"({spec.knob.symbol}: {spec.knob.label})")
+        if sweep_button(spec, key=key, dim=dim, missing=les.missing) and les.missing:
+            les = lesson(spec, _peek, dim)
+        _sentences(les)
+    return les
+
+
+def compare_lesson_panel(comparison: Any, *, title: str = "What this comparison teaches"
+                         ) -> Lesson:
+    """The Compare page's lesson from its Comparison (seed means with intervals)."""
+    les = compare_lesson(comparison)
+    with st.container(border=True):
+        st.markdown(f"**{title}** · measured from the stored sweeps")
+        _sentences(les)
+    return les
