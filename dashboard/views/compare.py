@@ -26,6 +26,7 @@ from dashboard.components.compare_plot import (
     points_frame,
     table_frame,
 )
+from dashboard.components.inputs import inputs_ok, report_problem
 from dashboard.components.knob import knob_help, knob_label
 from dashboard.widgets import get_store, run_many_with_progress, running_jobs_panel
 
@@ -72,18 +73,6 @@ def defense_options(family: str) -> list[str]:
 def option_label(opt: str) -> str:
     name, *vals = opt.split(":")
     return DEFENSES.get(name).title + "".join(f" · {v}" for v in vals)
-
-
-def _parse_grid(text: str, field: str) -> tuple[float, ...] | None:
-    try:
-        vals = tuple(float(v) for v in text.replace(";", ",").split(",") if v.strip())
-    except ValueError:
-        st.error(f"{field}: got {text!r}; expected numbers separated by commas")
-        return None
-    if not vals:
-        st.error(f"{field}: give at least one value")
-        return None
-    return vals
 
 
 def apply_preset(name: str) -> None:
@@ -133,6 +122,7 @@ def controls() -> C.ComparisonSpec | None:
     chosen = st.multiselect("Defenses (the undefended point is always drawn)", opts,
                             key="cmp_defenses", format_func=option_label)
     specs: list[C.DefenseSpec] = []
+    bad = False
     if chosen:
         cols = st.columns(min(len(chosen), 4))
         for i, opt in enumerate(chosen):
@@ -142,13 +132,19 @@ def controls() -> C.ComparisonSpec | None:
                 continue
             key = f"cmp_grid_{opt}"
             st.session_state.setdefault(key, ", ".join(f"{g:g}" for g in C.default_grid(part)))
-            text = cols[i % len(cols)].text_input(
-                f"{option_label(opt)}: {part.knob.symbol} grid", key=key,
-                help=f"{knob_label(part.knob)}. {knob_help(part, part.knob)}")
-            grid = _parse_grid(text, key.removeprefix("cmp_grid_"))
-            if grid is None:
-                return None
-            specs.append(spec_of_option(family, opt, grid))
+            col = cols[i % len(cols)]
+            label = f"{option_label(opt)}: {part.knob.symbol} grid"
+            text = col.text_input(label, key=key,
+                                  help=f"{knob_label(part.knob)}. {knob_help(part, part.knob)}")
+            # every box and the seeds slider are drawn whatever this box holds: a widget left
+            # undrawn in a run loses its state (it came back reset)
+            grid, message = C.parse_grid(str(text), label, part.knob)
+            report_problem(key, message)
+            if message is not None:
+                col.error(message, icon=":material/error:")
+                bad = True
+            else:
+                specs.append(spec_of_option(family, opt, grid))
     st.session_state.setdefault("cmp_seeds", 2)
     seeds = st.slider("Seeds per point", 1, 5, key="cmp_seeds")
     refused_names = [n for n in DEFENSES.names() if C.refusal(family, n) is not None]
@@ -156,6 +152,8 @@ def controls() -> C.ComparisonSpec | None:
         with st.expander(f"{len(refused_names)} registered defenses do not apply to {family}"):
             for n in refused_names:
                 st.caption(f"**{DEFENSES.get(n).title}**: {C.refusal(family, n)}")
+    if bad:
+        return None
     base = dict(base_spec.base) if base_spec.family == family else {}
     s = state.settings()
     return C.ComparisonSpec(family=family, data=data, utility=utility, privacy=privacy,
@@ -235,8 +233,25 @@ st.caption("Every registered defense that applies to an attack family, on one ut
            "plane: each defense's knob swept over seeds (one stored sweep per defense: only "
            "missing points run), the Pareto front, and each defense's utility at matched "
            "attack levels.")
+LAST = "_cmp_last"  # (spec, keys) of the comparison drawn last: kept while an input is invalid
+
+
+def show_last(why: str) -> None:
+    """The last comparison drawn, unchanged, under a line saying why it is not updated."""
+    last = st.session_state.get(LAST)
+    if last is None:
+        return
+    spec, keys = last
+    st.caption(f"{why} The plot and tables below are the last comparison run "
+               f"({spec.data}, {spec.privacy}), unchanged.")
+    show(_comparison(spec, keys, (spec.utility, spec.privacy)))
+
+
 spec = controls()
-if spec is None:
+if spec is None or not inputs_ok():
+    st.button("Run the comparison", type="primary", key="cmp_run", disabled=True)
+    show_last("Run is off until the box marked above is fixed.")
+    running_jobs_panel()
     st.stop()
 try:
     sweeps, refused = C.comparison_sweeps(spec)
@@ -244,6 +259,8 @@ try:
     keys = tuple(cache_key(parse_config(c)) for c in configs)
 except ValueError as exc:  # ConfigError included: one line per problem
     st.error(f"Comparison: invalid settings: {exc}\n\nNothing was stored.")
+    st.button("Run the comparison", type="primary", key="cmp_run", disabled=True)
+    show_last("These settings are invalid.")
     st.stop()
 for d, why in refused:
     st.warning(f"{d.name}: {why}")
@@ -257,11 +274,13 @@ if results is None:
     st.info(f"{len(configs)} sweeps ({sum(len(c['seeds']) * max(1, len(next(iter(c['grid'].values()), [0]))) for c in configs)} "
             "points) not all stored yet. Press **Run the comparison**; every point is stored "
             "as it finishes, so a cancelled comparison keeps them.")
+    show_last("These settings have not run yet.")
 else:
     try:
         cmp = _comparison(spec, keys, (spec.utility, spec.privacy))
     except ValueError as exc:  # a metric these runs do not report: one line, nothing stored
         st.error(f"Comparison: {exc}")
     else:
+        st.session_state[LAST] = (spec, keys)
         show(cmp)
 running_jobs_panel()
