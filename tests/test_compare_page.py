@@ -117,8 +117,10 @@ def test_compare_page_draws_the_plane_table_and_exports_from_the_store(store, pr
     assert any(n.startswith("no defense") for n in names)
     assert any(n.startswith("Pareto front") for n in names)
     assert any("chance" in str(a.get("text", "")) for a in fig["layout"].get("annotations", []))
-    table = at.dataframe[1].value  # [0]: the scrubbed points, [1]: equal privacy
-    assert "attack level ≤" in table.columns and "dominance test" in table.columns
+    table = at.table[0].value  # equal privacy: a static table, wrapped (fully visible)
+    assert table.index.name == "attack level ≤" and "dominance test" in table.columns
+    assert all(t.get("mode") in ("lines+markers", "markers") for t in fig["data"]
+               if t.get("name", "").startswith(("Inf2Guard", "DP-SGD", "κ channel", "no def")))
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Table (CSV)", "Points (CSV)", "Figure (standalone HTML)"]
     # scrub the cached grid: the marked points move, nothing runs or is stored
