@@ -81,3 +81,62 @@ def test_membership_pre_run_box_reads_the_config(store):  # noqa: F811
     assert box and "300 members" in box[0] and "8 shadow models" in box[0], box
     assert "3 target(s) pooled" in box[0] and "about" in box[0] and "timed" in box[0]
     assert not at.button(key="mi_run").disabled
+
+
+#: page -> (its Run button's key, the number boxes it draws at its defaults)
+PAGES = {
+    "views/attribute_privacy.py": ("ap_run", ["ap_devices", "ap_rounds", "ap_fraction",
+                                              "ap_epochs", "ap_adv_steps", "ap_batch", "ap_lr",
+                                              "ap_max_samples", "ap_proj_points", "ap_adv_lr"]),
+    "views/property.py": ("pr_run", ["pr_per_bin", "pr_epochs"]),
+    "views/reconstruction.py": ("gl_run", ["gl_epochs", "gl_targets", "gl_batch", "gl_iters",
+                                           "gl_local_steps"]),
+    "views/repr_reconstruction.py": ("rr_run", ["rr_epochs", "rr_targets"]),
+    "views/fisher_information.py": ("fi_run", ["fi_k", "fi_T", "fi_trials"]),
+    "views/membership.py": ("mi_run", ["mi_members", "mi_epochs", "mi_shadows", "mi_refs",
+                                       "mi_targets", "privlab_seed"]),
+}
+#: empty, non-numeric, out of range (every range here starts at 0 or above)
+BAD = ("", "12abc", "-5")
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_number_box_of_a_page_refuses_bad_entries(store, page):  # noqa: F811
+    from dashboard.jobs import get_queue
+
+    run_key, keys = PAGES[page]
+    at = open_page(page)
+    before = get_queue().counts()
+    assert not at.button(key=run_key).disabled
+    for key in keys:
+        box = at.text_input(key=text_key(key))
+        good = box.value
+        for entry in BAD:
+            at.text_input(key=text_key(key)).set_value(entry).run()
+            assert not at.exception, (key, entry, at.exception)
+            errors = [e.value for e in at.error]
+            assert len(errors) == 1 and "allowed range" in errors[0], (key, entry, errors)
+            assert at.button(key=run_key).disabled, (key, entry)
+            assert at.session_state[key] is None, (key, entry)
+            assert at.text_input(key=text_key(key)).value == entry  # shown as typed
+        at.text_input(key=text_key(key)).set_value(good).run()
+        assert not at.button(key=run_key).disabled, (key, [e.value for e in at.error])
+    assert len(store.list()) == 0 and get_queue().counts() == before
+
+
+def test_a_hidden_box_does_not_keep_run_off(store):  # noqa: F811
+    at = open_page("views/reconstruction.py")
+    at.selectbox(key="gl_defense").set_value("dp_sgd").run()
+    at.text_input(key=text_key("gl_clip")).set_value("").run()
+    assert at.button(key="gl_run").disabled
+    at.selectbox(key="gl_defense").set_value("none").run()  # the clip box is gone
+    assert not at.button(key="gl_run").disabled, [e.value for e in at.error]
+
+
+def test_a_preset_or_copied_value_replaces_the_text(store):  # noqa: F811
+    at = open_page("views/attribute_privacy.py")
+    at.text_input(key=text_key("ap_devices")).set_value("").run()
+    assert at.button(key="ap_run").disabled
+    at.segmented_control(key="ap_preset").set_value("paper").run()
+    assert at.text_input(key=text_key("ap_devices")).value == "100"
+    assert at.session_state["ap_devices"] == 100 and not at.button(key="ap_run").disabled

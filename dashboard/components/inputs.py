@@ -27,7 +27,7 @@ from core.checks import field_range, range_error, range_text
 __all__ = ["input_errors", "inputs_ok", "number_ui", "parse_number", "report_problem",
            "stop_if_invalid", "text_key"]
 
-_ERRORS = "_privlab_input_errors"  # key -> the message of its invalid entry
+_ERRORS = "_privlab_input_errors"  # key -> (what, message) of its invalid entry
 _LAST = "__last"  # st.session_state[key + _LAST] = (text shown, value parsed from it)
 _TEXT = "__text"  # the text box's widget key
 
@@ -82,7 +82,7 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _errors() -> dict[str, str]:
+def _errors() -> dict[str, tuple[str, str]]:
     ss = st.session_state
     if _ERRORS not in ss:
         ss[_ERRORS] = {}
@@ -104,20 +104,21 @@ def _drawn_this_run(widget_key: str) -> bool:
     return True if keys is None else widget_key in keys
 
 
-def report_problem(key: str, message: str | None) -> None:
+def report_problem(key: str, message: str | None, what: str | None = None) -> None:
     """Record (message) or clear (None) a problem that keeps this run from starting, besides
     the number boxes' own (a data set whose files are missing); ``key`` names a widget drawn
-    in this run that the problem belongs to."""
+    in this run that the problem belongs to, ``what`` the thing in a few words (default: the
+    message up to its first colon)."""
     if message is None:
         _errors().pop(key, None)
     else:
-        _errors()[key] = message
+        _errors()[key] = (what or message.split(":")[0], message)
 
 
 def input_errors() -> dict[str, str]:
     """The messages of this run's invalid inputs, by key (inputs not drawn in this run left
     out)."""
-    return {k: m for k, m in _errors().items()
+    return {k: m for k, (_, m) in _errors().items()
             if _drawn_this_run(text_key(k)) or _drawn_this_run(k)}
 
 
@@ -169,7 +170,7 @@ def number_ui(label: str, *, key: str, default: float,
     ss[key], ss[lkey] = parsed, (str(text), parsed)
     if message is not None and not disabled:
         where.error(message, icon=":material/error:")
-    report_problem(key, None if disabled else message)
+    report_problem(key, None if disabled else message, name)
     return parsed
 
 
@@ -181,7 +182,8 @@ def stop_if_invalid(run_label: str = "Run", *, key: str) -> None:
     if not errors:
         return
     st.button(run_label, type="primary", key=key, disabled=True)
-    st.caption(f"Run is off until {len(errors)} input(s) marked above "
-               f"{'is' if len(errors) == 1 else 'are'} fixed: "
-               + "; ".join(m.split(':')[0] for m in errors.values()) + ".")
+    what = [_errors()[k][0] for k in errors]
+    st.caption(("Run is off until this is fixed (marked above): " if len(what) == 1 else
+                f"Run is off until these {len(what)} are fixed (marked above): ")
+               + "; ".join(what) + ".")
     st.stop()

@@ -28,6 +28,7 @@ from dashboard.components.compare_plot import (
 )
 from dashboard.components.inputs import inputs_ok, report_problem
 from dashboard.components.knob import knob_help, knob_label
+from dashboard.sidebar import require_data
 from dashboard.widgets import get_store, run_many_with_progress, running_jobs_panel
 
 CUSTOM = "custom"
@@ -103,6 +104,7 @@ def controls() -> C.ComparisonSpec | None:
     if st.session_state.get("cmp_data") not in datasets:
         st.session_state["cmp_data"] = datasets[0]
     data = c2.selectbox("Data set", datasets, key="cmp_data")
+    require_data(data, key="cmp_data")  # a preset on Adult without its files: Run is off
     store = get_store()
     utilities = C.metric_choices(family, "utility", store)
     privacies = C.metric_choices(family, "leakage", store)

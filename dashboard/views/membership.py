@@ -23,7 +23,7 @@ from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.inputs import number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
-from dashboard.sidebar import dataset_label, dataset_rows
+from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "membership"
@@ -46,8 +46,10 @@ def data_ui() -> str:
     rows = {r["name"]: r for r in dataset_rows()}
     names = [n for n in DATASETS if n in rows]
     state.follow_sidebar("mi_dataset", names, "mnist5k")
-    return st.selectbox("Data set", names, key="mi_dataset",
+    name = st.selectbox("Data set", names, key="mi_dataset",
                         format_func=lambda n: dataset_label(rows[n]))
+    require_data(name, key="mi_dataset")
+    return name
 
 
 def defense_ui() -> dict[str, Any]:
