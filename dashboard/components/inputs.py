@@ -27,7 +27,7 @@ from core.checks import field_range, range_error, range_text
 __all__ = ["input_errors", "inputs_ok", "number_ui", "parse_number", "report_problem",
            "stop_if_invalid", "text_key"]
 
-_ERRORS = "_privlab_input_errors"  # key -> (what, message) of its invalid entry
+_ERRORS = "_privlab_input_errors"  # key -> (what, message, blocks the config) of a problem
 _LAST = "__last"  # st.session_state[key + _LAST] = (text shown, value parsed from it)
 _TEXT = "__text"  # the text box's widget key
 
@@ -82,7 +82,7 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _errors() -> dict[str, tuple[str, str]]:
+def _errors() -> dict[str, tuple[str, str, bool]]:
     ss = st.session_state
     if _ERRORS not in ss:
         ss[_ERRORS] = {}
@@ -104,21 +104,24 @@ def _drawn_this_run(widget_key: str) -> bool:
     return True if keys is None else widget_key in keys
 
 
-def report_problem(key: str, message: str | None, what: str | None = None) -> None:
+def report_problem(key: str, message: str | None, what: str | None = None, *,
+                   blocks: bool = False) -> None:
     """Record (message) or clear (None) a problem that keeps this run from starting, besides
     the number boxes' own (a data set whose files are missing); ``key`` names a widget drawn
     in this run that the problem belongs to, ``what`` the thing in a few words (default: the
-    message up to its first colon)."""
+    message up to its first colon). ``blocks``: no config can be built (an empty box), so
+    :func:`stop_if_invalid` stops the page; otherwise only Run is off and stored results of
+    the settings still show."""
     if message is None:
         _errors().pop(key, None)
     else:
-        _errors()[key] = (what or message.split(":")[0], message)
+        _errors()[key] = (what or message.split(":")[0], message, blocks)
 
 
 def input_errors() -> dict[str, str]:
     """The messages of this run's invalid inputs, by key (inputs not drawn in this run left
     out)."""
-    return {k: m for k, (_, m) in _errors().items()
+    return {k: e[1] for k, e in _errors().items()
             if _drawn_this_run(text_key(k)) or _drawn_this_run(k)}
 
 
@@ -170,16 +173,17 @@ def number_ui(label: str, *, key: str, default: float,
     ss[key], ss[lkey] = parsed, (str(text), parsed)
     if message is not None and not disabled:
         where.error(message, icon=":material/error:")
-    report_problem(key, None if disabled else message, name)
+    report_problem(key, None if disabled else message, name, blocks=True)
     return parsed
 
 
 def stop_if_invalid(run_label: str = "Run", *, key: str) -> None:
-    """When an input drawn so far is invalid: a disabled Run button (widget ``key``, so a page
-    keeps its layout), one line saying what blocks it, and ``st.stop()``: nothing is
-    validated, queued or stored."""
+    """When a number box drawn so far is invalid (no config can be built): a disabled Run
+    button (widget ``key``, so a page keeps its layout), one line saying what blocks it, and
+    ``st.stop()``: nothing is validated, queued or stored. Other problems (missing data) leave
+    the page going: its Run button is drawn with ``disabled=not inputs_ok()``."""
     errors = input_errors()
-    if not errors:
+    if not any(_errors()[k][2] for k in errors):
         return
     st.button(run_label, type="primary", key=key, disabled=True)
     what = [_errors()[k][0] for k in errors]

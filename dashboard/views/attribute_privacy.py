@@ -35,7 +35,7 @@ from dashboard.components import (
     utility_panel,
 )
 from dashboard.components._format import metric
-from dashboard.components.inputs import number_ui, stop_if_invalid
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.tappfl_settings import (
@@ -376,7 +376,7 @@ grid = knob.for_family(KIND).teaching_grid() if knob else None
 knob_value = float(getattr(cfg.defense, knob.field)) if knob else None
 
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="ap_run")
+run_clicked = buttons.button("Run", type="primary", key="ap_run", disabled=not inputs_ok())
 sweep_clicked = buttons.button(
     f"Run {knob.symbol if knob else 'the'} sweep", key="ap_sweep", disabled=grid is None,
     help=None if grid is None else f"Precompute {knob.symbol} ∈ {{"

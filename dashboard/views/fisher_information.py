@@ -26,7 +26,7 @@ from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.fil_figures import fil_figure
-from dashboard.components.inputs import number_ui, stop_if_invalid
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.sidebar import require_data
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -377,7 +377,7 @@ cfg = validate(config, label="Fisher information")
 if cfg is None:
     st.stop()
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="fi_run")
+run_clicked = buttons.button("Run", type="primary", key="fi_run", disabled=not inputs_ok())
 copy_run(config)
 fits: dict[str, Any] = st.session_state.setdefault(_FITS, {})
 fk = fit_key(cfg)

@@ -21,7 +21,7 @@ from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
-from dashboard.components.inputs import number_ui, stop_if_invalid
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -279,12 +279,13 @@ cfg = validate(config, label="Membership")
 if cfg is None:
     st.stop()
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="mi_run")
+run_clicked = buttons.button("Run", type="primary", key="mi_run", disabled=not inputs_ok())
 copy_run(config)
 result = run_with_progress(config, label=f"{DEFENSES.get(cfg.defense.kind).title} on {cfg.data.name}",
                            start=run_clicked)
 if result is None:
-    st.info(pre_run_text(config, stored_timings()))
+    if inputs_ok():  # else the message above says why Run is off
+        st.info(pre_run_text(config, stored_timings()))
 else:
     show_result(config, result)
 page_tail(result, KIND, key="mi")

@@ -23,7 +23,7 @@ from dashboard import state
 from dashboard.components import copy_run, page_tail, projection_pair, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
-from dashboard.components.inputs import number_ui, stop_if_invalid
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -315,7 +315,7 @@ cfg = validate(config, label="Property")
 if cfg is None:
     st.stop()
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="pr_run")
+run_clicked = buttons.button("Run", type="primary", key="pr_run", disabled=not inputs_ok())
 copy_run(config)
 result = run_with_progress(config, label=f"{DEFENSES.get(DEFENSE).title} on {cfg.data.name}",
                            start=run_clicked)

@@ -25,7 +25,7 @@ from dashboard import state
 from dashboard.components import copy_run, deferred, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
-from dashboard.components.inputs import number_ui, stop_if_invalid
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.reconstruction_settings import (
     CHOICES,
@@ -390,7 +390,7 @@ if cfg is None:
 live_panel(cfg)
 
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="gl_run")
+run_clicked = buttons.button("Run", type="primary", key="gl_run", disabled=not inputs_ok())
 copy_run(config)
 label = f"{CHOICES.get(getattr(cfg.defense, 'channel', cfg.defense.kind), cfg.defense.kind)} on {cfg.data.name}"
 result = run_with_progress(config, label=label, start=run_clicked)

@@ -24,7 +24,7 @@ from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
-from dashboard.components.inputs import number_ui, stop_if_invalid
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_of, knob_ui
 from dashboard.sidebar import dataset_label, dataset_rows
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -284,7 +284,7 @@ with st.expander("Threat model of each attack", expanded=False):
     threat_cards(list(cfg.attack.attackers))
 bound_preview(cfg.data.name, cfg.bound.eta_rmse, cfg.bound.eta_linf)
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="rr_run")
+run_clicked = buttons.button("Run", type="primary", key="rr_run", disabled=not inputs_ok())
 copy_run(config)
 result = run_with_progress(config, label=f"{cfg.defense.channel} ε = {cfg.defense.epsilon:g} "
                            f"on {cfg.data.name}", start=run_clicked)
