@@ -165,8 +165,8 @@ def number_ui(label: str, *, key: str, default: float,
         ss[tkey] = _fmt(value, rng["integer"])
     elif tkey not in ss:  # the page was left and opened again: the widget's state was dropped
         ss[tkey] = last[0]
-    text_help = range_text(**rng, note=f"or 0 = {zero}" if zero else "").replace(
-        "allowed range ", "Allowed: ")
+    text_help = range_text(**rng, note=f"or 0 = {zero}" if zero else "")
+    text_help = text_help[0].upper() + text_help[1:]
     help = f"{help} {text_help}." if help else f"{text_help}."
     text = where.text_input(label, key=tkey, help=help, disabled=disabled)
     parsed, message = parse_number(str(text), name, zero=zero, **rng)
