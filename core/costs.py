@@ -59,25 +59,33 @@ class CostModel:
         return None if w is None else self.fixed_s + self.per_unit_s * w
 
 
-#: Measured 2026-11-26 on the 2-core development machine (load average ≈ 5): cold membership
-#: runs on mnist5k with all four attacks, 1000 t-SNE points, after a warm-up run:
-#: (members 200, epochs 60, shadows 8) 8.0 s and (500, 60, 16) 26.7 s; the two points give
-#: the line below (seconds per model·epoch·row and the fixed part).
-MEASURED: dict[str, CostModel] = {
-    "membership": CostModel(
+#: Measured 2026-11-26 on the shared 2-core development machine: cold membership runs with
+#: all four attacks and 1000 t-SNE points, after a warm-up run, at (members 200, epochs 60,
+#: shadows 8) and (500, 60, 16): mnist5k 8.0 s and 26.7 s (load average ≈ 5), digits 10.6 s
+#: and 31.9 s (load average ≈ 12); each pair gives the line (fixed part, seconds per
+#: model·epoch·row). By data set; another data set gets mnist5k's line, and says so.
+MEASURED: dict[tuple[str, str], CostModel] = {
+    ("membership", "mnist5k"): CostModel(
         "membership", fixed_s=3.0, per_unit_s=4.65e-5,
-        based_on="two cold runs timed on a loaded 2-core CPU (mnist5k, 200 and 500 members)"),
+        based_on="two cold mnist5k runs timed on a loaded 2-core CPU"),
+    ("membership", "digits"): CostModel(
+        "membership", fixed_s=4.9, per_unit_s=5.28e-5,
+        based_on="two cold digits runs timed on a loaded 2-core CPU"),
 }
+#: the data set whose line stands in for one not measured
+REFERENCE_DATA = "mnist5k"
 
 
-def fit(kind: str, runs: Iterable[tuple[Mapping[str, Any], float]]) -> CostModel | None:
-    """Fit :class:`CostModel` to stored ``(config, seconds)`` of ``kind`` (non-negative least
-    squares on [1, work]); None when fewer than :data:`MIN_RUNS` runs with at least two
-    distinct amounts of work."""
+def fit(kind: str, runs: Iterable[tuple[Mapping[str, Any], float]],
+        data: str | None = None) -> CostModel | None:
+    """Fit :class:`CostModel` to stored ``(config, seconds)`` of ``kind`` (on data set
+    ``data`` when given; non-negative least squares on [1, work]); None when fewer than
+    :data:`MIN_RUNS` runs with at least two distinct amounts of work."""
     from scipy.optimize import nnls
 
     rows = [(w, float(s)) for cfg, s in runs
-            if s is not None and s > 0 and (w := work(kind, cfg)) is not None]
+            if s is not None and s > 0 and (w := work(kind, cfg)) is not None
+            and (data is None or _get(cfg, "data.name") == data)]
     if len(rows) < MIN_RUNS or len({w for w, _ in rows}) < 2:
         return None
     a = np.array([[1.0, w] for w, _ in rows])
@@ -85,17 +93,24 @@ def fit(kind: str, runs: Iterable[tuple[Mapping[str, Any], float]]) -> CostModel
     scale = a.max(axis=0)  # columns of very different size: solve on unit scale
     coef, _ = nnls(a / scale, b)
     coef = coef / scale
+    on = f" on {data}" if data else ""
     return CostModel(kind, float(coef[0]), float(coef[1]),
-                     based_on=f"fitted on {len(rows)} stored {kind} runs of this machine")
+                     based_on=f"fitted on {len(rows)} stored {kind} runs{on} of this machine")
 
 
 def estimate(kind: str, cfg: Mapping[str, Any],
              runs: Iterable[tuple[Mapping[str, Any], float]] = ()) -> tuple[float, str] | None:
-    """``(seconds, based on what)`` for ``cfg``: fitted on ``runs`` where they suffice, else
-    the measured constants; None for a kind without a cost model."""
-    model = fit(kind, runs) or MEASURED.get(kind)
+    """``(seconds, based on what)`` for ``cfg``: fitted on ``runs`` of the same data set where
+    they suffice, else the constants measured on it (or on :data:`REFERENCE_DATA`, said so);
+    None for a kind without a cost model."""
+    data = _get(cfg, "data.name")
+    model = fit(kind, runs, data) or MEASURED.get((kind, data))
     if model is None:
-        return None
+        model = MEASURED.get((kind, REFERENCE_DATA))
+        if model is None:
+            return None
+        model = CostModel(kind, model.fixed_s, model.per_unit_s,
+                          f"{model.based_on}; not measured on {data}")
     s = model.seconds(cfg)
     return None if s is None else (s, model.based_on)
 

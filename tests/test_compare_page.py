@@ -188,6 +188,7 @@ def test_compare_page_invalid_grid_box_keeps_other_inputs_and_the_last_plot(stor
     grids = {k: at.text_input(key=k).value for k in
              ("cmp_grid_inf2guard", "cmp_grid_channel:natural", "cmp_grid_channel:white")}
     seeds = at.slider(key="cmp_seeds").value
+    n_runs = len(store.list())
     at.text_input(key="cmp_grid_dp_sgd").set_value("0.5, 2x").run()
     assert not at.exception
     errs = [e.value for e in at.error]
@@ -198,6 +199,7 @@ def test_compare_page_invalid_grid_box_keeps_other_inputs_and_the_last_plot(stor
     assert at.button(key="cmp_run").disabled
     assert chart(at, "cmp_plane")["data"] == plot["data"]
     assert "last comparison run" in " ".join(c.value for c in at.caption)
+    assert len(store.list()) == n_runs  # nothing ran
     # fixed: the same comparison again, Run enabled
     at.text_input(key="cmp_grid_dp_sgd").set_value("0.5, 2").run()
     assert not at.error and not at.button(key="cmp_run").disabled

@@ -80,6 +80,7 @@ def test_membership_pre_run_box_reads_the_config(store):  # noqa: F811
     box = [i.value for i in at.info if "No stored result" in i.value]
     assert box and "300 members" in box[0] and "8 shadow models" in box[0], box
     assert "3 target(s) pooled" in box[0] and "about" in box[0] and "timed" in box[0]
+    assert box[0].startswith("No stored result for these settings yet. Press **Run** (digits,")
     assert not at.button(key="mi_run").disabled
 
 

@@ -64,20 +64,26 @@ def test_home_leads_with_the_embedded_sets(tmp_path, monkeypatch):
 
 
 def test_cost_model_measured_and_fitted():
-    cfg = {"train": {"members": 500, "epochs": 60}, "attack": {"shadows": 16}}
+    cfg = {"data": {"name": "mnist5k"}, "train": {"members": 500, "epochs": 60},
+           "attack": {"shadows": 16}}
     s, based = costs.estimate("membership", cfg)
-    assert based.startswith("two cold runs timed")
+    assert based == "two cold mnist5k runs timed on a loaded 2-core CPU"
     assert s == pytest.approx(3.0 + 4.65e-5 * 17 * 60 * 500)
-    small = {"train": {"members": 100, "epochs": 10}, "attack": {"shadows": 2}}
+    small = {**cfg, "train": {"members": 100, "epochs": 10}, "attack": {"shadows": 2}}
     assert costs.estimate("membership", small)[0] < s  # less work, less time
     # enough stored runs: fitted on them (seconds = 2 + 1e-5 · work exactly)
-    runs = [({"train": {"members": m, "epochs": 20}, "attack": {"shadows": k}},
+    runs = [({**cfg, "train": {"members": m, "epochs": 20}, "attack": {"shadows": k}},
              2.0 + 1e-5 * (1 + k) * 20 * m) for m, k in ((100, 4), (200, 8), (400, 8), (800, 16))]
     s2, based2 = costs.estimate("membership", cfg, runs)
-    assert based2 == "fitted on 4 stored membership runs of this machine"
+    assert based2 == "fitted on 4 stored membership runs on mnist5k of this machine"
     assert s2 == pytest.approx(2.0 + 1e-5 * 17 * 60 * 500, rel=1e-6)
     # too few: the measured constants again; DP-SGD's own epochs count
     assert costs.estimate("membership", cfg, runs[:2])[1] == based
+    # runs of another data set are not this one's; a set never measured borrows mnist5k's line
+    faces = {**cfg, "data": {"name": "faces"}}
+    assert costs.estimate("membership", faces, runs)[1] == based + "; not measured on faces"
+    assert costs.estimate("membership", {**cfg, "data": {"name": "digits"}})[1].startswith(
+        "two cold digits runs")
     dp = {**cfg, "defense": {"kind": "dp_sgd", "epochs": 150}}
     assert costs.work("membership", dp) == 17 * 150 * 500
     assert costs.estimate("property", {}) is None
