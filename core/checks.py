@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["check_array", "check_choice", "check_int", "check_positive", "check_range",
+           "field_range",
            "range_error", "range_text"]
 
 
@@ -115,3 +116,39 @@ def check_array(field: str, values: Any, lo: float = -math.inf, hi: float = math
         raise range_error(field, float(a[bad].flat[0]), lo, hi, lo_open=lo_open,
                           hi_open=hi_open, note=note)
     return a
+
+
+def field_range(model: Any, field: str) -> dict[str, Any]:
+    """The range a pydantic ``model`` declares for ``field`` (``Ge`` / ``Gt`` / ``Le`` / ``Lt``
+    in its ``Annotated`` type, also inside ``X | None``), as keyword arguments of
+    :func:`range_text` / :func:`range_error`: ``lo``, ``hi``, ``lo_open``, ``hi_open`` and
+    ``integer``. Forms read their allowed ranges here, so a range is declared once, in the
+    config. A field without bounds gets ``lo = hi = None``."""
+    import typing
+
+    info = model.model_fields[field]
+    found: list[Any] = list(info.metadata)
+    integer = False
+
+    def walk(tp: Any) -> None:
+        nonlocal integer
+        if tp is int:
+            integer = True
+        if typing.get_origin(tp) is typing.Annotated:
+            base, *meta = typing.get_args(tp)
+            found.extend(meta)
+            walk(base)
+            return
+        for arg in typing.get_args(tp):
+            walk(arg)
+
+    walk(info.annotation)
+    out: dict[str, Any] = {"lo": None, "hi": None, "lo_open": False, "hi_open": False,
+                           "integer": integer}
+    for m in found:
+        for attr, side, is_open in (("ge", "lo", False), ("gt", "lo", True),
+                                    ("le", "hi", False), ("lt", "hi", True)):
+            v = getattr(m, attr, None)
+            if v is not None:
+                out[side], out[f"{side}_open"] = v, is_open
+    return out

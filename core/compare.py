@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from core import metric_schema as S
+from core.checks import range_error, range_text
 from core.config import MAX_SWEEP_POINTS
 from core.parts import DEFENSES, DefensePart
 from core.progress import CancelToken, Progress, ProgressCallback, as_progress
@@ -53,8 +54,9 @@ from core.progress import CancelToken, Progress, ProgressCallback, as_progress
 __all__ = [
     "Comparison", "ComparisonSpec", "Curve", "DefenseSpec", "LevelMatch", "TuneResult",
     "applicable_defenses", "beats_at_level", "block_variants", "comparison_sweeps",
-    "default_grid", "dominance", "equal_privacy_rows", "family_defaults", "match_attack_level",
-    "matched_levels", "metric_choices", "pareto_front", "refusal", "run_comparison",
+    "default_grid", "dominance", "empty_grid_message", "equal_privacy_rows", "family_defaults",
+    "match_attack_level", "matched_levels", "metric_choices", "pareto_front", "parse_grid",
+    "refusal", "run_comparison",
     "utility_at_level",
 ]
 
@@ -320,6 +322,33 @@ def family_defaults(family: str) -> dict[str, Any]:
     return CONFIG_MODELS[family]().model_dump(mode="json")
 
 
+def empty_grid_message(name: str, knob: Any) -> str:
+    """The one message for a defense given no knob value (the page's box and this engine)."""
+    return (f"{name}: empty grid; give one or more {knob.symbol} values separated by commas, "
+            f"{range_text(knob.low, knob.high)}")
+
+
+def parse_grid(text: str, name: str, knob: Any) -> tuple[tuple[float, ...] | None, str | None]:
+    """A knob grid typed as ``"0.5, 1, 2"`` (commas or semicolons): ``(values, None)``, or
+    ``(None, message)`` for an empty grid (:func:`empty_grid_message`), a value that is not a
+    number, or one outside the knob's registered range [low, high]."""
+    parts = [v.strip() for v in text.replace(";", ",").split(",")]
+    parts = [v for v in parts if v]
+    if not parts:
+        return None, empty_grid_message(name, knob)
+    vals = []
+    for v in parts:
+        try:
+            x = float(v)
+        except ValueError:
+            return None, (f"{name}: {v!r} is not a number; give {knob.symbol} values separated "
+                          f"by commas, {range_text(knob.low, knob.high)}")
+        if not (knob.low <= x <= knob.high):  # NaN fails too
+            return None, str(range_error(name, v, knob.low, knob.high))
+        vals.append(x)
+    return tuple(vals), None
+
+
 def default_grid(part: DefensePart) -> tuple[float, ...]:
     """The knob's registered comparison grid, else five values over [low, high] on its scale
     (:meth:`core.parts.Knob.comparison_grid`)."""
@@ -476,6 +505,8 @@ def comparison_sweeps(spec: ComparisonSpec) -> tuple[list[tuple[DefenseSpec, dic
         grid: dict[str, list[Any]] = {}
         if d.swept:
             values = d.grid if d.grid is not None else default_grid(part)
+            if not values:
+                raise ValueError(empty_grid_message(f"{d.name} grid", part.knob))
             grid[f"defense.{part.knob.field}"] = [float(v) for v in values]
         sweep = {"kind": "sweep", "base": {**base, "defense": block}, "grid": grid,
                  "seeds": [int(s) for s in spec.seeds], "executor": spec.executor}

@@ -8,7 +8,9 @@ from typing import Any
 
 import streamlit as st
 
+from core.config import ProjectionConfig
 from dashboard import state
+from dashboard.components.inputs import number_ui, report_problem
 
 
 def dataset_rows() -> list[dict[str, Any]]:
@@ -37,6 +39,52 @@ def missing_reason(name: str) -> str:
             "they are downloaded when the machine is online.")
 
 
+#: what a fresh clone has: the data sets embedded in privlab's dependencies
+EMBEDDED_HINT = "digits, mnist5k, faces (images) and synthetic (tabular) need no files"
+
+
+def how_to_get(name: str) -> str:
+    """How to make a missing data set available, in one paragraph (Adult: the folder,
+    ``PRIVLAB_DATA_DIR`` and the two file names)."""
+    if name == "adult":
+        from core.data.adult import SHA256, URL
+        from core.data.files import ENV_DATA_DIR, data_root_candidates
+
+        files = " and ".join(f"`{f}`" for f in SHA256)
+        where = data_root_candidates(name, None)[0]
+        return (f"Put the UCI Adult files {files} (from {URL}) in `{where}`, or set "
+                f"`{ENV_DATA_DIR}` to a folder holding `adult/adult.data` and "
+                f"`adult/adult.test` before starting the dashboard; then reload.")
+    return missing_reason(name)
+
+
+def data_problem(name: str) -> str | None:
+    """None when ``name`` can load now; else the one message saying it cannot, how to get it,
+    and what runs without files."""
+    row = {r["name"]: r for r in dataset_rows()}.get(name)
+    if row is None or row["available"]:
+        return None
+    kind = "your registered" if row["source"] == "user" else "a real"
+    return (f"**{name}** is {kind} data set whose files are not on this machine, so Run is off. "
+            f"{how_to_get(name)} Meanwhile {EMBEDDED_HINT}.")
+
+
+def require_data(name: str, *, key: str, where: Any = None) -> bool:
+    """Say plainly when ``name``'s files are missing (:func:`data_problem`) and keep the page's
+    Run disabled (a problem of the widget ``key``, :mod:`dashboard.components.inputs`).
+    Nothing changes the chosen data set: the page and the sidebar keep it."""
+    message = data_problem(name)
+    report_problem(key, message, f"data set {name} missing")
+    where = st if where is None else where
+    if message is not None:
+        where.error(message, icon=":material/folder_off:")
+    side = state.settings().dataset
+    if side != name:  # said, never done silently: the sidebar keeps its own choice
+        where.caption(f"This page runs on **{name}**; the sidebar's data set (**{side}**) is "
+                      "unchanged.")
+    return message is None
+
+
 def dataset_label(row: dict[str, Any]) -> str:
     if row["source"] == "embedded":
         return f"{row['name']} · embedded"
@@ -63,7 +111,6 @@ def render_sidebar() -> None:
     ss = st.session_state
     if ss.get(state.KEY_DATASET) not in by_name:
         ss[state.KEY_DATASET] = state.DEFAULT_DATASET
-    ss.setdefault(state.KEY_SEED, state.DEFAULT_SEED)
     ss.setdefault(state.KEY_DEVICE, "auto")
 
     with st.sidebar:
@@ -81,9 +128,11 @@ def render_sidebar() -> None:
         else:
             st.caption(f"{row['description']} · task: {row['task']} · private: "
                        f"{', '.join(row['attributes'])}")
-        st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key=state.KEY_SEED,
-                        help="Seeds the splits, the models and the attackers (same seed, same "
-                             "numbers).")
+        # a text box parsed as typed: an empty or invalid seed disables every page's Run
+        number_ui("Seed", key=state.KEY_SEED, default=state.DEFAULT_SEED,
+                  field=(ProjectionConfig, "seed"),
+                  help="Seeds the splits, the models and the attackers (same seed, same "
+                       "numbers).")
         device = st.selectbox("Device", state.DEVICES, key=state.KEY_DEVICE,
                               help="auto = CUDA when available, else CPU.")
         if device == "cuda" and not cuda_available():

@@ -117,8 +117,10 @@ def test_compare_page_draws_the_plane_table_and_exports_from_the_store(store, pr
     assert any(n.startswith("no defense") for n in names)
     assert any(n.startswith("Pareto front") for n in names)
     assert any("chance" in str(a.get("text", "")) for a in fig["layout"].get("annotations", []))
-    table = at.dataframe[1].value  # [0]: the scrubbed points, [1]: equal privacy
-    assert "attack level ≤" in table.columns and "dominance test" in table.columns
+    table = at.table[0].value  # equal privacy: a static table, wrapped (fully visible)
+    assert table.index.name == "attack level ≤" and "dominance test" in table.columns
+    assert all(t.get("mode") in ("lines+markers", "markers") for t in fig["data"]
+               if t.get("name", "").startswith(("Inf2Guard", "DP-SGD", "κ channel", "no def")))
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Table (CSV)", "Points (CSV)", "Figure (standalone HTML)"]
     # scrub the cached grid: the marked points move, nothing runs or is stored
@@ -156,11 +158,52 @@ def test_compare_page_bad_grid_is_one_line_and_stores_nothing(store, preset):
     at = open_page("views/compare.py", cmp_preset="custom")
     at.selectbox(key="cmp_family").set_value("membership").run()
     at.text_input(key="cmp_grid_dp_sgd").set_value("0.5, abc").run()
-    assert any("expected numbers separated by commas" in e.value for e in at.error)
+    errs = [e.value for e in at.error]
+    assert any("'abc' is not a number" in e and "\n" not in e for e in errs), errs
     at.text_input(key="cmp_grid_dp_sgd").set_value("0.5, 50000").run()
     errs = " ".join(e.value for e in at.error)
-    assert "target_epsilon: got 50000" in errs and "Nothing was stored" in errs
+    assert "grid: got '50000'; allowed range" in errs, errs
+    assert at.button(key="cmp_run").disabled
     assert store.list() == []
+
+
+def test_compare_page_empty_grid_has_one_message(store, preset):
+    at = open_page("views/compare.py", cmp_preset="custom")
+    at.selectbox(key="cmp_family").set_value("membership").run()
+    for text in ("", " , ;"):
+        at.text_input(key="cmp_grid_dp_sgd").set_value(text).run()
+        errs = [e.value for e in at.error]
+        assert len(errs) == 1 and "empty grid; give one or more ε values" in errs[0], errs
+    spec = C.ComparisonSpec(family="membership", data="digits", utility="utility_acc",
+                            privacy="mia_auc_best", defenses=(C.DefenseSpec.of("dp_sgd", ()),))
+    with pytest.raises(ValueError, match="empty grid; give one or more ε values"):
+        C.comparison_sweeps(spec)
+
+
+def test_compare_page_invalid_grid_box_keeps_other_inputs_and_the_last_plot(store, preset):
+    populate(store, preset)
+    at = open_page("views/compare.py")
+    plot = chart(at, "cmp_plane")
+    assert plot is not None
+    grids = {k: at.text_input(key=k).value for k in
+             ("cmp_grid_inf2guard", "cmp_grid_channel:natural", "cmp_grid_channel:white")}
+    seeds = at.slider(key="cmp_seeds").value
+    n_runs = len(store.list())
+    at.text_input(key="cmp_grid_dp_sgd").set_value("0.5, 2x").run()
+    assert not at.exception
+    errs = [e.value for e in at.error]
+    assert len(errs) == 1 and "'2x' is not a number" in errs[0], errs
+    # the other boxes and the seeds slider are drawn with their values; the plot is the last
+    assert {k: at.text_input(key=k).value for k in grids} == grids
+    assert at.slider(key="cmp_seeds").value == seeds
+    assert at.button(key="cmp_run").disabled
+    assert chart(at, "cmp_plane")["data"] == plot["data"]
+    assert "last comparison run" in " ".join(c.value for c in at.caption)
+    assert len(store.list()) == n_runs  # nothing ran
+    # fixed: the same comparison again, Run enabled
+    at.text_input(key="cmp_grid_dp_sgd").set_value("0.5, 2").run()
+    assert not at.error and not at.button(key="cmp_run").disabled
+    assert chart(at, "cmp_plane")["data"] == plot["data"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,11 +11,11 @@ TITLES = {"representation": "representation attack (fresh MLP on r)"}
 def test_membership_page_runs_stores_and_draws_the_rocs(store):  # noqa: F811
     at = open_page("views/membership.py")
     at.selectbox(key="mi_dataset").set_value("digits").run()
-    at.number_input(key="mi_members").set_value(60).run()
-    at.number_input(key="mi_epochs").set_value(5).run()
-    at.number_input(key="mi_refs").set_value(1).run()
-    at.number_input(key="mi_targets").set_value(4).run()
-    at.number_input(key="mi_shadows").set_value(4).run()
+    at.text_input(key="mi_members__text").set_value(str(60)).run()
+    at.text_input(key="mi_epochs__text").set_value(str(5)).run()
+    at.text_input(key="mi_refs__text").set_value(str(1)).run()
+    at.text_input(key="mi_targets__text").set_value(str(4)).run()
+    at.text_input(key="mi_shadows__text").set_value(str(4)).run()
     at.button(key="mi_run").click().run(timeout=240)
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert len(store.list(kind="membership")) == 1
@@ -36,7 +36,7 @@ def test_membership_page_inf2guard_lists_its_attacks_and_bad_settings_error(stor
     assert TITLES["representation"] not in at.multiselect(key="mi_attackers").options
     at.selectbox(key="mi_defense").set_value("inf2guard").run()
     assert TITLES["representation"] in at.multiselect(key="mi_attackers").options
-    at.number_input(key="mi_shadows").set_value(2).run()
-    at.number_input(key="mi_refs").set_value(2).run()
+    at.text_input(key="mi_shadows__text").set_value(str(2)).run()
+    at.text_input(key="mi_refs__text").set_value(str(2)).run()
     assert any("rmia_references" in e.value for e in at.error), [e.value for e in at.error]
     assert len(store.list()) == 0

@@ -7,8 +7,8 @@ from tests.test_pages import chart_keys, has_chart, open_page, store  # noqa: F4
 
 def _small(at):
     at.selectbox(key="pr_dataset").set_value("digits").run()
-    at.number_input(key="pr_per_bin").set_value(30).run()
-    at.number_input(key="pr_epochs").set_value(3).run()
+    at.text_input(key="pr_per_bin__text").set_value(str(30)).run()
+    at.text_input(key="pr_epochs__text").set_value(str(3)).run()
     return at
 
 

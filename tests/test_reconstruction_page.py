@@ -6,9 +6,9 @@ from tests.test_pages import chart_keys, has_chart, open_page, store  # noqa: F4
 
 
 def _tiny(at) -> None:
-    at.number_input(key="gl_epochs").set_value(1).run()
-    at.number_input(key="gl_targets").set_value(2).run()
-    at.number_input(key="gl_iters").set_value(20).run()
+    at.text_input(key="gl_epochs__text").set_value(str(1)).run()
+    at.text_input(key="gl_targets__text").set_value(str(2)).run()
+    at.text_input(key="gl_iters__text").set_value(str(20)).run()
     at.toggle(key="gl_mi").set_value(False).run()
 
 

@@ -37,7 +37,8 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
     through its seed-mean points in knob order with ± one seed standard deviation on both axes;
     the Pareto front over every point as a dashed line with ringed markers; the no-defense
     point as a star; chance as a dotted line; ``position``: the grid index the scrub slider
-    marks on every curve (a defense with fewer values marks its last)."""
+    marks on every curve (a defense with fewer values marks its last). Curves are told apart by
+    the legend, knob values by the hover (no printed point labels to overlap)."""
     spec = cmp.spec
     fig = go.Figure()
     # the undefended star last: on top of the curves that start at the same point
@@ -52,10 +53,11 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
         else:
             text = [f"{c.symbol} = {k:g}" for k in c.knob]
         many = len(c.seeds) > 1
+        # the knob values are in the hover, not printed beside the points: with four curves
+        # starting near the no-defense point the printed labels overlapped into a smear
         fig.add_trace(go.Scatter(
-            x=u, y=a, mode="markers" if c.defense == "none" else "lines+markers+text",
+            x=u, y=a, mode="markers" if c.defense == "none" else "lines+markers",
             name=c.name + (f" ({len(c.seeds)} seeds)" if many else ""), text=text,
-            textposition="top center", textfont={"size": 10, "color": color},
             marker={"size": 16 if c.defense == "none" else 8, "color": color,
                     "symbol": "star" if c.defense == "none" else "circle"},
             line={"color": color, "width": 2},

@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.config import AttributePrivacyConfig
+from core.config import AttributePrivacyConfig, DataSpec, FedAvgSpec
 from core.metric_schema import HEADLINES
 from core.metric_schema import get as metric_spec
 from core.parts import DEFENSES, attack_by_config_name, attack_titles, attacks_for, config_names
@@ -36,10 +36,11 @@ from dashboard.components import (
     utility_panel,
 )
 from dashboard.components._format import metric
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled
-from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
+from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.tappfl_settings import (
     DEFAULT_ATTRIBUTE,
     WIDGETS,
@@ -130,9 +131,7 @@ def data_ui() -> tuple[str, str]:
     if name in DEFAULT_ATTRIBUTE:
         st.session_state.setdefault(f"ap_attr_{name}", DEFAULT_ATTRIBUTE[name])
     attr = c2.selectbox("Private attribute", list(rows[name]["attributes"]), key=f"ap_attr_{name}")
-    if not rows[name]["available"]:
-        st.warning(f"**{name}** is a real data set; {missing_reason(name)} A run will fail with a "
-                   "message and store nothing.")
+    require_data(name, key="ap_dataset")
     return name, attr
 
 
@@ -151,12 +150,18 @@ def defense_ui() -> str:
 
 def federation_ui() -> None:
     f1, f2, f3, f4, f5 = st.columns(5)
-    f1.number_input("Devices", 1, 1000, step=1, key="ap_devices")
-    f2.number_input("Rounds", 1, 200, step=1, key="ap_rounds")
-    f3.number_input("Fraction per round", 0.01, 1.0, step=0.05, key="ap_fraction", format="%.2f")
-    f4.number_input("Local epochs", 1, 100, step=1, key="ap_epochs")
-    f5.number_input("Adversary steps", 1, 20, step=1, key="ap_adv_steps",
-                    help="Attribute-adversary (Ψ) steps per encoder (Θ) step.")
+    quick = preset_widgets("quick")
+    number_ui("Devices", key="ap_devices", default=quick["ap_devices"], where=f1,
+              field=(FedAvgSpec, "num_devices"))
+    number_ui("Rounds", key="ap_rounds", default=quick["ap_rounds"], where=f2,
+              field=(FedAvgSpec, "rounds"))
+    number_ui("Fraction per round", key="ap_fraction", default=quick["ap_fraction"], where=f3,
+              field=(FedAvgSpec, "fraction_fit"))
+    number_ui("Local epochs", key="ap_epochs", default=quick["ap_epochs"], where=f4,
+              field=(FedAvgSpec, "local_epochs"))
+    number_ui("Adversary steps", key="ap_adv_steps", default=quick["ap_adv_steps"], where=f5,
+              field=(AttributePrivacyConfig, "adversary_steps"),
+              help="Attribute-adversary (Ψ) steps per encoder (Θ) step.")
 
 
 def defense_knob_ui(defense: str) -> dict[str, Any]:
@@ -185,12 +190,9 @@ def params_ui(defense: str) -> dict[str, Any]:
         options = typing.get_args(info.annotation)
         if options and all(isinstance(o, str) for o in options):  # a Literal
             out[field] = col.selectbox(label, list(options), key=key, help=help_)
-        elif field == "delta":
-            out[field] = col.number_input(label, min_value=1e-9, max_value=0.5, step=1e-5,
-                                          format="%.1e", key=key, help=help_)
-        else:
-            out[field] = col.number_input(label, min_value=0.01, max_value=1000.0, step=0.1,
-                                          key=key, help=help_)
+        else:  # the range is the block model's own (delta, clip, rate, ...)
+            out[field] = number_ui(label, key=key, default=info.default, where=col,
+                                   field=(model, field), help=help_)
     return out
 
 
@@ -218,17 +220,24 @@ def attackers_ui(defense: str) -> tuple[str, ...]:
 def advanced_ui() -> None:
     with st.expander("Advanced"):
         a1, a2, a3, a4, a5, a6 = st.columns(6)
-        a1.number_input("Local batch size", 1, 4096, step=1, key="ap_batch")
-        a2.number_input("Learning rate", 1e-4, 10.0, step=0.005, format="%.4f", key="ap_lr")
+        quick = preset_widgets("quick")
+        number_ui("Local batch size", key="ap_batch", default=quick["ap_batch"], where=a1,
+                  field=(FedAvgSpec, "batch_size"))
+        number_ui("Learning rate", key="ap_lr", default=quick["ap_lr"], where=a2,
+                  field=(FedAvgSpec, "lr"))
         a3.selectbox("Partition", ["iid", "dirichlet", "attribute"], key="ap_partition")
-        a4.number_input("Row cap (0 = all rows)", 0, 1_000_000, step=500, key="ap_max_samples",
-                        help="Seeded, stratified subsample of the data set (speed).")
-        a5.number_input("Projection points (0 = none)", 0, 5000, step=100, key="ap_proj_points",
-                        help="Test rows embedded (t-SNE) for the raw vs learned plot.")
-        a6.number_input("Adversary lr ×", 0.01, 100.0, step=0.5, key="ap_adv_lr",
-                        help="The adversary Ψ's learning rate as a multiple of the encoder's "
-                             "(TAPPFL Algorithm 1's lr1 / lr3). A stronger in-training adversary "
-                             "pushes the encoder harder to remove u.")
+        number_ui("Row cap", key="ap_max_samples", default=quick["ap_max_samples"], where=a4,
+                  field=(DataSpec, "max_samples"), zero="all rows",
+                  help="Seeded, stratified subsample of the data set (speed).")
+        number_ui("Projection points (0 = none)", key="ap_proj_points",
+                  default=quick["ap_proj_points"], where=a5,
+                  field=(AttributePrivacyConfig, "projection_points"),
+                  help="Test rows embedded (t-SNE) for the raw vs learned plot.")
+        number_ui("Adversary lr ×", key="ap_adv_lr", default=quick["ap_adv_lr"], where=a6,
+                  field=(AttributePrivacyConfig, "adversary_lr_scale"),
+                  help="The adversary Ψ's learning rate as a multiple of the encoder's "
+                       "(TAPPFL Algorithm 1's lr1 / lr3). A stronger in-training adversary "
+                       "pushes the encoder harder to remove u.")
 
 
 def preset_edits_ui() -> None:
@@ -258,6 +267,7 @@ def controls() -> dict[str, Any]:
         attackers = attackers_ui(defense)
     advanced_ui()
     preset_edits_ui()
+    stop_if_invalid(key="ap_run")  # before a config is built from an empty or invalid box
     ss = st.session_state
     return build_tappfl_config(
         preset=ss["ap_preset"], dataset=name, attribute=attr, seed=s.seed, device=s.device,
@@ -380,7 +390,7 @@ grid = knob.for_family(KIND).teaching_grid() if knob else None
 knob_value = float(getattr(cfg.defense, knob.field)) if knob else None
 
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="ap_run")
+run_clicked = buttons.button("Run", type="primary", key="ap_run", disabled=not inputs_ok())
 sweep_clicked = buttons.button(
     f"Run {knob.symbol if knob else 'the'} sweep", key="ap_sweep", disabled=grid is None,
     help=None if grid is None else f"Precompute {knob.symbol} ∈ {{"

@@ -26,8 +26,10 @@ from dashboard.components.compare_plot import (
     points_frame,
     table_frame,
 )
+from dashboard.components.inputs import inputs_ok, report_problem
 from dashboard.components.knob import knob_help, knob_label
 from dashboard.components.lesson import compare_lesson_panel
+from dashboard.sidebar import require_data
 from dashboard.widgets import get_store, run_many_with_progress, running_jobs_panel
 
 CUSTOM = "custom"
@@ -75,18 +77,6 @@ def option_label(opt: str) -> str:
     return DEFENSES.get(name).title + "".join(f" · {v}" for v in vals)
 
 
-def _parse_grid(text: str, field: str) -> tuple[float, ...] | None:
-    try:
-        vals = tuple(float(v) for v in text.replace(";", ",").split(",") if v.strip())
-    except ValueError:
-        st.error(f"{field}: got {text!r}; expected numbers separated by commas")
-        return None
-    if not vals:
-        st.error(f"{field}: give at least one value")
-        return None
-    return vals
-
-
 def apply_preset(name: str) -> None:
     """Put a preset's choices into the widgets' state (before they are drawn)."""
     spec = C.PRESETS[name]()
@@ -117,6 +107,7 @@ def controls() -> C.ComparisonSpec | None:
     if st.session_state.get("cmp_data") not in datasets:
         st.session_state["cmp_data"] = datasets[0]
     data = c2.selectbox("Data set", datasets, key="cmp_data")
+    require_data(data, key="cmp_data")  # a preset on Adult without its files: Run is off
     store = get_store()
     utilities = C.metric_choices(family, "utility", store)
     privacies = C.metric_choices(family, "leakage", store)
@@ -136,6 +127,7 @@ def controls() -> C.ComparisonSpec | None:
     chosen = st.multiselect("Defenses (the undefended point is always drawn)", opts,
                             key="cmp_defenses", format_func=option_label)
     specs: list[C.DefenseSpec] = []
+    bad = False
     if chosen:
         cols = st.columns(min(len(chosen), 4))
         for i, opt in enumerate(chosen):
@@ -145,13 +137,19 @@ def controls() -> C.ComparisonSpec | None:
                 continue
             key = f"cmp_grid_{opt}"
             st.session_state.setdefault(key, ", ".join(f"{g:g}" for g in C.default_grid(part)))
-            text = cols[i % len(cols)].text_input(
-                f"{option_label(opt)}: {part.knob.symbol} grid", key=key,
-                help=f"{knob_label(part.knob)}. {knob_help(part, part.knob)}")
-            grid = _parse_grid(text, key.removeprefix("cmp_grid_"))
-            if grid is None:
-                return None
-            specs.append(spec_of_option(family, opt, grid))
+            col = cols[i % len(cols)]
+            label = f"{option_label(opt)}: {part.knob.symbol} grid"
+            text = col.text_input(label, key=key,
+                                  help=f"{knob_label(part.knob)}. {knob_help(part, part.knob)}")
+            # every box and the seeds slider are drawn whatever this box holds: a widget left
+            # undrawn in a run loses its state (it came back reset)
+            grid, message = C.parse_grid(str(text), label, part.knob)
+            report_problem(key, message)
+            if message is not None:
+                col.error(message, icon=":material/error:")
+                bad = True
+            else:
+                specs.append(spec_of_option(family, opt, grid))
     if "dp_sgd" in chosen and st.checkbox(
             "DP-SGD: add the ε = ∞ point (clipping, no noise)", key="cmp_dpsgd_inf",
             help="noise_multiplier 0 through the same pipeline: clipping and noise seen apart"):
@@ -163,6 +161,8 @@ def controls() -> C.ComparisonSpec | None:
         with st.expander(f"{len(refused_names)} registered defenses do not apply to {family}"):
             for n in refused_names:
                 st.caption(f"**{DEFENSES.get(n).title}**: {C.refusal(family, n)}")
+    if bad:
+        return None
     base = dict(base_spec.base) if base_spec.family == family else {}
     s = state.settings()
     return C.ComparisonSpec(family=family, data=data, utility=utility, privacy=privacy,
@@ -218,7 +218,9 @@ def show(cmp: C.Comparison) -> None:
     levels = cmp.levels()
     rows = cmp.table(levels)
     frame = table_frame(rows, [c.name for c in cmp.defended])
-    st.dataframe(frame, hide_index=True, width="stretch")
+    # a static table wraps its cells: the dominance verdicts stay whole at 1280 px, where a
+    # data grid cut the last column off
+    st.table(frame.set_index("attack level ≤"))
     st.caption(f"Each defense's best {cmp.spec.utility} over its settings whose "
                f"{cmp.spec.privacy} is at or below the level (TAPPFL's Fig. 4 protocol); "
                "* = read on the segment between two grid points that crosses the level; "
@@ -242,8 +244,25 @@ st.caption("Every registered defense that applies to an attack family, on one ut
            "plane: each defense's knob swept over seeds (one stored sweep per defense: only "
            "missing points run), the Pareto front, and each defense's utility at matched "
            "attack levels.")
+LAST = "_cmp_last"  # (spec, keys) of the comparison drawn last: kept while an input is invalid
+
+
+def show_last(why: str) -> None:
+    """The last comparison drawn, unchanged, under a line saying why it is not updated."""
+    last = st.session_state.get(LAST)
+    if last is None:
+        return
+    spec, keys = last
+    st.caption(f"{why} The plot and tables below are the last comparison run "
+               f"({spec.data}, {spec.privacy}), unchanged.")
+    show(_comparison(spec, keys, (spec.utility, spec.privacy)))
+
+
 spec = controls()
-if spec is None:
+if spec is None or not inputs_ok():
+    st.button("Run the comparison", type="primary", key="cmp_run", disabled=True)
+    show_last("Run is off until the box marked above is fixed.")
+    running_jobs_panel()
     st.stop()
 try:
     sweeps, refused = C.comparison_sweeps(spec)
@@ -251,6 +270,8 @@ try:
     keys = tuple(cache_key(parse_config(c)) for c in configs)
 except ValueError as exc:  # ConfigError included: one line per problem
     st.error(f"Comparison: invalid settings: {exc}\n\nNothing was stored.")
+    st.button("Run the comparison", type="primary", key="cmp_run", disabled=True)
+    show_last("These settings are invalid.")
     st.stop()
 for d, why in refused:
     st.warning(f"{d.name}: {why}")
@@ -264,12 +285,14 @@ if results is None:
     st.info(f"{len(configs)} sweeps ({sum(len(c['seeds']) * max(1, len(next(iter(c['grid'].values()), [0]))) for c in configs)} "
             "points) not all stored yet. Press **Run the comparison**; every point is stored "
             "as it finishes, so a cancelled comparison keeps them.")
+    show_last("These settings have not run yet.")
 else:
     try:
         cmp = _comparison(spec, keys, (spec.utility, spec.privacy))
     except ValueError as exc:  # a metric these runs do not report: one line, nothing stored
         st.error(f"Comparison: {exc}")
     else:
+        st.session_state[LAST] = (spec, keys)
         show(cmp)
         compare_lesson_panel(cmp)
 running_jobs_panel()

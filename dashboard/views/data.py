@@ -15,7 +15,8 @@ from core.data import DataError, load_dataset
 from dashboard import state
 from dashboard.components import page_tail, result_caption
 from dashboard.components._figures import figure
-from dashboard.sidebar import dataset_label, dataset_rows, missing_reason
+from dashboard.components.inputs import inputs_ok
+from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.widgets import run_with_progress, running_jobs_panel
 
 N_SAMPLES = 24
@@ -35,8 +36,11 @@ attributes = list(rows[name]["attributes"])
 attr = c2.selectbox("Private attribute", attributes, key=f"data_attr_{name}",
                     help="The attribute a defense protects and an attacker tries to infer.")
 
-if not rows[name]["available"]:
-    st.info(f"**{name}** is a real data set; {missing_reason(name)}")
+if not require_data(name, key="data_dataset"):  # said plainly; nothing is loaded or run
+    st.stop()
+if not inputs_ok():  # the sidebar's seed box is empty or invalid (its error is beside it)
+    st.info("The projection waits for a valid seed in the sidebar.")
+    st.stop()
 
 try:
     spec = parse_config({"kind": "projection", "seed": s.seed,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.config import FilDataSpec
+from core.config import FilAttackSpec, FilDataSpec, FilOutputPerturbation, IRFILSpec
 from core.parts import ATTACKS, attack_titles, config_names
 from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
@@ -27,8 +27,10 @@ from dashboard.components import copy_run, page_tail, result_caption, threat_car
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.caveats import caveats_of, flag_rows, for_metrics, metric_tile, sentence
 from dashboard.components.fil_figures import fil_figure
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
+from dashboard.sidebar import require_data
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "fisher_information"
@@ -66,6 +68,7 @@ def _init_state() -> None:
 def data_ui() -> dict[str, Any]:
     c1, c2, c3 = st.columns([1.4, 1, 1])
     name = c1.selectbox("Data set", list(DATASETS), key="fi_dataset", format_func=DATASETS.get)
+    require_data(name, key="fi_dataset")
     data: dict[str, Any] = {"name": name}
     if name in ("digits", "mnist5k"):
         a = c2.selectbox("Class 0", list(range(10)), key="fi_class_a")
@@ -75,12 +78,14 @@ def data_ui() -> dict[str, Any]:
         data["adult_view"] = c2.selectbox(
             "View", ["paper", "standard"], key="fi_adult_view",
             format_func={"paper": "the paper's (86 columns)", "standard": "the other pages'"}.get)
-        cap = c3.number_input("Training rows (0 = all)", 0, 100_000, step=1000, key="fi_adult_cap",
-                              help="A seeded cap on the 30,162 training rows (speed).")
+        cap = number_ui("Training rows", key="fi_adult_cap", default=0, where=c3,
+                        field=(FilDataSpec, "max_samples"), zero="all rows",
+                        help="A seeded cap on the 30,162 training rows (speed).")
         if cap:
-            data["max_samples"] = int(cap)
+            data["max_samples"] = cap
     else:
-        data["n_samples"] = int(c2.number_input("Rows", 100, 50_000, step=100, key="fi_syn_n"))
+        data["n_samples"] = number_ui("Rows", key="fi_syn_n", default=1000, where=c2,
+                                      field=(FilDataSpec, "n_samples"))
         data["outlier_fraction"] = float(c3.slider("Outlier fraction", 0.0, 0.2, step=0.01,
                                                    key="fi_syn_out"))
     return data
@@ -117,13 +122,16 @@ def defense_ui() -> dict[str, Any]:
                                                   EPS_GRID, key="fi_eps"))
         block["delta"] = float(c3.select_slider("δ", [1e-3, 1e-4, 1e-5, 1e-6, 1e-7],
                                                 key="fi_delta", format_func=lambda v: f"{v:g}"))
-    block["releases"] = int(c4.number_input("Releases k", 1, 10_000, key="fi_k",
-                                            help="k independent noisy releases: FIL η√k"))
+    block["releases"] = number_ui("Releases k", key="fi_k", default=1, where=c4,
+                                  field=(FilOutputPerturbation, "releases"),
+                                  help="k independent noisy releases: FIL η√k")
     return block
 
 
 def analysis_ui(data: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    targets = FilDataSpec(**data).targets()
+    # the attackable attributes depend on the data set and view, not on a number box (which
+    # may be empty while the user types)
+    targets = FilDataSpec(**{k: v for k, v in data.items() if v is not None}).targets()
     c1, c2, c3, c4, c5 = st.columns([1.3, 1.2, 0.9, 0.9, 1.1], vertical_alignment="bottom")
     gran = c1.selectbox("Granularity", list(GRANULARITIES), key="fi_gran",
                         format_func=GRANULARITIES.get)
@@ -131,7 +139,8 @@ def analysis_ui(data: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, An
         st.session_state["fi_target"] = targets[1] if len(targets) > 1 else "label"
     target = c2.selectbox("Attacked attribute", targets, key="fi_target",
                           format_func=lambda t: "the label y" if t == "label" else t)
-    T = c3.number_input("IRFIL iterations", 0, 20, key="fi_T")
+    T = number_ui("IRFIL iterations", key="fi_T", default=5, where=c3,
+                  field=(IRFILSpec, "iterations"))
     method = c4.selectbox("IRFIL weights", ["sample", "class", "hybrid"], key="fi_method")
     release = c5.toggle("Release IRFIL", key="fi_irfil_release",
                         help="On: IRFIL's last iterate is the released model. Off: the plain "
@@ -139,9 +148,10 @@ def analysis_ui(data: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, An
     c6, c7 = st.columns([3, 1])
     attackers = c6.multiselect("Attacks", list(config_names(KIND)), key="fi_attackers",
                                format_func=ATTACK_TITLES.get)
-    trials = c7.number_input("Noise trials", 2, 1000, step=10, key="fi_trials")
-    irfil = {"iterations": int(T), "weight_method": method, "release": bool(release)}
-    attack = {"attackers": list(attackers), "target": target, "noise_trials": int(trials)}
+    trials = number_ui("Noise trials", key="fi_trials", default=20, where=c7,
+                       field=(FilAttackSpec, "noise_trials"))
+    irfil = {"iterations": T, "weight_method": method, "release": bool(release)}
+    attack = {"attackers": list(attackers), "target": target, "noise_trials": trials}
     return gran, irfil, attack
 
 
@@ -417,11 +427,12 @@ st.caption("How much does a released linear or logistic regression say about eac
            "the attacks and the bound; IRFIL reweights the data until every example leaks "
            "equally.")
 config = controls()
+stop_if_invalid(key="fi_run")
 cfg = validate(config, label="Fisher information")
 if cfg is None:
     st.stop()
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="fi_run")
+run_clicked = buttons.button("Run", type="primary", key="fi_run", disabled=not inputs_ok())
 copy_run(config)
 fits: dict[str, Any] = st.session_state.setdefault(_FITS, {})
 fk = fit_key(cfg)

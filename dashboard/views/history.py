@@ -28,6 +28,7 @@ from dashboard.components.history_diff import (
     metric_rows,
     pair_figure,
 )
+from dashboard.components.inputs import number_ui
 from dashboard.components.run_history import (
     OLDER,
     current_kind,
@@ -81,9 +82,11 @@ st.caption(f"Store: `{store.root}` · every run is keyed by the sha256 of its va
 kinds = sorted({current_kind(r.kind) for r in store.list()})
 f1, f2 = st.columns([1, 1])
 kind = f1.selectbox("Kind", ["all", *kinds], key="history_kind")
-limit = f2.number_input("Show at most", min_value=1, max_value=10_000, value=200, step=50,
-                        key="history_limit")
-records = records_of(store, kind, int(limit))
+limit = number_ui("Show at most", key="history_limit", default=200, where=f2, lo=1, hi=10_000,
+                  integer=True, help="Runs listed, newest first.")
+if limit is None:  # listed only once the box holds a number in range (the error is beside it)
+    st.stop()
+records = records_of(store, kind, limit)
 _migrated = [migrate(r.config)[0] for r in records]
 g1, g2, g3 = st.columns([1, 1, 1])
 data_filter = g1.multiselect("Data set", sorted({data_name(c) for c in _migrated} - {""}),
@@ -261,8 +264,10 @@ def store_section(store) -> None:
     c1, c2, c3 = st.columns([2, 2, 2])
     older = c1.checkbox("Remove older engines' runs and stages", value=True, key="history_gc_older")
     beyond = c2.checkbox("Then remove least recently used beyond", key="history_gc_beyond")
-    limit_mb = c3.number_input("Size limit (MB)", min_value=0.0, step=50.0, disabled=not beyond,
-                               value=float(round(u["total_bytes"] / 2e6, 1)), key="history_gc_mb")
+    limit_mb = number_ui("Size limit (MB)", key="history_gc_mb", where=c3, lo=0.0,
+                         default=float(round(u["total_bytes"] / 2e6, 1)), disabled=not beyond)
+    if beyond and limit_mb is None:  # nothing is planned from an empty or invalid limit
+        return
     max_bytes = int(limit_mb * 1e6) if beyond else None
     if not (older or beyond):
         return

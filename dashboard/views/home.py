@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.components.paper_check import paper_check_section
-from dashboard.sidebar import dataset_rows, missing_reason
+from dashboard.sidebar import dataset_rows, how_to_get
 
 st.title("privlab")
 st.markdown(
@@ -36,7 +36,8 @@ PAGE_LINES = [
      "RMIA against Inf2Guard (λ), DP-SGD and the κ channel; ROC linear and log-log with the DP "
      "region; TPR at low FPR with the count that makes it meaningful; ε audited from below.")),
     ("views/property.py", "Property", ":material/pie_chart:",
-     ("can an attacker read the share of women in a subset of Adult rows from its aggregated "
+     ("can an attacker read a property of a subset (the share of bold digits on digits or "
+     "mnist5k; the share of women on Adult, once its files are in) from its aggregated "
      "representation? Inf2Guard's property game (λ, K bins, mean / max) against its own "
      "adversary and fresh attackers on shadow subsets; the K-ary leakage bound.")),
     ("views/reconstruction.py", "Reconstruction: gradient leakage", ":material/image_search:",
@@ -69,6 +70,14 @@ for path, title, icon, line in PAGE_LINES:
 
 st.subheader("Data sets")
 rows = dataset_rows()
+embedded = [r["name"] for r in rows if r["source"] == "embedded"]
+st.markdown(
+    f"**A fresh clone runs every page with no download**: {', '.join(embedded)} ship inside "
+    "privlab's dependencies (scikit-learn digits, an MNIST subset, scikit-image faces, a "
+    "generated table). The real sets below (Adult, torchvision's) need their files; a page "
+    "that needs one says how to get it and keeps Run off until then.")
+# what is here first: available sets, embedded before real, then the missing ones
+rows = sorted(rows, key=lambda r: (not r["available"], r["source"] != "embedded"))
 table = pd.DataFrame([
     {
         "name": r["name"],
@@ -86,7 +95,7 @@ missing = [r["name"] for r in rows if not r["available"]]
 if missing:
     with st.expander(f"Unavailable real data sets ({', '.join(missing)}): how to add them"):
         for name in missing:
-            st.markdown(f"- **{name}**: {missing_reason(name)}")
+            st.markdown(f"- **{name}**: {how_to_get(name)}")
 
 st.subheader("Symbols")
 st.markdown("The papers reuse letters for different things; privlab names them apart.")

@@ -14,6 +14,7 @@ import numpy as np
 import streamlit as st
 
 from core.caveats import FEW_FALSE_POSITIVES, REGISTRY
+from core.config import MembershipAttackSpec, MembershipTrainSpec
 
 #: the flag of a rate read off too few non-members (core.caveats)
 FEW_LABEL = REGISTRY["tpr_0p1pct_few_negatives"].label
@@ -32,10 +33,11 @@ from dashboard.components.caveats import (
     metric_tile,
     roc_grey_below,
 )
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
-from dashboard.sidebar import dataset_label, dataset_rows
+from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "membership"
@@ -60,8 +62,10 @@ def data_ui() -> str:
     rows = {r["name"]: r for r in dataset_rows()}
     names = [n for n in DATASETS if n in rows]
     state.follow_sidebar("mi_dataset", names, "mnist5k")
-    return st.selectbox("Data set", names, key="mi_dataset",
+    name = st.selectbox("Data set", names, key="mi_dataset",
                         format_func=lambda n: dataset_label(rows[n]))
+    require_data(name, key="mi_dataset")
+    return name
 
 
 def defense_ui() -> dict[str, Any]:
@@ -88,21 +92,52 @@ def attack_ui(defense: str) -> dict[str, Any]:
         st.session_state["mi_attackers"] = kept
     c1, c2, c3, c4, c5, c6 = st.columns([2.4, 0.8, 0.8, 0.8, 0.8, 0.8])
     chosen = c1.multiselect("Attacks", ok, key="mi_attackers", format_func=TITLES.get)
-    members = c2.number_input("Members", 20, 5000, step=50, key="mi_members",
-                              help="The target trains on this many rows; as many non-members "
-                                   "are scored.")
-    epochs = c3.number_input("Epochs", 1, 500, step=10, key="mi_epochs")
-    shadows = c4.number_input("Shadows", 2, 64, step=2, key="mi_shadows",
-                              help="Shadow / reference models, trained with the target's own "
-                                   "procedure (its defense included) on halves of the pool.")
-    refs = c5.number_input("RMIA refs", 1, 32, key="mi_refs")
-    targets = c6.number_input("Targets pooled", 1, 65, key="mi_targets",
-                              help="Score the target and targets − 1 shadow models (each against "
-                                   "the others) and pool the scores, as ML Privacy Meter does: "
-                                   "TPR at 0.1 % FPR needs thousands of non-members.")
-    return {"attack": {"attackers": list(chosen), "shadows": int(shadows),
-                       "rmia_references": int(refs), "targets": int(targets)},
-            "train": {"members": int(members), "epochs": int(epochs)}}
+    members = number_ui("Members", key="mi_members", default=500, where=c2,
+                        field=(MembershipTrainSpec, "members"),
+                        help="The target trains on this many rows; as many non-members are "
+                             "scored.")
+    epochs = number_ui("Epochs", key="mi_epochs", default=60, where=c3,
+                       field=(MembershipTrainSpec, "epochs"))
+    shadows = number_ui("Shadows", key="mi_shadows", default=16, where=c4,
+                        field=(MembershipAttackSpec, "shadows"),
+                        help="Shadow / reference models, trained with the target's own "
+                             "procedure (its defense included) on halves of the pool.")
+    refs = number_ui("RMIA refs", key="mi_refs", default=2, where=c5,
+                     field=(MembershipAttackSpec, "rmia_references"))
+    targets = number_ui("Targets pooled", key="mi_targets", default=8, where=c6,
+                        field=(MembershipAttackSpec, "targets"),
+                        help="Score the target and targets − 1 shadow models (each against "
+                             "the others) and pool the scores, as ML Privacy Meter does: "
+                             "TPR at 0.1 % FPR needs thousands of non-members.")
+    return {"attack": {"attackers": list(chosen), "shadows": shadows,
+                       "rmia_references": refs, "targets": targets},
+            "train": {"members": members, "epochs": epochs}}
+
+
+def pre_run_text(config: dict[str, Any], runs: list[tuple[dict, float]] = ()) -> str:
+    """The pre-run box, from the config itself: data set, members, shadows, targets pooled,
+    and the estimated time (:mod:`core.costs`, saying what it is based on)."""
+    from core.costs import estimate, format_seconds
+
+    tr, at = config["train"], config["attack"]
+    what = (f"{config['data']['name']}, {tr['members']:,} members, {tr['epochs']} epochs, "
+            f"{at['shadows']} shadow models, {at['targets']} target(s) pooled")
+    est = estimate(KIND, config, runs)
+    when = "" if est is None else f": {format_seconds(est[0])} ({est[1]})"
+    return (f"No stored result for these settings yet. Press **Run** ({what}{when}). "
+            "Runs are stored.")
+
+
+def stored_timings() -> list[tuple[dict, float]]:
+    """(config, seconds) of the stored membership runs of the current engine (the cost fit)."""
+    from core.fingerprint import same_engine
+    from dashboard.widgets import get_store
+
+    try:
+        return [(r.config, r.seconds) for r in get_store().list(kind=KIND, limit=200)
+                if r.seconds is not None and same_engine(r.engine_version)]
+    except (OSError, ValueError):  # a damaged index: the measured constants instead
+        return []
 
 
 def controls() -> dict[str, Any]:
@@ -316,18 +351,19 @@ st.caption("Can an attacker tell whether a record was in the training set? Loss 
            "models against population samples) attack a model trained under Inf2Guard (λ), "
            "DP-SGD (z, ε from the accountant) or the κ channel.")
 config = controls()
+stop_if_invalid(key="mi_run")
 cfg = validate(config, label="Membership")
 if cfg is None:
     st.stop()
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="mi_run")
+run_clicked = buttons.button("Run", type="primary", key="mi_run", disabled=not inputs_ok())
 copy_run(config)
 result = run_with_progress(config, label=f"{DEFENSES.get(cfg.defense.kind).title} on {cfg.data.name}",
                            start=run_clicked)
 lesson_panel("membership", config, key="mi")
 if result is None:
-    st.info("No stored result for these settings yet. Press **Run** (mnist5k, 500 members, "
-            "8 shadow models, 8 targets pooled). Runs are stored.")
+    if inputs_ok():  # else the message above says why Run is off
+        st.info(pre_run_text(config, stored_timings()))
 else:
     show_result(config, result)
 page_tail(result, KIND, key="mi")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from core.config import PropertySubsetSpec, PropertyTrainSpec
 from core.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.runs.property import fresh_attacker_finding
 from core.tradeoff import tradeoff_points
@@ -24,18 +25,20 @@ from dashboard.components import copy_run, page_tail, projection_pair, result_ca
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.components.caveats import flag_for, for_metrics, sentence
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.property_settings import DEFAULTS, PRESETS
-from dashboard.sidebar import dataset_label, dataset_rows
+from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
 
 KIND = "property"
 #: subsets embedded (t-SNE, raw and released) for the projection panel
 PROJECTION_POINTS = 200
 DEFENSE = "inf2guard_property"
-DATASETS = ["adult", "digits", "mnist5k"]
+# what a fresh clone has first; Adult needs its files (require_data says how to get them)
+DATASETS = ["digits", "mnist5k", "adult"]
 TITLES = attack_titles(KIND)
 SHORT = {"in_training": "in-training Ψ", "mlp": "fresh MLP", "logreg": "fresh logistic",
          "prior": "prior"}
@@ -49,10 +52,10 @@ def _init_state() -> None:
 def data_ui() -> str:
     rows = {r["name"]: r for r in dataset_rows()}
     names = [n for n in DATASETS if n in rows]
-    fallback = "adult" if rows.get("adult", {}).get("available") else "digits"
-    state.follow_sidebar("pr_dataset", names, fallback)
+    state.follow_sidebar("pr_dataset", names, "digits")
     name = st.selectbox("Data set", names, key="pr_dataset",
                         format_func=lambda n: dataset_label(rows[n]))
+    require_data(name, key="pr_dataset")
     if st.session_state.get("_pr_preset_for") != name:  # a new data set: its preset sizes
         p = PRESETS[name]
         st.session_state.update({"_pr_preset_for": name, "pr_sizes": p["sizes"],
@@ -76,14 +79,17 @@ def defense_ui() -> dict[str, Any]:
 def subsets_ui(k: int) -> dict[str, Any]:
     c1, c2, c3 = st.columns([2, 1, 1])
     lo, hi = c1.slider("Subset size (rows)", 2, 512, key="pr_sizes")
-    per_bin = c2.number_input("Subsets per bin", 5, 5000, step=50, key="pr_per_bin",
-                              help="The defender's training subsets and the attacker's shadow "
-                                   "subsets per bin; the attacked target subsets get half.")
-    epochs = c3.number_input("Epochs", 1, 500, step=5, key="pr_epochs")
+    p = PRESETS[st.session_state.get("_pr_preset_for", "digits")]
+    per_bin = number_ui("Subsets per bin", key="pr_per_bin", default=p["per_bin"], where=c2,
+                        field=(PropertySubsetSpec, "train_per_bin"),
+                        help="The defender's training subsets and the attacker's shadow "
+                             "subsets per bin; the attacked target subsets get half.")
+    epochs = number_ui("Epochs", key="pr_epochs", default=p["epochs"], where=c3,
+                       field=(PropertyTrainSpec, "epochs"))
     return {"subsets": {"n_values": k, "size_min": int(lo), "size_max": int(hi),
-                        "train_per_bin": int(per_bin), "aux_per_bin": int(per_bin),
-                        "test_per_bin": max(5, int(per_bin) // 2)},
-            "train": {"epochs": int(epochs)}}
+                        "train_per_bin": per_bin, "aux_per_bin": per_bin,
+                        "test_per_bin": None if per_bin is None else max(5, per_bin // 2)},
+            "train": {"epochs": epochs}}
 
 
 def attack_ui() -> dict[str, Any]:
@@ -312,11 +318,12 @@ st.caption("Can an attacker learn a property of a whole data set — the share o
            "(Algorithm 2); fresh attackers trained afterwards on shadow subsets check what it "
            "really hid.")
 config = controls()
+stop_if_invalid(key="pr_run")
 cfg = validate(config, label="Property")
 if cfg is None:
     st.stop()
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="pr_run")
+run_clicked = buttons.button("Run", type="primary", key="pr_run", disabled=not inputs_ok())
 copy_run(config)
 result = run_with_progress(config, label=f"{DEFENSES.get(DEFENSE).title} on {cfg.data.name}",
                            start=run_clicked)

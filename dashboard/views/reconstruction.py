@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from core.config import ChannelDefense, DPSGDDefense, ImageTrainSpec, InversionSpecCfg
 from core.metric_schema import HEADLINES
 from core.parts import ATTACKS, DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.tradeoff import tradeoff_points
@@ -25,6 +26,7 @@ from dashboard.components import copy_run, deferred, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import flag_rows, flagged_caption, metric_tile, plot_caveats
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
@@ -105,10 +107,11 @@ def data_model_ui() -> tuple[str, str, str, int]:
     setting = c3.segmented_control("Training", ["central", "fedavg"], key="gl_setting",
                                    required=True, help="Central: the paper's setting. FedAvg: "
                                    "each device perturbs its own batches.")
-    epochs = c4.number_input("Epochs / rounds", 0, 50, key="gl_epochs",
-                             help="Central: epochs; FedAvg: rounds (0 = attack an untrained model).")
+    epochs = number_ui("Epochs / rounds", key="gl_epochs", default=5, where=c4,
+                       field=(ImageTrainSpec, "epochs"),
+                       help="Central: epochs; FedAvg: rounds (0 = attack an untrained model).")
     st.caption(INIT_TEXT[model])
-    return name, model, setting, int(epochs)
+    return name, model, setting, epochs
 
 
 #: the page's widget values of the DLG-setting preset (:data:`DLG_SETTING`); training lr,
@@ -150,8 +153,9 @@ def defense_ui(d: int) -> dict[str, Any]:
         return {"kind": "none"}
     if choice == "dp_sgd":
         eps = knob_ui("dp_sgd", key="gl_eps", family=KIND, where=c2)
-        clip = c3.number_input("clip norm S", 0.01, 100.0, step=0.5, key="gl_clip")
-        return {"kind": "dp_sgd", "target_epsilon": float(eps), "clip_norm": float(clip),
+        clip = number_ui("clip norm S", key="gl_clip", default=1.0, where=c3,
+                         field=(DPSGDDefense, "clip_norm"))
+        return {"kind": "dp_sgd", "target_epsilon": float(eps), "clip_norm": clip,
                 "delta": 1e-5}
     # κ scales with the image dimension d: the slider runs over a κ/d ladder (default κ/d 0.1)
     kappa = knob_ui("channel", key="gl_kappa", family=KIND, where=c2, options=kappa_grid(d),
@@ -172,13 +176,14 @@ def beta_ui() -> dict[str, Any]:
         b1, b2, b3 = st.columns([1, 1, 1])
         paper = b1.toggle("Paper's eye band", key="gl_beta_paper",
                           help="Rows 12-19, columns 8-23 of a 32×32 image, scaled to this one.")
-        mult = b1.number_input("β inside (1 outside)", 1.0, 1e4, step=5.0, key="gl_beta_mult")
+        mult = number_ui("β inside (1 outside)", key="gl_beta_mult", default=50.0, where=b1,
+                         field=(ChannelDefense, "beta_multiplier"))
         if paper:
-            return {"beta_rect": None, "beta_multiplier": float(mult)}
+            return {"beta_rect": None, "beta_multiplier": mult}
         rows = b2.slider("rows", 0, h, key="gl_beta_rows", value=(h // 3, (2 * h) // 3))
         cols = b3.slider("columns", 0, w, key="gl_beta_cols", value=(w // 4, (3 * w) // 4))
         return {"beta_rect": [int(rows[0]), int(rows[1]), int(cols[0]), int(cols[1])],
-                "beta_multiplier": float(mult)}
+                "beta_multiplier": mult}
 
 
 def attack_ui() -> dict[str, Any]:
@@ -186,10 +191,13 @@ def attack_ui() -> dict[str, Any]:
     c1, c2, c3, c4, c5 = st.columns([1.6, 0.8, 0.8, 0.9, 1])
     chosen = c1.multiselect("Attacks", inverters, key="gl_attackers",
                             format_func=attack_titles(KIND).get)
-    targets = c2.number_input("Targets", 1, 256, key="gl_targets",
-                              help="Independent uploads attacked in one batched optimisation.")
-    batch = c3.number_input("Batch size", 1, 64, key="gl_batch", help="Images per upload.")
-    iters = c4.number_input("Iterations (0 = preset)", 0, 24000, step=50, key="gl_iters")
+    targets = number_ui("Targets", key="gl_targets", default=4, where=c2,
+                        field=(InversionSpecCfg, "targets"),
+                        help="Independent uploads attacked in one batched optimisation.")
+    batch = number_ui("Batch size", key="gl_batch", default=1, where=c3,
+                      field=(InversionSpecCfg, "batch_size"), help="Images per upload.")
+    iters = number_ui("Iterations", key="gl_iters", default=0, where=c4,
+                      field=(InversionSpecCfg, "iterations"), zero="the attack's preset")
     state_ = c5.segmented_control("Model attacked", ["fresh", "trained"], key="gl_state",
                                   required=True, help="The upload from the freshly initialised "
                                   "model (round 1) or from the trained model.")
@@ -197,16 +205,17 @@ def attack_ui() -> dict[str, Any]:
         o1, o2, o3 = st.columns(3)
         obs = o1.segmented_control("Upload", ["gradient", "fedavg"], key="gl_obs", required=True,
                                    help="One step's gradient (FedSGD) or a FedAvg local update.")
-        steps = o2.number_input("Local steps (fedavg)", 1, 50, key="gl_local_steps")
+        steps = number_ui("Local steps (fedavg)", key="gl_local_steps", default=3, where=o2,
+                          field=(InversionSpecCfg, "local_steps"))
         mi = o3.toggle("Model inversion of the trained model", key="gl_mi")
         for n in chosen or inverters[:1]:
             part = attack_by_config_name(KIND, n)
             t = part.threat
             st.caption(f"**{part.title}** · sees: {t.sees} · knows: {t.knows} · "
                        f"goal: {t.goal}")
-    return {"attackers": list(chosen), "targets": int(targets), "batch_size": int(batch),
-            "iterations": int(iters) or None, "model_state": state_, "observation": obs,
-            "local_steps": int(steps), "model_inversion": bool(mi)}
+    return {"attackers": list(chosen), "targets": targets, "batch_size": batch,
+            "iterations": iters or None, "model_state": state_, "observation": obs,
+            "local_steps": steps, "model_inversion": bool(mi)}
 
 
 def _init_state() -> None:
@@ -229,7 +238,7 @@ def controls() -> dict[str, Any]:
     attack = attack_ui()
     train: dict[str, Any] = {"model": model, "setting": setting, "epochs": epochs}
     if setting == "fedavg":
-        train["fl"] = {"num_devices": 10, "fraction_fit": 0.5, "rounds": max(1, epochs),
+        train["fl"] = {"num_devices": 10, "fraction_fit": 0.5, "rounds": max(1, epochs or 0),
                        "local_epochs": 1, "batch_size": 32, "lr": 0.1}
     return {"kind": KIND, "seed": s.seed, "device": s.device, "data": {"name": name},
             "defense": defense, "train": train, "attack": attack}
@@ -499,13 +508,14 @@ st.caption("A device's upload (a gradient or a local update) can be inverted bac
            "budget κ (nats per round): I(D; upload) ≤ κ, so by Theorem 1 no attacker's MSE can "
            "fall below a floor. κ here is a capacity in nats; DP-SGD's ε is a privacy budget (its noise multiplier z is solved from it).")
 config = controls()
+stop_if_invalid(key="gl_run")
 cfg = validate(config, label="Gradient leakage")
 if cfg is None:
     st.stop()
 live_panel(cfg)
 
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="gl_run")
+run_clicked = buttons.button("Run", type="primary", key="gl_run", disabled=not inputs_ok())
 copy_run(config)
 label = f"{CHOICES.get(getattr(cfg.defense, 'channel', cfg.defense.kind), cfg.defense.kind)} on {cfg.data.name}"
 result = run_with_progress(config, label=label, start=run_clicked)

@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 
 from core.bounds import reconstruction as B
-from core.config import REPR_ATTACKS, REPR_CHANNELS
+from core.config import REPR_ATTACKS, REPR_CHANNELS, ReprAttackSpec, ReprTrainSpec
 from core.metric_schema import HEADLINES
 from core.parts import ATTACKS, attack_titles, config_names
 from core.tradeoff import tradeoff_points
@@ -25,6 +25,7 @@ from dashboard.components import copy_run, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.caveats import caveats_of, flag_rows, plot_caption
+from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_of, knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
@@ -77,13 +78,15 @@ def attack_ui() -> dict[str, Any]:
     c1, c2, c3 = st.columns([2.6, 0.8, 0.8])
     chosen = c1.multiselect("Attacks", list(config_names(KIND)), key="rr_attackers",
                             format_func=attack_titles(KIND).get)
-    epochs = c2.number_input("Epochs", 1, 200, step=5, key="rr_epochs",
-                             help="Training epochs of the encoder, head and in-training decoder "
-                                  "(every channel trains this long).")
-    targets = c3.number_input("Targets", 2, 500, step=10, key="rr_targets",
-                              help="Test images attacked (the paper: 50).")
-    return {"train": {"epochs": int(epochs)},
-            "attack": {"attackers": list(chosen), "targets": int(targets)}}
+    epochs = number_ui("Epochs", key="rr_epochs", default=10, where=c2,
+                       field=(ReprTrainSpec, "epochs"),
+                       help="Training epochs of the encoder, head and in-training decoder "
+                            "(every channel trains this long).")
+    targets = number_ui("Targets", key="rr_targets", default=50, where=c3,
+                        field=(ReprAttackSpec, "targets"),
+                        help="Test images attacked (the paper: 50).")
+    return {"train": {"epochs": epochs},
+            "attack": {"attackers": list(chosen), "targets": targets}}
 
 
 def controls() -> dict[str, Any]:
@@ -346,6 +349,7 @@ st.caption("Can an attacker rebuild an image from the representation a model sha
            "and DP noise on the clipped r. A decoder trained during the defense, a larger fresh "
            "decoder trained afterwards and an optimisation inversion attack every setting.")
 config = controls()
+stop_if_invalid(key="rr_run")
 cfg = validate(config, label="Reconstruction from representations")
 if cfg is None:
     st.stop()
@@ -353,7 +357,7 @@ with st.expander("Threat model of each attack", expanded=False):
     threat_cards(list(cfg.attack.attackers))
 bound_preview(cfg.data.name, cfg.bound.eta_rmse, cfg.bound.eta_linf)
 buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="rr_run")
+run_clicked = buttons.button("Run", type="primary", key="rr_run", disabled=not inputs_ok())
 copy_run(config)
 result = run_with_progress(config, label=f"{cfg.defense.channel} ε = {cfg.defense.epsilon:g} "
                            f"on {cfg.data.name}", start=run_clicked)
