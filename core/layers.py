@@ -14,6 +14,8 @@ code rather than the folder names alone:
 - ``cache`` is the result store, on the runs' level: it calls :func:`core.experiments.run`;
 - ``core.fil`` (per-example Fisher information, the FIL defense's and attacks' mathematics)
   sits with the bounds it is built on;
+- ``core.teaching`` (each page's teaching sweep and its lessons) composes runners' configs as
+  ``core.compare`` does, so it sits with the runs;
 - ``core.sweeps`` is sweep *expansion* (pure functions over configs, used by the config's own
   validator), so it is numerics; the sweep *runner* is ``core/runs/sweep.py``;
 - everything else under ``core`` (config, parts, registry, metrics, nn, training, data, seeds,
@@ -36,7 +38,7 @@ from pathlib import Path
 #: (layer, module prefixes), highest first; the longest matching prefix decides
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pages", ("dashboard", "core.cli")),
-    ("runs", ("core.runs", "core.experiments", "core.compare", "cache")),
+    ("runs", ("core.runs", "core.experiments", "core.compare", "core.teaching", "cache")),
     ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil")),
     ("numerics", ("core",)),
 )
