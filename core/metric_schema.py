@@ -163,8 +163,9 @@ FAMILY_STATS: dict[str, dict[str, dict[str, Any]]] = {
         "auc": _stat("one-vs-rest macro AUC over the K bins: {who_text}", "AUC", "leakage", 0.5),
         "ce_nats": _stat("test cross-entropy (lower = more leakage): {who_text}", "nats",
                          "neither"),
-        "gap": _stat("accuracy minus the targets' majority-bin rate (property_majority; 1/K "
-                     "when the bins are balanced): {who_text}", "fraction", "leakage", 0.0),
+        # property_majority is 1/K when the bins are balanced
+        "gap": _stat("accuracy minus the majority-bin rate: {who_text}", "fraction", "leakage",
+                     0.0),
     },
     "gradient_leakage": {
         "mse": _stat("per-pixel MSE vs clean targets (lower = leakier): {who_text}", "MSE",
@@ -199,8 +200,9 @@ FAMILY_STATS: dict[str, dict[str, dict[str, Any]]] = {
 #: attribute privacy also scores every fresh attacker on raw x, and reports each gap to the
 #: majority-value rate
 RAW_PREFIX = "raw_"
-_GAP = _stat("accuracy minus the majority-value rate (attribute_majority; not 1/k, which "
-             "reads an imbalanced attribute's majority share as leakage): {who_text}",
+# against the majority value, not 1/k (which reads an imbalanced attribute's majority share as
+# leakage)
+_GAP = _stat("accuracy minus the majority-value rate: {who_text}",
              "fraction", "leakage", 0.0)
 #: the strongest inverter of a gradient-leakage run, under the family's names
 STRONGEST = {"gradient_leakage": ("best", "the strongest inverter")}
@@ -351,8 +353,8 @@ for _spec in (
        "fraction", "leakage", 0.001, "attack"),
     _S("chance", "chance accuracy of guessing the private attribute, 1/k",
        "fraction", "neither", None, "attack"),
-    _S("attribute_majority", "test share of the most frequent attribute value (the accuracy "
-       "of always guessing it; the gap_* baseline)", "fraction", "neither", None, "attack"),
+    _S("attribute_majority", "test share of the most frequent attribute value (always "
+       "guessing it; the gaps' baseline)", "fraction", "neither", None, "attack"),
     _S("n_values", "number of values k of the private attribute", "count", "neither", None,
        "data"),
 ):

@@ -58,7 +58,7 @@ def test_membership_page_plots_the_audited_grid_from_the_store(store):  # noqa: 
     at.multiselect(key="mi_attackers").set_value(["loss"]).run()
     for key, v in (("mi_members", 60), ("mi_epochs", 5), ("mi_shadows", 2), ("mi_refs", 1),
                    ("mi_targets", 1)):
-        at.number_input(key=key).set_value(v).run()
+        at.text_input(key=f"{key}__text").set_value(str(v)).run()
     at.button(key="mi_run").click().run(timeout=240)
     assert not at.exception and not at.error, [e.value for e in at.error]
     at.select_slider(key="mi_audit_canaries").set_value(100).run()

@@ -286,7 +286,7 @@ def test_a_run_notes_a_recomputed_stage(tmp_path):
     store = ResultStore(tmp_path)
     base = {"kind": "fisher_information", "data": {"name": "synthetic", "n_samples": 200,
                                                    "n_features": 4},
-            "irfil": {"iterations": 0},
+            "irfil": {"iterations": 0}, "lira": {"enabled": False},
             "attack": {"noise_trials": 2, "crb_trials": 10, "sigma_grid": 2, "max_targets": 20}}
     first = store.get_or_run(base)
     assert first.info["stages"] == {"fil_fit": "computed"}

@@ -288,7 +288,9 @@ def test_attribute_page_lambda_sweep_is_a_stored_sweep_that_runs_only_missing_po
         (0.0, True), (0.5, True), (1.0, False)]
     assert len(store.list(kind="attribute_privacy")) == 5
     spec = json.loads(next(c for c in at.get("plotly_chart") if "ap_tradeoff" in c.id).proto.spec)
-    assert len(spec["data"][0]["x"]) == 3
+    # every stored run of these settings is drawn (plots fill themselves): the 3 grid points and
+    # the off-grid λ 0.25 and 0.75 stored beforehand
+    assert len(spec["data"][0]["x"]) == 5
 
 
 def test_attribute_page_invalid_combination_errors_and_stores_nothing(store):

@@ -102,8 +102,8 @@ def test_dlg_setting_preset_sets_the_controls_and_says_the_init(store):  # noqa:
     t, a = DLG_SETTING["train"], DLG_SETTING["attack"]
     assert at.selectbox(key="gl_model").value == "lenet_sigmoid"
     assert at.selectbox(key="gl_defense").value == "none"
-    assert at.number_input(key="gl_epochs").value == t["epochs"]
-    assert at.number_input(key="gl_targets").value == a["targets"]
+    assert float(at.text_input(key="gl_epochs__text").value) == t["epochs"]
+    assert float(at.text_input(key="gl_targets__text").value) == a["targets"]
     assert list(at.multiselect(key="gl_attackers").value) == a["attackers"]
     assert any("initialised as in the DLG setting" in c.value for c in at.caption)
     # the page sends no lr / optimiser / batch: the config's defaults are the preset's recipe

@@ -114,8 +114,9 @@ def test_lesson_changes_when_the_measurements_change():
     les = teaching.lesson(spec, _fake_store(spec, rising))
     assert les.exceeds is False  # the main metric stays put
     assert "within the 95 % intervals" in les.sentences[0]
-    assert any(c.startswith("This contradicts Inf2Guard") and "0.30" in c and "0.70" in c
-               for c in les.contradictions)
+    # the property teaching grid ends at λ = 0.75 (core.parts): 0.3 + 0.4 · 0.75 = 0.60
+    assert any(c.startswith("This contradicts Inf2Guard") and "0.30" in c and "0.60" in c
+               for c in les.contradictions), les.contradictions
 
 
 def test_lower_is_more_private_knob_moves_toward_its_low_end_and_reference_ratio():

@@ -389,7 +389,9 @@ def lira_section(result) -> None:
             {"": "share of them among the highest-η rows",
              "value": fmt(metric(result, "fil_lira_top_overlap_eta"), 3)}]
     st.dataframe(rows, hide_index=True, width="stretch")
-    note = next((n for n in result.info.get("notes", []) if n.startswith("FIL-LiRA")), "")
+    # the FIL-LiRA note stands beside the numbers it qualifies (the page tail lists every note)
+    lira_notes = [n for n in (result.info or {}).get("notes", []) if n.startswith("FIL-LiRA")]
+    note = lira_notes[0] if lira_notes else ""
     st.caption(note + ". LiRA's most exposed rows are chosen on the first half of the release "
                "draws and scored on the second (choosing and scoring on the same draws would "
                "favour them). The interval of ρ is a paired percentile bootstrap over the "

@@ -310,7 +310,7 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                        "seeds": [config.get("seed", 0)], "executor": "serial"},
                       label="ε sweep over channels", start=start)
     tradeoff_plot(pts, current=cur_eps, undefended=None, chance=None, symbol="ε",
-                  y_title="SSIM of the strongest attack (lower is more private)", key="rr",
+                  y_title="SSIM of the strongest attack (lower: less recovered)", key="rr",
                   page=KIND, config=config, current_series=CHANNEL_TITLES[cur_ch])
     st.caption("Every channel's encoder trains with its own noise in the loop for the same "
                "epochs, so the curves compare the noise, not the encoder. A channel beats "
