@@ -51,10 +51,14 @@ TITLES = attack_titles(KIND)
 KNOB_KEYS = {"inf2guard": "mi_lambda", "dp_sgd": "mi_eps", "channel": "mi_kappa"}
 
 
+#: the page's defaults, one place (the number boxes read theirs from here)
+DEFAULTS = {"mi_defense": "none", "mi_lambda": 0.5, "mi_eps": 8.0, "mi_kappa": 80.0,
+            "mi_members": 500, "mi_epochs": 60, "mi_shadows": 8, "mi_refs": 2, "mi_targets": 8,
+            "mi_attackers": ["loss", "lira_offline", "lira_online", "rmia"]}
+
+
 def _init_state() -> None:
-    for k, v in {"mi_defense": "none", "mi_lambda": 0.5, "mi_eps": 8.0, "mi_kappa": 80.0,
-                 "mi_members": 500, "mi_epochs": 60, "mi_shadows": 8, "mi_refs": 2, "mi_targets": 8,
-                 "mi_attackers": ["loss", "lira_offline", "lira_online", "rmia"]}.items():
+    for k, v in DEFAULTS.items():
         st.session_state.setdefault(k, v)
 
 
@@ -92,19 +96,19 @@ def attack_ui(defense: str) -> dict[str, Any]:
         st.session_state["mi_attackers"] = kept
     c1, c2, c3, c4, c5, c6 = st.columns([2.4, 0.8, 0.8, 0.8, 0.8, 0.8])
     chosen = c1.multiselect("Attacks", ok, key="mi_attackers", format_func=TITLES.get)
-    members = number_ui("Members", key="mi_members", default=500, where=c2,
+    members = number_ui("Members", key="mi_members", default=DEFAULTS["mi_members"], where=c2,
                         field=(MembershipTrainSpec, "members"),
                         help="The target trains on this many rows; as many non-members are "
                              "scored.")
-    epochs = number_ui("Epochs", key="mi_epochs", default=60, where=c3,
+    epochs = number_ui("Epochs", key="mi_epochs", default=DEFAULTS["mi_epochs"], where=c3,
                        field=(MembershipTrainSpec, "epochs"))
-    shadows = number_ui("Shadows", key="mi_shadows", default=16, where=c4,
+    shadows = number_ui("Shadows", key="mi_shadows", default=DEFAULTS["mi_shadows"], where=c4,
                         field=(MembershipAttackSpec, "shadows"),
                         help="Shadow / reference models, trained with the target's own "
                              "procedure (its defense included) on halves of the pool.")
-    refs = number_ui("RMIA refs", key="mi_refs", default=2, where=c5,
+    refs = number_ui("RMIA refs", key="mi_refs", default=DEFAULTS["mi_refs"], where=c5,
                      field=(MembershipAttackSpec, "rmia_references"))
-    targets = number_ui("Targets pooled", key="mi_targets", default=8, where=c6,
+    targets = number_ui("Targets pooled", key="mi_targets", default=DEFAULTS["mi_targets"], where=c6,
                         field=(MembershipAttackSpec, "targets"),
                         help="Score the target and targets − 1 shadow models (each against "
                              "the others) and pool the scores, as ML Privacy Meter does: "
