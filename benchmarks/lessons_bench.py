@@ -66,6 +66,13 @@ def _merged(results_dir: Path) -> tuple[dict[str, Any], list[str]]:
     return out, pending
 
 
+def _load() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover - not every platform has a load average
+        return None
+
+
 def _quick_spec(spec):
     grid = spec.values(64) if spec.dim_scaled else spec.values()
     ends = (grid[0], grid[-1])
@@ -151,6 +158,7 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
     from core import teaching
 
     pages = tuple(pages or teaching.PAGES)
+    load_start = _load()
     _warm()
     rows, details = [], {}
     with tempfile.TemporaryDirectory(prefix="privlab_lessons_") as tmp:
@@ -184,14 +192,11 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
         **merged,
     }
     assert tuple(headline) == HEADLINE_KEYS
-    load = None
-    try:
-        load = [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover
-        pass
-    notes = ("Timings taken on a LOADED shared 2-core machine (other engineers running jobs; "
-             f"load average at the end {load}); the lead reruns on a quiet machine. "
-             "default_cold_s: the page's default config (core.teaching.default_config) in an "
+    load = _load()
+    loaded = max(load_start[0], load[0]) > 1.5 if load and load_start else None
+    notes = ((f"Timings taken on a {'LOADED' if loaded else 'quiet'} 2-core machine (load "
+              f"average at the start {load_start}, at the end {load}). ")
+             + "default_cold_s: the page's default config (core.teaching.default_config) in an "
              "empty store, engine modules imported first (a served page's process has them), "
              "data loading included; the Compare page's default is its teaching preset "
              "(compare_teaching_cold_s: on the sweeps' local pool of 2 workers, as "
@@ -202,7 +207,7 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
              + ("Pending (filled by other branches' benchmarks, merged when their JSON "
                 f"exists): {', '.join(pending)}." if pending else ""))
     return {"name": "lessons", "headline": headline, "rows": rows, "details": details,
-            "pending": pending, "loaded_machine": True, "quick": quick, "notes": notes,
+            "pending": pending, "loaded_machine": loaded, "quick": quick, "notes": notes,
             "targets": {"pages_with_lesson": "= pages_with_knob", "default_cold_s_max": "<= 10",
                         "default_cold_s_median": "<= 5", "compare_teaching_cold_s": "<= 20",
                         "dpsgd_utility_ratio_best_eps_le_8": ">= 0.90",
