@@ -221,7 +221,20 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--pages", nargs="*", default=None)
+    ap.add_argument("--merge", action="store_true",
+                    help="only re-read the merged figures (dlg_lenet, caveats, browser JSON) "
+                         "into the existing lessons.json; its measured timings stay")
     args = ap.parse_args()
+    if args.merge:
+        out = RESULTS / "lessons.json"
+        res = json.loads(out.read_text())
+        merged, pending = _merged(RESULTS)
+        res["headline"].update(merged)
+        res["pending"] = pending
+        res.setdefault("merged_at", []).append(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        out.write_text(json.dumps(res, indent=1))
+        print(json.dumps(res["headline"], indent=1))
+        raise SystemExit(0)
     res = main(quick=args.quick, pages=tuple(args.pages) if args.pages else None)
     out = RESULTS / ("lessons.quick.json" if args.quick else "lessons.json")
     from benchmarks.__main__ import _jsonable, machine_info
