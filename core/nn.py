@@ -310,6 +310,29 @@ class AttributeAdversary(nn.Module):
         return _fsequential(self.net, params, "net", r)
 
 
+class PropertyAdversary(nn.Module):
+    """Inf2Guard's property-protection network ``g_Ψ(Agg f(X_j))`` (spec 004 §2.2, Eq. 12): the
+    :class:`AttributeAdversary` body behind a per-feature standardisation of the aggregate
+    (BatchNorm without affine parameters; running statistics at evaluation).
+
+    Why: a mean over 8-256 representations varies across subsets by a small fraction of its
+    value, so an unstandardised MLP stays at the uniform prediction (CE = ln K) while a
+    logistic regression on standardised aggregates reads the property; the game is then played
+    against an adversary that sees nothing, and λ cannot move it."""
+
+    def __init__(self, rep_dim: int, n_values: int, hidden: int = 64) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm1d(rep_dim, affine=False)
+        self.body = AttributeAdversary(rep_dim, n_values, hidden=hidden)
+
+    def forward(self, agg: Tensor) -> Tensor:
+        if self.training and len(agg) < 2:  # one subset has no batch statistics: use the running ones
+            n = self.norm
+            return self.body(F.batch_norm(agg, n.running_mean, n.running_var, training=False,
+                                          eps=n.eps))
+        return self.body(self.norm(agg))
+
+
 class MICritic(nn.Module):
     """Conditional-MI critic ``T_Ω(x, r, u) ∈ ℝ`` for the JSD estimator of I(x; r | u) (spec B6).
 

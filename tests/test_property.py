@@ -161,6 +161,34 @@ def test_the_game_drives_the_in_training_adversary_towards_chance():
         train_inf2guard_property(Xt, yt, s, n_classes=2, tradeoff_lambda=1.5)
 
 
+def test_the_in_training_adversary_reads_shares_hidden_under_a_large_offset():
+    """An aggregate whose share signal is small next to its mean (as a mean over many
+    representations is) is still read by the in-training adversary at λ = 0: its input is
+    standardised (PropertyAdversary); without that it stayed at CE = ln K. One-subset batches
+    (batch_subsets = 1) train too."""
+    from core.defenses.inf2guard_property import train_inf2guard_property
+    from core.nn import PropertyAdversary
+    from core.threads import thread_limits
+
+    rng = np.random.default_rng(1)
+    n = 1600
+    hv = rng.random(n) < 0.4
+    y = hv.astype(np.int64)
+    X = np.c_[20.0 + 0.3 * hv + rng.normal(0, 0.05, n), 20.0 + rng.normal(0, 0.05, size=(n, 3))]
+    s = sample_subsets(np.arange(n), hv, n_values=4, per_bin=50, size_min=40, size_max=80, seed=0)
+    Xt, yt = torch.tensor(X, dtype=torch.float32), torch.tensor(y)
+    with thread_limits(1):
+        m = train_inf2guard_property(Xt, yt, s, n_classes=2, tradeoff_lambda=0.0, epochs=15,
+                                     pretrain_epochs=5, batch_subsets=16, seed=0,
+                                     representation_dim=8, hidden_dim=16)
+        assert isinstance(m.adversary, PropertyAdversary)
+        assert float(np.mean(m.curves["adversary_acc"][-3:])) > 0.5, m.curves["adversary_acc"]
+        one = train_inf2guard_property(Xt, yt, s, n_classes=2, tradeoff_lambda=0.5, epochs=1,
+                                       pretrain_epochs=1, batch_subsets=1, seed=0,
+                                       representation_dim=8, hidden_dim=16)
+    assert np.isfinite(one.curves["adversary_ce"]).all()
+
+
 # -- config -------------------------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@ spec 004 §2.2, Eqs. 7-13, Algorithm 2).
 
 A per-sample encoder f_Θ, a per-sample utility head h_Ω (the task classifier C on r) and a
 property-protection network g_Ψ (the simulated property adversary: a K-way classifier on the
-*aggregated* subset representation Agg({f(x)}_{x ∈ X_j}), mean or element-wise max) play
+standardised *aggregated* subset representation Agg({f(x)}_{x ∈ X_j}), mean or element-wise max) play
 
     max_f ( λ · min_Ψ Σ_j CE(u_j, g_Ψ(Agg f(X_j)))                          (Eq. 12, L1)
           − (1 − λ) · min_Ω Σ_j Σ_{(x_i, y_i) ∈ D_j} CE(y_i, h_Ω(f(x_i))) ) (Eq. 13, L2)
@@ -35,7 +35,7 @@ from torch import Tensor
 
 from core.checks import check_int, check_range
 from core.data.subsets import AGGREGATIONS, Subsets, aggregate_torch
-from core.nn import AttributeAdversary, Encoder, TaskHead, seeded
+from core.nn import Encoder, PropertyAdversary, TaskHead, seeded
 from core.progress import Progress
 
 
@@ -46,7 +46,7 @@ class PropertyGuardModel:
 
     encoder: Encoder
     head: TaskHead
-    adversary: AttributeAdversary
+    adversary: PropertyAdversary
     aggregation: str
     curves: dict[str, list[float]] = field(default_factory=dict)
     seconds: float = 0.0
@@ -73,7 +73,10 @@ class PropertyGuardModel:
 
 def _batches(n: int, batch_size: int, gen: torch.Generator) -> list[np.ndarray]:
     order = torch.randperm(n, generator=gen).numpy()
-    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    out = [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    if len(out) > 1 and len(out[-1]) == 1:  # the adversary's BatchNorm needs two subsets
+        out[-2:] = [np.concatenate(out[-2:])]
+    return out
 
 
 def train_inf2guard_property(
@@ -104,7 +107,7 @@ def train_inf2guard_property(
     gen = torch.Generator().manual_seed(int(seed))
     enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim), gen).to(dev)
     head = seeded(lambda: TaskHead(representation_dim, n_classes), gen).to(dev)
-    adv = seeded(lambda: AttributeAdversary(representation_dim, K, hidden=adversary_hidden),
+    adv = seeded(lambda: PropertyAdversary(representation_dim, K, hidden=adversary_hidden),
                  gen).to(dev)
     index = torch.as_tensor(subsets.index, device=dev)
     mask = torch.as_tensor(subsets.mask, device=dev)

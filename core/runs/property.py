@@ -76,12 +76,12 @@ def train_part(cfg: PropertyConfig, device: str) -> dict[str, Any]:
 
 
 def _build(cfg: PropertyConfig, d_in: int, n_classes: int):
-    from core.nn import AttributeAdversary, Encoder, TaskHead
+    from core.nn import Encoder, PropertyAdversary, TaskHead
 
     t = cfg.train
     return (Encoder(d_in, hidden=t.hidden_dim, rep_dim=t.representation_dim),
             TaskHead(t.representation_dim, n_classes),
-            AttributeAdversary(t.representation_dim, cfg.subsets.n_values, hidden=64))
+            PropertyAdversary(t.representation_dim, cfg.subsets.n_values, hidden=64))
 
 
 def train_stage(cfg: PropertyConfig, X: torch.Tensor, y: torch.Tensor, sub: Subsets,
