@@ -20,6 +20,7 @@ from cache.store import default_store
 from core import compare as C
 from core.config import parse_config
 from core.result import Result
+from dashboard.components._format import display_name
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -133,7 +134,8 @@ def test_compare_page_draws_the_plane_table_and_exports_from_the_store(store, pr
     # another privacy metric: same stored points, another y axis
     at.selectbox(key="cmp_privacy").set_value("mia_loss_auc").run()
     assert not at.exception and not at.error
-    assert chart(at, "cmp_plane")["layout"]["yaxis"]["title"]["text"].startswith("mia_loss_auc")
+    assert chart(at, "cmp_plane")["layout"]["yaxis"]["title"]["text"].startswith(
+        display_name("mia_loss_auc"))
     assert len(store.list()) == n_runs
     # a metric these runs do not report: a one-line error naming what they do report
     at.selectbox(key="cmp_privacy").set_value("mia_tpr_at_0p1pct_fpr_best").run()
