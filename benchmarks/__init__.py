@@ -27,4 +27,5 @@ BENCHMARKS: dict[str, str] = {
     "papers": "benchmarks.papers_check:main",
     "dlg_lenet": "benchmarks.dlg_lenet:main",
     "lessons": "benchmarks.lessons_bench:main",
+    "browser": "benchmarks.browser_bench:main",
 }
