@@ -241,7 +241,7 @@ def test_compare_page_draws_four_defenses_on_one_plane(browser, server, tmp_path
     # its verdicts wrapped, not cut (issue #20 item 6)
     page.set_viewport_size({"width": 1280, "height": 1000})
     page.wait_for_timeout(1500)
-    table = page.locator('[data-testid="stTable"]').first
+    table = page.locator('[data-testid="stTable"]').filter(has_text="dominance test").first
     head = table.locator("th", has_text="dominance test").first
     hb = head.bounding_box()
     assert hb is not None and hb["x"] + hb["width"] <= 1280, hb

@@ -118,7 +118,8 @@ def test_compare_page_draws_the_plane_table_and_exports_from_the_store(store, pr
     assert any(n.startswith("no defense") for n in names)
     assert any(n.startswith("Pareto front") for n in names)
     assert any("chance" in str(a.get("text", "")) for a in fig["layout"].get("annotations", []))
-    table = at.table[0].value  # equal privacy: a static table, wrapped (fully visible)
+    # equal privacy: a static table, wrapped (fully visible); the scrub table comes first
+    table = next(t.value for t in at.table if "dominance test" in t.value.columns)
     assert table.index.name == "attack level ≤" and "dominance test" in table.columns
     assert all(t.get("mode") in ("lines+markers", "markers") for t in fig["data"]
                if t.get("name", "").startswith(("Inf2Guard", "DP-SGD", "κ channel", "no def")))

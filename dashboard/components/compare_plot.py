@@ -90,8 +90,8 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
                       annotation_text=f"chance ({cmp.chance_leakage:g})",
                       annotation_position="bottom right")
     fig.update_layout(
-        title=f"{spec.family.replace('_', ' ')} on {spec.data}: {display_name(spec.utility)} vs "
-              f"{display_name(spec.privacy)}", height=height,
+        # the axes name the metrics (display names are long: a title naming them was cut)
+        title=f"{spec.family.replace('_', ' ')} on {spec.data}", height=height,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
         legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0})
     fig.update_xaxes(title=f"{display_name(spec.utility)} (more is better) →")

@@ -215,7 +215,8 @@ def show(cmp: C.Comparison) -> None:
             rows.append({"defense": c.name, "knob": f"{c.symbol} = {c.knob[j]:g}",
                          display_name(cmp.spec.utility): round(float(c.utility_mean[j]), 4),
                          display_name(cmp.spec.privacy): round(float(c.leakage_mean[j]), 4)})
-        st.dataframe(rows, hide_index=True, width="stretch")
+        # a static table wraps the metrics' long display names (a data grid cut the last off)
+        st.table(rows)
     st.subheader("Utility at equal privacy")
     levels = cmp.levels()
     rows = cmp.table(levels)
