@@ -149,7 +149,8 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
     with contextlib.suppress(Exception):
         page.wait_for_function(
             "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
-            " return !a || a.getAttribute('data-test-script-state') !== 'running'; }",
+            " const s = a && a.getAttribute('data-test-script-state');"
+            " return !a || (s !== 'running' && s !== 'rerunRequested'); }",
             timeout=timeout_ms)
     page.wait_for_timeout(500)
 
@@ -222,6 +223,8 @@ class PageCheck:
     result: str
     knob: bool
     shot: str
+    #: the page runs its default by itself on opening (no click; seconds from opening)
+    auto: bool = False
 
 
 PAGES: tuple[PageCheck, ...] = (
@@ -241,9 +244,9 @@ PAGES: tuple[PageCheck, ...] = (
     PageCheck("repr_reconstruction", "/repr_reconstruction", "Reconstruction: from representations",
               "Run", ".st-key-rr_gallery .js-plotly-plot", True, "repr_reconstruction"),
     PageCheck("fisher_information", "/fisher_information", "Fisher information", "Run",
-              ".st-key-fi_hist .js-plotly-plot", True, "fisher_information"),
+              ".st-key-fi_hist .js-plotly-plot", True, "fisher_information", auto=True),
     PageCheck("compare", "/compare", "Compare defenses", "Run the comparison",
-              ".st-key-cmp_plane .js-plotly-plot", True, "compare"),
+              ".st-key-cmp_plane .js-plotly-plot", True, "compare", auto=True),
     PageCheck("history", "/history", "History", None, "h1:has-text('History')", False, "history"),
 )
 PAGE = {p.name: p for p in PAGES}
@@ -284,22 +287,25 @@ def open_and_run(page, server: str, check: PageCheck, *, timeout_ms: int,
                  click: bool = True, before: Callable[[Any], None] | None = None
                  ) -> dict[str, Any]:
     """Open ``check``'s page, press its Run button with the defaults untouched (when it has
-    one, ``click`` is set and the result is not drawn yet: Fisher information and Compare run
-    their default by themselves), wait for its result. ``before(page)`` runs between opening
-    and the click. Returns ``seconds`` (from the click, or from opening when the page ran by
-    itself) and ``clicked``."""
+    one and ``click`` is set; Fisher information and Compare run their default by themselves
+    on opening: ``auto``), wait for its result. ``before(page)`` runs between opening and the
+    click. Returns ``seconds`` (from the click, or from opening for an ``auto`` page) and
+    ``clicked``. (A page may show a stored neighbour before Run, e.g. the nearest grid point:
+    the click is what runs the default.)"""
     t_open = open_page(page, server, check)
     if before is not None:
         before(page)
     result = page.locator(check.result).first
     t0, clicked = t_open, False
-    if check.run is not None and click and not result.is_visible():
+    if check.run is not None and click and not check.auto:
         button = page.get_by_role("button", name=check.run, exact=True)
         button.wait_for(timeout=60_000)
         if button.is_enabled():
             t0, clicked = time.monotonic(), True
             button.click()
             page.wait_for_timeout(300)
+            # the script runs while the job does (the page polls it): its end is the result's
+            wait_idle(page, timeout_ms)
     result.wait_for(state="visible", timeout=timeout_ms)
     seconds = time.monotonic() - t0
     wait_idle(page, timeout_ms)
