@@ -91,11 +91,13 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
                       annotation_position="bottom right")
     fig.update_layout(
         # the axes name the metrics (display names are long: a title naming them was cut)
-        title=f"{spec.family.replace('_', ' ')} on {spec.data}", height=height,
+        title=f"{spec.family.replace('_', ' ')} on {spec.data} · lower is more private, right "
+              "keeps more utility", height=height,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
         legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0})
     fig.update_xaxes(title=f"{display_name(spec.utility)} (more is better) →")
-    fig.update_yaxes(title=f"{display_name(spec.privacy)} (lower is more private)")
+    # the direction is in the title: a longer y title ran past the plot into it
+    fig.update_yaxes(title={"text": display_name(spec.privacy), "font": {"size": 11}})
     return fig
 
 
