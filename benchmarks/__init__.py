@@ -28,4 +28,5 @@ BENCHMARKS: dict[str, str] = {
     "dlg_lenet": "benchmarks.dlg_lenet:main",
     "lessons": "benchmarks.lessons_bench:main",
     "caveats": "benchmarks.caveats_bench:main",
+    "browser": "benchmarks.browser_bench:main",
 }

@@ -20,6 +20,7 @@ from cache.store import default_store
 from core import compare as C
 from core.config import parse_config
 from core.result import Result
+from dashboard.components._format import display_name
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -117,7 +118,8 @@ def test_compare_page_draws_the_plane_table_and_exports_from_the_store(store, pr
     assert any(n.startswith("no defense") for n in names)
     assert any(n.startswith("Pareto front") for n in names)
     assert any("chance" in str(a.get("text", "")) for a in fig["layout"].get("annotations", []))
-    table = at.table[0].value  # equal privacy: a static table, wrapped (fully visible)
+    # equal privacy: a static table, wrapped (fully visible); the scrub table comes first
+    table = next(t.value for t in at.table if "dominance test" in t.value.columns)
     assert table.index.name == "attack level ≤" and "dominance test" in table.columns
     assert all(t.get("mode") in ("lines+markers", "markers") for t in fig["data"]
                if t.get("name", "").startswith(("Inf2Guard", "DP-SGD", "κ channel", "no def")))
@@ -133,7 +135,8 @@ def test_compare_page_draws_the_plane_table_and_exports_from_the_store(store, pr
     # another privacy metric: same stored points, another y axis
     at.selectbox(key="cmp_privacy").set_value("mia_loss_auc").run()
     assert not at.exception and not at.error
-    assert chart(at, "cmp_plane")["layout"]["yaxis"]["title"]["text"].startswith("mia_loss_auc")
+    assert chart(at, "cmp_plane")["layout"]["yaxis"]["title"]["text"].startswith(
+        display_name("mia_loss_auc"))
     assert len(store.list()) == n_runs
     # a metric these runs do not report: a one-line error naming what they do report
     at.selectbox(key="cmp_privacy").set_value("mia_tpr_at_0p1pct_fpr_best").run()

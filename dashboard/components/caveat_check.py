@@ -209,7 +209,7 @@ def _page_text(at: Any) -> tuple[str, str]:
     for m in at.metric:
         everywhere.append(f"{m.label} {m.value}")
         beside.append(m.label)
-    for d in at.dataframe:
+    for d in [*at.dataframe, *at.table]:
         cells = d.value.astype(str).to_string()
         everywhere.append(cells)
         beside.append(cells)

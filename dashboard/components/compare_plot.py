@@ -16,14 +16,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from core import metric_schema as S
+from dashboard.components._format import display_name
 
 PALETTE = qualitative.Plotly + qualitative.D3
 
 
 def axis_title(name: str) -> str:
-    spec = S.get(name)
-    return f"{name} ({spec.unit}) · {spec.description}"
+    return display_name(name)
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -63,7 +62,7 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
             line={"color": color, "width": 2},
             error_x={"type": "data", "array": su, "visible": many, "thickness": 1},
             error_y={"type": "data", "array": sa, "visible": many, "thickness": 1},
-            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + spec.privacy
+            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + display_name(spec.privacy)
                           + " %{y:.3f}<extra>" + c.name + "</extra>"))
     pts = cmp.points()
     front = cmp.pareto()
@@ -91,11 +90,14 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
                       annotation_text=f"chance ({cmp.chance_leakage:g})",
                       annotation_position="bottom right")
     fig.update_layout(
-        title=f"{spec.family} on {spec.data}: {spec.utility} vs {spec.privacy}", height=height,
+        # the axes name the metrics (display names are long: a title naming them was cut)
+        title=f"{spec.family.replace('_', ' ')} on {spec.data} · lower is more private, right "
+              "keeps more utility", height=height,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
         legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0})
-    fig.update_xaxes(title=f"{spec.utility} (more is better) →")
-    fig.update_yaxes(title=f"{spec.privacy} (lower is more private)")
+    fig.update_xaxes(title=f"{display_name(spec.utility)} (more is better) →")
+    # the direction is in the title: a longer y title ran past the plot into it
+    fig.update_yaxes(title={"text": display_name(spec.privacy), "font": {"size": 11}})
     return fig
 
 
@@ -138,10 +140,10 @@ def points_frame(cmp) -> pd.DataFrame:
                 "defense": c.name,
                 "knob": "—" if c.knob_field is None else f"{c.symbol} = {k:g}",
                 "seeds": len(c.seeds),
-                cmp.spec.utility: f"{c.utility_mean[j]:.3f} ± {c.utility_std[j]:.3f}",
-                cmp.spec.privacy: f"{c.leakage_mean[j]:.3f} ± {c.leakage_std[j]:.3f}",
+                display_name(cmp.spec.utility): f"{c.utility_mean[j]:.3f} ± {c.utility_std[j]:.3f}",
+                display_name(cmp.spec.privacy): f"{c.leakage_mean[j]:.3f} ± {c.leakage_std[j]:.3f}",
                 "budget": "—" if c.budget_metric is None or np.isnan(b).all()
-                else f"{c.budget_metric} = " + ("∞" if np.nanmean(b) == np.inf
+                else f"{display_name(c.budget_metric)} = " + ("∞" if np.nanmean(b) == np.inf
                                                 else f"{np.nanmean(b):.3g}"),
                 "Pareto": "yes" if front[i] else "",
             })

@@ -20,6 +20,7 @@ from core.config import cache_key, parse_config
 from core.experiments import RUNNERS
 from core.parts import DEFENSES
 from dashboard import state
+from dashboard.components._format import display_name
 from dashboard.components.compare_plot import (
     comparison_figure,
     figure_html,
@@ -115,9 +116,10 @@ def controls() -> C.ComparisonSpec | None:
         if st.session_state.get(k) not in opts:
             st.session_state[k] = opts[0]
     utility = c3.selectbox("Utility metric", utilities, key="cmp_utility",
+                           format_func=display_name,
                            help="more is better; from the metric schema")
     privacy = c4.selectbox("Privacy metric", privacies, key="cmp_privacy",
-                           format_func=lambda n: f"{n} · {S.get(n).description}"[:70],
+                           format_func=display_name,
                            help="attack success: lower is more private")
     opts = defense_options(family)
     kept = [o for o in st.session_state.get("cmp_defenses", []) if o in opts]
@@ -211,9 +213,10 @@ def show(cmp: C.Comparison) -> None:
         for c in cmp.defended:
             j = min(position, len(c.knob) - 1)
             rows.append({"defense": c.name, "knob": f"{c.symbol} = {c.knob[j]:g}",
-                         cmp.spec.utility: round(float(c.utility_mean[j]), 4),
-                         cmp.spec.privacy: round(float(c.leakage_mean[j]), 4)})
-        st.dataframe(rows, hide_index=True, width="stretch")
+                         display_name(cmp.spec.utility): round(float(c.utility_mean[j]), 4),
+                         display_name(cmp.spec.privacy): round(float(c.leakage_mean[j]), 4)})
+        # a static table wraps the metrics' long display names (a data grid cut the last off)
+        st.table(rows)
     st.subheader("Utility at equal privacy")
     levels = cmp.levels()
     rows = cmp.table(levels)
@@ -221,8 +224,8 @@ def show(cmp: C.Comparison) -> None:
     # a static table wraps its cells: the dominance verdicts stay whole at 1280 px, where a
     # data grid cut the last column off
     st.table(frame.set_index("attack level ≤"))
-    st.caption(f"Each defense's best {cmp.spec.utility} over its settings whose "
-               f"{cmp.spec.privacy} is at or below the level (TAPPFL's Fig. 4 protocol); "
+    st.caption(f"Each defense's best {display_name(cmp.spec.utility).lower()} over its settings "
+               f"whose {display_name(cmp.spec.privacy).lower()} is at or below the level (TAPPFL's Fig. 4 protocol); "
                "* = read on the segment between two grid points that crosses the level; "
                "— = no setting gets that private. The dominance test pairs seeds: a difference "
                "within two standard errors is a tie.")
@@ -254,7 +257,7 @@ def show_last(why: str) -> None:
         return
     spec, keys = last
     st.caption(f"{why} The plot and tables below are the last comparison run "
-               f"({spec.data}, {spec.privacy}), unchanged.")
+               f"({spec.data}, {display_name(spec.privacy)}), unchanged.")
     show(_comparison(spec, keys, (spec.utility, spec.privacy)))
 
 

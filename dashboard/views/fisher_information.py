@@ -151,7 +151,11 @@ def analysis_ui(data: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, An
     trials = number_ui("Noise trials", key="fi_trials", default=20, where=c7,
                        field=(FilAttackSpec, "noise_trials"))
     irfil = {"iterations": T, "weight_method": method, "release": bool(release)}
-    attack = {"attackers": list(attackers), "target": target, "noise_trials": trials}
+    # the view's default target is left unset, as the config's own default (FisherInformation
+    # Config.target) and the teaching sweep's configs have it: the same run, the same key
+    default = targets[1] if len(targets) > 1 else "label"
+    attack = {"attackers": list(attackers), "target": None if target == default else target,
+              "noise_trials": trials}
     return gran, irfil, attack
 
 

@@ -258,9 +258,16 @@ def store_section(store) -> None:
     left, right = st.columns([3, 2])
     left.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     if u["by_engine"]:
-        right.bar_chart(pd.DataFrame({"engine": [label(r) for r in u["by_engine"]],
-                                      "MB": [r["bytes"] / 1e6 for r in u["by_engine"]]}),
-                        x="engine", y="MB", horizontal=True)
+        # plotly, as every other plot of the lab: st.bar_chart's Vega-Lite logs two warnings
+        # in the browser console for a horizontal bar chart (issue #20 item 8: a quiet console)
+        import plotly.graph_objects as go
+
+        eng = u["by_engine"]
+        fig = go.Figure(go.Bar(x=[r["bytes"] / 1e6 for r in eng], y=[label(r) for r in eng],
+                               orientation="h", hovertemplate="%{y}: %{x:.3f} MB<extra></extra>"))
+        fig.update_layout(height=120 + 36 * len(eng), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                          xaxis_title="MB", yaxis={"automargin": True})
+        right.plotly_chart(fig, width="stretch", key="history_usage_chart")
     c1, c2, c3 = st.columns([2, 2, 2])
     older = c1.checkbox("Remove older engines' runs and stages", value=True, key="history_gc_older")
     beyond = c2.checkbox("Then remove least recently used beyond", key="history_gc_beyond")

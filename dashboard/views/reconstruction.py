@@ -448,7 +448,8 @@ def thm1_section(config: dict[str, Any], result) -> None:
                              mode="lines", line={"dash": "dash", "color": "black"},
                              name="Theorem 1 (per round), Gaussian plug-in h(D)"))
     fig.update_layout(height=330, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      yaxis={"title": "per-pixel MSE (log)", "type": "log"})
+                      yaxis={"title": "per-pixel MSE (log)", "type": "log", "dtick": 1,
+                             "exponentformat": "power"})  # decades only, read 10⁻²
     st.plotly_chart(fig, width="stretch", key="gl_thm1_mean")
     st.caption(f"Seed means below the bound: {chk.seed_means_below} of {chk.seeds}; single "
                f"images below it: {chk.points_below} of {chk.points} (shown, not counted). "

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from core.bounds import reconstruction as B
@@ -231,8 +232,9 @@ def bound_section(result) -> None:
             **{f"measured · {p['attack']}": fmt(p["share"], 2)
                + (f" ⚠ {marks[(p['key'], norm)]}" if (p["key"], norm) in marks else "")
                for p in pts if p["norm"] == label}})
-    st.dataframe(flag_rows(rows, result, qualified), hide_index=True, width="stretch",
-                 column_config={"norm": st.column_config.TextColumn(pinned=True)})
+    # a static table wraps its cells: every measured column visible at 1280 px (a data grid
+    # cut the last attack's column off; issue #20 item 6)
+    st.table(pd.DataFrame(flag_rows(rows, result, qualified)).set_index("norm"))
     plot_caption(result, "thm3")
     st.caption("Not drawn: the paper's form, which assumes x uniform on [0, 1]^d. Images are "
                "far from uniform (their entropy is far below the cube's 0 nats), so that form "
