@@ -546,8 +546,10 @@ def _attribute_base() -> dict[str, Any]:
     from core.config import DataSpec
     from core.defenses.tappfl_presets import quick_preset
 
-    cfg = quick_preset(DataSpec(name="synthetic")).model_dump(mode="json")
-    cfg["projection_points"] = 300  # the page's quick preset (dashboard/tappfl_settings.py)
+    # the page's first run: the sidebar's digits with the attribute the page opens on
+    # (dashboard/tappfl_settings.py DEFAULT_ATTRIBUTE) and its quick preset
+    cfg = quick_preset(DataSpec(name="digits", private_attribute="bold")).model_dump(mode="json")
+    cfg["projection_points"] = 300
     return cfg
 
 
@@ -561,7 +563,7 @@ def _specs() -> dict[str, TeachingSweep]:
              Measure("attack_mlp_bacc", "a fresh MLP's balanced accuracy")), acc),
         "membership": TeachingSweep(
             "membership", "Membership", "dp_sgd", "membership",
-            {"kind": "membership", "data": {"name": "mnist5k"}, "defense": {"kind": "none"},
+            {"kind": "membership", "data": {"name": "digits"}, "defense": {"kind": "none"},
              "train": {"members": 500, "epochs": 60},
              "attack": {"attackers": ["loss", "lira_offline", "lira_online", "rmia"],
                         "shadows": 8, "rmia_references": 2, "targets": 8},
@@ -582,7 +584,7 @@ def _specs() -> dict[str, TeachingSweep]:
         "reconstruction": TeachingSweep(
             "reconstruction", "Reconstruction (gradient leakage)", "channel", "gradient_leakage",
             {"kind": "gradient_leakage", "data": {"name": "digits"},
-             "defense": {"kind": "channel", "channel": "natural", "kappa": 8.0,
+             "defense": {"kind": "channel", "channel": "natural", "kappa": 5.0,
                          "noise_mode": "redraw"},
              "train": {"model": "mlp", "setting": "central", "epochs": 5},
              "attack": {"attackers": ["idlg"], "targets": 4, "batch_size": 1}},

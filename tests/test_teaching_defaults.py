@@ -1,0 +1,48 @@
+"""The config a page runs on its first visit (fresh session, default sidebar) is the one its
+teaching sweep, the lessons benchmark and the README measure (``core.teaching.default_config``):
+a lesson or a timing measured on another config would describe a run the user never sees."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.config import parse_config
+from core.teaching import default_config
+
+#: experiment kind -> the teaching page that shows it
+PAGES = {"membership": "membership", "gradient_leakage": "reconstruction",
+         "repr_reconstruction": "repr_reconstruction", "attribute_privacy": "attribute_privacy",
+         "property": "property", "fisher_information": "fisher_information"}
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(PAGES))
+def test_the_page_default_is_the_teaching_default(kind):
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard.components.caveat_check import APP, _Patched
+    from dashboard.components.caveat_check import PAGES as VIEWS
+
+    with _Patched(kind) as p:
+        at = AppTest.from_file(APP, default_timeout=120).run()
+        at.switch_page(VIEWS[kind]).run()
+        run = [b for b in at.button if b.label == "Run"]
+        if p.config is None and run:
+            run[0].click()
+            at.run()
+    assert not at.exception, at.exception
+    assert p.config is not None, f"the {kind} page built no config"
+    page = _flat(parse_config(p.config).model_dump(mode="json"))
+    teach = _flat(parse_config(default_config(PAGES[kind])).model_dump(mode="json"))
+    diff = {k: (page.get(k), teach.get(k)) for k in set(page) | set(teach)
+            if page.get(k) != teach.get(k)}
+    assert not diff, f"page vs teaching default: {diff}"
