@@ -64,6 +64,21 @@ def test_page_config_with_another_knobbed_defense_teaches_that_knob():
     assert teaching.teaching_sweep("membership").defense == "dp_sgd"
 
 
+@pytest.mark.parametrize("channel", ["natural", "white", "personalized"])
+def test_kappa_sweep_runs_on_the_page_channel(channel):
+    """κ per channel: the Reconstruction page's sweep keeps the channel the page runs."""
+    cfg = teaching.default_config("reconstruction")
+    cfg["defense"] = {**cfg["defense"], "channel": channel}
+    spec = teaching.teaching_sweep("reconstruction", cfg)
+    dim = teaching.data_dim(spec.base)
+    for c in spec.job_configs(dim)[:1]:
+        assert c["base"]["defense"]["channel"] == channel
+    assert {spec.point_config(v, 0)["defense"]["channel"] for v in spec.values(dim)} == {channel}
+    # DP-SGD on the same page teaches its target ε
+    cfg["defense"] = {"kind": "dp_sgd", "target_epsilon": 4.0}
+    assert teaching.teaching_sweep("reconstruction", cfg).knob.field == "target_epsilon"
+
+
 def test_estimate_combines_run_intervals_and_seed_spread():
     one = teaching.estimate([0.6], [(0.55, 0.65)])
     assert one.value == pytest.approx(0.6) and (one.lo, one.hi) == pytest.approx((0.55, 0.65))

@@ -66,8 +66,10 @@ def lesson_panel(page: str, config: Mapping[str, Any] | None = None, *, key: str
         st.caption(f"No teaching sweep for these settings: {exc}")
         return None
     with st.container(border=True):
+        channel = spec.defense_block().get("channel")  # κ is swept on the page's own channel
         st.markdown(f"**{title}** · measured from the teaching sweep "
-                    f"({spec.knob.symbol}: {spec.knob.label})")
+                    f"({spec.knob.symbol}: {spec.knob.label}"
+                    + (f", {channel} channel" if channel else "") + ")")
         if sweep_button(spec, key=key, dim=dim, missing=les.missing) and les.missing:
             les = lesson(spec, _peek, dim)
         _sentences(les)
