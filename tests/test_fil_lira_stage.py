@@ -28,6 +28,9 @@ def test_fil_lira_stage_metrics_in_range_and_sentence_from_numbers():
     assert unregistered(m) == []
     off = run({**TINY, "lira": {"enabled": False}})
     assert "fil_lira_auc" not in off.metrics and "fil_lira_sentence" not in off.info
+    # the section's own note travels as a field (the page no longer matches note prefixes)
+    assert r.info["fil_lira_note"].startswith("FIL-LiRA") and r.info["fil_lira_note"] in r.info["notes"]
+    assert off.info["fil_lira_note"] == ""
 
 
 def test_verdict_reads_the_interval():

@@ -394,8 +394,7 @@ def lira_section(result) -> None:
              "value": fmt(metric(result, "fil_lira_top_overlap_eta"), 3)}]
     st.dataframe(rows, hide_index=True, width="stretch")
     # the FIL-LiRA note stands beside the numbers it qualifies (the page tail lists every note)
-    lira_notes = [n for n in (result.info or {}).get("notes", []) if n.startswith("FIL-LiRA")]
-    note = lira_notes[0] if lira_notes else ""
+    note = (result.info or {}).get("fil_lira_note", "")
     st.caption(note + ". LiRA's most exposed rows are chosen on the first half of the release "
                "draws and scored on the second (choosing and scoring on the same draws would "
                "favour them). The interval of ρ is a paired percentile bootstrap over the "
