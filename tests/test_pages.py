@@ -314,7 +314,23 @@ def test_attribute_page_missing_real_data_run_errors_and_stores_nothing(store, t
     assert "PRIVLAB_DATA_DIR" in errors and "adult.data" in errors and "adult.test" in errors
     assert str(tmp_path / "empty") in errors, errors
     assert at.button(key="ap_run").disabled
+    # every button that would start a job on the missing files is off too (sweeps, lesson)
+    starters = [b for b in at.button if "sweep" in b.key or b.key.endswith("_run")]
+    assert {"ap_run", "ap_sweep", "ap_teaching_sweep"} <= {b.key for b in starters}
+    assert all(b.disabled for b in starters), [b.key for b in starters if not b.disabled]
     assert at.sidebar.selectbox(key="privlab_dataset").value == "digits"  # never switched
+    assert store.list() == []
+
+
+def test_property_page_missing_adult_turns_off_every_job_button(store, tmp_path, monkeypatch):
+    no_real_data(monkeypatch, tmp_path / "empty")
+    at = open_page("views/property.py")
+    at.selectbox(key="pr_dataset").set_value("adult").run()
+    assert not at.exception
+    assert "PRIVLAB_DATA_DIR" in " ".join(e.value for e in at.error)
+    starters = [b for b in at.button if "sweep" in b.key or b.key.endswith("_run")]
+    assert "pr_teaching_sweep" in {b.key for b in starters}, [b.key for b in at.button]
+    assert all(b.disabled for b in starters), [b.key for b in starters if not b.disabled]
     assert store.list() == []
 
 

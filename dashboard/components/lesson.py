@@ -39,13 +39,14 @@ def sweep_button(spec: TeachingSweep, *, key: str, dim: int | None = None,
                  missing: int | None = None) -> bool:
     """The "Run the teaching sweep" button and its job (one job: the sweep, then the reference
     runs). True when the sweep has just finished (the caller reads the store again)."""
+    from dashboard.components.inputs import inputs_ok
     from dashboard.widgets import run_many_with_progress
 
     grid = ", ".join(f"{v:g}" for v in spec.values(dim))
     sym = spec.knob.symbol
     n = len(spec.values(dim)) * len(spec.seeds) + len(spec.reference_configs())
     label = "Run the teaching sweep" + (f" ({missing} of {n} points missing)" if missing else "")
-    clicked = st.button(label, key=f"{key}_teaching_sweep", disabled=missing == 0,
+    clicked = st.button(label, key=f"{key}_teaching_sweep", disabled=missing == 0 or not inputs_ok(),
                         icon=":material/school:",
                         help=f"{sym} ∈ {{{grid}}} × seeds {list(spec.seeds)}"
                         + (" and the undefended reference" if spec.reference else "")

@@ -392,7 +392,7 @@ knob_value = float(getattr(cfg.defense, knob.field)) if knob else None
 buttons = st.container(horizontal=True)
 run_clicked = buttons.button("Run", type="primary", key="ap_run", disabled=not inputs_ok())
 sweep_clicked = buttons.button(
-    f"Run {knob.symbol if knob else 'the'} sweep", key="ap_sweep", disabled=grid is None,
+    f"Run {knob.symbol if knob else 'the'} sweep", key="ap_sweep", disabled=grid is None or not inputs_ok(),
     help=None if grid is None else f"Precompute {knob.symbol} ∈ {{"
     + ", ".join(f"{g:g}" for g in grid) + "} with the other settings as they are; each point "
     "is stored.")

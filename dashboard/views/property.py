@@ -259,7 +259,7 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                           attack_metrics=series)
     missing = [g for g, r in got.items() if r is None]
     start = st.button(f"Run the {sym} sweep ({len(missing)} missing)", key="pr_sweep",
-                      disabled=not missing)
+                      disabled=not missing or not inputs_ok())
     run_with_progress({"kind": "sweep", "base": config,
                        "grid": {f"defense.{knob.field}": list(grid)},
                        "seeds": [config.get("seed", 0)], "executor": "serial"},

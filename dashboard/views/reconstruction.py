@@ -339,7 +339,7 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
         points += tradeoff_points({cur: result}, kind=KIND, attack_metrics={label: head.attack})
     n_missing = sum(peek(c) is None for cs in series.values() for c in cs)
     start = st.button(f"Run the sweeps ({n_missing} of {sum(map(len, series.values()))} points "
-                      "missing)", key="gl_sweep", disabled=n_missing == 0,
+                      "missing)", key="gl_sweep", disabled=n_missing == 0 or not inputs_ok(),
                       help="κ/d ∈ {" + ", ".join(f"{g:g}" for g in KAPPA_PER_DIM_GRID)
                            + "} per channel and target ε ∈ {" + ", ".join(f"{e:g}" for e in EPS_GRID)
                            + "} for DP-SGD, other settings as on the page; every point is stored.")

@@ -305,7 +305,7 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
         pts += tradeoff_points(drawn, kind=KIND, attack_metrics={CHANNEL_TITLES[ch]: head.attack})
     missing = sum(r is None for res in got.values() for r in res.values())
     start = st.button(f"Run the ε sweep over every channel ({missing} missing)", key="rr_sweep",
-                      disabled=not missing)
+                      disabled=not missing or not inputs_ok())
     run_with_progress({"kind": "sweep", "base": config,
                        "grid": {"defense.channel": list(REPR_CHANNELS),
                                 f"defense.{_knob().field}": list(_knob().teaching_grid())},
