@@ -2,9 +2,10 @@
 
 In a fresh result store (cold means cold):
 
-1. the teaching comparison (membership on ``digits``: Inf2Guard λ, DP-SGD z, the Natural and
-   White κ channels, three knob values each, two seeds, plus the undefended point) serially,
-   in a store of its own: the reference for the local pool's speedup;
+1. the teaching comparison (:func:`core.compare.teaching_spec`: membership on ``digits``,
+   Inf2Guard λ, DP-SGD ε, the Natural and White κ channels, two or three knob values each,
+   three seeds, plus the undefended point) serially, in a store of its own: the reference for
+   the local pool's speedup;
 2. the same comparison on the sweep's local process pool (one worker per usable core), cold:
    ``teaching_cold_s``; then again, every point read from the store: ``teaching_cached_s``;
 3. one comparison per attack family (attribute inference on ``adult``, membership and

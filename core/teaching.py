@@ -479,8 +479,11 @@ def _contradictions(page: str, ends: tuple[End, End], sym: str, lo_v: float,
 
 def compare_lesson(comparison: Any) -> Lesson:
     """The Compare page's lesson from a :class:`core.compare.Comparison`: each defense's
-    privacy metric and utility at both ends of its grid (seed means with Student-t intervals),
-    the utility at matched attack levels of Inf2Guard against DP-SGD (:data:`CLAIMS`)."""
+    privacy metric and utility at both ends of its grid (seed means with :func:`estimate`'s 95 %
+    intervals: the larger of the runs' own bootstrap variance and the seeds' spread, normal
+    quantile; utility from the seeds' spread alone), a move counted only when the two ends'
+    intervals do not overlap; the utility at matched attack levels of Inf2Guard against DP-SGD
+    (:data:`CLAIMS`)."""
     spec = comparison.spec
     pname = spec.privacy
     sentences, contradictions = [], []

@@ -194,6 +194,28 @@ def test_comparison_sweeps_refuse_what_does_not_apply_and_add_the_undefended_poi
         ["natural", "white", "personalized", "laplace"]
 
 
+def test_teaching_preset_builds_valid_sweeps_that_fit_the_data_and_teach_each_knob():
+    """The Compare page's default (issue #20, item 2): every defense applies and is swept over
+    at least its two ends, the pool of 2·members fits digits' train split, there are seeds
+    enough for an interval, and DP-SGD's grid holds a point at ε ≤ 8 (where its recipe's
+    utility ratio is measured) below a larger one (its leaky end)."""
+    from core.config import DataSpec, parse_config
+    from core.data import load_dataset
+
+    spec = C.teaching_spec()
+    sweeps, refused = C.comparison_sweeps(spec)
+    assert refused == []
+    assert [d.defense for d, _ in sweeps] == ["none", "inf2guard", "dp_sgd", "channel", "channel"]
+    for d, cfg in sweeps[1:]:
+        assert len(d.grid) >= 2, d.name
+        parse_config(cfg)
+    members = spec.base["train"]["members"]
+    assert 2 * members <= len(load_dataset(DataSpec(name=spec.data), 0).split("train"))
+    assert len(spec.seeds) >= 3
+    dp = next(d for d in spec.defenses if d.defense == "dp_sgd")
+    assert min(dp.grid) <= 8.0 < max(dp.grid)
+
+
 def test_bad_metrics_are_one_line_errors(tmp_path):
     base = {"family": "membership", "data": "digits", "defenses": ()}
     with pytest.raises(ValueError, match="privacy: got 'utility_acc'"):
