@@ -367,9 +367,9 @@ class DPSGDDefense(_Model):
     full-batch Poisson sampling (q = 1), plain SGD at lr 2, 150 epochs, clip norm 1. Noise
     favours few large steps, which is not how the undefended model is best trained: Adam 1e-3
     on batches of 64 reached accuracy 0.21 under DP-SGD at z = 1 (ε ≈ 21), where this recipe
-    keeps about 0.91 of the undefended accuracy above the majority rate at ε = 8 on the
-    Membership default and on the Compare teaching preset (5 seeds each; measured by
-    benchmarks/dpsgd_recipe.py). Shadow and reference models repeat it, as they repeat the
+    keeps at least 0.9 of the undefended accuracy above the majority rate at ε = 8 (0.91 on
+    mnist5k with 500 members over 5 seeds, benchmarks/dpsgd_recipe.py; 0.94 on the Compare
+    teaching preset over 3 seeds; the Membership page's digits default in lessons.json). Shadow and reference models repeat it, as they repeat the
     target's training. ``None`` in a recipe field means "the train block's value" (DP-SGD
     trained the undefended model's way; ``sample_rate: null`` takes the train block's batch
     size)."""
