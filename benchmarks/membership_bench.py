@@ -189,19 +189,10 @@ def _utility_at_equal_lira(rows, name: str, target_auc: float) -> float | None:
                             [r["utility"] for r in pts], target_auc).utility
 
 
-def main(quick: bool = False) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    rows = _points("mnist5k", 200 if quick else 500, 20 if quick else 60, 784, quick)
-    notes = []
-    try:
-        from core.config import DataSpec
-        from core.data import load_dataset
-
-        ds = load_dataset(DataSpec(name="adult"), 0)
-        rows += _points("adult", 200 if quick else 1000, 20 if quick else 40, ds.X.shape[1], quick)
-    except Exception as exc:  # noqa: BLE001 - a missing real data set is reported, not fatal
-        notes.append(f"adult skipped: {str(exc).splitlines()[0]}")
-    search = _repr_search(quick)
+def headline_from_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The headline from the image set's rows, and the facts the notes cite (best λ, the
+    equal-LiRA level, the shared level); a function of the rows alone, so that a result file's
+    headline can be re-derived from its rows."""
     img = [r for r in rows if r["data"] == "mnist5k"]
     und = next(r for r in img if r["point"] == "undefended")
     und2 = next(r for r in img if r["point"] == "undefended_2ref")
@@ -217,6 +208,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     dp_eq = _utility_at_equal_lira(img, "dp_sgd", target)
     inf_eq = _utility_at_equal_lira(img, "inf2guard", target)
     maj = und["utility_majority"]
+    dps = [r for r in img if r["point"] == "dp_sgd"]
+    shared = max(target, min(r["lira_online_auc"] for r in dps))
     dp8 = next((r for r in img if r["point"] == "dp_sgd" and r["knob"] == 8.0), None)
     dp_inf = next(r for r in img if r["point"] == "dp_sgd_no_noise")
     headline = {
@@ -239,7 +232,32 @@ def main(quick: bool = False) -> dict[str, Any]:
         "dpsgd_no_noise_utility_ratio_above_majority": dp_inf["utility_ratio_above_majority"],
         "utility_majority": maj,
         "undefended_utility": und["utility"],
+        # the level both curves reach (equal_privacy's convention): the higher of the two
+        # curves' lowest LiRA AUCs; where DP-SGD's lowest AUC sits above Inf2Guard's, the
+        # headline's equal-LiRA utility is None and this reads both at the level they share
+        "shared_lira_auc_level": shared,
+        "dpsgd_utility_at_shared_lira_auc_level": _utility_at_equal_lira(img, "dp_sgd", shared),
+        "inf2guard_utility_at_shared_lira_auc_level": _utility_at_equal_lira(img, "inf2guard",
+                                                                            shared),
     }
+    return headline, {"best_lambda": best["knob"], "target": target, "shared": shared}
+
+
+def main(quick: bool = False) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    rows = _points("mnist5k", 200 if quick else 500, 20 if quick else 60, 784, quick)
+    notes = []
+    try:
+        from core.config import DataSpec
+        from core.data import load_dataset
+
+        ds = load_dataset(DataSpec(name="adult"), 0)
+        rows += _points("adult", 200 if quick else 1000, 20 if quick else 40, ds.X.shape[1], quick)
+    except Exception as exc:  # noqa: BLE001 - a missing real data set is reported, not fatal
+        notes.append(f"adult skipped: {str(exc).splitlines()[0]}")
+    search = _repr_search(quick)
+    headline, facts = headline_from_rows(rows)
+    best, target = {"knob": facts["best_lambda"]}, facts["target"]
     notes += [
         f"mnist5k and adult through kind membership; {time.perf_counter() - t0:.0f} s.",
         ("LiRA AUC = online LiRA; the representation attack's figure is its balanced accuracy "
@@ -248,7 +266,10 @@ def main(quick: bool = False) -> dict[str, Any]:
          "points, the one whose representation attack is closest to chance)."),
         (f"Equal LiRA AUC: each defense's best utility with LiRA AUC at most the lowest "
          f"Inf2Guard LiRA AUC ({target:.3f}), crossings interpolated (core.compare."
-         "utility_at_level); None where a curve does not reach it."),
+         "utility_at_level); None where a curve does not reach it. shared_lira_auc_level = "
+         f"{facts['shared']:.3f}: the lowest LiRA AUC both Inf2Guard and DP-SGD reach (the "
+         "higher of their curves' minima; benchmarks/equal_privacy.py's convention), with both "
+         "defenses' utility there."),
         ("DP-SGD (issue #22): a grid of target ε "
          + ", ".join(f"{e:g}" for e in (EPS_GRID[::3] if quick else EPS_GRID))
          + " (z solved by the PRV accountant for the recipe's steps; rows carry target_epsilon, "
