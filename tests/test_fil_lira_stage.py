@@ -34,3 +34,25 @@ def test_verdict_reads_the_interval():
     assert eta_verdict(0.8, 0.6, 0.9).startswith("η identifies the leaking examples: yes")
     assert ": no, ρ = 0.30 [0.10, 0.50] (weakly positive" in eta_verdict(0.3, 0.1, 0.5)
     assert "distinguishable from 0" in eta_verdict(0.1, -0.02, 0.2)
+
+
+def test_fil_lira_setup_is_a_caveat_key_beside_the_lira_numbers():
+    """The FIL-LiRA note is a registered caveat (core.caveats ``fil_lira_setup``) qualifying the
+    LiRA numbers, not a note a page picks out by its text; none without LiRA."""
+    from core import caveats
+
+    assert "fil_lira_setup" in caveats.keys_for("fisher_information")
+    r = run(TINY)
+    got = [c for c in r.info["caveats"] if c["key"] == "fil_lira_setup"]
+    assert len(got) == 1
+    c = got[0]
+    assert {"fil_lira_auc", "fil_lira_spearman", "fil_lira_top_tpr_plain"} <= set(c["metrics"])
+    assert c["text"].startswith("online LiRA with 8 shadow GLMs") and "6 draws" in c["text"]
+    assert not c["text"].startswith("FIL-LiRA")
+    # the note list keeps the sentence (the CLI and page tail), the caveat carries it
+    assert any(n.endswith(c["text"]) for n in r.info["notes"])
+    # re-derived for a stored Result (of_result) from the same info
+    assert [x["text"] for x in caveats.collect(r.kind, r.metrics, r.info, r.config)
+            if x["key"] == "fil_lira_setup"] == [c["text"]]
+    off = run({**TINY, "lira": {"enabled": False}})
+    assert not [x for x in off.info["caveats"] if x["key"] == "fil_lira_setup"]
