@@ -63,3 +63,39 @@ def test_one_teaching_sweep_button_per_page(store, page):  # noqa: F811
     for i in at.info:
         if "needs at least two" in i.value:
             assert "What this page teaches" in i.value
+
+
+@pytest.mark.parametrize("page, kind, data_key, prefix, pick, shown", [
+    ("views/membership.py", "membership", "mi_dataset", "mi",
+     {"mi_defense": "dp_sgd"}, {"mi_sweep", "mi_audit"}),
+    ("views/property.py", "property", "pr_dataset", "pr", {}, {"pr_sweep"}),
+])
+def test_result_section_sweep_buttons_are_off_when_adult_is_missing(
+        store, tmp_path, monkeypatch, page, kind, data_key, prefix, pick, shown):  # noqa: F811
+    """A result on screen (a tiny real run, shown as the page's stored result) with Adult
+    missing: the result sections' sweep and audit buttons are off like Run, saying why."""
+    import copy
+
+    from dashboard.components.caveat_check import _base_result, _Patched
+    from dashboard.jobs import get_queue
+
+    no_real_data(monkeypatch, tmp_path / "empty")
+    with _Patched(kind) as p:
+        at = open_page(page)
+        for key, value in pick.items():
+            at.selectbox(key=key).set_value(value).run()
+        assert p.config is not None
+        # the page's config on digits (the tiny overrides of the caveat check): it runs here
+        r = copy.deepcopy(_base_result(kind, p.config))
+        r.from_cache = True
+        p.result = r
+        before = get_queue().counts()
+        at.selectbox(key=data_key).set_value("adult").run()
+        assert not at.exception, at.exception
+        jobs = {b.key: b for b in at.button if _starts_a_job(b)}
+        assert shown <= set(jobs), set(jobs)
+        on = [k for k, b in jobs.items() if not b.disabled]
+        assert not on, f"job buttons left on with Adult missing: {on}"
+        for k in shown:
+            assert "PRIVLAB_DATA_DIR" in (jobs[k].help or ""), (k, jobs[k].help)
+        assert get_queue().counts() == before
