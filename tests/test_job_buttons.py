@@ -69,6 +69,8 @@ def test_one_teaching_sweep_button_per_page(store, page):  # noqa: F811
     ("views/membership.py", "membership", "mi_dataset", "mi",
      {"mi_defense": "dp_sgd"}, {"mi_sweep", "mi_audit"}),
     ("views/property.py", "property", "pr_dataset", "pr", {}, {"pr_sweep"}),
+    ("views/attribute_privacy.py", "attribute_privacy", "ap_dataset", "ap", {},
+     {"ap_sweep", "ap_run_undefended"}),
 ])
 def test_result_section_sweep_buttons_are_off_when_adult_is_missing(
         store, tmp_path, monkeypatch, page, kind, data_key, prefix, pick, shown):  # noqa: F811
@@ -76,11 +78,20 @@ def test_result_section_sweep_buttons_are_off_when_adult_is_missing(
     missing: the result sections' sweep and audit buttons are off like Run, saying why."""
     import copy
 
+    import dashboard.widgets as w
     from dashboard.components.caveat_check import _base_result, _Patched
     from dashboard.jobs import get_queue
 
     no_real_data(monkeypatch, tmp_path / "empty")
     with _Patched(kind) as p:
+        shown_run = w.run_with_progress
+
+        def undefended_not_stored(config, **kw):  # the undefended point's button is drawn
+            c = config if isinstance(config, dict) else config.model_dump(mode="json")
+            none = (c.get("defense") or {}).get("kind") == "none" and kind == "attribute_privacy"
+            return None if none else shown_run(config, **kw)
+
+        w.run_with_progress = undefended_not_stored  # _Patched restores the original
         at = open_page(page)
         for key, value in pick.items():
             at.selectbox(key=key).set_value(value).run()
