@@ -600,6 +600,24 @@ def _fil(metrics, info, config) -> list[Raised]:
     return out
 
 
+#: the FIL-LiRA numbers (issue #22) a LiRA setup caveat qualifies
+FIL_LIRA_METRICS = ("fil_lira_auc", "fil_lira_spearman", "fil_lira_top_tpr_plain",
+                    "fil_lira_top_tpr_irfil", "fil_lira_top_score_plain",
+                    "fil_lira_top_score_irfil", "fil_lira_top_overlap_eta")
+
+
+def _fil_lira(metrics, info, config) -> list[Raised]:
+    """How LiRA attacked the FIL release (the runner's sentence, ``info["fil_lira_setup"]``):
+    shadows fitted on train ∪ test, their variance, the draws scored, who counts as member."""
+    text = info.get("fil_lira_setup")
+    if not text or "fil_lira_auc" not in metrics:
+        return []
+    return [raised("fil_lira_setup", [n for n in FIL_LIRA_METRICS if n in metrics], str(text))]
+
+
+register(Caveat("fil_lira_setup", ("fisher_information",), "LiRA setup",
+                "the FIL-LiRA numbers (AUC, η–score ρ, the most exposed rows)", _fil_lira))
+
 for _k, _lab, _q in (("fil_unit_ball", "R > 1", "the FIL release's DP ε"),
                      ("fil_no_sensitivity", "no ε", "the FIL release's DP ε"),
                      ("fil_crb_least_squares_only", "least squares only", "the Cramér–Rao panel"),

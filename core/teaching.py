@@ -47,6 +47,9 @@ class Claim:
     metric: str
     expect: str
     text: str
+    #: the registered defense the claim is about (None: any); a page whose settings teach
+    #: another defense's knob (DP-SGD on the κ page) is not checked against this claim
+    defense: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,21 @@ class TeachingSweep:
             return replace(self, base=cfg, defense=kind, grid=None, dim_scaled=False, block={},
                            clear=())
         return replace(self, base=cfg)
+
+    @property
+    def variant(self) -> str | None:
+        """The variant the knob is swept on (the κ channel's ``channel``: the part's registered
+        ``variants`` field in the swept block), None when the defense has none."""
+        field_name = DEFENSES.get(self.defense).variants
+        value = self.defense_block().get(field_name) if field_name else None
+        return None if value is None else str(value)
+
+    @property
+    def variant_words(self) -> str:
+        """``"the White channel"`` (empty without a variant): what the lesson names."""
+        field_name = DEFENSES.get(self.defense).variants
+        v = self.variant
+        return "" if v is None else f"the {v.capitalize()} {field_name}"
 
     def defense_block(self) -> dict[str, Any]:
         cur = dict(self.base.get("defense") or {})
@@ -220,25 +238,28 @@ def estimate_of(results: Sequence[Any], name: str) -> Estimate | None:
 CLAIMS: dict[str, tuple[Claim, ...]] = {
     "attribute_privacy": (
         Claim("TAPPFL", "attack_in_training_bacc", "chance",
-              "TAPPFL claims its in-training adversary is pushed to chance as λ grows"),
+              "TAPPFL claims its in-training adversary is pushed to chance as λ grows", "tappfl"),
         Claim("TAPPFL", "attack_mlp_bacc", "down",
-              "TAPPFL claims attribute privacy against inference attacks as λ grows")),
+              "TAPPFL claims attribute privacy against inference attacks as λ grows", "tappfl")),
     "membership": (
         Claim("DP-SGD (Abadi et al.)", "mia_auc_best", "down",
-              "DP theory bounds membership inference more tightly at smaller ε"),),
+              "DP theory bounds membership inference more tightly at smaller ε", "dp_sgd"),),
     "property": (
         Claim("Inf2Guard", "property_mlp_bacc", "down",
               "Inf2Guard claims its defense protects against property inference by fresh "
-              "attackers at every λ > 0"),),
+              "attackers at every λ > 0", "inf2guard_property"),),
     "reconstruction": (
         Claim("κ channel (Theorem 1)", "recon_best_psnr_median", "down",
-              "the channel paper bounds reconstruction quality more tightly at smaller κ"),),
+              "the channel paper bounds reconstruction quality more tightly at smaller κ",
+              "channel"),),
     "repr_reconstruction": (
         Claim("Inf2Guard", "recon_decoder_fresh_ssim", "down",
-              "Inf2Guard claims its perturbation defeats reconstruction as ε grows"),),
+              "Inf2Guard claims its perturbation defeats reconstruction as ε grows",
+              "inf2guard_dra"),),
     "fisher_information": (
         Claim("FIL (Hannun et al.)", "fil_attack_acc_best", "down",
-              "the FIL paper bounds attribute reconstruction more tightly at smaller η"),),
+              "the FIL paper bounds attribute reconstruction more tightly at smaller η",
+              "fil_output_perturbation"),),
     "compare": (
         Claim("Inf2Guard", "mia_auc_best", "utility_above",
               "Inf2Guard claims more utility than DP-SGD at equal membership-attack success"),),
@@ -365,7 +386,8 @@ def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
     have = [v for v in order if by_value.get(v)]
     if len(have) < 2:
         word = "point" if missing == 1 else "points"
-        msg = (f"The teaching sweep is not stored yet ({missing} of {total} {word} missing): "
+        on = f" ({knob.symbol} on {spec.variant_words})" if spec.variant_words else ""
+        msg = (f"The teaching sweep{on} is not stored yet ({missing} of {total} {word} missing): "
                "run it to measure this page's lesson.")
         return Lesson(spec.page, [msg], None, None, [], missing, total)
     lo_v, hi_v = have[0], have[-1]
@@ -379,6 +401,8 @@ def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
         verb_from = f"raising {sym} from {_fmt_knob(lo_v)} to {_fmt_knob(hi_v)}"
     elif knob.more_private == "lower":
         verb_from = f"lowering {sym} from {_fmt_knob(lo_v)} to {_fmt_knob(hi_v)}"
+    if spec.variant_words:  # κ per channel: the lesson is this channel's
+        verb_from += f" on {spec.variant_words}"
     sentences: list[str] = []
     main = spec.privacy[0]
     ea, eb = a.estimates[main.metric], b.estimates[main.metric]
@@ -416,7 +440,7 @@ def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
         if ref_text:
             sentences.append(ref_text)
     words = {m.metric: m.words for m in spec.privacy}
-    contradictions = _contradictions(spec.page, ends, sym, lo_v, hi_v, words)
+    contradictions = _contradictions(spec.page, ends, sym, lo_v, hi_v, words, spec.defense)
     sentences += contradictions
     if missing:
         sentences.append(f"({missing} of {total} points of the teaching sweep not stored yet: "
@@ -453,10 +477,13 @@ def _reference_text(spec: TeachingSweep, by_value: Mapping[float, list[Any]],
 
 
 def _contradictions(page: str, ends: tuple[End, End], sym: str, lo_v: float,
-                    hi_v: float, words: Mapping[str, str]) -> list[str]:
+                    hi_v: float, words: Mapping[str, str], defense: str | None = None
+                    ) -> list[str]:
     out = []
     a, b = ends
     for c in CLAIMS.get(page, ()):
+        if c.defense is not None and defense is not None and c.defense != defense:
+            continue  # a claim about another defense than the one swept
         ea, eb = a.estimates.get(c.metric), b.estimates.get(c.metric)
         if ea is None or eb is None or c.expect not in ("down", "chance"):
             continue

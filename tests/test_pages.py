@@ -322,18 +322,6 @@ def test_attribute_page_missing_real_data_run_errors_and_stores_nothing(store, t
     assert store.list() == []
 
 
-def test_property_page_missing_adult_turns_off_every_job_button(store, tmp_path, monkeypatch):
-    no_real_data(monkeypatch, tmp_path / "empty")
-    at = open_page("views/property.py")
-    at.selectbox(key="pr_dataset").set_value("adult").run()
-    assert not at.exception
-    assert "PRIVLAB_DATA_DIR" in " ".join(e.value for e in at.error)
-    starters = [b for b in at.button if "sweep" in b.key or b.key.endswith("_run")]
-    assert "pr_teaching_sweep" in {b.key for b in starters}, [b.key for b in at.button]
-    assert all(b.disabled for b in starters), [b.key for b in starters if not b.disabled]
-    assert store.list() == []
-
-
 def test_history_page_lists_inspects_exports_and_deletes(store):
     store.get_or_run({"kind": "projection", "data": {"name": "digits"}, "max_points": 200})
     store.get_or_run(tappfl_base(tradeoff_lambda=0.25), runner=contract_runner)

@@ -20,10 +20,13 @@ def test_property_page_runs_stores_and_draws_attacks_bound_tradeoff_and_projecti
     assert len(store.list(kind="property")) == 1
     for key in ("pr_attack_bars", "pr_bound_curve", "pr_proj_repr", "pr_curves"):
         assert has_chart(at, key), (key, chart_keys(at))
-    # one λ stored: no tradeoff axes, a sentence and the teaching-sweep button instead
+    # one λ stored: no tradeoff axes, a sentence pointing at the lesson box's teaching-sweep
+    # button instead (the page's only one)
     assert not has_chart(at, "pr_tradeoff")
-    assert any("needs at least two λ values" in i.value for i in at.info)
-    assert any(b.key == "pr_plot_teaching_sweep" for b in at.button)
+    assert any("needs at least two λ values" in i.value and "What this page teaches" in i.value
+               for i in at.info)
+    assert [b.key for b in at.button if str(b.key or "").endswith("teaching_sweep")] == [
+        "pr_teaching_sweep"]
     shown = {m.label: m.value for m in at.metric}
     assert shown["majority-class rate"] != "n/a" and shown["in-training Ψ attack accuracy"] != "n/a"
     assert "Run the λ sweep (2 missing)" in [b.label for b in at.button]  # 0 and 0.25

@@ -110,3 +110,22 @@ def test_dlg_setting_preset_sets_the_controls_and_says_the_init(store):  # noqa:
     d = ImageTrainSpec()
     assert (d.lr, d.optimizer, d.batch_size) == (t["lr"], t["optimizer"], t["batch_size"])
     assert len(store.list()) == 0  # the preset only sets the controls
+
+
+def test_lesson_box_follows_the_chosen_channel_and_dp_sgd(store):  # noqa: F811
+    """κ per channel (issue #20): the lesson box teaches κ on the channel the page runs (its
+    words and its button's help name it); DP-SGD's box teaches its target-ε grid."""
+    at = open_page("views/reconstruction.py")
+    for ch in ("natural", "white", "personalized"):
+        at.selectbox(key="gl_defense").set_value(ch).run()
+        assert not at.exception, at.exception
+        name = f"the {ch.capitalize()} channel"
+        texts = [m.value for m in at.markdown]
+        assert any("What this page teaches" in t and name in t for t in texts), texts
+        assert any(name in t and "teaching sweep" in t for t in texts)
+        assert name in (at.button(key="gl_teaching_sweep").help or "")
+    at.selectbox(key="gl_defense").set_value("dp_sgd").run()
+    texts = " ".join(m.value for m in at.markdown)
+    assert "(ε: " in texts and "channel" not in at.button(key="gl_teaching_sweep").help
+    assert "ε ∈ {1, 2, 4, 8}" in at.button(key="gl_teaching_sweep").help
+    assert len(store.list()) == 0

@@ -4,6 +4,7 @@ points (fake Results: no run), intervals, claims, and the one real tiny sweep.""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -62,21 +63,6 @@ def test_page_config_with_another_knobbed_defense_teaches_that_knob():
     assert spec.values() == DEFENSES.get("inf2guard").knob.teaching_grid()
     # the undefended page config teaches the registered default (DP-SGD's target ε)
     assert teaching.teaching_sweep("membership").defense == "dp_sgd"
-
-
-@pytest.mark.parametrize("channel", ["natural", "white", "personalized"])
-def test_kappa_sweep_runs_on_the_page_channel(channel):
-    """κ per channel: the Reconstruction page's sweep keeps the channel the page runs."""
-    cfg = teaching.default_config("reconstruction")
-    cfg["defense"] = {**cfg["defense"], "channel": channel}
-    spec = teaching.teaching_sweep("reconstruction", cfg)
-    dim = teaching.data_dim(spec.base)
-    for c in spec.job_configs(dim)[:1]:
-        assert c["base"]["defense"]["channel"] == channel
-    assert {spec.point_config(v, 0)["defense"]["channel"] for v in spec.values(dim)} == {channel}
-    # DP-SGD on the same page teaches its target ε
-    cfg["defense"] = {"kind": "dp_sgd", "target_epsilon": 4.0}
-    assert teaching.teaching_sweep("reconstruction", cfg).knob.field == "target_epsilon"
 
 
 def test_estimate_combines_run_intervals_and_seed_spread():
@@ -267,3 +253,58 @@ def test_tradeoff_plot_draws_every_matching_stored_run_off_grid_included(store):
     spec = json.loads(next(c for c in at.get("plotly_chart") if "ap_tradeoff" in c.id).proto.spec)
     assert sorted(spec["data"][0]["text"]) == ["λ=0.35", "λ=0.5"]
     assert any("teaching sweep is not stored yet" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("channel", ["natural", "white", "personalized", "laplace"])
+def test_reconstruction_sweep_follows_the_page_channel_and_the_lesson_names_it(channel):
+    """κ per channel (issue #20): the page's chosen channel is the one swept, every point on
+    it, and the lesson (stored or not) names it."""
+    cfg = teaching.default_config("reconstruction")
+    cfg["defense"] = {"kind": "channel", "channel": channel, "kappa": 3.0,
+                      "noise_mode": "fixed"}
+    spec = teaching.teaching_sweep("reconstruction", cfg)
+    assert spec.defense == "channel" and spec.variant == channel
+    points = expand(parse_config(spec.sweep_config(64)))
+    assert points and {p.config.defense.channel for p in points} == {channel}
+    assert {p.config.defense.noise_mode for p in points} == {"fixed"}  # the page's other fields kept
+    assert sorted(p.config.defense.kappa for p in points) == sorted(
+        v for v in spec.values(64) for _ in spec.seeds)
+    name = f"the {channel.capitalize()} channel"
+    assert name in teaching.lesson(spec, lambda c: None, 64).sentences[0]
+
+    def fn(kappa, seed):
+        return {"recon_best_psnr_median": (10.0 + 2.0 * math.log10(kappa), 0.3),
+                "utility_acc": (0.9, 0.01)}
+
+    les = teaching.lesson(spec, _fake_store(spec, fn, 64), 64)
+    assert les.ready and f"Lowering κ from 64 to 0.64 on {name}" in les.sentences[0]
+    others = {"natural", "white", "personalized", "laplace"} - {channel}
+    assert not any(f"the {o.capitalize()} channel" in s for s in les.sentences for o in others)
+
+
+def test_reconstruction_with_dp_sgd_sweeps_target_epsilon_without_the_kappa_claim():
+    """DP-SGD picked on the κ page: its lesson is a target-ε grid (the registered teaching
+    grid), the block's other fields kept, and the κ channel's claim is not checked against it."""
+    cfg = teaching.default_config("reconstruction")
+    cfg["defense"] = {"kind": "dp_sgd", "target_epsilon": 3.0, "clip_norm": 0.5,
+                      "delta": 1e-5}
+    spec = teaching.teaching_sweep("reconstruction", cfg)
+    assert spec.defense == "dp_sgd" and spec.knob.field == "target_epsilon"
+    assert spec.values() == DEFENSES.get("dp_sgd").knob.for_family(
+        "gradient_leakage").teaching_grid()
+    assert spec.variant is None
+    points = expand(parse_config(spec.sweep_config()))
+    assert {p.config.defense.clip_norm for p in points} == {0.5}
+    assert sorted({p.config.defense.target_epsilon for p in points}) == sorted(spec.values())
+
+    def rising(eps, seed):  # PSNR falls as ε grows: against the κ claim's direction on κ
+        return {"recon_best_psnr_median": (30.0 - eps, 0.3), "utility_acc": (0.9, 0.01)}
+
+    les = teaching.lesson(spec, _fake_store(spec, rising))
+    assert les.ready and les.sentences[0].startswith("Lowering ε from 8 to 1")
+    assert not any("κ channel" in c for c in les.contradictions)
+    # the same numbers on the κ channel do contradict the channel paper's claim
+    cfg["defense"] = {"kind": "channel", "channel": "natural", "kappa": 3.0}
+    kspec = teaching.teaching_sweep("reconstruction", cfg)
+    kles = teaching.lesson(kspec, _fake_store(kspec, lambda k, s: rising(k / 8, s), 64), 64)
+    assert any("κ channel" in c for c in kles.contradictions), kles.sentences

@@ -423,7 +423,7 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
     from core.config import FIL_LIRA_AUTO_ROWS
 
     lira_on = cfg.lira.enabled if cfg.lira.enabled is not None else view.n <= FIL_LIRA_AUTO_ROWS
-    lira_note = ""  # the FIL-LiRA section's own note (also among the run's notes)
+    lira_setup = None  # how LiRA was run: the caveat fil_lira_setup beside its numbers
     if lira_on:
         progress.update(0.95, f"LiRA against the release ({cfg.lira.shadows} shadow fits)")
         sh, _ = stages.get(LIRA_STAGE, {**fit_part(cfg), "lira": cfg.lira.shadows},
@@ -432,20 +432,22 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
         metrics.update(lm)
         artifacts.update(la)
         notes.append(lnote)
-        lira_note = lnote
+        lira_setup = lnote.removeprefix("FIL-LiRA: ")
     elif cfg.lira.enabled is None:
         notes.append(f"FIL-LiRA skipped: {view.n:,} training rows (it runs by default up to "
                      f"{FIL_LIRA_AUTO_ROWS:,}; set lira.enabled to run it)")
 
     metrics["fil_seconds_fit"] = t_fit if stages.log.get(FIT_STAGE) == "computed" else 0.0
     metrics["seconds_total"] = time.perf_counter() - t0
-    info = {"notes": notes, "fil_lira_note": lira_note, "sigma_how": how, "target": cfg.target, "stages": dict(stages.log),
+    info = {"notes": notes, "sigma_how": how, "target": cfg.target, "stages": dict(stages.log),
             "view": view.description, "feature_names": list(view.feature_names),
             "label_names": list(view.label_names), "image_shape": view.image_shape,
             "best_attack": best, "max_norm": R_norm, "release_iteration": rel_it,
             "target_values": (list(view.label_names) if cfg.target == "label"
                               else list(view.attributes[cfg.target].value_names)),
             "interval_note": "attack intervals: 95 % over noise draws (t), n = guesses scored"}
+    if lira_setup is not None:
+        info["fil_lira_setup"] = lira_setup
     if "fil_lira_spearman" in metrics:
         from core.attacks.fil_membership import eta_verdict
 

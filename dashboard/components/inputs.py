@@ -24,8 +24,8 @@ import streamlit as st
 
 from core.checks import field_range, range_error, range_text
 
-__all__ = ["input_errors", "inputs_ok", "number_ui", "parse_number", "report_problem",
-           "stop_if_invalid", "text_key"]
+__all__ = ["blocked_reason", "input_errors", "inputs_ok", "number_ui", "parse_number",
+           "report_problem", "stop_if_invalid", "text_key"]
 
 _ERRORS = "_privlab_input_errors"  # key -> (what, message, blocks the config) of a problem
 _LAST = "__last"  # st.session_state[key + _LAST] = (text shown, value parsed from it)
@@ -128,6 +128,15 @@ def input_errors() -> dict[str, str]:
 def inputs_ok() -> bool:
     """True when every input drawn so far in this run holds a valid value."""
     return not input_errors()
+
+
+def blocked_reason() -> str | None:
+    """Why no job may start now: the messages of this run's problems so far (a missing data
+    set's says how to get it), None when there are none. Every button that starts a job (Run,
+    a sweep, the teaching sweep) is drawn ``disabled=blocked_reason() is not None`` with it as
+    its help, so no button runs what Run may not."""
+    errs = input_errors()
+    return "\n\n".join(dict.fromkeys(errs.values())) if errs else None
 
 
 def number_ui(label: str, *, key: str, default: float,

@@ -39,16 +39,18 @@ def sweep_button(spec: TeachingSweep, *, key: str, dim: int | None = None,
                  missing: int | None = None) -> bool:
     """The "Run the teaching sweep" button and its job (one job: the sweep, then the reference
     runs). True when the sweep has just finished (the caller reads the store again)."""
-    from dashboard.components.inputs import inputs_ok
+    from dashboard.components.inputs import blocked_reason
     from dashboard.widgets import run_many_with_progress
 
     grid = ", ".join(f"{v:g}" for v in spec.values(dim))
     sym = spec.knob.symbol
     n = len(spec.values(dim)) * len(spec.seeds) + len(spec.reference_configs())
     label = "Run the teaching sweep" + (f" ({missing} of {n} points missing)" if missing else "")
-    clicked = st.button(label, key=f"{key}_teaching_sweep", disabled=missing == 0 or not inputs_ok(),
-                        icon=":material/school:",
-                        help=f"{sym} ∈ {{{grid}}} × seeds {list(spec.seeds)}"
+    blocked = blocked_reason()  # missing data: off like Run, with the same message
+    clicked = st.button(label, key=f"{key}_teaching_sweep",
+                        disabled=missing == 0 or blocked is not None, icon=":material/school:",
+                        help=blocked or f"{sym} ∈ {{{grid}}} × seeds {list(spec.seeds)}"
+                        + (f" on {spec.variant_words}" if spec.variant_words else "")
                         + (" and the undefended reference" if spec.reference else "")
                         + ", the other settings as they are; one job, each point stored.")
     done = run_many_with_progress(spec.job_configs(dim), label=f"{spec.title}: teaching sweep",
@@ -67,10 +69,9 @@ def lesson_panel(page: str, config: Mapping[str, Any] | None = None, *, key: str
         st.caption(f"No teaching sweep for these settings: {exc}")
         return None
     with st.container(border=True):
-        channel = spec.defense_block().get("channel")  # κ is swept on the page's own channel
         st.markdown(f"**{title}** · measured from the teaching sweep "
                     f"({spec.knob.symbol}: {spec.knob.label}"
-                    + (f", {channel} channel" if channel else "") + ")")
+                    + (f", on {spec.variant_words}" if spec.variant_words else "") + ")")
         if sweep_button(spec, key=key, dim=dim, missing=les.missing) and les.missing:
             les = lesson(spec, _peek, dim)
         _sentences(les)

@@ -107,9 +107,9 @@ def tradeoff_plot(points: Sequence[Any], *, current: float | None,
 
     ``undefended`` is ``(utility, attack)`` of the same settings with no defense, or None when
     that run is not stored yet (said under the plot); ``chance`` the attack's chance level.
-    With fewer than two knob values a sentence replaces the plot, and (``page`` given) the
-    page's teaching-sweep button is offered with it (``dim``: the data dimension of a κ/d
-    grid); ``current_series`` stars the current value on that series only; ``figure_kw`` go to
+    With fewer than two knob values a sentence replaces the plot and points to the page's
+    teaching-sweep button in its lesson box (one button per page; ``page``, ``config`` and
+    ``dim`` are no longer used); ``current_series`` stars the current value on that series only; ``figure_kw`` go to
     the figure as they are (e.g. the caveat-flagged points)."""
     where = st if where is None else where
     knobs = {p.knob for p in points}
@@ -117,19 +117,11 @@ def tradeoff_plot(points: Sequence[Any], *, current: float | None,
     if len(knobs) < 2:
         have = ("no point" if n == 0 else "one point" if n == 1 else
                 "only the undefended run and one knob value")
+        # one teaching-sweep button per page: the lesson box's (dashboard/components/lesson.py)
         where.info(f"The tradeoff needs at least two {symbol} values; {have} stored for these "
-                   "settings so far. Run the teaching sweep (or runs at other "
-                   f"{symbol} values): each stored run appears here at once.")
-        if page is not None:
-            from core.teaching import teaching_sweep
-            from dashboard.components.lesson import sweep_button
-
-            with where.container():
-                try:
-                    spec = teaching_sweep(page, config)
-                except ValueError:
-                    return
-                sweep_button(spec, key=f"{key}_plot", dim=dim)
+                   "settings so far. Run the teaching sweep (its button is in the box “What "
+                   "this page teaches”) or runs at other "
+                   f"{symbol} values: each stored run appears here at once.")
         return
     where.plotly_chart(figure("tradeoff_figure", list(points), current=current,
                               undefended=undefended, chance=chance, symbol=symbol,

@@ -36,7 +36,7 @@ from dashboard.components import (
     utility_panel,
 )
 from dashboard.components._format import metric
-from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
+from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled
@@ -315,8 +315,9 @@ def tradeoff_section(config: dict[str, Any], result, grid_results: dict[float, A
         if r0 is None:
             slot = st.empty()
             clicked = slot.button("Run the undefended point", key="ap_run_undefended",
-                                  help="The same settings with defense none: the point every "
-                                       "defense is compared with.")
+                                  disabled=blocked_reason() is not None,
+                                  help=blocked_reason() or "The same settings with defense "
+                                       "none: the point every defense is compared with.")
             r0 = run_with_progress(none_cfg, label="undefended (no defense)", start=clicked,
                                    slot="ap_undefended")
             if r0 is not None:
@@ -391,11 +392,13 @@ knob_value = float(getattr(cfg.defense, knob.field)) if knob else None
 
 buttons = st.container(horizontal=True)
 run_clicked = buttons.button("Run", type="primary", key="ap_run", disabled=not inputs_ok())
+blocked = blocked_reason()  # missing data: every job button is off like Run, same message
 sweep_clicked = buttons.button(
-    f"Run {knob.symbol if knob else 'the'} sweep", key="ap_sweep", disabled=grid is None or not inputs_ok(),
-    help=None if grid is None else f"Precompute {knob.symbol} ∈ {{"
-    + ", ".join(f"{g:g}" for g in grid) + "} with the other settings as they are; each point "
-    "is stored.")
+    f"Run {knob.symbol if knob else 'the'} sweep", key="ap_sweep",
+    disabled=grid is None or blocked is not None,
+    help=blocked or (None if grid is None else f"Precompute {knob.symbol} ∈ {{"
+                     + ", ".join(f"{g:g}" for g in grid) + "} with the other settings as they "
+                     "are; each point is stored."))
 copy_run(config)
 
 label = (f"{DEFENSES.get(defense).title} on {cfg.data.name}/{cfg.data.private_attribute}"

@@ -25,7 +25,14 @@ from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
 from dashboard.components._format import fmt, fmt_with_interval, metric
-from dashboard.components.caveats import caveats_of, flag_rows, for_metrics, metric_tile, sentence
+from dashboard.components.caveats import (
+    caveats_of,
+    flag_rows,
+    flagged_caption,
+    for_metrics,
+    metric_tile,
+    sentence,
+)
 from dashboard.components.fil_figures import fil_figure
 from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
@@ -379,6 +386,9 @@ def lira_section(result) -> None:
                       yaxis={"title": "per-example LiRA score (mean over draws)"},
                       title=f"η vs LiRA score: Spearman ρ = {rho:.2f} [{lo:.2f}, {hi:.2f}]")
     st.plotly_chart(fig, width="stretch", key="fi_lira_scatter")
+    # how LiRA was run (caveat fil_lira_setup) stands right under the figure it qualifies
+    flagged_caption(st, result, "η against LiRA's per-example score on this release.",
+                    "fil_lira_spearman")
     rows = [{"": "LiRA AUC (members: training rows; non-members: test rows)",
              "value": fmt(metric(result, "fil_lira_auc"), 3)}]
     if metric(result, "fil_lira_top_tpr_plain") is not None:
@@ -392,10 +402,12 @@ def lira_section(result) -> None:
                       f"{fmt(metric(result, 'fil_lira_top_score_irfil'), 3)}"},
             {"": "share of them among the highest-η rows",
              "value": fmt(metric(result, "fil_lira_top_overlap_eta"), 3)}]
-    st.dataframe(rows, hide_index=True, width="stretch")
-    # the FIL-LiRA note stands beside the numbers it qualifies (the page tail lists every note)
-    note = (result.info or {}).get("fil_lira_note", "")
-    st.caption(note + ". LiRA's most exposed rows are chosen on the first half of the release "
+    names = [["fil_lira_auc"]] + [[n] for n in ("fil_lira_top_tpr_plain",
+                                                 "fil_lira_top_tpr_irfil",
+                                                 "fil_lira_top_score_plain",
+                                                 "fil_lira_top_overlap_eta")][:len(rows) - 1]
+    st.dataframe(flag_rows(rows, result, names), hide_index=True, width="stretch")
+    st.caption("LiRA's most exposed rows are chosen on the first half of the release "
                "draws and scored on the second (choosing and scoring on the same draws would "
                "favour them). The interval of ρ is a paired percentile bootstrap over the "
                "training rows.")

@@ -33,7 +33,7 @@ from dashboard.components.caveats import (
     metric_tile,
     roc_grey_below,
 )
-from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
+from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
@@ -225,7 +225,8 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     got[cur] = result
     missing = [g for g, r in got.items() if r is None]
     start = st.button(f"Run the {knob.symbol} sweep ({len(missing)} missing)",
-                      key="mi_sweep", disabled=not missing or not inputs_ok())
+                      key="mi_sweep", disabled=not missing or blocked_reason() is not None,
+                      help=blocked_reason())
     run_with_progress({"kind": "sweep", "base": config,
                        "grid": {f"defense.{field}": list(grid)},
                        "seeds": [config.get("seed", 0)], "executor": "serial"},
@@ -271,7 +272,8 @@ def audit_section(config: dict[str, Any]) -> None:
     got = {t: peek(c) for t, c in cfgs.items()}
     missing = [t for t, r in got.items() if r is None]
     start = st.button(f"Audit DP-SGD over its ε grid ({len(missing)} missing)", key="mi_audit",
-                      disabled=not missing or not inputs_ok())
+                      disabled=not missing or blocked_reason() is not None,
+                      help=blocked_reason())
     finite = {t: c for t, c in cfgs.items() if np.isfinite(t)}
     base = next(iter(finite.values()))
     got_sweep = run_with_progress(

@@ -25,7 +25,7 @@ from dashboard.components import copy_run, page_tail, projection_pair, result_ca
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.components.caveats import flag_for, for_metrics, sentence
-from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
+from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
@@ -259,7 +259,8 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                           attack_metrics=series)
     missing = [g for g, r in got.items() if r is None]
     start = st.button(f"Run the {sym} sweep ({len(missing)} missing)", key="pr_sweep",
-                      disabled=not missing or not inputs_ok())
+                      disabled=not missing or blocked_reason() is not None,
+                      help=blocked_reason())
     run_with_progress({"kind": "sweep", "base": config,
                        "grid": {f"defense.{knob.field}": list(grid)},
                        "seeds": [config.get("seed", 0)], "executor": "serial"},

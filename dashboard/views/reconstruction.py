@@ -26,7 +26,7 @@ from dashboard.components import copy_run, deferred, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import flag_rows, flagged_caption, metric_tile, plot_caveats
-from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
+from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
@@ -339,8 +339,9 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
         points += tradeoff_points({cur: result}, kind=KIND, attack_metrics={label: head.attack})
     n_missing = sum(peek(c) is None for cs in series.values() for c in cs)
     start = st.button(f"Run the sweeps ({n_missing} of {sum(map(len, series.values()))} points "
-                      "missing)", key="gl_sweep", disabled=n_missing == 0 or not inputs_ok(),
-                      help="κ/d ∈ {" + ", ".join(f"{g:g}" for g in KAPPA_PER_DIM_GRID)
+                      "missing)", key="gl_sweep",
+                      disabled=n_missing == 0 or blocked_reason() is not None,
+                      help=blocked_reason() or "κ/d ∈ {" + ", ".join(f"{g:g}" for g in KAPPA_PER_DIM_GRID)
                            + "} per channel and target ε ∈ {" + ", ".join(f"{e:g}" for e in EPS_GRID)
                            + "} for DP-SGD, other settings as on the page; every point is stored.")
     run_with_progress(sweep_config(config, series), label="κ and z sweeps", start=start)

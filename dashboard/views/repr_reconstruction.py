@@ -26,7 +26,7 @@ from dashboard.components import copy_run, page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.caveats import caveats_of, flag_rows, plot_caption
-from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
+from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
 from dashboard.components.knob import knob_of, knob_ui
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
@@ -305,7 +305,8 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
         pts += tradeoff_points(drawn, kind=KIND, attack_metrics={CHANNEL_TITLES[ch]: head.attack})
     missing = sum(r is None for res in got.values() for r in res.values())
     start = st.button(f"Run the ε sweep over every channel ({missing} missing)", key="rr_sweep",
-                      disabled=not missing or not inputs_ok())
+                      disabled=not missing or blocked_reason() is not None,
+                      help=blocked_reason())
     run_with_progress({"kind": "sweep", "base": config,
                        "grid": {"defense.channel": list(REPR_CHANNELS),
                                 f"defense.{_knob().field}": list(_knob().teaching_grid())},
