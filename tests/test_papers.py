@@ -27,7 +27,7 @@ def _fixture_root(tmp_path: Path) -> Path:
     _put(root, "benchmarks/results/faithfulness_raw/repr_mia.json", {"summary": {
         "0": {"representation_lira_auc": {"mean": 0.80, "lo": 0.75, "hi": 0.85}},
         "0.5": {"representation_lira_auc": {"mean": 0.60, "lo": 0.55, "hi": 0.65}}}})
-    _put(root, "benchmarks/results/membership.json", {"headline": {
+    _put(root, "benchmarks/results/equal_privacy.json", {"headline": {
         "dpsgd_utility_at_equal_lira_auc": 0.7, "inf2guard_utility_at_equal_lira_auc": 0.4}})
     _put(root, "benchmarks/results/faithfulness_raw/fil_lira_digits.json",
          {"headline": {"fil_lira_spearman": 0.25}})
