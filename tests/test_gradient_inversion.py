@@ -429,7 +429,7 @@ def test_lenet_sigmoid_init_is_dlg_uniform_and_seeded():
     # weights and biases alike in (−0.5, 0.5), spread over the range (not PyTorch's ±1/√fan_in)
     assert flat.abs().max() < 0.5 and flat.abs().max() > 0.45
     for n, p in m.named_parameters():
-        assert float(p.abs().mean()) > 0.15, n  # U(−0.5, 0.5): E|w| = 0.25
+        assert float(p.detach().abs().mean()) > 0.15, n  # U(−0.5, 0.5): E|w| = 0.25
     same = _model(seed=3)
     other = _model(seed=4)
     for (n, a), b, c in zip(m.named_parameters(), same.parameters(), other.parameters()):
