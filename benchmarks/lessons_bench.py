@@ -134,9 +134,16 @@ def compare_row(store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     from core import compare, teaching
 
     # the issue's protocol for its 33 s (benchmarks/compare_bench.py): the sweeps' local pool
-    spec = compare.teaching_spec(executor="local", workers=2)
+    from core.runs.sweep import prewarm_pool, usable_cores
+
+    # what the page runs (dashboard/views/compare.py): the local pool over the usable cores,
+    # started in the background when the server starts (dashboard/server.py); its start-up is
+    # timed apart (pool_start_s), as a served page's process has it running already
+    spec = compare.teaching_spec(executor="local", workers=usable_cores())
     if quick:
         spec = replace(spec, seeds=spec.seeds[:1])
+    pool_start = prewarm_pool(usable_cores(), "cache.sweep_worker")
+    print(f"  compare: pool start {pool_start:.1f} s (at server start)", flush=True)
     cmp_, cold = _timed(lambda: compare.run_comparison(spec, store))
     cmp2, cached = _timed(lambda: compare.run_comparison(spec, store))
     les = teaching.compare_lesson(cmp2)
@@ -144,6 +151,7 @@ def compare_row(store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     for s in les.sentences:
         print(f"    {s}", flush=True)
     row = {"page": "compare", "default_cold_s": round(cold, 2), "default_cached_s": round(cached, 4),
+           "pool_start_s": round(pool_start, 2),
            "teaching_points": cmp_.points_run + cmp_.points_cached,
            "teaching_cold_s": round(cold, 2), "teaching_cached_s": round(cached, 4),
            "lesson_ready": les.ready, "exceeds_intervals": les.exceeds}
@@ -196,11 +204,12 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
     loaded = max(load_start[0], load[0]) > 1.5 if load and load_start else None
     notes = ((f"Timings taken on a {'LOADED' if loaded else 'quiet'} 2-core machine (load "
               f"average at the start {load_start}, at the end {load}). ")
-             + "default_cold_s: the page's default config (core.teaching.default_config) in an "
+             + "Compare: the page's executor (the local pool over the usable cores), the pool started "
+             "first as the server does at start (its seconds: the compare row's pool_start_s). "
+             "default_cold_s: the page's default config (core.teaching.default_config) in an "
              "empty store, engine modules imported first (a served page's process has them), "
              "data loading included; the Compare page's default is its teaching preset "
-             "(compare_teaching_cold_s: on the sweeps' local pool of 2 workers, as "
-             "benchmarks/compare_bench.py measured its 33 s). teaching_*: the page's teaching sweep (its knob's "
+             "(compare_teaching_cold_s). teaching_*: the page's teaching sweep (its knob's "
              "teaching grid from core.parts × seeds, plus the undefended reference where the "
              "lesson needs one), run through the store, then the lesson read back. "
              + ("QUICK: one seed, both ends of each grid only. " if quick else "")

@@ -224,6 +224,19 @@ def test_local_pool_and_ray_give_the_serial_rows(executor, serial_rows, tmp_path
     assert r.info["rows"] == serial_rows
 
 
+def test_prewarm_starts_every_worker_and_the_sweep_reuses_the_pool(serial_rows, tmp_path):
+    """The server's background start (dashboard/server.py): all workers up with the engine
+    imported; a local sweep then runs on that same pool, with the serial rows."""
+    import core.runs.sweep as S
+
+    S.shutdown_pool()
+    seconds = S.prewarm_pool(2, "cache.sweep_worker")
+    pool = S._POOL["pool"]
+    assert seconds > 0 and S._POOL["workers"] == 2 and len(pool._processes) == 2
+    r = ResultStore(tmp_path).get_or_run(sweep(executor="local", workers=2))
+    assert S._POOL["pool"] is pool and r.info["rows"] == serial_rows
+
+
 @pytest.mark.parametrize("executor", ["serial", "local"])
 def test_cancel_keeps_finished_points_and_stores_no_sweep(executor, tmp_path):
     store, token, seen = ResultStore(tmp_path), CancelToken(), []
