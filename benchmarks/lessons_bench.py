@@ -136,22 +136,28 @@ def compare_row(store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     # the issue's protocol for its 33 s (benchmarks/compare_bench.py): the sweeps' local pool
     from core.runs.sweep import prewarm_pool, usable_cores
 
-    # what the page runs (dashboard/views/compare.py): the local pool over the usable cores,
-    # started in the background when the server starts (dashboard/server.py); its start-up is
-    # timed apart (pool_start_s), as a served page's process has it running already
-    spec = compare.teaching_spec(executor="local", workers=usable_cores())
+    # what the page runs (dashboard/views/compare.py): serial, in the server's process
+    spec = compare.teaching_spec()
     if quick:
         spec = replace(spec, seeds=spec.seeds[:1])
-    pool_start = prewarm_pool(usable_cores(), "cache.sweep_worker")
-    print(f"  compare: pool start {pool_start:.1f} s (at server start)", flush=True)
     cmp_, cold = _timed(lambda: compare.run_comparison(spec, store))
+    # and on a warm local pool over the usable cores (`privlab compare`, notebooks): the pool
+    # started first, its seconds apart
+    pool_start = prewarm_pool(usable_cores(), "cache.sweep_worker")
+    with tempfile.TemporaryDirectory(prefix="privlab_lessons_pool_") as tmp:
+        from cache.store import ResultStore
+
+        pooled = replace(spec, executor="local", workers=usable_cores())
+        _, pool_cold = _timed(lambda: compare.run_comparison(pooled, ResultStore(Path(tmp))))
+    print(f"  compare: on a warm pool {pool_cold:.1f} s (pool start {pool_start:.1f} s)",
+          flush=True)
     cmp2, cached = _timed(lambda: compare.run_comparison(spec, store))
     les = teaching.compare_lesson(cmp2)
     print(f"  compare: teaching preset cold {cold:.1f} s, cached {cached:.3f} s", flush=True)
     for s in les.sentences:
         print(f"    {s}", flush=True)
     row = {"page": "compare", "default_cold_s": round(cold, 2), "default_cached_s": round(cached, 4),
-           "pool_start_s": round(pool_start, 2),
+           "pool_start_s": round(pool_start, 2), "local_pool_cold_s": round(pool_cold, 2),
            "teaching_points": cmp_.points_run + cmp_.points_cached,
            "teaching_cold_s": round(cold, 2), "teaching_cached_s": round(cached, 4),
            "lesson_ready": les.ready, "exceeds_intervals": les.exceeds}
@@ -204,8 +210,10 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
     loaded = max(load_start[0], load[0]) > 1.5 if load and load_start else None
     notes = ((f"Timings taken on a {'LOADED' if loaded else 'quiet'} 2-core machine (load "
               f"average at the start {load_start}, at the end {load}). ")
-             + "Compare: the page's executor (the local pool over the usable cores), the pool started "
-             "first as the server does at start (its seconds: the compare row's pool_start_s). "
+             + "Compare: compare_teaching_cold_s is the page's path (serial, in the server's process); "
+             "the compare row's local_pool_cold_s is the same preset on a warm local pool over "
+             "the usable cores (pool_start_s apart), which the page does not use: started "
+             "inside the Streamlit server the pool hung (workers idle, job never ending). "
              "default_cold_s: the page's default config (core.teaching.default_config) in an "
              "empty store, engine modules imported first (a served page's process has them), "
              "data loading included; the Compare page's default is its teaching preset "

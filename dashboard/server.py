@@ -72,18 +72,4 @@ class BaseUrlMiddleware:
         await self.app(scope, receive, send_patched)
 
 
-def _prewarm() -> None:
-    """The sweep pool started in the background as the server starts (PRIVLAB_PREWARM=0: not),
-    so the Compare page's first comparison does not wait for its workers' imports."""
-    import os
-    import threading
-
-    from core.runs.sweep import prewarm_pool, usable_cores
-
-    if os.environ.get("PRIVLAB_PREWARM", "1") != "0" and usable_cores() > 1:
-        threading.Thread(target=prewarm_pool, kwargs={"worker_module": "cache.sweep_worker"},
-                         name="privlab-prewarm", daemon=True).start()
-
-
-_prewarm()
 app = st.App("app.py", middleware=[Middleware(BaseUrlMiddleware)])

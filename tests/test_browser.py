@@ -33,9 +33,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    # no sweep pool: the Compare test reads stand-in points, nothing runs on the pool
-    with B.serve(tmp_path_factory.mktemp("browser-cache"), log,
-                 env_extra={"PRIVLAB_PREWARM": "0"}) as url:
+    with B.serve(tmp_path_factory.mktemp("browser-cache"), log) as url:
         yield url
 
 
@@ -264,7 +262,7 @@ def gated_server(tmp_path_factory):
     with a password (reached here through 127.0.0.1)."""
     log = tmp_path_factory.mktemp("gated") / "server.log"
     with B.serve(tmp_path_factory.mktemp("gated-cache"), log, host="0.0.0.0",
-                 env_extra={"PRIVLAB_PASSWORD": "correct horse battery", "PRIVLAB_PREWARM": "0"},
+                 env_extra={"PRIVLAB_PASSWORD": "correct horse battery"},
                  drop=("PRIVLAB_INSECURE",)) as url:
         yield url
 

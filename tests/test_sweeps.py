@@ -225,8 +225,8 @@ def test_local_pool_and_ray_give_the_serial_rows(executor, serial_rows, tmp_path
 
 
 def test_prewarm_starts_every_worker_and_the_sweep_reuses_the_pool(serial_rows, tmp_path):
-    """The server's background start (dashboard/server.py): all workers up with the engine
-    imported; a local sweep then runs on that same pool, with the serial rows."""
+    """A pool started ahead: all workers up with the engine imported; a local sweep then runs
+    on that same pool, with the serial rows."""
     import core.runs.sweep as S
 
     S.shutdown_pool()

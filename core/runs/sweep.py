@@ -251,8 +251,8 @@ def _ready() -> int:
 
 def prewarm_pool(workers: int | None = None, worker_module: str | None = None) -> float:
     """Start the process's pool now, ``workers`` processes (default: the usable cores) with the
-    engine imported, so that the first local sweep (the Compare page's preset) does not pay
-    the start-up; returns the seconds it took. A server calls it once, in the background."""
+    engine imported, so that the first local sweep does not pay
+    the start-up; returns the seconds it took (the lessons benchmark times the pool apart)."""
     t0 = time.perf_counter()
     n = workers or usable_cores()
     pool = local_pool(n, worker_module)

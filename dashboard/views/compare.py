@@ -167,13 +167,12 @@ def controls() -> C.ComparisonSpec | None:
         return None
     base = dict(base_spec.base) if base_spec.family == family else {}
     s = state.settings()
-    from core.runs.sweep import usable_cores
-
-    # the points run on the process's warm pool (dashboard/server.py starts it) when there are
-    # cores to share; the executor is not part of any stored key
+    # serial in the server's job thread: the local process pool hangs when started inside the
+    # Streamlit server (its workers sit idle and the job never ends; measured, not understood
+    # yet), so the page does not use it
     return C.ComparisonSpec(family=family, data=data, utility=utility, privacy=privacy,
                             defenses=tuple(specs), seeds=tuple(range(s.seed, s.seed + seeds)),
-                            base=base, executor="local" if usable_cores() > 1 else "serial")
+                            base=base)
 
 
 def _datasets(family: str) -> list[str]:
