@@ -37,27 +37,13 @@ TOUR = ROOT / "docs" / "tour"
 RESULT_TIMEOUT_MS = 900_000  # a loaded 2-core machine: Compare's preset runs cold in the page
 
 
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[prefix + k] = v
-    return out
-
-
 def default_differences(page: str, shown: dict[str, Any]) -> dict[str, list[Any]]:
     """Fields where the page's own default config (read in the browser) differs from
     :func:`core.teaching.default_config` (what benchmarks/lessons_bench.py times):
     ``field: [page, teaching]`` (the device left out)."""
     from core import teaching
-    from core.config import parse_config
 
-    a = _flat(parse_config(shown).model_dump(mode="json"))
-    b = _flat(parse_config(teaching.default_config(page)).model_dump(mode="json"))
-    return {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b))
-            if a.get(k) != b.get(k) and k not in ("device",)}
+    return teaching.default_differences(page, shown, ignore=("device",))
 
 
 def prefill(store_dir: Path, page: str, base: dict[str, Any]) -> dict[str, Any]:

@@ -659,6 +659,29 @@ def default_config(page: str) -> dict[str, Any]:
     return copy.deepcopy(dict(teaching_sweep(page).base))
 
 
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def default_differences(page: str, config: Mapping[str, Any], *,
+                        ignore: tuple[str, ...] = ()) -> dict[str, list[Any]]:
+    """Fields (dotted) where ``config`` (a page's first run) differs from
+    :func:`default_config` (what the lessons measure), both validated: ``field: [config,
+    teaching]``; ``ignore``: fields left out."""
+    from core.config import parse_config
+
+    a = _flat(parse_config(dict(config)).model_dump(mode="json"))
+    b = _flat(parse_config(default_config(page)).model_dump(mode="json"))
+    return {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b))
+            if a.get(k) != b.get(k) and k not in ignore}
+
+
 def data_dim(config: Mapping[str, Any]) -> int:
     """The data dimension d of ``config``'s image data set (a κ/d grid's scale)."""
     from core.config import DataSpec

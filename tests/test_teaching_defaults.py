@@ -6,23 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import parse_config
-from core.teaching import default_config
+from core.teaching import default_differences
 
 #: experiment kind -> the teaching page that shows it
 PAGES = {"membership": "membership", "gradient_leakage": "reconstruction",
          "repr_reconstruction": "repr_reconstruction", "attribute_privacy": "attribute_privacy",
          "property": "property", "fisher_information": "fisher_information"}
-
-
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[prefix + k] = v
-    return out
 
 
 @pytest.mark.parametrize("kind", sorted(PAGES))
@@ -41,8 +30,5 @@ def test_the_page_default_is_the_teaching_default(kind):
             at.run()
     assert not at.exception, at.exception
     assert p.config is not None, f"the {kind} page built no config"
-    page = _flat(parse_config(p.config).model_dump(mode="json"))
-    teach = _flat(parse_config(default_config(PAGES[kind])).model_dump(mode="json"))
-    diff = {k: (page.get(k), teach.get(k)) for k in set(page) | set(teach)
-            if page.get(k) != teach.get(k)}
+    diff = default_differences(PAGES[kind], p.config)
     assert not diff, f"page vs teaching default: {diff}"
