@@ -116,7 +116,7 @@ def test_pooled_lira_is_not_biased_by_unequal_in_out_counts():
 
     from core.attacks.membership import MembershipRelease, membership_report
     from core.attacks.protocol import run_attack
-    from core.attacks.shadows import shadow_splits
+    from core.shadow_training import shadow_splits
 
     rng = np.random.default_rng(0)
     n = 6000

@@ -1,8 +1,8 @@
 """Builders of the defenses of centrally trained classifiers (the membership and
 gradient-leakage families) as :class:`core.defenses.builds.DefenseBuild` wrappers:
 
-- ``none``: plain minibatch training (:func:`core.defenses.noisy_training.train_central`), and
-  its batched form for K shadow models (:func:`core.attacks.shadows.train_shadows`);
+- ``none``: plain minibatch training (:func:`core.noisy_training.train_central`), and
+  its batched form for K shadow models (:func:`core.shadow_training.train_shadows`);
 - ``channel``: the same training on D̃ = D + ξ with ξ solved from κ (spec 001, Eqs. 18-20;
   :func:`core.defenses.channel.channel_from_block`): the data-space transform, κ per round and
   over the run, Theorem 1's information input and the Wiener floor;
@@ -47,7 +47,7 @@ def _central(train: Any, image_shape: tuple[int, ...], perturb=None,
 
     def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
                  canary=None) -> Trained:
-        from core.defenses.noisy_training import train_central
+        from core.noisy_training import train_central
 
         if train.epochs == 0:
             return Trained(softmax_predict(model), model)
@@ -64,7 +64,7 @@ def build_plain(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
     """No defense: plain training; K shadow models train together over stacked weights."""
 
     def train_many(model_factory, X, y, in_mask, *, seed: int):
-        from core.attacks.shadows import per_example_true_prob, train_shadows
+        from core.shadow_training import per_example_true_prob, train_shadows
 
         sh = train_shadows(model_factory, X, y, in_mask, image_shape=image_shape,
                            epochs=train.epochs, batch_size=train.batch_size, lr=train.lr,

@@ -480,8 +480,8 @@ def _lira_pool(cfg: FisherInformationConfig, view) -> tuple[np.ndarray, np.ndarr
                                                              np.ndarray]:
     """(X, y, member, in_mask): train ∪ test, the training rows as members; K shadow subsets
     of the target's size (each row IN with probability n/(n + n_test))."""
-    from core.attacks.shadows import shadow_splits
     from core.seeds import derive
+    from core.shadow_training import shadow_splits
 
     X = np.vstack([view.X, view.X_test])
     y = np.r_[fit_labels(cfg.model.model, view.y), fit_labels(cfg.model.model, view.y_test)]

@@ -5,7 +5,7 @@ algorithm, as LiRA assumes), score every pool row with each attack, one ROC repo
 The pool is 2·members train rows; the target trains on a seeded half (the members), the other
 half are the non-members it is scored against, so members and non-members are balanced by
 construction. Each shadow trains on a half of the same pool with every row in exactly half the
-shadows (:func:`core.attacks.shadows.shadow_splits`). The defense is a
+shadows (:func:`core.shadow_training.shadow_splits`). The defense is a
 :class:`core.defenses.builds.DefenseBuild`: its training procedure trains the target and every
 shadow (plain training's batched form trains the shadows together over stacked weights). The
 attacks are the registered parts of the membership family (:mod:`core.parts`), each called
@@ -62,7 +62,6 @@ def _true_prob(p: torch.Tensor, y: torch.Tensor) -> np.ndarray:
 def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | None = None) -> Result:
     from core.attacks import membership as M
     from core.attacks.protocol import attack_params, attack_part, run_attack
-    from core.attacks.shadows import shadow_splits
     from core.bounds.channel_readout import image_spectrum
     from core.data import load_dataset
     from core.defenses.builds import build_defense
@@ -70,6 +69,7 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
     from core.knowledge import AdversaryKnowledge
     from core.nn import image_classifier, seeded
     from core.seeds import derive, stream, torch_stream
+    from core.shadow_training import shadow_splits
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()
