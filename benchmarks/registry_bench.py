@@ -98,6 +98,39 @@ def name_branches(root: Path = RUNS) -> dict[str, list[str]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# runner length: a runner reads as glue when no function of core/runs is long
+
+
+def runner_function_lines(root: Path = RUNS) -> dict[str, int]:
+    """``module.qualname`` -> lines (``def`` to the last line of the body, decorators
+    excluded) of every function and method, nested ones included, in ``root/*.py``."""
+    out: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = f"{prefix}.{child.name}"
+                out[name] = child.end_lineno - child.lineno + 1
+                visit(child, name)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}.{child.name}")
+            else:
+                visit(child, prefix)
+
+    for path in sorted(root.glob("*.py")):
+        module = _rel(path).removesuffix(".py").replace("/", ".")
+        visit(_tree(path), module)
+    return out
+
+
+def longest_runner_function(root: Path = RUNS) -> tuple[str, int]:
+    """(qualified name, lines) of the longest function or method in ``root/*.py``."""
+    lines = runner_function_lines(root)
+    name = max(lines, key=lambda n: (lines[n], n))
+    return name, lines[name]
+
+
+# ---------------------------------------------------------------------------------------------
 # runners on the protocol
 
 
