@@ -285,9 +285,14 @@ def noise_removed() -> Iterator[None]:
     import opacus.optimizers.optimizer as plain
     import opacus.optimizers.optimizer_fast_gradient_clipping as ghost
 
+    from core.overrides import training_override
+
     def no_noise(std: float, reference: Tensor, generator=None, secure_mode: bool = False):
         return torch.zeros_like(reference)
 
+    # in every cache and stage key while it lasts: a store never serves the correct run's
+    # model or audit for the broken one (nor the other way round)
     with mock.patch.object(plain, "_generate_noise", no_noise), \
-            mock.patch.object(ghost, "_generate_noise", no_noise):
+            mock.patch.object(ghost, "_generate_noise", no_noise), \
+            training_override("dpsgd_noise_removed"):
         yield
