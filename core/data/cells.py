@@ -66,6 +66,11 @@ def _first(mask: np.ndarray) -> int:
     return int(np.argmax(mask))
 
 
+def count(k: int, word: str) -> str:
+    """``1 empty cell``, ``2 empty cells``."""
+    return f"{k:,} {word}{'' if k == 1 else 's'}"
+
+
 # ---------------------------------------------------------------------------------------------
 # the table's shape: header, separator, ragged rows
 
@@ -180,10 +185,18 @@ def check_label_counts(codes: np.ndarray, values: Sequence[str], role: str, col:
 # feature columns
 
 
-def _numbers(s):
+def _parsed(s) -> tuple[np.ndarray, np.ndarray]:
+    """(missing mask, float64 value or NaN) of every cell of a string column, parsing each
+    distinct string once (a categorical column has few; pandas' parse of every cell of one
+    was most of the checks' time)."""
     import pandas as pd
 
-    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64)
+    codes, uniq = pd.factorize(s)
+    u = pd.Series(uniq)
+    u_miss = missing_mask(u)
+    u_val = pd.to_numeric(u, errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    u_val[u_miss] = np.nan
+    return u_miss[codes], u_val[codes]
 
 
 def split_features(df, feats: Iterable[str], path: Path, rows: np.ndarray
@@ -197,22 +210,20 @@ def split_features(df, feats: Iterable[str], path: Path, rows: np.ndarray
     numeric: list[str] = []
     constant: list[str] = []
     notes: list[str] = []
-    imputed: list[tuple[str, int, int]] = []  # (column, cells, first row)
     for c in feats:
         s = df[c]
-        miss = missing_mask(s)
+        miss, v = _parsed(s)
         present = ~miss
-        v = _numbers(s)
         isnum = present & ~np.isnan(v)
-        n_present = int(present.sum())
-        if n_present and isnum.sum() > NUMERIC_SHARE * n_present:
+        n_present, n_num = int(present.sum()), int(isnum.sum())
+        if n_present and n_num > NUMERIC_SHARE * n_present:
             bad = present & ~isnum
             if bad.any():
                 i = _first(bad)
                 raise cell_error(path, c, int(rows[i]), s.iat[i],
-                                 f"a number (the column's other {int(isnum.sum()):,} present "
-                                 "cells are numbers), or an empty cell (imputed with the "
-                                 f"median); or leave the column out with --ignore {c}")
+                                 f"a number (the column's other {n_num:,} present cells are "
+                                 "numbers), or an empty cell (imputed with the median); or "
+                                 f"leave the column out with --ignore {c}")
             inf = isnum & ~np.isfinite(v)
             if inf.any():
                 i = _first(inf)
@@ -225,25 +236,24 @@ def split_features(df, feats: Iterable[str], path: Path, rows: np.ndarray
                 raise cell_error(path, c, int(rows[i]), s.iat[i],
                                  f"|value| <= {MAX_MAGNITUDE:g} (rescale the column, or leave "
                                  f"it out with --ignore {c})")
-            if len(np.unique(v[isnum])) == 1:  # the median fills the rest: constant
+            vals = v[isnum]
+            if vals.min() == vals.max():  # the median fills the rest: constant
                 constant.append(c)
                 continue
             if miss.any():
-                imputed.append((c, int(miss.sum()), int(rows[_first(miss)])))
                 df[c] = s.mask(miss, "")
+                notes.append(f"column {c!r}: {count(int(miss.sum()), 'empty cell')} (first: row "
+                             f"{int(rows[_first(miss)])}) imputed with the median "
+                             f"{float(np.median(vals)):g}")
             numeric.append(c)
             continue
         if miss.any():
             df[c] = s.mask(miss, "?")
             if n_present:
-                notes.append(f"column {c!r}: {int(miss.sum()):,} empty cells (first: row "
+                notes.append(f"column {c!r}: {count(int(miss.sum()), 'empty cell')} (first: row "
                              f"{int(rows[_first(miss)])}) kept as the category '?'")
         if df[c].nunique() <= 1:
             constant.append(c)
-    for c, k, first in imputed:
-        med = float(np.nanmedian(_numbers(df[c].where(df[c] != ""))))
-        notes.append(f"column {c!r}: {k:,} empty cells (first: row {first}) imputed with the "
-                     f"median {med:g}")
     if constant:
         notes.append(f"column{'s' if len(constant) > 1 else ''} "
                      f"{', '.join(map(repr, constant))}: one value in every row (or empty "

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.data.cells import count
 from core.data.errors import DataError
 
 #: modes Pillow converts to L / RGB faithfully
@@ -55,13 +56,13 @@ class DecodeLog:
                        f"{self.first_of_size[odd]} is {odd[0]}x{odd[1]}); each resized to "
                        f"{size}x{size} (aspect ratio not kept)")
         if self.sixteen:
-            out.append(f"{len(self.sixteen):,} 16-bit images (first: {self.sixteen[0]}) scaled "
+            out.append(f"{count(len(self.sixteen), '16-bit image')} (first: {self.sixteen[0]}) scaled "
                        "from 0..65535 to 0..255")
         if self.alpha:
-            out.append(f"{len(self.alpha):,} images with transparency (first: {self.alpha[0]}); "
+            out.append(f"{count(len(self.alpha), 'image')} with transparency (first: {self.alpha[0]}); "
                        "the alpha channel is dropped, colours kept as stored")
         if self.pillow:
-            out.append(f"{len(self.pillow):,} images decoded with a Pillow warning (first: "
+            out.append(f"{count(len(self.pillow), 'image')} decoded with a Pillow warning (first: "
                        f"{self.pillow[0]})")
         return out
 
@@ -80,7 +81,7 @@ def decode(data: bytes, path: Path, size: int, color: str, max_pixels: int,
            log: DecodeLog | None = None, name: str | None = None) -> np.ndarray:
     """(C, size, size) uint8 of one image file; ``log`` collects what was converted (``name``:
     how the notes call the file, e.g. its path below the folder)."""
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     name = name or str(path)
     try:
@@ -108,6 +109,8 @@ def decode(data: bytes, path: Path, size: int, color: str, max_pixels: int,
                 a = np.asarray(img.resize((size, size), Image.Resampling.BILINEAR), dtype=np.uint8)
     except DataError:
         raise
+    except UnidentifiedImageError:
+        raise DataError(f"image file {path}: cannot decode (not a PNG or JPEG image)") from None
     except Exception as exc:  # noqa: BLE001 - any decoder failure: a corrupt or unsupported file
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DataError(f"image file {path}: cannot decode ({reason})") from None

@@ -505,7 +505,7 @@ def _read_csv_set(path: Path, task: str, private: Sequence[str], ignore: Sequenc
     keep = ~lacking
     dropped = int(lacking.sum())
     if dropped:
-        notes.append(f"{dropped:,} rows without a task or private value dropped (first: row "
+        notes.append(f"{cells.count(dropped, 'row')} without a task or private value dropped (first: row "
                      f"{int(np.argmax(lacking)) + 1})")
     rows = np.flatnonzero(keep) + 1  # the file row of each kept row
     df = df[keep].reset_index(drop=True)
@@ -641,7 +641,7 @@ def _attributes_table(data: bytes, path: Path, rel: list[str]) -> tuple[dict[str
             i = int(np.argmax(empty))
             raise DataError(f"file {path}, column {c!r}, row {file_rows[i]}: no value for image "
                             f"{wanted[i]!r}; every image needs one (missing: "
-                            f"{int(empty.sum()):,} images)")
+                            f"{cells.count(int(empty.sum()), 'image')})")
         attrs[c], values[c] = _codes(rows[c], "private", c, path, file_rows)
     return attrs, values
 
