@@ -5,22 +5,45 @@ platformdirs' user config dir ``.../privlab/datasets``) holding the path, the ch
 and options, and a **fingerprint**: the sha256 of the files' contents and of those options.
 The data itself is never copied; it is read from its path at every (memoised) load.
 
-- **CSV** (``add_csv``): a header line, comma-separated, UTF-8 (else Latin-1). One task column
-  and one or more private columns (class labels, 2 to 100 distinct values each); rows where
-  either is missing (``""``, ``?``, ``NA``, ``NaN``, ``nan``, ``null``, ``None``) are dropped.
-  Every other column (except ``ignore``) is a feature, preprocessed as Adult's
-  (:mod:`core.data.tabular`): a column whose present cells all parse as numbers is numeric
-  (missing cells filled with the column median), standardised later with train-split
-  statistics; any other column is categorical and one-hot encoded (at most 1,000 values).
+- **CSV** (``add_csv``): a header line of unique, non-empty names, comma-separated, UTF-8
+  (else read as Latin-1, noted). One task column and one or more private columns (class
+  labels, 2 to 100 distinct values, each held by at least 5 rows); rows where either is
+  missing are dropped. Every other column (except ``ignore``) is a feature, preprocessed as
+  Adult's (:mod:`core.data.tabular`): a column whose present cells are mostly numbers is
+  numeric (every present cell must then be a finite number of magnitude at most 1e15;
+  missing cells filled with the column median), standardised later with train-split
+  statistics; any other column is categorical and one-hot encoded (at most 1,000 values;
+  missing cells are the category ``?``). A feature with one value in every row is left out.
   The private columns are removed from the features, as Adult's.
-- **Images** (``add_images``): one sub-folder per class (sorted names = label codes), PNG or
-  JPEG files anywhere below it (other files are ignored; hidden entries too), each decoded
-  with Pillow, converted to grayscale or RGB and resized to ``size`` x ``size`` (bilinear),
-  values in [0, 1]. The private attribute comes from an optional ``attributes`` CSV (a
-  ``file`` column with the path below the folder, ``cat/001.png``, or the bare file name when
-  names are unique, plus one column per attribute; every image needs a row), else it is
-  derived as for the embedded ``faces`` set: ``bright`` = mean intensity above the median of
-  all images.
+- **Images** (``add_images``): one sub-folder per class (sorted names = label codes; at least
+  5 images each), PNG or JPEG files anywhere below it (other files are ignored; hidden
+  entries too), each decoded with Pillow, converted to grayscale or RGB (16-bit gray scaled to
+  8 bits, alpha dropped) and resized to ``size`` x ``size`` (bilinear), values in [0, 1]. The
+  private attribute comes from an optional ``attributes`` CSV (a ``file`` column with the
+  path below the folder, ``cat/001.png``, or the bare file name when names are unique, plus
+  one column per attribute; every image needs a row with a value), else it is derived as for
+  the embedded ``faces`` set: ``bright`` = mean intensity above the median of all images.
+
+**Cell by cell.** Every value is checked before anything trains on it
+(:mod:`core.data.cells` for tables, :mod:`core.data.pixels` for images; their docstrings hold
+the full rules): a bad value is refused with one line naming the file, the column and the row
+(``row 1`` = the first data row below the header; blank lines are not counted), or imputed as
+the rules say, and the registration's ``notes`` (printed by ``privlab data add``) say what was
+imputed, how many cells, and where the first one is.
+
+========================  ===================================================================
+refused                   UTF-16 text, another separator than the comma, a duplicate or
+                          empty column name, a row with more or fewer fields than the header,
+                          ``inf`` / ``1e999``, ``|x| > 1e15``, a non-number in a mostly
+                          numeric column, a label value held by fewer than 5 rows (or one
+                          value only, or more than 100), an image Pillow cannot decode or
+                          that is truncated, an image above 40 megapixels
+imputed (noted)           not UTF-8: read as Latin-1; a missing cell (``""``, ``?``, ``NA``,
+                          ``N/A``, ``#N/A``, ``NaN``, ``null``, ``None``, any case): the row
+                          dropped (task / private), the median (numeric), the category ``?``
+                          (categorical); a constant feature left out; a 16-bit image scaled,
+                          an alpha channel dropped, images of other sizes resized
+========================  ===================================================================
 
 Caps, each checked while the files are streamed, before memory is spent on them (a hostile
 file costs a bounded amount of memory; issue 21): a CSV of at most 512 MiB, 1,000,000 rows,
