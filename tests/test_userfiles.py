@@ -180,3 +180,30 @@ def test_cli_prints_the_notes(tmp_path, capsys):
     assert main(["data", "add", "u", "--csv", str(csv), "--task", "income", "--private", "sex"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"file {csv}, column 'age', row 7: got 'inf'" in err
+
+
+def test_data_page_shows_the_registration_notes(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("PRIVLAB_CACHE_DIR", str(tmp_path / "cache"))
+    df = base_frame()
+    df.loc[6, "age"] = "NaN"
+    df.to_csv(tmp_path / "t.csv", index=False)
+    user.add_csv("people", tmp_path / "t.csv", "income", ["sex"])
+    app = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+    at = AppTest.from_file(app, default_timeout=60).run()
+    at.sidebar.selectbox(key="privlab_dataset").set_value("people").run()
+    at.switch_page("views/data.py").run()
+    assert not at.exception, at.exception
+    captions = " ".join(c.value for c in at.caption)
+    assert "Registration note: column 'age': 1 empty cell (first: row 7) imputed" in captions
+
+
+def test_trailing_comma_header_says_so(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text(base_frame().to_csv(index=False).replace("\n", ",\n"))
+    with pytest.raises(DataError, match=r"t\.csv, header: column 6 has no name; .*a comma at the "
+                                        r"end of every line\? remove it\)$"):
+        user.add_csv("t", csv, "income", ["sex"])

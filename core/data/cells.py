@@ -89,8 +89,9 @@ def check_header(names: Sequence[str], path: Path) -> None:
     for i, raw in enumerate(names, 1):
         name = raw.strip()
         if not name:
+            trailing = " (a comma at the end of every line? remove it)" if i == len(names) else ""
             raise DataError(f"file {path}, header: column {i} has no name; every column needs "
-                            "a unique name")
+                            f"a unique name{trailing}")
         if name in seen:
             raise DataError(f"file {path}, header: column {name!r} appears twice (columns "
                             f"{seen[name]} and {i}); column names must be unique")
