@@ -207,3 +207,19 @@ def test_trailing_comma_header_says_so(tmp_path):
     with pytest.raises(DataError, match=r"t\.csv, header: column 6 has no name; .*a comma at the "
                                         r"end of every line\? remove it\)$"):
         user.add_csv("t", csv, "income", ["sex"])
+
+
+def test_trust_merge_keeps_other_keys(tmp_path):
+    import json
+
+    from benchmarks.userfiles_bench import merge_trust
+
+    path = tmp_path / "trust.json"
+    path.write_text(json.dumps({"name": "trust", "headline": {"other_key": 3}, "rows": [1]}))
+    merge_trust({"user_file_value_classes_checked": ["nan", "inf"]}, path)
+    got = json.loads(path.read_text())
+    assert got["headline"] == {"other_key": 3, "user_file_value_classes_checked": ["nan", "inf"]}
+    assert got["rows"] == [1]
+    path.unlink()
+    merge_trust({"k": 1}, path)
+    assert json.loads(path.read_text())["headline"] == {"k": 1}
