@@ -223,3 +223,12 @@ def test_trust_merge_keeps_other_keys(tmp_path):
     path.unlink()
     merge_trust({"k": 1}, path)
     assert json.loads(path.read_text())["headline"] == {"k": 1}
+
+
+def test_rows_are_file_rows_after_rows_are_dropped(tmp_path):
+    df = base_frame()
+    df.loc[1, "income"] = ""  # dropped: row 2
+    df.loc[6, "age"] = "Infinity"
+    df.to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(DataError, match=r"t\.csv, column 'age', row 7: got 'Infinity'"):
+        user.add_csv("t", tmp_path / "t.csv", "income", ["sex"])
