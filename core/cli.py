@@ -526,6 +526,8 @@ def cmd_data_add(args: argparse.Namespace) -> int:
         what = (f"images, {entry['rows']:,} images {entry['size']}x{entry['size']} {entry['color']}, "
                 f"{len(entry['classes'])} classes, private {', '.join(entry['private'])}")
     print(f"registered {entry['name']}: {what}")
+    for note in entry.get("notes", []):  # cells imputed, columns left out, images converted
+        print(f"  note: {note}")
     print(f"  fingerprint {entry['fingerprint'][:12]}; use it as data: {{name: {entry['name']}}}")
     return EXIT_OK
 
