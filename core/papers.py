@@ -271,7 +271,9 @@ def _cuda_available() -> bool:
 # reading the claims and deciding their verdicts
 
 
-def _fmt(v: float | None) -> str:
+def fmt_value(v: float | None) -> str:
+    """A measured number as the table prints it (three decimals, three significant digits
+    below 0.01)."""
     if v is None:
         return "—"
     if v == 0:
@@ -299,12 +301,12 @@ def _cell(claim: Claim, scale: Scale, root: Path) -> dict[str, Any]:
         cell["text"] = f"{NOT_MEASURED}: {r.why}; to measure: {claim.command}"
         return cell
     if _constant_base(claim):
-        text = f"{claim.test_label} {_fmt(r.test)} (claim: {claim.relation} {_fmt(r.base)})"
+        text = f"{claim.test_label} {fmt_value(r.test)} (claim: {claim.relation} {fmt_value(r.base)})"
     else:
-        text = f"{claim.base_label} {_fmt(r.base)} → {claim.test_label} {_fmt(r.test)}"
+        text = f"{claim.base_label} {fmt_value(r.base)} → {claim.test_label} {fmt_value(r.test)}"
     if r.interval is not None:
         iv = r.interval
-        text += f"; Δ {_fmt(iv.estimate)} [{_fmt(iv.lo)}, {_fmt(iv.hi)}] ({iv.method})"
+        text += f"; Δ {fmt_value(iv.estimate)} [{fmt_value(iv.lo)}, {fmt_value(iv.hi)}] ({iv.method})"
     else:
         text += f"; no interval: {r.why}"
     cell["text"] = text
@@ -329,7 +331,7 @@ def _stored_preset_cell(claim: Claim, runs: list[dict[str, Any]]) -> dict[str, A
     why = "one stored preset run per end: no interval"
     return {"setting": f"paper-scale preset {claim.preset}", "measured": True, "estimate": False,
             "value": [b, t], "interval": None, "verdict": UNRESOLVED, "why": why,
-            "text": f"{lab}={r.base:g} {_fmt(b)} → {lab}={r.test:g} {_fmt(t)} "
+            "text": f"{lab}={r.base:g} {fmt_value(b)} → {lab}={r.test:g} {fmt_value(t)} "
                     f"({r.metric}; stored preset runs {keys}); no interval: {why}",
             "sources": [f"result store: {keys}"]}
 

@@ -21,13 +21,17 @@ COLUMNS = ("verdict", "paper", "claim", "ours (largest scale measured)", "paper'
 
 
 def _ours_short(r: dict[str, Any]) -> str:
-    """The deciding cell in a few words: the two ends and the interval of the difference, or
-    why there is none."""
+    """The deciding cell in a few words, the interval first (it is what the verdict reads):
+    "Δ d [lo, hi] · ends", or "no interval · ends · why"."""
     cell = next((c for c in r["cells"] if c.get("setting") == r["decided_by"]), None)
     if cell is None:
         return f"{papers.NOT_MEASURED}: {r['why']}"
-    text = cell["text"].split(" (", 1)[0] if cell.get("interval") else cell["text"]
-    return text.replace("; no interval:", " · no interval:")
+    ends = cell["text"].split(";", 1)[0]
+    iv = cell.get("interval")
+    if iv:
+        f = papers.fmt_value
+        return f"Δ {f(iv['estimate'])} [{f(iv['lo'])}, {f(iv['hi'])}] · {ends}"
+    return f"no interval · {ends} · {cell.get('why', '')}"
 
 
 def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -41,14 +45,15 @@ def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     } for r in rows], columns=list(COLUMNS))
 
 
+# pixel widths that sum to the content width of a 1280 px window with the sidebar open
 _CONFIG = {
-    "verdict": st.column_config.TextColumn("verdict", width="small"),
-    "paper": st.column_config.TextColumn("paper", width="small"),
-    "claim": st.column_config.TextColumn("claim", width="medium"),
+    "verdict": st.column_config.TextColumn("verdict", width=95),
+    "paper": st.column_config.TextColumn("paper", width=80),
+    "claim": st.column_config.TextColumn("claim", width=245),
     "ours (largest scale measured)": st.column_config.TextColumn(
-        "ours (largest scale measured)", width="medium",
-        help="the two ends and Δ = test − base with its 95 % interval; no interval: why"),
-    "paper's source": st.column_config.TextColumn("paper's source", width="small"),
+        "ours (largest scale measured)", width=270,
+        help="Δ = test − base with its 95 % interval, then the two ends; no interval: why"),
+    "paper's source": st.column_config.TextColumn("paper's source", width=120),
 }
 
 
