@@ -283,9 +283,11 @@ def row_lists(file: str, path: tuple[Any, ...], base: Filter, test: Filter, key:
 
 
 def channel_ratio(file: str, channel: str, key: str = "mse", reference: str = "natural") -> Custom:
-    """Fig. 14's ordering at equal κ: per seed, the geometric mean over κ/d of
-    ``key``(channel) / ``key``(reference); the t-interval over seeds of its logarithm, mapped
-    back (the reading's base is 1, its test the ratio)."""
+    """Fig. 14's ordering at equal κ: ``key``(channel) / ``key``(reference) in every (seed, κ/d)
+    cell both channels ran; the t-interval over those cells of the log ratio, mapped back (the
+    reading's base is 1, its test the geometric-mean ratio). Every cell is one paired
+    comparison at equal κ, so the spread across κ counts: averaging κ within a seed first
+    leaves three numbers whose spread can be small by chance."""
 
     def fn(root: Path) -> Reading:
         rows = [r for r in _rows(file, root) if r.get("part") == "defended"]
@@ -298,18 +300,16 @@ def channel_ratio(file: str, channel: str, key: str = "mse", reference: str = "n
         logs = []
         for seed in sorted({s for s, _ in by}, key=str):
             a, b = by.get((seed, channel), {}), by.get((seed, reference), {})
-            common = sorted(set(a) & set(b))
-            if common:
-                logs.append(sum(math.log(a[k] / b[k]) for k in common) / len(common))
+            logs += [math.log(a[k] / b[k]) for k in sorted(set(a) & set(b))]
         if not logs:
-            return Reading(None, None, None, srcs, "no seed with both channels")
+            return Reading(None, None, None, srcs, "no (seed, κ) cell with both channels")
         from core.verdicts import t_interval
 
-        iv = t_interval(logs, f"Student-t over {len(logs)} seeds of the log geometric-mean "
-                              "ratio over κ/d, mapped back (ratio − 1)")
+        iv = t_interval(logs, f"Student-t over {len(logs)} (seed, κ/d) cells of the log ratio, "
+                              "mapped back (ratio − 1)")
         ratio = math.exp(sum(logs) / len(logs))
         if iv is None:
-            return Reading(1.0, ratio, None, srcs, "fewer than two seeds")
+            return Reading(1.0, ratio, None, srcs, "fewer than two cells")
         return Reading(1.0, ratio, Interval(ratio - 1, math.exp(iv.lo) - 1, math.exp(iv.hi) - 1,
                                             iv.method, iv.n), srcs)
 

@@ -225,3 +225,29 @@ def test_preset_data_absent_is_one_clear_error_and_nothing_downloads(pid, tmp_pa
     msg = str(err.value)
     assert cfg.data.name in msg and str(tmp_path / "empty") in msg
     assert not (tmp_path / "empty").exists()  # nothing created, nothing fetched
+
+
+def test_fig14_channel_ordering_reads_every_seed_and_kappa_cell(tmp_path):
+    root = _fixture_root(tmp_path)
+
+    def rows(white_over_natural):
+        out = []
+        for seed in (0, 1, 2):
+            for i, k in enumerate((0.01, 0.1, 1.0)):
+                nat = 0.1 * (i + 1) * (1 + 0.05 * seed)
+                out += [{"part": "defended", "seed": seed, "defense": "natural",
+                         "kappa_per_dim": k, "mse": nat},
+                        {"part": "defended", "seed": seed, "defense": "white",
+                         "kappa_per_dim": k, "mse": nat * white_over_natural(seed, i)}]
+        return {"rows": out}
+
+    _put(root, "benchmarks/results/gradient_leakage.json", rows(lambda s, i: 2.0 + 0.1 * i))
+    row = _rows(root)["kappa_white_over_natural_mse"]
+    assert row["verdict"] == HOLDS and row["ours_default"]["interval"]["n"] == 9
+    assert math.isclose(row["ours_default"]["value"][1], (2.0 * 2.1 * 2.2) ** (1 / 3))
+    # the ratio flips with κ inside every seed: the seed means agree, the cells do not
+    _put(root, "benchmarks/results/gradient_leakage.json", rows(lambda s, i: (0.5, 1.1, 2.0)[i]))
+    assert _rows(root)["kappa_white_over_natural_mse"]["verdict"] == UNRESOLVED
+    # wholly below 1: the paper's ordering does not hold
+    _put(root, "benchmarks/results/gradient_leakage.json", rows(lambda s, i: 0.8 - 0.05 * i))
+    assert _rows(root)["kappa_white_over_natural_mse"]["verdict"] == FAILS
