@@ -122,13 +122,13 @@ def _kappa_trend(channel: str, fig_acc: str, fig_dra: str) -> tuple[Claim, Claim
     return (
         Claim("κ channel", f"kappa_{channel}_utility",
               f"κ↑ raises accuracy ({channel.capitalize()} Channel)",
-              f"κ channel Fig. {fig_acc} and Appendix text ('The results for White Channel and "
+              f"κ channel Fig. {fig_acc} and Appendix F ('The results for White Channel and "
               "Personalized Channel')", quote, "values in the figure only",
               "test accuracy", "κ/d=0.01", "κ/d=1", ">",
               (Scale(setting, SeedRows(_GL, rows, at[0.01], at[1.0], "utility")),), _GL_CMD),
         Claim("κ channel", f"kappa_{channel}_mse",
               f"κ↓ raises gradient-inversion MSE ({channel.capitalize()} Channel)",
-              f"κ channel Fig. {fig_dra} and Appendix text ('The results for White Channel and "
+              f"κ channel Fig. {fig_dra} and Appendix F ('The results for White Channel and "
               "Personalized Channel')", quote, "values in the figure only",
               "MSE of the strongest inverter", "κ/d=1", "κ/d=0.01", ">",
               (Scale(setting, SeedRows(_GL, rows, at[1.0], at[0.01], "mse")),), _GL_CMD),
@@ -355,7 +355,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "κ channel", "kappa_psnr",
         "κ↓ lowers gradient-inversion PSNR (κ↑ lets more through)",
-        "κ channel Figs. 27 and 31 and Appendix text ('More metrics for evaluating the ability "
+        "κ channel Figs. 27 and 31 and Appendix F ('More metrics for evaluating the ability "
         "to defend against DRA')",
         "All of these results demonstrate that reducing channel capacity can effectively reduce "
         "the quality of reconstruction.", "values in the figures only",
@@ -420,7 +420,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "κ channel", "kappa_mia",
         "κ↓ lowers membership inference (Natural Channel)",
-        "κ channel Fig. 25 and Appendix text ('The defense ability for defending against MIA')",
+        "κ channel Fig. 25 and Appendix F ('The defense ability for defending against MIA')",
         "When we constrain the transmitted information, the AUC for conducting MIA "
         "significantly decreases.",
         "values in the figure only", "LiRA AUC", "κ=320", "κ=5", "<",
@@ -446,7 +446,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "κ channel", "kappa_thm1",
         "Theorem 1: no attacker's expected MSE falls below the bound",
-        "κ channel Theorem 1 (§3.1, Eq. 5)",
+        "κ channel Theorem 1 (§3.1)",
         "Theorem 1 (Lower bound for reconstruction error).",
         "a lower bound on E‖D − D̂‖²/d", "mean MSE − bound (channel nearest the bound)",
         "bound", "mean MSE", ">",
