@@ -362,7 +362,8 @@ def build_table(root: Path = ROOT, *, costs: dict[str, Any] | None = None,
                        "verdict": None, "estimate": False, "measured": False}
         top = deciding_cell(cells)
         verdict = top["verdict"] if top else UNRESOLVED
-        why = (top or {}).get("why") or ("" if top else "not measured at any scale")
+        why = (top or {}).get("why") or ("" if top else f"{NOT_MEASURED} at any scale: "
+                                         + "; ".join(c["why"] for c in cells if c.get("why")))
         rows.append({
             "paper": c.paper, "claim_id": c.claim_id, "origin": c.origin,
             "statement": c.statement, "citation": c.citation, "quote": c.quote,
