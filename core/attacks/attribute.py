@@ -5,7 +5,9 @@ functions over arrays (ML Privacy Meter v2 style):
   auxiliary data with known u (logistic regression or a small MLP), then scores it on test r;
 - :func:`prior_attack`: the no-model baseline (predict from the aux class frequencies);
 - :func:`score_in_training`: scores probabilities produced elsewhere (the in-training
-  adversary Ψ of the FL loop).
+  adversary Ψ of the FL loop);
+- :func:`fresh_on_release`, :func:`prior_on_release`: the registered fresh attackers and prior
+  as protocol functions (release, knowledge) -> :class:`core.attacks.protocol.AttackOutput`.
 
 Attribute values are integer codes 0..k-1; k is inferred from the data (or given) and every
 outcome's ``proba`` has k columns even when some values are absent from a split.
@@ -14,7 +16,7 @@ outcome's ``proba`` has k columns even when some values are absent from a split.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -390,3 +392,32 @@ def strongest(outcomes: dict[str, AttackOutcome], by: str = "auc") -> str:
         if np.isfinite(v) and sign * v > best:
             best_name, best = name, sign * v
     return best_name
+
+
+# ---------------------------------------------------------------------------------------------
+# the registered attacks' protocol functions (core.catalog.attribute_attacks)
+
+
+def fresh_on_release(release: Any, knowledge: Any, *, model: str, seed: int,
+                     mlp_hidden: int = 64, mlp_epochs: int = 500, max_train: int = 10_000,
+                     **_: Any) -> Any:
+    """A fresh attacker trained on the knowledge's aux rows (calibrated, class-balanced
+    decision: :func:`fresh_attacker_proba`) applied to the release's target rows, as an
+    :class:`core.attacks.protocol.AttackOutput`."""
+    from core.attacks.protocol import AttackOutput
+
+    if knowledge.aux_features is None:
+        raise ValueError("knowledge.aux_features: a fresh attacker needs auxiliary rows")
+    fa = fresh_attacker_proba(
+        knowledge.aux_features, knowledge.aux_labels, release.targets, model=model, seed=seed,
+        n_classes=knowledge.n_classes, mlp_hidden=mlp_hidden, mlp_epochs=mlp_epochs,
+        max_train=max_train)
+    return AttackOutput(model, fa.proba, fa.calibrated, fa.info, fa.decision_weights)
+
+
+def prior_on_release(release: Any, knowledge: Any, **_: Any) -> Any:
+    """No model: every target gets the aux class frequencies (add-one smoothed)."""
+    from core.attacks.protocol import AttackOutput
+
+    n = len(release.targets)
+    return AttackOutput("prior", prior_proba(knowledge.aux_labels, n, knowledge.n_classes))
