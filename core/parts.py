@@ -2,7 +2,12 @@
 
 A :class:`DefensePart` names its config block (a tagged pydantic model carrying only its own
 parameters), the release it produces, its privacy knob and its accounting, and where its
-builder lives (per family: :meth:`DefensePart.builder_for`). An :class:`AttackPart` declares
+builder lives (per family: :meth:`DefensePart.builder_for`); besides, everything other modules
+would otherwise branch on by its name: whether it is its families' undefended baseline, the
+:class:`Control` s a page draws for it, a family page's live readout, the fixed points a
+comparison may add (:class:`FixedPoint`), where the first config shape kept its parameters,
+and the defenses its paper claims to beat. No module outside :mod:`core.catalog` and this one
+compares a part's name with a string (``benchmarks/registry_bench.py`` counts it). An :class:`AttackPart` declares
 everything a runner, a config and a page need: its :class:`Family`, the name a user writes in
 ``cfg.attack.attackers`` (:attr:`AttackPart.key`), one display title, the releases it accepts,
 what else it needs, whether its scores pool over several target models, its metric names and
@@ -226,8 +231,8 @@ def ladder(low: float, high: float, slack: float = 1e-4) -> tuple[float, ...]:
 @dataclass(frozen=True)
 class Control:
     """A block field a family's page draws for a defense besides its knob: the widget follows
-    the field's type (a ``Literal`` a choice, a ``bool`` a toggle, a bounded number a number box
-    with the field's own range, :mod:`dashboard.components.part_controls`)."""
+    the field's type (a ``Literal`` a choice, a ``bool`` a checkbox, a bounded number a number
+    box with the field's own range, :mod:`dashboard.components.part_controls`)."""
 
     field: str
     #: the widget's label (default: the field's name in words)

@@ -29,6 +29,7 @@ class TempJitter(Block):
     strength: Annotated[float, Ge(0.0), Le(2.0)] = 1.0
     mode: Literal["gaussian", "uniform"] = "uniform"
     scale: Annotated[float, Ge(0.5), Le(4.0)] = 2.0
+    clipped: bool = True
 
 
 def _never_built(*_: Any, **__: Any) -> Any:
@@ -42,7 +43,9 @@ def temporary_defense() -> Iterator[DefensePart]:
         knob=Knob.of(TempJitter, "strength", "s", "jitter strength", "linear",
                      "higher_is_more_private"),
         accounting=None, builder=_never_built, config=TempJitter,
-        controls=(Control("mode", "jitter law"), Control("scale", families=("membership",))))
+        controls=(Control("mode", "jitter law"), Control("scale", families=("membership",)),
+                  Control("clipped", help="clip before the jitter"),
+                  Control("strength", families=("gradient_leakage",))))
     DEFENSES.register(TEMP, part)
     try:
         yield part
@@ -77,7 +80,10 @@ def test_a_registered_defense_gets_its_controls_on_its_page(store):
         assert law.label == "jitter law" and law.value == "uniform"
         assert list(law.options) == ["gaussian", "uniform"]
         scale = at.text_input(key=f"mi_{TEMP}_scale__text")
-        assert scale.value == "2"
+        assert scale.value == "2" and scale.label == "scale"
+        assert at.checkbox(key=f"mi_{TEMP}_clipped").value is True
+        # a control declared for another family is not drawn here
+        assert not [w for w in at.text_input if w.key == f"mi_{TEMP}_strength__text"]
     at = _membership_page()
     assert "temporary jitter" not in at.selectbox(key="mi_defense").options
 

@@ -6,7 +6,7 @@ controls on its family's page with no page edit.
   select slider over :meth:`core.parts.Knob.positions`);
 - each declared :class:`core.parts.Control` for the family, from the block's field: a
   ``Literal`` a select box (a segmented control when the control says so), a ``bool`` a
-  toggle, a bounded number a number box with the field's own range
+  checkbox, a bounded number a number box with the field's own range
   (:func:`dashboard.components.inputs.number_ui`).
 
 Pages choose where the widgets go and their widget keys (``key(field)``); the values come back
@@ -51,7 +51,7 @@ def control_ui(part: DefensePart, control: Control, *, key: str, where: Any = No
         return where.selectbox(label, list(options), key=key, help=help_)
     if info.annotation is bool:
         st.session_state.setdefault(key, bool(info.default))
-        return bool(where.toggle(label, key=key, help=help_))
+        return bool(where.checkbox(label, key=key, help=help_))
     # the range is the block's own (delta, clip norm, ...)
     return number_ui(label, key=key, default=info.default, where=where,
                      field=(part.config, control.field), help=help_)
