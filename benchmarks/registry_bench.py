@@ -19,7 +19,7 @@ Every figure is counted by an AST walk of the repository, so it moves only when 
   "allowed range" ValueError naming the field it was handed (a private checker);
 - ``layer_violations``: imports from a lower layer to a higher one (dashboard → core.runs →
   core.attacks / core.defenses / core.bounds → the rest of core), or of a runner's private name
-  from a page.
+  from a page;
 - ``upward_imports``: import statements (module level, inside functions, under
   ``TYPE_CHECKING``) in ``core/``, ``cache/`` and ``dashboard/`` that reach a higher layer of
   :func:`layer_rank` (the rest of core → bounds / attacks / defenses → runs → cache →
@@ -27,7 +27,10 @@ Every figure is counted by an AST walk of the repository, so it moves only when 
   ``core.bounds`` (pure numpy) into either of them;
 - ``import_cycles``: strongly connected components of two or more modules in the project's
   import graph over ``core/``, ``cache/`` and ``dashboard/`` (every import statement an edge,
-  function-level ones included: a lazy import still ties the two modules together).
+  function-level ones included: a lazy import still ties the two modules together);
+- ``defense_name_literals_outside_parts``: comparisons in ``core/``, ``cache/`` and ``dashboard/``
+  outside the parts' own modules (``core/catalog/``, ``core/parts.py``) against a registered
+  defense, attack or attack config name (:func:`defense_name_literals_outside_parts`).
 """
 
 from __future__ import annotations
@@ -94,6 +97,65 @@ def name_branches(root: Path = RUNS) -> dict[str, list[str]]:
                 out["attack"].append(where)
             if any(s in defenses for s in spelled):
                 out["defense"].append(where)
+    return out
+
+
+#: the trees searched for part-name literals, and the parts' own modules left out of it
+NAME_LITERAL_TREES = ("core", "cache", "dashboard")
+PARTS_OWN = ("core/catalog/", "core/parts.py")
+
+
+def _function_module(function: Any) -> str | None:
+    """The repository path of the module an ``AttackPart.function`` lives in."""
+    module = (function.partition(":")[0] if isinstance(function, str)
+              else getattr(function, "__module__", None))
+    return None if not module else module.replace(".", "/") + ".py"
+
+
+def _implemented_words() -> dict[str, set[str]]:
+    """Module path -> the attack names and config names of the attacks it implements (the
+    module of their ``AttackPart.function``)."""
+    from core.parts import ATTACKS
+
+    out: dict[str, set[str]] = {}
+    for name, part in ATTACKS.items():
+        module = _function_module(part.function)
+        if module is not None:
+            out.setdefault(module, set()).update({name, part.key})
+    return out
+
+
+def defense_name_literals_outside_parts(root: Path = ROOT) -> list[str]:
+    """``file:line: source`` of every comparison (``ast.Compare``: ``==``, ``!=``, ``in``,
+    ``is``, ...) one of whose operands spells, as a string literal or a literal tuple, list or
+    set of them, a registered defense name, attack name or attack config name, in
+    ``core/``, ``cache/`` and ``dashboard/`` under ``root`` except the parts' own modules
+    (``core/catalog/``, ``core/parts.py``). ``match`` cases and dict-key lookups are not
+    counted.
+
+    Generic words: an attack's name may also be a plain option value (``model == "mlp"``, a
+    label mode ``"idlg"``). Such a comparison is left out only where it sits in the module that
+    implements that very attack (the module of its ``AttackPart.function``), where the word is
+    the attack's own option; the same word anywhere else counts, and a defense name counts
+    everywhere (a defense's module names it through its block)."""
+    attacks, defenses = registered_names()
+    own = _implemented_words() if root == ROOT else {}
+    out = []
+    for tree_name in NAME_LITERAL_TREES:
+        if not (root / tree_name).is_dir():
+            continue
+        for path in _py(root / tree_name):
+            rel = path.relative_to(root).as_posix()
+            if rel.startswith(PARTS_OWN):
+                continue
+            exempt = own.get(rel, set())
+            for node in ast.walk(_tree(path)):
+                if not isinstance(node, ast.Compare):
+                    continue
+                spelled = {s for part in (node.left, *node.comparators) for s in _strings(part)}
+                hits = (spelled & defenses) | ((spelled & attacks) - exempt)
+                if hits:
+                    out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return out
 
 
@@ -414,6 +476,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     upward = upward_import_list()
     cycles = import_cycle_list()
     edits, seen = edits_to_add_attack()
+    literals = defense_name_literals_outside_parts()
     headline = {
         "runners_using_protocol": sum(protocol.values()),
         "runners_scoring_attacks": len(protocol),
@@ -425,6 +488,7 @@ def main(quick: bool = False) -> dict[str, Any]:
         "layer_violations": len(layers),
         "upward_imports": len(upward),
         "import_cycles": len(cycles),
+        "defense_name_literals_outside_parts": len(literals),
     }
     rows = [{"figure": k, "value": v} for k, v in headline.items()]
     notes = ("counted by AST walks of the source (benchmarks/registry_bench.py); seed_mixers "
@@ -434,8 +498,9 @@ def main(quick: bool = False) -> dict[str, Any]:
             "targets": {"runners_using_protocol": "= runners_scoring_attacks",
                         "attack_name_branches": 0, "defense_kind_branches": 0,
                         "edits_to_add_attack": 1, "seed_mixers": 1, "range_checkers": 1,
-                        "layer_violations": 0, "upward_imports": 0, "import_cycles": 0},
+                        "layer_violations": 0, "upward_imports": 0, "import_cycles": 0,
+                        "defense_name_literals_outside_parts": 0},
             "details": {"runners": protocol, "branches": branches, "seed_mixer_sites": mixers,
                         "range_checker_functions": checkers, "layer_violations": layers,
                         "upward_imports": upward, "import_cycles": cycles,
-                        "temporary_attack": seen}}
+                        "name_literals": literals, "temporary_attack": seen}}

@@ -48,7 +48,7 @@ import numpy as np
 from core import metric_schema as S
 from core.checks import range_error, range_text
 from core.config import MAX_SWEEP_POINTS
-from core.parts import DEFENSES, DefensePart
+from core.parts import DEFENSES, DefensePart, baseline_for, is_baseline
 from core.progress import CancelToken, Progress, ProgressCallback, as_progress
 
 __all__ = [
@@ -483,8 +483,9 @@ def comparison_sweeps(spec: ComparisonSpec) -> tuple[list[tuple[DefenseSpec, dic
     base = _merge(defaults, spec.base)
     base["data"] = {**base.get("data", {}), "name": spec.data}
     defenses = list(spec.defenses)
-    if not any(d.defense == "none" for d in defenses) and "none" in applicable_defenses(spec.family):
-        defenses.insert(0, DefenseSpec("none"))
+    baseline = baseline_for(spec.family)
+    if baseline is not None and not any(d.defense == baseline for d in defenses):
+        defenses.insert(0, DefenseSpec(baseline))
     if uses_audit(spec) and "audit" in base:
         # every point audited; the comparison's points share the confidence (Bonferroni)
         points = sum(len(d.grid if d.grid is not None else default_grid(DEFENSES.get(d.defense)))
@@ -621,11 +622,11 @@ class Comparison:
 
     @property
     def undefended(self) -> Curve | None:
-        return next((c for c in self.curves if c.defense == "none"), None)
+        return next((c for c in self.curves if is_baseline(c.defense)), None)
 
     @property
     def defended(self) -> list[Curve]:
-        return [c for c in self.curves if c.defense != "none"]
+        return [c for c in self.curves if not is_baseline(c.defense)]
 
     def points(self) -> list[tuple[str, float | None, float, float]]:
         """(curve name, knob, utility mean, leakage mean) of every seed-mean point."""
@@ -749,7 +750,7 @@ def run_comparison(spec: ComparisonSpec, store: Any,
                 arr["lo"][ki, si], arr["hi"][ki, si] = iv
             keys[ki][si] = r["key"]
         curves.append(Curve(
-            name=d.name if d.defense != "none" else "no defense", defense=d.defense,
+            name="no defense" if is_baseline(d.defense) else d.name, defense=d.defense,
             params=dict(d.params), symbol=part.knob.symbol if part.knob else None,
             knob_field=part.knob.field if d.swept else None, budget_metric=budget,
             knob=np.array(knobs, dtype=float), seeds=seeds, utility=arr["u"], leakage=arr["a"],
@@ -847,8 +848,14 @@ def membership_spec(executor: str = "serial", workers: int | None = None) -> Com
 
 
 #: DP-SGD's ε = ∞ point: clipping without noise, through the same pipeline as the ε grid
-DPSGD_NO_NOISE = DefenseSpec.of("dp_sgd", (), label="DP-SGD · clipping only (ε = ∞)",
-                                noise_multiplier=0.0, target_epsilon=None)
+def fixed_point_specs(defense: str) -> tuple[DefenseSpec, ...]:
+    """The defense's registered fixed points (:class:`core.parts.FixedPoint`) as unswept
+    specs."""
+    return tuple(DefenseSpec.of(defense, (), label=p.label, **dict(p.params))
+                 for p in DEFENSES.get(defense).fixed_points)
+
+
+DPSGD_NO_NOISE = fixed_point_specs("dp_sgd")[0]
 
 
 def audit_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:

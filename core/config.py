@@ -38,6 +38,7 @@ from core.config_base import Block
 from core.config_files import MAX_DEPTH
 from core.parts import (
     DEFENSES,
+    attack_by_config_name,
     baseline_for,
     check_attackers,
     check_combination,
@@ -460,8 +461,9 @@ class MembershipAttackSpec(_Model):
                               note="shadows/2")
         if self.targets > self.shadows + 1:
             raise range_error("targets", self.targets, 1, self.shadows + 1, note="shadows + 1")
-        if (self.targets > 1 and "rmia" in self.attackers
-                and self.rmia_references > self.shadows // 2 - 1):
+        if (self.targets > 1 and self.rmia_references > self.shadows // 2 - 1
+                and any("rmia_references" in attack_by_config_name("membership", a).params
+                        for a in self.attackers)):
             raise range_error("rmia_references", self.rmia_references, 1, self.shadows // 2 - 1,
                               note="with pooled targets a shadow target leaves each row "
                                    "shadows/2 − 1 OUT models")

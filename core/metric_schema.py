@@ -772,15 +772,16 @@ for _spec in (
 del _S, _spec
 
 # -- headlines per kind
-def _attribute_budgets() -> dict[str, str | None]:
-    """Each registered federated defense's budget metric (from its knob in core.parts)."""
-    from core.parts import DEFENSES
+def _budgets(family: str) -> dict[str, str | None]:
+    """Each registered defense of ``family``: its budget metric (from its knob in
+    core.parts)."""
+    from core.parts import budget_metrics
 
-    return {name: (p.knob.budget_metric if p.knob else None) for name, p in DEFENSES.items()
-            if "attribute_privacy" in p.families}
+    return budget_metrics(family)
 
 
-_ATTRIBUTE = Headline(utility="utility_acc", attack="attack_auc_best", budget=_attribute_budgets())
+_ATTRIBUTE = Headline(utility="utility_acc", attack="attack_auc_best",
+                      budget=_budgets("attribute_privacy"))
 HEADLINES: dict[str, Headline] = {
     # the budget depends on the defense (λ, ε, pruning rate): its knob's budget metric
     "attribute_privacy": _ATTRIBUTE,
@@ -788,12 +789,10 @@ HEADLINES: dict[str, Headline] = {
     # a projection has no attack; trustworthiness is its quality
     "projection": Headline(utility="trustworthiness", attack=None, budget=None),
     "membership": Headline(utility="utility_acc", attack="mia_auc_best",
-                           budget={"none": None, "inf2guard": "tradeoff_lambda",
-                                   "dp_sgd": "epsilon_accountant", "channel": "kappa"}),
+                           budget=_budgets("membership")),
     # reconstruction quality of the strongest inverter against the defense's knob
     "gradient_leakage": Headline(utility="utility_acc", attack="recon_best_psnr_median",
-                                 budget={"none": None, "channel": "kappa",
-                                         "dp_sgd": "epsilon_accountant"}),
+                                 budget=_budgets("gradient_leakage")),
     # the strongest attribute attack on the noisy weights against the worst-case FIL η
     "fisher_information": Headline(utility="fil_utility_acc", attack="fil_attack_acc_best",
                                    budget="fil_eta"),

@@ -22,28 +22,33 @@ from typing import Any
 RENAMED_KINDS = {"tappfl": "attribute_privacy"}
 #: v1 top-level fields that now live in a defense block (or nowhere)
 _V1_DEFENSE_FIELDS = ("tradeoff_lambda", "dp", "pruning_rate", "pruning_target")
+#: the defense a v1 mapping without one ran (the v1 default)
+_V1_DEFAULT = "tappfl"
 _DROPPED = {"utility_epochs": "utility_epochs was read nowhere (the utility heads have fixed "
                               "settings); dropped"}
 
 
+def _legacy(name: str) -> tuple[tuple[str, str], ...]:
+    """(v1 path, block field) of the registered defense ``name``
+    (:attr:`core.parts.DefensePart.legacy_fields`); none for an unknown name."""
+    from core.parts import DEFENSES
+
+    return DEFENSES.get(name).legacy_fields if name in DEFENSES else ()
+
+
 def _v1_block(name: str, obj: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    """The v2 defense block for a v1 defense string and its top-level parameters."""
-    dp = obj.get("dp") if isinstance(obj.get("dp"), dict) else {}
-    if name == "tappfl":
-        block = {"kind": "tappfl"}
-        if "tradeoff_lambda" in obj:
-            block["tradeoff_lambda"] = obj["tradeoff_lambda"]
-        return block
-    if name in ("dp_gaussian", "dp_laplace"):
-        return {"kind": name, **{k: v for k, v in dp.items() if k in ("epsilon", "delta", "clip_norm")}}
-    if name == "pruning":
-        block = {"kind": "pruning"}
-        if "pruning_rate" in obj:
-            block["rate"] = obj["pruning_rate"]
-        if "pruning_target" in obj:
-            block["target"] = obj["pruning_target"]
-        return block
-    return {"kind": name}
+    """The v2 defense block for a v1 defense string and its top-level parameters (where the
+    part's ``legacy_fields`` say they were)."""
+    block: dict[str, Any] = {"kind": name}
+    for path, field in _legacy(name):
+        head, _, sub = path.partition(".")
+        src = obj.get(head)
+        if sub:
+            if isinstance(src, dict) and sub in src:
+                block[field] = src[sub]
+        elif head in obj:
+            block[field] = src
+    return block
 
 
 def migrate(obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -69,8 +74,7 @@ def migrate(obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     defense = out.get("defense")
     if isinstance(defense, str):  # v1: a string and loose top-level parameters
         out["defense"] = _v1_block(defense, out, notes)
-        used = {"tappfl": ("tradeoff_lambda",), "dp_gaussian": ("dp",), "dp_laplace": ("dp",),
-                "pruning": ("pruning_rate", "pruning_target")}.get(defense, ())
+        used = {path.partition(".")[0] for path, _ in _legacy(defense)}
         moved = [f for f in _V1_DEFENSE_FIELDS if f in out and f in used]
         dropped = [f for f in _V1_DEFENSE_FIELDS if f in out and f not in used]
         for f in _V1_DEFENSE_FIELDS:
@@ -83,16 +87,17 @@ def migrate(obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     # v2 mapping with v1-style overrides (``--set tradeoff_lambda=0.75`` on a v2 file)
     block = defense if isinstance(defense, dict) else None
     if defense is None and any(f in out for f in _V1_DEFENSE_FIELDS):
-        block = out["defense"] = {"kind": "tappfl"}
+        block = out["defense"] = {"kind": _V1_DEFAULT}
     if block is not None:
-        aliases = {"tradeoff_lambda": ("tappfl", "tradeoff_lambda"),
-                   "pruning_rate": ("pruning", "rate"), "pruning_target": ("pruning", "target")}
-        for old, (owner, new) in aliases.items():
-            if old in out and block.get("kind", "tappfl") == owner:
+        owner = block.get("kind", _V1_DEFAULT)
+        legacy = _legacy(owner) if isinstance(owner, str) else ()
+        for old, new in ((p, f) for p, f in legacy if "." not in p):
+            if old in out:
                 block[new] = out.pop(old)
                 notes.append(f"{old} moved to defense.{new}")
-        if isinstance(out.get("dp"), dict) and block.get("kind") in ("dp_gaussian", "dp_laplace"):
-            for k, v in out.pop("dp").items():
-                block[k] = v
-            notes.append("dp.* moved into the defense block")
+        for head in dict.fromkeys(p.partition(".")[0] for p, _ in legacy if "." in p):
+            if isinstance(out.get(head), dict):
+                for k, v in out.pop(head).items():
+                    block[k] = v
+                notes.append(f"{head}.* moved into the defense block")
     return out, notes

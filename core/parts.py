@@ -2,7 +2,12 @@
 
 A :class:`DefensePart` names its config block (a tagged pydantic model carrying only its own
 parameters), the release it produces, its privacy knob and its accounting, and where its
-builder lives (per family: :meth:`DefensePart.builder_for`). An :class:`AttackPart` declares
+builder lives (per family: :meth:`DefensePart.builder_for`); besides, everything other modules
+would otherwise branch on by its name: whether it is its families' undefended baseline, the
+:class:`Control` s a page draws for it, a family page's live readout, the fixed points a
+comparison may add (:class:`FixedPoint`), where the first config shape kept its parameters,
+and the defenses its paper claims to beat. No module outside :mod:`core.catalog` and this one
+compares a part's name with a string (``benchmarks/registry_bench.py`` counts it). An :class:`AttackPart` declares
 everything a runner, a config and a page need: its :class:`Family`, the name a user writes in
 ``cfg.attack.attackers`` (:attr:`AttackPart.key`), one display title, the releases it accepts,
 what else it needs, whether its scores pool over several target models, its metric names and
@@ -118,6 +123,9 @@ class Knob:
     #: channel slides and sweeps other κ on the membership page than in gradient leakage);
     #: read through :meth:`for_family`
     family_fields: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
+    #: the knob's range and grids are per input dimension (κ/d on the gradient-leakage page):
+    #: :meth:`for_dim` turns them into values for data of dimension d
+    per_dim: bool = False
 
     @classmethod
     def of(cls, block: type, field: str, symbol: str, label: str,
@@ -133,6 +141,23 @@ class Knob:
 
         fields = dict(self.family_fields).get(family) if family else None
         return replace(self, family_fields=(), **dict(fields)) if fields else self
+
+    def for_dim(self, d: int) -> Knob:
+        """A :attr:`per_dim` knob for data of dimension ``d``: [low, high], the grids and the
+        options times d, its positions the 1-2-5 ladder over [low·d, high·d] (1 % slack at the
+        ends: low·d seldom falls on a 1-2-5 value); any other knob unchanged."""
+        from dataclasses import replace
+
+        if not self.per_dim:
+            return self
+
+        def times(vals: tuple[float, ...]) -> tuple[float, ...]:
+            return tuple(float(f"{v * d:.6g}") for v in vals)
+
+        low, high = self.low * d, self.high * d
+        return replace(self, per_dim=False, low=low, high=high, grid=times(self.grid),
+                       teaching=times(self.teaching),
+                       options=times(self.options) if self.options else ladder(low, high, 0.01))
 
     @property
     def more_private(self) -> str:
@@ -171,19 +196,54 @@ class Knob:
         """A select slider's positions: :attr:`options`, else on a log scale the 1-2-5 ladder
         over [low, high] with the teaching grid added (each swept value can be shown); empty
         on a linear scale (a continuous slider with :meth:`slider_step`)."""
-        import math
 
         if self.options:
             return tuple(float(v) for v in self.options)
         if self.scale != "log" or self.low <= 0:
             return ()
-        ladder = set()
-        e = math.floor(math.log10(self.low))
-        while 10.0 ** e <= self.high * 1.0001:
-            ladder.update(float(f"{m * 10.0 ** e:.6g}") for m in (1, 2, 5))
-            e += 1
-        ladder = {v for v in ladder if self.low * 0.9999 <= v <= self.high * 1.0001}
-        return tuple(sorted(ladder | set(self.teaching_grid())))
+        return tuple(sorted(set(ladder(self.low, self.high)) | set(self.teaching_grid())))
+
+
+def ladder(low: float, high: float, slack: float = 1e-4) -> tuple[float, ...]:
+    """The 1-2-5 values of every decade within [low, high] (``low`` > 0), ascending; values
+    within the relative ``slack`` outside an end are kept."""
+    import math
+
+    out = set()
+    e = math.floor(math.log10(low))
+    while 10.0 ** e <= high * (1 + slack):
+        out.update(float(f"{m * 10.0 ** e:.6g}") for m in (1, 2, 5))
+        e += 1
+    return tuple(sorted(v for v in out if low * (1 - slack) <= v <= high * (1 + slack)))
+
+
+@dataclass(frozen=True)
+class Control:
+    """A block field a family's page draws for a defense besides its knob: the widget follows
+    the field's type (a ``Literal`` a choice, a ``bool`` a checkbox, a bounded number a number
+    box with the field's own range, :mod:`dashboard.components.part_controls`)."""
+
+    field: str
+    #: the widget's label (default: the field's name in words)
+    label: str | None = None
+    #: the widget's help (default: the field's description)
+    help: str | None = None
+    #: the families whose pages draw it (empty: every family of the defense)
+    families: tuple[str, ...] = ()
+    #: a choice drawn as a segmented control (few options) instead of a select box
+    segmented: bool = False
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """A setting of a defense a comparison may add beside its knob sweep (DP-SGD's ε = ∞:
+    clipping without noise): ``params`` are block fields."""
+
+    label: str
+    params: tuple[tuple[str, Any], ...]
+    #: what the widget offering it says
+    question: str = ""
+    help: str = ""
 
 
 @dataclass(frozen=True)
@@ -206,6 +266,9 @@ class DefensePart:
     #: a choice field of the block whose values are defenses of their own on a comparison
     #: plane (the κ channel's Natural / White / ...; core.compare, the Compare page)
     variants: str | None = None
+    #: (value, title) of the :attr:`variants` field's values where a page names them (default:
+    #: the value capitalised)
+    variant_titles: tuple[tuple[str, str], ...] = ()
     #: (family, release) pairs the defense releases *besides* its main release there
     #: (Inf2Guard's membership defense publishes its encoder's representations r too)
     extra_releases: tuple[tuple[str, str], ...] = ()
@@ -219,6 +282,43 @@ class DefensePart:
     baseline: bool = False
     #: where it is listed (pages, unions, ``privlab parts``): by ``order``, then registration
     order: int = 1000
+    #: the block fields a page draws besides the knob (:meth:`controls_for`)
+    controls: tuple[Control, ...] = ()
+    #: (family, ``"module:attr"``): the closed-form panel a family's page shows before any run
+    #: (``fn(cfg, spec, shape, basis=None) -> {"cards", "notes", ...}``)
+    readouts: tuple[tuple[str, str], ...] = ()
+    #: settings a comparison may add beside the knob sweep
+    fixed_points: tuple[FixedPoint, ...] = ()
+    #: (v1 path, block field): where the engine's first config shape kept this defense's
+    #: parameters (top-level ``tradeoff_lambda``, ``dp.epsilon``): :mod:`core.migrations`
+    legacy_fields: tuple[tuple[str, str], ...] = ()
+    #: defenses its paper claims it keeps more utility than at equal attack success (the
+    #: lessons check the claim on a comparison)
+    outperforms: tuple[str, ...] = ()
+    #: the name its paper's claims use (default: the title)
+    short_title: str = ""
+
+    def controls_for(self, family: str) -> tuple[Control, ...]:
+        """The controls ``family``'s page draws for this defense."""
+        return tuple(c for c in self.controls if not c.families or family in c.families)
+
+    def variant_values(self) -> tuple[str, ...]:
+        """The values of the :attr:`variants` field (a ``Literal`` of the block); empty
+        without one."""
+        import typing
+
+        if not self.variants or self.config is None:
+            return ()
+        return tuple(str(v) for v in typing.get_args(
+            self.config.model_fields[self.variants].annotation))
+
+    def readout_for(self, family: str) -> str | None:
+        """``"module:attr"`` of ``family``'s live readout, None where it declares none."""
+        return dict(self.readouts).get(family)
+
+    @property
+    def short(self) -> str:
+        return self.short_title or self.title
 
     def release_for(self, family: str) -> str:
         """The release this defense produces in ``family``."""
@@ -367,6 +467,18 @@ def baseline_for(family: str) -> str | None:
     return next((n for n, d in DEFENSES.items() if family in d.families and d.baseline), None)
 
 
+def is_baseline(name: str) -> bool:
+    """Whether the registered defense ``name`` is an undefended baseline (False for a name
+    that is not registered)."""
+    return name in DEFENSES and DEFENSES.get(name).baseline
+
+
+def budget_metrics(family: str) -> dict[str, str | None]:
+    """Defense -> the metric its runs report its budget under (its knob's), for ``family``."""
+    return {n: (d.knob.budget_metric if d.knob else None) for n, d in DEFENSES.items()
+            if family in d.families}
+
+
 def defenses_for(family: str) -> list[str]:
     """Registered defenses of ``family`` (``none`` included)."""
     return [n for n, d in DEFENSES.items() if family in d.families]
@@ -427,7 +539,8 @@ def describe() -> dict[str, list[dict[str, Any]]]:
             "knob": None if k is None else {
                 "field": k.field, "symbol": k.symbol, "label": k.label, "low": k.low,
                 "high": k.high, "scale": k.scale, "direction": k.direction},
-            "accounting": d.accounting,
+            "accounting": d.accounting, "baseline": d.baseline,
+            "controls": {f: [c.field for c in d.controls_for(f)] for f in d.families},
             "builder": {f: _object_path(d.builder_for(f)) for f in d.families}})
     attacks = [{"name": name, "config_name": a.key, "family": a.family, "title": a.title,
                 "accepts": list(a.accepts), "needs": list(a.needs), "role": a.role,

@@ -545,9 +545,12 @@ def compare_lesson(comparison: Any) -> Lesson:
         if first_ends is None:
             first_ends = (End(float(c.knob[i0]), {pname: la, spec.utility: ua}, {}),
                           End(float(c.knob[i1]), {pname: lb, spec.utility: ub}, {}))
-    inf = next((c for c in comparison.defended if c.defense == "inf2guard"), None)
-    dp = next((c for c in comparison.defended if c.defense == "dp_sgd"), None)
-    if inf is not None and dp is not None:
+    # the utility claims the parts declare (Inf2Guard over DP-SGD), the first that applies
+    claims = [(c, o) for c in comparison.defended
+              for other in DEFENSES.get(c.defense).outperforms
+              for o in comparison.defended if o.defense == other]
+    for inf, dp in claims[:1]:
+        who, over = DEFENSES.get(inf.defense).short, DEFENSES.get(dp.defense).short
         for row in comparison.table():
             u_inf, u_dp = row.get(inf.name), row.get(dp.name)
             if u_inf is None or u_dp is None:
@@ -555,12 +558,12 @@ def compare_lesson(comparison: Any) -> Lesson:
             lvl = row["level"]
             if u_dp > u_inf:
                 contradictions.append(
-                    f"This contradicts Inf2Guard: it claims more utility than DP-SGD at equal "
-                    f"attack success, but at AUC ≤ {lvl:.2f} DP-SGD keeps {u_dp:.3f} and "
-                    f"Inf2Guard {u_inf:.3f} (seed means).")
+                    f"This contradicts {who}: it claims more utility than {over} at equal "
+                    f"attack success, but at AUC ≤ {lvl:.2f} {over} keeps {u_dp:.3f} and "
+                    f"{who} {u_inf:.3f} (seed means).")
             else:
-                sentences.append(f"At AUC ≤ {lvl:.2f}, Inf2Guard keeps {u_inf:.3f} utility, "
-                                 f"DP-SGD {u_dp:.3f} (seed means), as Inf2Guard claims.")
+                sentences.append(f"At AUC ≤ {lvl:.2f}, {who} keeps {u_inf:.3f} utility, "
+                                 f"{over} {u_dp:.3f} (seed means), as {who} claims.")
             break
     if not sentences and not contradictions:
         sentences = ["The comparison has no defense with two knob values stored yet."]

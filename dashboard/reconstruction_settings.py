@@ -1,21 +1,47 @@
 """Settings of the Reconstruction → gradient leakage page that tests and benchmarks import
 without running the page: the defense choices, the κ slider grid and the sweeps' grids.
 
-DP-SGD's target-ε grid is its registered knob's teaching grid (:mod:`core.parts`). The κ channel's
-slider and sweep scale with the image dimension d (κ/d nats per dimension), which no fixed
-registered grid can say, so they are built here from d."""
+Every grid is a registered knob's (:mod:`core.parts`): DP-SGD's target-ε grid is its teaching
+grid; the κ channel's slider and sweep scale with the image dimension d (κ/d nats per
+dimension), so its gradient-leakage knob is per dimension and :meth:`core.parts.Knob.for_dim`
+turns it into κ for the data."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from core.parts import DEFENSES
+from core.parts import DEFENSES, baseline_for, defenses_for
+
+KIND = "gradient_leakage"
+
+
+def defense_choices(family: str = KIND) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """Choice -> (title, defense, block fields): every registered defense of ``family``, one
+    choice per value of a defense's ``variants`` field (the κ channel's Natural, White, ...:
+    each a defense of its own), titled from the part."""
+    out: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    for name in defenses_for(family):
+        part = DEFENSES.get(name)
+        titles = dict(part.variant_titles)
+        values = part.variant_values()
+        for v in values:
+            symbol = part.knob.symbol + " · " if part.knob else ""
+            out[v] = (f"{symbol}{titles.get(v, v.capitalize())}", name, {part.variants: v})
+        if not values:
+            out[name] = (part.title, name, {})
+    return out
+
+
+def choice_of(block: Any) -> str:
+    """The choice a defense block (a validated block) is on the page."""
+    part = DEFENSES.get(block.kind)
+    return str(getattr(block, part.variants)) if part.variants else block.kind
+
 
 #: the page's "defense" choices: none, each channel of the channel block, DP-SGD
-CHOICES = {"none": "none (undefended)", "natural": "κ · Natural (σI)",
-           "white": "κ · White (∝ Σ_D)", "personalized": "κ · Personalized (σ·diag β)",
-           "laplace": "κ · Laplace (derived bound)", "dp_sgd": "DP-SGD (Opacus)"}
+CHOICES = {c: t for c, (t, _, _) in defense_choices().items()}
+#: the undefended run of the page's settings (the tradeoff plot's reference point)
+BASELINE = baseline_for(KIND)
 #: the "DLG setting" preset (Zhu et al. 2019): LeNet-sigmoid (initialised U(−0.5, 0.5) as in
 #: DLG, :class:`core.nn.LeNetSigmoid`), undefended single-image uploads of the fresh model,
 #: DLG and iDLG at their presets (L-BFGS lr 1, 300 iterations, one start), and the model's own
@@ -29,25 +55,17 @@ DLG_SETTING: dict[str, Any] = {
     "attack": {"attackers": ["dlg", "idlg"], "targets": 32, "batch_size": 1, "iterations": None,
                "model_state": "fresh", "observation": "gradient"},
 }
-#: κ/d values of the κ sweep (nats per dimension) and the target ε values of the DP-SGD sweep
-KAPPA_PER_DIM_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
-EPS_GRID = DEFENSES.get("dp_sgd").knob.for_family("gradient_leakage").teaching_grid()
+#: κ/d values of the κ sweep (nats per dimension) and the target ε values of the DP-SGD sweep:
+#: the knobs' teaching grids
+KAPPA_KNOB = DEFENSES.get("channel").knob.for_family(KIND)
+KAPPA_PER_DIM_GRID = KAPPA_KNOB.teaching_grid()
+EPS_GRID = DEFENSES.get("dp_sgd").knob.for_family(KIND).teaching_grid()
 
 
 def kappa_grid(d: int) -> list[float]:
-    """κ slider positions: a 1-2-5 log scale from about 0.001·d to 10·d nats."""
-    lo, hi = 1e-3 * d, 10.0 * d
-    out = []
-    e = math.floor(math.log10(lo))
-    while True:
-        for m in (1, 2, 5):
-            v = m * 10.0 ** e
-            if lo * 0.99 <= v <= hi * 1.01:
-                out.append(float(f"{v:.6g}"))
-        if 10.0 ** e > hi:
-            break
-        e += 1
-    return out
+    """κ slider positions: a 1-2-5 log scale from about 0.001·d to 10·d nats (the channel's
+    per-dimension knob for dimension d)."""
+    return list(KAPPA_KNOB.for_dim(d).positions())
 
 
 def sweep_configs(config: dict[str, Any], d: int) -> dict[str, list[dict[str, Any]]]:

@@ -106,12 +106,12 @@ def build_config(
                      batch_size=int(values["ap_batch"]), lr=float(values["ap_lr"]),
                      partition=partition)
     block: dict[str, Any] = {"kind": defense}
-    if defense == "tappfl":
-        block["tradeoff_lambda"] = float(lam)
-    if defense in ("dp_gaussian", "dp_laplace") and dp:
-        block.update({k: float(v) for k, v in dp.items()})
-    if defense == "pruning" and pruning_rate is not None:
-        block["rate"] = float(pruning_rate)
+    # each argument lands only in a block that has its field (TAPPFL's λ, the DP blocks'
+    # epsilon / delta / clip_norm, pruning's rate)
+    part = DEFENSES.get(defense) if defense in DEFENSES else None
+    fields = part.config.model_fields if part is not None and part.config is not None else {}
+    given = {"tradeoff_lambda": lam, **(dp or {}), "rate": pruning_rate}
+    block.update({k: float(v) for k, v in given.items() if k in fields and v is not None})
     block.update(params or {})
     cfg["defense"] = block
     if attackers is not None:

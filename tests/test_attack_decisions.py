@@ -13,12 +13,13 @@ import torch
 
 from core.attacks.attribute import (
     fresh_attacker_proba,
+    in_training_attack,
     majority_rate,
     prior_shift_weights,
     score_in_training,
 )
 from core.attacks.property import SubsetRelease, in_training_on_release, score_property
-from core.attacks.protocol import in_training_attack, score_attack
+from core.attacks.protocol import score_attack
 from core.knowledge import AdversaryKnowledge, GroundTruth
 from core.training import MIN_PATIENCE_STEPS, PATIENCE, train_until_plateau, validation_rows
 

@@ -5,7 +5,9 @@ functions over arrays (ML Privacy Meter v2 style):
   auxiliary data with known u (logistic regression or a small MLP), then scores it on test r;
 - :func:`prior_attack`: the no-model baseline (predict from the aux class frequencies);
 - :func:`score_in_training`: scores probabilities produced elsewhere (the in-training
-  adversary Ψ of the FL loop).
+  adversary Ψ of the FL loop);
+- :func:`fresh_on_release`, :func:`prior_on_release`: the registered fresh attackers and prior
+  as protocol functions (release, knowledge) -> :class:`core.attacks.protocol.AttackOutput`.
 
 Attribute values are integer codes 0..k-1; k is inferred from the data (or given) and every
 outcome's ``proba`` has k columns even when some values are absent from a split.
@@ -14,13 +16,17 @@ outcome's ``proba`` has k columns even when some values are absent from a split.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from core.checks import check_int
 from core.data.splits import subsample
+from core.knowledge import AdversaryKnowledge
 from core.metrics import attack_scores, cross_entropy_nats, prior_proba
+
+if TYPE_CHECKING:  # the output type only: protocol imports nothing from here at run time
+    from core.attacks.protocol import AttackOutput
 
 
 @dataclass
@@ -390,3 +396,55 @@ def strongest(outcomes: dict[str, AttackOutcome], by: str = "auc") -> str:
         if np.isfinite(v) and sign * v > best:
             best_name, best = name, sign * v
     return best_name
+
+
+# ---------------------------------------------------------------------------------------------
+# the registered attacks' protocol functions (core.catalog.attribute_attacks)
+
+
+def in_training_attack(release, knowledge: AdversaryKnowledge, *, proba: np.ndarray | None = None,
+                       **_: Any) -> AttackOutput:
+    """The adversary the defense trained against: its probabilities on the target rows were
+    produced with the trained defense (the release's ``adversary_proba``, or ``proba``). It
+    decides class-balanced, as the fresh attackers do (its probabilities are calibrated to the
+    training prior, so a plain argmax would collapse to the majority value)."""
+    proba = release.adversary_proba if proba is None else proba
+    if proba is None:
+        raise ValueError("release.adversary_proba: the release carries no in-training adversary")
+    from core.attacks.protocol import AttackOutput, finite_proba
+
+    return AttackOutput("in_training", finite_proba(proba),
+                        decision_weights=_balanced_decision(knowledge, np.shape(proba)[1]))
+
+
+def _balanced_decision(knowledge: AdversaryKnowledge | None, k: int) -> np.ndarray | None:
+    """The class-balanced decision of the fresh attackers (argmax p_c / π_c, π from the
+    knowledge's aux labels: :func:`prior_shift_weights`); None (plain
+    argmax) when the knowledge holds no labels."""
+    labels = getattr(knowledge, "aux_labels", None)
+    return None if labels is None else prior_shift_weights(labels, k)
+
+
+def fresh_on_release(release: Any, knowledge: Any, *, model: str, seed: int,
+                     mlp_hidden: int = 64, mlp_epochs: int = 500, max_train: int = 10_000,
+                     **_: Any) -> Any:
+    """A fresh attacker trained on the knowledge's aux rows (calibrated, class-balanced
+    decision: :func:`fresh_attacker_proba`) applied to the release's target rows, as an
+    :class:`core.attacks.protocol.AttackOutput`."""
+    from core.attacks.protocol import AttackOutput
+
+    if knowledge.aux_features is None:
+        raise ValueError("knowledge.aux_features: a fresh attacker needs auxiliary rows")
+    fa = fresh_attacker_proba(
+        knowledge.aux_features, knowledge.aux_labels, release.targets, model=model, seed=seed,
+        n_classes=knowledge.n_classes, mlp_hidden=mlp_hidden, mlp_epochs=mlp_epochs,
+        max_train=max_train)
+    return AttackOutput(model, fa.proba, fa.calibrated, fa.info, fa.decision_weights)
+
+
+def prior_on_release(release: Any, knowledge: Any, **_: Any) -> Any:
+    """No model: every target gets the aux class frequencies (add-one smoothed)."""
+    from core.attacks.protocol import AttackOutput
+
+    n = len(release.targets)
+    return AttackOutput("prior", prior_proba(knowledge.aux_labels, n, knowledge.n_classes))

@@ -470,7 +470,7 @@ class _Dummies:
 
 def _lr_at(spec: InversionSpec, it: int) -> float:
     """IG's MultiStepLR: ×0.1 at 3/8, 5/8 and 7/8 of the iterations (``it`` counts from 0)."""
-    if spec.schedule == "none":
+    if spec.schedule != "multistep":  # a constant rate
         return spec.lr
     n = spec.iterations
     drops = sum(it >= m for m in (int(n * 3 / 8), int(n * 5 / 8), int(n * 7 / 8)))

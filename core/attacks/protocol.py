@@ -71,54 +71,6 @@ def finite_proba(P: np.ndarray) -> np.ndarray:
     return out
 
 
-def in_training_attack(release, knowledge: AdversaryKnowledge, *, proba: np.ndarray | None = None,
-                       **_: Any) -> AttackOutput:
-    """The adversary the defense trained against: its probabilities on the target rows were
-    produced with the trained defense (the release's ``adversary_proba``, or ``proba``). It
-    decides class-balanced, as the fresh attackers do (its probabilities are calibrated to the
-    training prior, so a plain argmax would collapse to the majority value)."""
-    proba = release.adversary_proba if proba is None else proba
-    if proba is None:
-        raise ValueError("release.adversary_proba: the release carries no in-training adversary")
-    return AttackOutput("in_training", finite_proba(proba),
-                        decision_weights=_balanced_decision(knowledge, np.shape(proba)[1]))
-
-
-def _balanced_decision(knowledge: AdversaryKnowledge | None, k: int) -> np.ndarray | None:
-    """The class-balanced decision of the fresh attackers (argmax p_c / π_c, π from the
-    knowledge's aux labels: :func:`core.attacks.attribute.prior_shift_weights`); None (plain
-    argmax) when the knowledge holds no labels."""
-    from core.attacks.attribute import prior_shift_weights
-
-    labels = getattr(knowledge, "aux_labels", None)
-    return None if labels is None else prior_shift_weights(labels, k)
-
-
-def fresh_attack(release, knowledge: AdversaryKnowledge, *, model: str, seed: int,
-                 mlp_hidden: int = 64, mlp_epochs: int = 500, max_train: int = 10_000,
-                 **_: Any) -> AttackOutput:
-    """A fresh attacker trained on the knowledge's aux rows (calibrated, class-balanced
-    decision: :func:`core.attacks.attribute.fresh_attacker_proba`) applied to the release's
-    target rows."""
-    from core.attacks.attribute import fresh_attacker_proba
-
-    if knowledge.aux_features is None:
-        raise ValueError("knowledge.aux_features: a fresh attacker needs auxiliary rows")
-    fa = fresh_attacker_proba(
-        knowledge.aux_features, knowledge.aux_labels, release.targets, model=model, seed=seed,
-        n_classes=knowledge.n_classes, mlp_hidden=mlp_hidden, mlp_epochs=mlp_epochs,
-        max_train=max_train)
-    return AttackOutput(model, fa.proba, fa.calibrated, fa.info, fa.decision_weights)
-
-
-def prior_attack(release, knowledge: AdversaryKnowledge, **_: Any) -> AttackOutput:
-    """No model: every target gets the aux class frequencies (add-one smoothed)."""
-    from core.metrics import prior_proba
-
-    n = len(release.targets)
-    return AttackOutput("prior", prior_proba(knowledge.aux_labels, n, knowledge.n_classes))
-
-
 def attack_part(name: str, family: str | None = None) -> AttackPart:
     """The part of registry name ``name``, or of config name ``name`` in ``family``."""
     return ATTACKS.get(name) if family is None else attack_by_config_name(family, name)

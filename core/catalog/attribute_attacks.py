@@ -20,22 +20,22 @@ ATTACKS.register("in_training", AttackPart(
                              "it decides class-balanced with the aux split's attribute "
                              "frequencies, as the fresh attackers do",
                        goal=_GOAL_U),
-    function="core.attacks.protocol:in_training_attack", role="in_training",
+    function="core.attacks.attribute:in_training_attack", role="in_training",
     family="attribute_privacy", needs=("in_training",), selectable=False))
 ATTACKS.register("logreg", AttackPart(
     name="logreg", title="fresh logistic regression", accepts=("representation", "raw"),
     threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
-    function="core.attacks.protocol:fresh_attack", fresh=True, params=("max_train",),
+    function="core.attacks.attribute:fresh_on_release", fresh=True, params=("max_train",),
     family="attribute_privacy", needs=("encoder", "aux"), options=(("model", "logreg"),)))
 ATTACKS.register("mlp", AttackPart(
     name="mlp", title="fresh MLP", accepts=("representation", "raw"),
     threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
-    function="core.attacks.protocol:fresh_attack", fresh=True,
+    function="core.attacks.attribute:fresh_on_release", fresh=True,
     params=("mlp_hidden", "mlp_epochs", "max_train"), family="attribute_privacy",
     needs=("encoder", "aux"), options=(("model", "mlp"),)))
 ATTACKS.register("prior", AttackPart(
     name="prior", title="prior (no model)", accepts=("representation", "raw", "model", "update"),
     threat=ThreatModel(sees="nothing", knows="the attribute's frequencies in the aux rows",
                        goal=_GOAL_U),
-    function="core.attacks.protocol:prior_attack", role="baseline", family="attribute_privacy",
+    function="core.attacks.attribute:prior_on_release", role="baseline", family="attribute_privacy",
     needs=("aux",), selectable=False))

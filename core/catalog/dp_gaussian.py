@@ -6,10 +6,10 @@ part's one declaration (:mod:`core.catalog`).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from core.config_base import Block, ClipNorm, Delta, DPEpsilon
-from core.parts import DEFENSES, DefensePart, Knob
+from core.parts import DEFENSES, Control, DefensePart, Knob
 
 
 class DPGaussianDefense(Block):
@@ -17,6 +17,8 @@ class DPGaussianDefense(Block):
     calibrated to a per-round (ε, δ) (analytic calibration)."""
 
     kind: Literal["dp_gaussian"] = "dp_gaussian"
+    #: the mechanism :func:`core.defenses.federated.build_dp` calibrates
+    mechanism: ClassVar[Literal["gaussian", "laplace"]] = "gaussian"
     epsilon: DPEpsilon = 1.0
     delta: Delta = 1e-5
     clip_norm: ClipNorm = 1.0
@@ -30,4 +32,9 @@ DEFENSES.register("dp_gaussian", DefensePart(
               "lower_is_more_private", budget_metric="epsilon_accountant",
               grid=(1.0, 4.0, 16.0, 64.0, 256.0)),
     accounting="rdp", builder="core.defenses.federated:build_dp",
+    controls=(Control("delta", "δ", "δ of the per-round Gaussian mechanism."),
+              Control("clip_norm", "clip norm of the update")),
+    # the first config shape kept the DP parameters in a top-level ``dp`` mapping
+    legacy_fields=(("dp.epsilon", "epsilon"), ("dp.delta", "delta"),
+                   ("dp.clip_norm", "clip_norm")),
     description="Each device's update clipped and noised (Gaussian, per-round (ε, δ))."))

@@ -6,10 +6,10 @@ part's one declaration (:mod:`core.catalog`).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from core.config_base import Block, ClipNorm, Delta, DPEpsilon
-from core.parts import DEFENSES, DefensePart, Knob
+from core.parts import DEFENSES, Control, DefensePart, Knob
 
 
 class DPLaplaceDefense(Block):
@@ -18,6 +18,8 @@ class DPLaplaceDefense(Block):
     accountant over rounds."""
 
     kind: Literal["dp_laplace"] = "dp_laplace"
+    #: the mechanism :func:`core.defenses.federated.build_dp` calibrates
+    mechanism: ClassVar[Literal["gaussian", "laplace"]] = "laplace"
     epsilon: DPEpsilon = 1.0
     delta: Delta = 1e-5
     clip_norm: ClipNorm = 1.0
@@ -31,4 +33,10 @@ DEFENSES.register("dp_laplace", DefensePart(
               "lower_is_more_private", budget_metric="epsilon_accountant",
               grid=(1.0, 4.0, 16.0, 64.0, 256.0)),
     accounting="basic", builder="core.defenses.federated:build_dp",
+    controls=(Control("delta", "δ", "Laplace is pure ε-DP per round; δ′ is the slack of the "
+                                     "advanced-composition accountant over rounds."),
+              Control("clip_norm", "clip norm of the update")),
+    # the first config shape kept the DP parameters in a top-level ``dp`` mapping
+    legacy_fields=(("dp.epsilon", "epsilon"), ("dp.delta", "delta"),
+                   ("dp.clip_norm", "clip_norm")),
     description="Each device's update clipped (L1) and noised (Laplace, per-round pure ε)."))

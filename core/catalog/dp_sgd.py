@@ -12,7 +12,7 @@ from annotated_types import Ge, Gt, Le
 from pydantic import Field, model_validator
 
 from core.config_base import Block, ClipNorm, Delta
-from core.parts import DEFENSES, DefensePart, Knob
+from core.parts import DEFENSES, Control, DefensePart, FixedPoint, Knob
 
 
 class DPSGDDefense(Block):
@@ -103,7 +103,13 @@ DEFENSES.register("dp_sgd", DefensePart(
     family_releases=(("membership", "model"),),
     knob=Knob.of(DPSGDDefense, "target_epsilon", "ε", "target DP budget (z solved by the accountant)", "log", "lower_is_more_private", budget_metric="epsilon_accountant",
               grid=(1.0, 2.0, 4.0, 8.0)),
-    accounting="prv", builder=f"{_CENTRAL}:build_dpsgd",
+    accounting="prv", builder=f"{_CENTRAL}:build_dpsgd", short_title="DP-SGD",
+    controls=(Control("clip_norm", "clip norm S", families=_GL),),
+    readouts=(("gradient_leakage", "core.defenses.channel_live:live_dpsgd"),),
+    fixed_points=(FixedPoint(
+        "DP-SGD · clipping only (ε = ∞)", (("noise_multiplier", 0.0), ("target_epsilon", None)),
+        question="DP-SGD: add the ε = ∞ point (clipping, no noise)",
+        help="noise_multiplier 0 through the same pipeline: clipping and noise seen apart"),),
     description="Per-sample clipping and Gaussian noise on the batch gradient (Abadi et al. "
                 "2016) through Opacus, trained with its own recipe (full-batch SGD); the knob "
                 "is the target ε (z solved by the PRV accountant, RDP where PRV is "

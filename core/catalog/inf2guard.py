@@ -34,6 +34,8 @@ DEFENSES.register("inf2guard", DefensePart(
               "higher_is_more_private", budget_metric="tradeoff_lambda",
               grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
     accounting=None, builder=f"{_CENTRAL}:build_inf2guard",
+    # Inf2Guard (§5) claims more utility than DP-SGD at equal membership advantage
+    outperforms=("dp_sgd",), short_title="Inf2Guard",
     description="Encoder, task head and a membership adversary in the game of Eq. 6 "
                 "(Algorithm 1); no formal guarantee: measured by attacks (and Theorem 1's "
                 "leakage bound at an estimated H(u|r)). Releases the model and its encoder's r."))

@@ -26,6 +26,7 @@ DEFENSES.register("none", DefensePart(
     config=NoDefense, order=10, baseline=True,
     name="none", title="none (undefended)", families=_FL + _GL + _MIA, release="representation",
     knob=None, accounting=None, builder="core.defenses.federated:build_none",
+    readouts=(("gradient_leakage", "core.defenses.channel_live:live_undefended"),),
     description="Attribute privacy: the encoder trained on the utility term only (λ = 0). "
                 "Gradient leakage: plain training, the uploads released as they are.",
     family_releases=(("gradient_leakage", "update"), ("membership", "model")),

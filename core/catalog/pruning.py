@@ -12,7 +12,7 @@ from annotated_types import Ge, Le
 from pydantic import Field
 
 from core.config_base import Block
-from core.parts import DEFENSES, DefensePart, Knob
+from core.parts import DEFENSES, Control, DefensePart, Knob
 
 
 class PruningDefense(Block):
@@ -33,4 +33,8 @@ DEFENSES.register("pruning", DefensePart(
     knob=Knob.of(PruningDefense, "rate", "p", "pruning rate", "linear", "higher_is_more_private",
               budget_metric="pruning_rate", grid=(0.5, 0.8, 0.9, 0.95, 0.99)),
     accounting=None, builder="core.defenses.federated:build_pruning",
+    controls=(Control("target", "prune", "Prune the uploaded parameters (TAPPFL's MC baseline) "
+                                         "or the update."),),
+    # the first config shape: top-level pruning_rate and pruning_target
+    legacy_fields=(("pruning_rate", "rate"), ("pruning_target", "target")),
     description="The smallest-magnitude fraction of each upload zeroed (TAPPFL's MC baseline)."))

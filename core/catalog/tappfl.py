@@ -34,5 +34,7 @@ DEFENSES.register("tappfl", DefensePart(
               # the ends of λ (utility only, privacy only) and the middle: three cold runs
               teaching=(0.0, 0.5, 1.0)),
     accounting=None, builder="core.defenses.federated:build_tappfl",
+    # the first config shape: a top-level tradeoff_lambda
+    legacy_fields=(("tradeoff_lambda", "tradeoff_lambda"),),
     description="Encoder trained on −λ·CE(adversary) − (1−λ)·I_JSD(x; r | u) (Eq. 7); "
                 "no formal guarantee: measured by attacks."))

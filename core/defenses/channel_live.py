@@ -2,8 +2,8 @@
 certify before any run, read from the page's config and the cached data spectrum.
 
 The config glue on top of the pure bounds (:mod:`core.bounds.channel` and
-:mod:`core.bounds.channel_readout` take arrays and numbers): it reads ``cfg.defense`` (the
-defense block, solved into the channel by :func:`core.defenses.channel.channel_from_block`),
+:mod:`core.bounds.channel_readout` take arrays and numbers): each defense declares its readout
+(:attr:`core.parts.DefensePart.readouts`), one function here, which reads ``cfg.defense``,
 ``cfg.train`` (DP-SGD's recipe) and ``cfg.attack.batch_size`` duck-typed, so it does not import
 the config models.
 """
@@ -14,9 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from core.bounds import channel as cb
 from core.bounds.channel_readout import wiener_floor
-from core.defenses.channel import channel_beta, channel_from_block, solve_channel
 
 
 def _live_noise_multiplier(cfg) -> float | None:
@@ -34,50 +32,80 @@ def _live_noise_multiplier(cfg) -> float | None:
                                         float(cfg.defense.delta), "rdp"))
 
 
+def _empty() -> dict[str, Any]:
+    return {"cards": [], "notes": [], "noise_eig": None, "capacity_dir": None}
+
+
 def live_channel(cfg, spec, shape, basis=None) -> dict[str, Any]:
-    """What the page shows before any run: the solved noise, κ/d, the per-direction capacity
-    and the floors, or for DP-SGD its capacity B/z² (Thm 4) and the floor at the tight B/(2z²).
-    ``basis``: :func:`core.bounds.channel_readout.personalized_basis` for the Personalized
-    channel (cached by the page)."""
+    """What the page shows before any run: the defense's registered gradient-leakage readout
+    (:attr:`core.parts.DefensePart.readouts`: :func:`live_kappa`, :func:`live_dpsgd`,
+    :func:`live_undefended`); no cards for a defense that declares none. ``basis``:
+    :func:`personalized_basis` for the Personalized channel (cached by the page)."""
+    from core.parts import DEFENSES
+    from core.registry import load_object
+
+    path = DEFENSES.get(cfg.defense.kind).readout_for("gradient_leakage")
+    return _empty() if path is None else load_object(path)(cfg, spec, shape, basis=basis)
+
+
+def live_undefended(cfg, spec, shape, basis=None) -> dict[str, Any]:
+    """No defense: no floor holds."""
+    out = _empty()
+    out["notes"].append("Undefended: the upload is a deterministic function of the batch, "
+                        "so its information about the data is unbounded and no floor holds.")
+    return out
+
+
+def live_dpsgd(cfg, spec, shape, basis=None) -> dict[str, Any]:
+    """DP-SGD: its capacity B/z² (Thm 4) and the floor at the tight B/(2z²)."""
+    from core.bounds import channel as cb
+
     lam = spec.eigenvalues
     d = len(lam)
     b = cfg.attack.batch_size
-    out: dict[str, Any] = {"cards": [], "notes": [], "noise_eig": None, "capacity_dir": None}
-    if cfg.defense.kind == "none":
-        out["notes"].append("Undefended: the upload is a deterministic function of the batch, "
-                            "so its information about the data is unbounded and no floor holds.")
-        return out
-    if cfg.defense.kind == "dp_sgd":
-        z = cfg.defense.noise_multiplier
-        solved = z is None
-        if solved:
-            z = _live_noise_multiplier(cfg)
-            if z is None:
-                out["notes"].append("z is solved from the target ε at run time (the recipe "
-                                    "samples batches of the train block's size, whose rate "
-                                    "depends on the data).")
-                return out
-        if z == 0:
-            out["notes"].append("Noise multiplier 0: clipping without noise (ε = ∞); the "
-                                "upload's information is unbounded and no floor holds.")
+    out = _empty()
+    z = cfg.defense.noise_multiplier
+    solved = z is None
+    if solved:
+        z = _live_noise_multiplier(cfg)
+        if z is None:
+            out["notes"].append("z is solved from the target ε at run time (the recipe "
+                                "samples batches of the train block's size, whose rate "
+                                "depends on the data).")
             return out
-        tight = cb.dp_capacity(b, z, tight=True)
-        out["cards"] = [("capacity B/z² (Thm 4)", f"{cb.dp_capacity(b, z):.4g} nats",
-                         "As printed in the paper, per step, batch B."),
-                        ("capacity B/(2z²)", f"{tight:.4g} nats", "Without the factor-2 slack."),
-                        ("per dimension", f"{tight / d:.3g}", "nats per dimension"),
-                        ("Thm 1 floor / step", f"{cb.thm1_mse_bound(lam, tight, per='pixel'):.4g}",
-                         "Per-pixel MSE floor at the tight capacity (Gaussian plug-in)."),
-                        ("ε", "after a run", "From the accountant (PRV, RDP fallback).")]
-        if solved:
-            out["cards"].insert(0, ("z (RDP solve)", f"{z:.3g}",
-                                    (f"Noise multiplier for target ε = "
-                                    f"{cfg.defense.target_epsilon:g} over the recipe's steps, "
-                                    "solved with the RDP accountant (instant); the run solves "
-                                    "it again with PRV, which gives a slightly smaller z.")))
-        out["notes"].append("DP-SGD's capacity grows with the batch size B (Thm 4): a larger "
-                            "batch leaks more per step under DP, the opposite of plain training.")
+    if z == 0:
+        out["notes"].append("Noise multiplier 0: clipping without noise (ε = ∞); the "
+                            "upload's information is unbounded and no floor holds.")
         return out
+    tight = cb.dp_capacity(b, z, tight=True)
+    out["cards"] = [("capacity B/z² (Thm 4)", f"{cb.dp_capacity(b, z):.4g} nats",
+                     "As printed in the paper, per step, batch B."),
+                    ("capacity B/(2z²)", f"{tight:.4g} nats", "Without the factor-2 slack."),
+                    ("per dimension", f"{tight / d:.3g}", "nats per dimension"),
+                    ("Thm 1 floor / step", f"{cb.thm1_mse_bound(lam, tight, per='pixel'):.4g}",
+                     "Per-pixel MSE floor at the tight capacity (Gaussian plug-in)."),
+                    ("ε", "after a run", "From the accountant (PRV, RDP fallback).")]
+    if solved:
+        out["cards"].insert(0, ("z (RDP solve)", f"{z:.3g}",
+                                (f"Noise multiplier for target ε = "
+                                f"{cfg.defense.target_epsilon:g} over the recipe's steps, "
+                                "solved with the RDP accountant (instant); the run solves "
+                                "it again with PRV, which gives a slightly smaller z.")))
+    out["notes"].append("DP-SGD's capacity grows with the batch size B (Thm 4): a larger "
+                        "batch leaks more per step under DP, the opposite of plain training.")
+    return out
+
+
+def live_kappa(cfg, spec, shape, basis=None) -> dict[str, Any]:
+    """The κ channel: the solved noise, κ/d, the per-direction capacity and the floors."""
+    from core.bounds import channel as cb
+    from core.defenses.channel import channel_beta, channel_from_block, solve_channel
+
+    lam = spec.eigenvalues
+    d = len(lam)
+    b = cfg.attack.batch_size
+    out = _empty()
+
     kind, kappa = cfg.defense.channel, float(cfg.defense.kappa)
     try:
         if kind == "personalized":

@@ -54,7 +54,7 @@ def build_dp(block, fl: FedAvgSpec) -> FederatedDefense:
     from core.bounds.accountants import total_epsilon
     from core.defenses.dp import DPUpload
 
-    mech = "gaussian" if block.kind == "dp_gaussian" else "laplace"
+    mech = block.mechanism  # the block's own (DP-Gaussian or DP-Laplace)
     t = DPUpload(mech, epsilon=block.epsilon, delta=block.delta, clip_norm=block.clip_norm)
     kw: dict[str, Any] = {"noise_multiplier": t.noise_multiplier} if mech == "gaussian" else {}
     tot = total_epsilon(mechanism=mech, eps_round=block.epsilon, delta=block.delta,

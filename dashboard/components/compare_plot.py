@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from core.parts import is_baseline
 from dashboard.components._format import display_name
 
 PALETTE = qualitative.Plotly + qualitative.D3
@@ -41,10 +42,11 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
     spec = cmp.spec
     fig = go.Figure()
     # the undefended star last: on top of the curves that start at the same point
-    order = [c for c in cmp.curves if c.defense != "none"] + \
-        [c for c in cmp.curves if c.defense == "none"]
+    order = [c for c in cmp.curves if not is_baseline(c.defense)] + \
+        [c for c in cmp.curves if is_baseline(c.defense)]
     for i, c in enumerate(order):
-        color = "black" if c.defense == "none" else PALETTE[i % len(PALETTE)]
+        base = is_baseline(c.defense)
+        color = "black" if base else PALETTE[i % len(PALETTE)]
         u, a = c.utility_mean, c.leakage_mean
         su, sa = c.utility_std, c.leakage_std
         if c.knob_field is None:
@@ -55,10 +57,10 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
         # the knob values are in the hover, not printed beside the points: with four curves
         # starting near the no-defense point the printed labels overlapped into a smear
         fig.add_trace(go.Scatter(
-            x=u, y=a, mode="markers" if c.defense == "none" else "lines+markers",
+            x=u, y=a, mode="markers" if base else "lines+markers",
             name=c.name + (f" ({len(c.seeds)} seeds)" if many else ""), text=text,
-            marker={"size": 16 if c.defense == "none" else 8, "color": color,
-                    "symbol": "star" if c.defense == "none" else "circle"},
+            marker={"size": 16 if base else 8, "color": color,
+                    "symbol": "star" if base else "circle"},
             line={"color": color, "width": 2},
             error_x={"type": "data", "array": su, "visible": many, "thickness": 1},
             error_y={"type": "data", "array": sa, "visible": many, "thickness": 1},

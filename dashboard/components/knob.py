@@ -20,12 +20,15 @@ import streamlit as st
 from core.parts import DEFENSES, DefensePart, Knob
 
 
-def knob_of(part_name: str, family: str | None = None) -> Knob:
-    """The part's knob as ``family``'s page shows it (ValueError for a part without one)."""
+def knob_of(part_name: str, family: str | None = None, dim: int | None = None) -> Knob:
+    """The part's knob as ``family``'s page shows it, for data of dimension ``dim`` when its
+    range is per dimension (:meth:`core.parts.Knob.for_dim`); ValueError for a part without
+    one."""
     knob = DEFENSES.get(part_name).knob
     if knob is None:
         raise ValueError(f"defense: got {part_name!r}, which has no privacy knob")
-    return knob.for_family(family)
+    knob = knob.for_family(family)
+    return knob.for_dim(dim) if dim else knob
 
 
 def knob_label(knob: Knob) -> str:
@@ -51,15 +54,21 @@ def _nearest(value: float, positions: Sequence[float], log: bool) -> float:
 def knob_ui(part_name: str, *, key: str, family: str | None = None, where: Any = None,
             options: Sequence[float] | None = None, default: float | None = None,
             label: str | None = None, help: str | None = None,
-            format_func: Callable[[float], str] | None = None) -> float:
+            format_func: Callable[[float], str] | None = None, dim: int | None = None) -> float:
     """Draw the privacy knob of the registered defense ``part_name`` (as ``family``'s page
     shows it) under widget ``key`` into ``where`` (a column; default the page) and return its
     value. ``options`` replaces the knob's positions where they depend on the data (the κ
     channel's κ/d ladder); ``default`` is the value before the user moves it (default: the
     middle of the teaching grid); ``label`` / ``help`` replace the generated ones (the symbol,
-    the range and the direction stay in them)."""
+    the range and the direction stay in them). ``dim``: the data's dimension, for a knob whose
+    range is per dimension (the κ channel on the gradient-leakage page: κ over a κ/d ladder,
+    each position shown with its κ/d)."""
     part = DEFENSES.get(part_name)
-    knob = knob_of(part_name, family)
+    per_dim = knob_of(part_name, family).per_dim
+    knob = knob_of(part_name, family, dim)
+    if per_dim and dim and format_func is None:
+        def format_func(v: float) -> str:
+            return f"{v:g} ({knob.symbol}/d {v / dim:.3g})"
     where = st if where is None else where
     label = label or knob_label(knob)
     help = help or knob_help(part, knob)

@@ -18,7 +18,15 @@ import streamlit as st
 from core.config import AttributePrivacyConfig, DataSpec, FedAvgSpec
 from core.metric_schema import HEADLINES
 from core.metric_schema import get as metric_spec
-from core.parts import DEFENSES, attack_by_config_name, attack_titles, attacks_for, config_names
+from core.parts import (
+    DEFENSES,
+    attack_by_config_name,
+    attack_titles,
+    attacks_for,
+    baseline_for,
+    config_names,
+    is_baseline,
+)
 from core.runs.attribute_privacy import teaching_lesson
 from core.tradeoff import nearest_point, tradeoff_points
 from dashboard import state
@@ -37,8 +45,8 @@ from dashboard.components import (
 )
 from dashboard.components._format import metric
 from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
-from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
+from dashboard.components.part_controls import controls_ui, knob_control
 from dashboard.components.tradeoff import filled
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.tappfl_settings import (
@@ -62,14 +70,6 @@ DATASETS = ["synthetic", "adult", "digits", "mnist5k"]
 #: widget keys of the defense blocks' fields (tests and returning users rely on them)
 FIELD_KEYS = {"tradeoff_lambda": "ap_lambda", "epsilon": "ap_eps", "rate": "ap_prune",
               "delta": "ap_delta", "clip_norm": "ap_clip", "target": "ap_prune_target"}
-#: labels of the non-knob block fields (the knob's label comes from its part)
-FIELD_LABELS = {"delta": "δ", "clip_norm": "clip norm of the update", "target": "prune"}
-FIELD_HELP = {
-    ("dp_gaussian", "delta"): "δ of the per-round Gaussian mechanism.",
-    ("dp_laplace", "delta"): "Laplace is pure ε-DP per round; δ′ is the slack of the "
-                             "advanced-composition accountant over rounds.",
-    ("pruning", "target"): "Prune the uploaded parameters (TAPPFL's MC baseline) or the update.",
-}
 SHORT = {"in_training": "in-training Ψ", "logreg": "fresh logreg", "mlp": "fresh MLP",
          "prior": "prior", "raw_logreg": "raw x<br>logreg", "raw_mlp": "raw x<br>MLP"}
 
@@ -171,29 +171,13 @@ def defense_knob_ui(defense: str) -> dict[str, Any]:
     if part.knob is None:
         st.caption(f"{part.title}: no privacy knob. {part.description}")
         return {}
-    return {part.knob.field: knob_ui(defense, key=field_key(defense, part.knob.field),
-                                     family=KIND)}
+    return knob_control(KIND, defense, key=lambda f: field_key(defense, f))
 
 
 def params_ui(defense: str) -> dict[str, Any]:
-    """The defense block's other fields (from its config model)."""
-    part = DEFENSES.get(defense)
-    model = block_models()[defense]
-    knob_field = part.knob.field if part.knob else None
-    fields = [(f, i) for f, i in model.model_fields.items() if f not in ("kind", knob_field)]
-    if not fields:
-        return {}
-    out: dict[str, Any] = {}
-    for col, (field, info) in zip(st.columns(len(fields)), fields):
-        key, label = field_key(defense, field), FIELD_LABELS.get(field, field.replace("_", " "))
-        help_ = FIELD_HELP.get((defense, field), info.description)
-        options = typing.get_args(info.annotation)
-        if options and all(isinstance(o, str) for o in options):  # a Literal
-            out[field] = col.selectbox(label, list(options), key=key, help=help_)
-        else:  # the range is the block model's own (delta, clip, rate, ...)
-            out[field] = number_ui(label, key=key, default=info.default, where=col,
-                                   field=(model, field), help=help_)
-    return out
+    """The defense block's other fields its part declares for this page
+    (:attr:`core.parts.DefensePart.controls`), in a row of columns."""
+    return controls_ui(KIND, defense, key=lambda f: field_key(defense, f))
 
 
 def attackers_ui(defense: str) -> tuple[str, ...]:
@@ -307,10 +291,10 @@ def tradeoff_section(config: dict[str, Any], result, grid_results: dict[float, A
     points = tradeoff_points(by_knob, kind=KIND, attack_metrics={
         "strongest attacker": head.attack, "in-training adversary Ψ": "attack_in_training_auc"})
     plot_box = st.container()
-    if defense == "none":
+    if is_baseline(defense):
         undefended = undefended_point(result)
     else:
-        none_cfg = with_defense(config, {"kind": "none"})
+        none_cfg = with_defense(config, {"kind": baseline_for(KIND)})
         r0 = peek(none_cfg)
         if r0 is None:
             slot = st.empty()

@@ -18,7 +18,7 @@ from core import compare as C
 from core import metric_schema as S
 from core.config import cache_key, parse_config
 from core.experiments import RUNNERS
-from core.parts import DEFENSES
+from core.parts import DEFENSES, is_baseline
 from dashboard import state
 from dashboard.components._format import display_name
 from dashboard.components.compare_plot import (
@@ -41,7 +41,23 @@ def families() -> list[str]:
     """Kinds with a runner, a headline and at least one registered defense besides none."""
     fams = {f for d in DEFENSES.values() for f in d.families}
     return [f for f in sorted(fams) if f in RUNNERS and f in S.HEADLINES
-            and any(n != "none" for n in C.applicable_defenses(f))]
+            and any(not is_baseline(n) for n in C.applicable_defenses(f))]
+
+
+#: widget keys of the registered fixed points' checkboxes (returning users and tests rely on
+#: them); one not listed gets cmp_fixed_<defense>_<i>
+FIXED_KEYS = {("dp_sgd", 0): "cmp_dpsgd_inf"}
+
+
+def fixed_point_key(defense: str, i: int) -> str:
+    return FIXED_KEYS.get((defense, i), f"cmp_fixed_{defense}_{i}")
+
+
+def fixed_points() -> dict[C.DefenseSpec, str]:
+    """Every registered fixed point (:class:`core.parts.FixedPoint`) as a spec -> its
+    checkbox's key."""
+    return {spec: fixed_point_key(n, i) for n in DEFENSES.names()
+            for i, spec in enumerate(C.fixed_point_specs(n))}
 
 
 def option_of(d: C.DefenseSpec) -> str:
@@ -62,7 +78,7 @@ def defense_options(family: str) -> list[str]:
     as one option per value, since each is a defense of its own."""
     out = []
     for n in C.applicable_defenses(family):
-        if n == "none":
+        if is_baseline(n):
             continue
         field = DEFENSES.get(n).variants
         variants = C.block_variants(family, n).get(field) if field else None
@@ -85,9 +101,11 @@ def apply_preset(name: str) -> None:
     st.session_state["cmp_data"] = spec.data
     st.session_state["cmp_utility"] = spec.utility
     st.session_state["cmp_privacy"] = spec.privacy
-    swept = [d for d in spec.defenses if d != C.DPSGD_NO_NOISE]
+    fixed = fixed_points()
+    swept = [d for d in spec.defenses if d not in fixed]
     st.session_state["cmp_defenses"] = [option_of(d) for d in swept]
-    st.session_state["cmp_dpsgd_inf"] = C.DPSGD_NO_NOISE in spec.defenses
+    for point, key in fixed.items():
+        st.session_state[key] = point in spec.defenses
     for d in swept:
         st.session_state[f"cmp_grid_{option_of(d)}"] = ", ".join(f"{g:g}" for g in d.grid or ())
     st.session_state["cmp_seeds"] = len(spec.seeds)
@@ -152,10 +170,12 @@ def controls() -> C.ComparisonSpec | None:
                 bad = True
             else:
                 specs.append(spec_of_option(family, opt, grid))
-    if "dp_sgd" in chosen and st.checkbox(
-            "DP-SGD: add the ε = ∞ point (clipping, no noise)", key="cmp_dpsgd_inf",
-            help="noise_multiplier 0 through the same pipeline: clipping and noise seen apart"):
-        specs.append(C.DPSGD_NO_NOISE)
+    for name in dict.fromkeys(o.split(":")[0] for o in chosen):  # the parts' fixed points
+        for i, (point, spec) in enumerate(zip(DEFENSES.get(name).fixed_points,
+                                              C.fixed_point_specs(name), strict=True)):
+            if st.checkbox(point.question or f"{DEFENSES.get(name).title}: add {point.label}",
+                           key=fixed_point_key(name, i), help=point.help or None):
+                specs.append(spec)
     st.session_state.setdefault("cmp_seeds", 2)
     seeds = st.slider("Seeds per point", 1, 5, key="cmp_seeds")
     refused_names = [n for n in DEFENSES.names() if C.refusal(family, n) is not None]

@@ -21,7 +21,7 @@ import streamlit as st
 
 from core.catalog.fil_output_perturbation import FilOutputPerturbation
 from core.config import FilAttackSpec, FilDataSpec, IRFILSpec
-from core.parts import ATTACKS, attack_titles, config_names
+from core.parts import ATTACKS, attack_titles, attacks_for, config_names
 from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
@@ -56,6 +56,8 @@ SIGMA_GRID = [float(f"{v:.2g}") for v in np.logspace(-5, 2, 29)]
 EPS_GRID = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
 #: config name -> the attack's one title (core.parts)
 ATTACK_TITLES = attack_titles(KIND)
+#: the no-model baseline attack (its accuracy is the line every attack must beat)
+PRIOR = next(a.key for a in attacks_for(KIND) if a.role == "baseline")
 _FITS = "_fi_fits"  # fit key -> the newest Result of that fit this session saw
 
 
@@ -289,10 +291,10 @@ def sweep_section(base, live: dict[str, Any]) -> None:
     a = base.artifacts
     if "sweep_eta_mean" not in a:
         return
-    attacks = {n: a[f"sweep_acc_{n}"] for n in ATTACK_TITLES if n != "fil_prior"
+    attacks = {n: a[f"sweep_acc_{n}"] for n in ATTACK_TITLES if n != PRIOR
                and f"sweep_acc_{n}" in a and n in base.config["attack"]["attackers"]}
     stds = {n: a[f"sweep_acc_{n}_std"] for n in attacks}
-    prior = float(np.mean(a["sweep_acc_fil_prior"])) if "sweep_acc_fil_prior" in a else None
+    prior = float(np.mean(a[f"sweep_acc_{PRIOR}"])) if f"sweep_acc_{PRIOR}" in a else None
     st.plotly_chart(fil_figure("sweep_figure", a["sweep_eta_mean"], a["sweep_utility_acc"],
                                attacks, attack_std=stds, prior=prior,
                                current=float(live["fil_eta_mean"])),
@@ -330,8 +332,7 @@ def crb_section(base) -> None:
 def attack_section(cfg, result) -> None:
     """The attacks at this σ (table with intervals, threat cards) and Fig. 7."""
     rows, keys = [], []
-    for n in [*cfg.attack.attackers, *(["fil_prior"] if "fil_prior" not in cfg.attack.attackers
-                                       else [])]:
+    for n in [*cfg.attack.attackers, *([PRIOR] if PRIOR not in cfg.attack.attackers else [])]:
         key = f"fil_attack_{n.removeprefix('fil_')}_acc"
         keys.append([key])
         rows.append({"attack": ATTACK_TITLES.get(n, n),

@@ -19,7 +19,7 @@ from core.config import MembershipAttackSpec, MembershipTrainSpec
 #: the flag of a rate read off too few non-members (core.caveats)
 FEW_LABEL = REGISTRY["tpr_0p1pct_few_negatives"].label
 from core.metric_schema import HEADLINES
-from core.parts import DEFENSES, attack_titles, attacks_for
+from core.parts import DEFENSES, attack_titles, attacks_for, defenses_for
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
@@ -34,8 +34,8 @@ from dashboard.components.caveats import (
     roc_grey_below,
 )
 from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
-from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
+from dashboard.components.part_controls import defense_block_ui
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
@@ -72,19 +72,29 @@ def data_ui() -> str:
     return name
 
 
+def widget_key(defense: str, field: str) -> str:
+    """The widget key of a defense's field: its knob's :data:`KNOB_KEYS` entry (else
+    mi_<defense>), any other field mi_<defense>_<field>."""
+    knob = DEFENSES.get(defense).knob
+    if knob is not None and field == knob.field:
+        return KNOB_KEYS.get(defense, f"mi_{defense}")
+    return f"mi_{defense}_{field}"
+
+
 def defense_ui() -> dict[str, Any]:
-    names = [n for n, d in DEFENSES.items() if KIND in d.families]
+    """The defense block: every registered defense of the family, its knob and declared
+    controls drawn from its part (:mod:`dashboard.components.part_controls`)."""
+    names = defenses_for(KIND)
     c1, c2 = st.columns([1, 2])
     kind = c1.selectbox("Defense", names, key="mi_defense",
                         format_func=lambda n: DEFENSES.get(n).title)
-    knob = DEFENSES.get(kind).knob
-    if knob is None:
+    part = DEFENSES.get(kind)
+    if part.baseline:
         c2.caption("No defense: the target is trained plainly on its members (the shadow models "
                    "too); the released model is queried for its outputs.")
-        return {"kind": kind}
-    block: dict[str, Any] = {"kind": kind, **({"channel": "natural"} if kind == "channel" else {})}
-    block[knob.field] = knob_ui(kind, key=KNOB_KEYS.get(kind, f"mi_{kind}"), family=KIND, where=c2)
-    return block
+    elif part.knob is None:
+        c2.caption(part.description)
+    return defense_block_ui(KIND, kind, key=lambda f: widget_key(kind, f), knob_where=c2)
 
 
 def attack_ui(defense: str) -> dict[str, Any]:

@@ -253,7 +253,7 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
     cur = float(config["defense"][knob.field])
     got[cur] = result
     series = {f"{SHORT[a]} accuracy": f"property_{a}_acc" for a in config["attack"]["attackers"]
-              if a != "prior"}
+              if attack_by_config_name(KIND, a).role != "baseline"}
     # every stored run of these settings (off-grid λ included) and the run just computed
     pts = tradeoff_points(filled(config, knob.field, got, result), kind=KIND,
                           attack_metrics=series)

@@ -19,10 +19,16 @@ import numpy as np
 import streamlit as st
 
 from core.catalog.channel import ChannelDefense
-from core.catalog.dp_sgd import DPSGDDefense
 from core.config import ImageTrainSpec, InversionSpecCfg
 from core.metric_schema import HEADLINES
-from core.parts import ATTACKS, DEFENSES, attack_by_config_name, attack_titles, config_names
+from core.parts import (
+    ATTACKS,
+    DEFENSES,
+    attack_by_config_name,
+    attack_titles,
+    attacks_for,
+    config_names,
+)
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import copy_run, deferred, page_tail, result_caption
@@ -30,14 +36,17 @@ from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import flag_rows, flagged_caption, metric_tile, plot_caveats
 from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
-from dashboard.components.knob import knob_ui
 from dashboard.components.lesson import lesson_panel
+from dashboard.components.part_controls import defense_block_ui
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.reconstruction_settings import (
+    BASELINE,
     CHOICES,
     DLG_SETTING,
     EPS_GRID,
     KAPPA_PER_DIM_GRID,
+    choice_of,
+    defense_choices,
     kappa_grid,
     sweep_config,
     sweep_configs,
@@ -147,27 +156,27 @@ def preset_ui() -> None:
                f"{t['epochs']} epochs.")
 
 
+#: widget keys of the defenses' fields (returning users and tests rely on them); a field not
+#: listed gets gl_<defense>_<field>
+FIELD_KEYS = {"target_epsilon": "gl_eps", "clip_norm": "gl_clip", "kappa": "gl_kappa",
+              "noise_mode": "gl_noise_mode"}
+
+
 def defense_ui(d: int) -> dict[str, Any]:
-    """The defense block: none, a κ channel (with κ, noise mode, β mask) or DP-SGD."""
+    """The defense block: every registered defense of the family (a κ channel per channel),
+    its knob and declared controls drawn from its part (κ over the κ/d ladder of dimension
+    d); the Personalized channel's β mask besides."""
     c1, c2, c3 = st.columns([1.3, 2.2, 1])
-    choice = c1.selectbox("Defense", list(CHOICES), key="gl_defense", format_func=CHOICES.get)
-    if choice == "none":
-        c2.caption(DEFENSES.get("none").description)
-        return {"kind": "none"}
-    if choice == "dp_sgd":
-        eps = knob_ui("dp_sgd", key="gl_eps", family=KIND, where=c2)
-        clip = number_ui("clip norm S", key="gl_clip", default=1.0, where=c3,
-                         field=(DPSGDDefense, "clip_norm"))
-        return {"kind": "dp_sgd", "target_epsilon": float(eps), "clip_norm": clip,
-                "delta": 1e-5}
-    # κ scales with the image dimension d: the slider runs over a κ/d ladder (default κ/d 0.1)
-    kappa = knob_ui("channel", key="gl_kappa", family=KIND, where=c2, options=kappa_grid(d),
-                    default=0.1 * d, format_func=lambda k: f"{k:g} (κ/d {k / d:.3g})")
-    mode = c3.segmented_control("Noise", ["redraw", "fixed"], key="gl_noise_mode", required=True,
-                                help="redraw: fresh noise every step (κ per step, n·κ over the "
-                                     "run); fixed: one noisy copy of the data (κ in total).")
-    block = {"kind": "channel", "channel": choice, "kappa": float(kappa), "noise_mode": mode}
-    if choice == "personalized":
+    choices = defense_choices(KIND)
+    choice = c1.selectbox("Defense", list(choices), key="gl_defense", format_func=CHOICES.get)
+    _, kind, variant = choices[choice]
+    part = DEFENSES.get(kind)
+    if part.knob is None and not part.controls_for(KIND):
+        c2.caption(part.description)
+    block = {"kind": kind, **variant, **defense_block_ui(
+        KIND, kind, key=lambda f: FIELD_KEYS.get(f, f"gl_{kind}_{f}"), knob_where=c2,
+        controls_where=[c3], dim=d)}
+    if block.get("channel") == "personalized":
         block.update(beta_ui())
     return block
 
@@ -297,16 +306,18 @@ def bounds_vs_kappa(cfg, spec, shape, measured: list[tuple[float, float, str]] |
 def sweep_measured(cfg) -> list[tuple[float, float, str]]:
     """(κ, per-pixel MSE, label) of stored runs of the current channel's κ sweep and the
     current run."""
-    if cfg.defense.kind != "channel":
+    part = DEFENSES.get(cfg.defense.kind)
+    knob = part.knob.for_family(KIND) if part.knob else None
+    if knob is None or not knob.per_dim:  # the κ-per-dimension sweep of the κ channel
         return []
     config = cfg.model_dump(mode="json")
     d = int(np.prod(data_spectrum(cfg.data.name, cfg.seed)[1]))
     pts = []
-    got = {float(c["defense"]["kappa"]): peek(c)
-           for c in [{**config, "defense": {**config["defense"], "kappa": float(f"{r * d:.6g}")}}
-                     for r in KAPPA_PER_DIM_GRID] + [config]}
+    got = {float(c["defense"][knob.field]): peek(c)
+           for c in [{**config, "defense": {**config["defense"], knob.field: g}}
+                     for g in knob.for_dim(d).teaching_grid()] + [config]}
     # every stored run of these settings (off-grid κ included), the current one too
-    for kappa, r in sorted(filled(config, "kappa", got).items()):
+    for kappa, r in sorted(filled(config, knob.field, got).items()):
         if r is not None and metric(r, "recon_best_mse") is not None:
             # a run with targets below Theorem 1's floor is marked on the plot, with why
             below = [cv["text"] for cv in plot_caveats(r, "mse_vs_kappa")
@@ -323,22 +334,20 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
     points = []
     for name, cfgs in series.items():
         got = {}
+        field = DEFENSES.get(cfgs[0]["defense"]["kind"]).knob.field
         for c in cfgs:
             r = peek(c)
-            knob = c["defense"].get("kappa", c["defense"].get("target_epsilon"))
             if r is not None:
-                got[float(knob)] = r
-        field = "kappa" if name != "dp_sgd" else "target_epsilon"
+                got[float(c["defense"][field])] = r
         got = filled({**config, "defense": cfgs[0]["defense"]}, field, got)
         points += tradeoff_points(got, kind=KIND, attack_metrics={CHOICES[name]: head.attack})
     cur = None
-    if cfg.defense.kind == "channel":
-        cur = float(cfg.defense.kappa)
-    elif cfg.defense.kind == "dp_sgd":
-        cur = (float(cfg.defense.target_epsilon) if cfg.defense.target_epsilon is not None
-               else math.inf)
+    knob = DEFENSES.get(cfg.defense.kind).knob
+    if knob is not None:  # a knob left null (DP-SGD at a fixed z) is the ε = ∞ end
+        value = getattr(cfg.defense, knob.field)
+        cur = float(value) if value is not None else math.inf
     if result is not None and cur is not None and not any(abs(p.knob - cur) < 1e-9 for p in points):
-        label = CHOICES[cfg.defense.channel if cfg.defense.kind == "channel" else "dp_sgd"]
+        label = CHOICES[choice_of(cfg.defense)]
         points += tradeoff_points({cur: result}, kind=KIND, attack_metrics={label: head.attack})
     n_missing = sum(peek(c) is None for cs in series.values() for c in cs)
     start = st.button(f"Run the sweeps ({n_missing} of {sum(map(len, series.values()))} points "
@@ -348,7 +357,7 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
                            + "} per channel and target ε ∈ {" + ", ".join(f"{e:g}" for e in EPS_GRID)
                            + "} for DP-SGD, other settings as on the page; every point is stored.")
     run_with_progress(sweep_config(config, series), label="κ and z sweeps", start=start)
-    undef = peek({**config, "defense": {"kind": "none"}})
+    undef = peek({**config, "defense": {"kind": BASELINE}})
     und = None
     if undef is not None:
         und = (metric(undef, head.utility), metric(undef, head.attack))
@@ -482,11 +491,13 @@ def show_result(config, cfg, result) -> None:
     gallery(result, names)
     scores_table(result, names)
     thm1_section(config, result)
-    if "model_inversion" in result.artifacts and (box := deferred(
+    # the attack that stores its images under its name (model inversion of the trained model)
+    inverted = next((a.name for a in attacks_for(KIND) if a.name in result.artifacts), None)
+    if inverted is not None and (box := deferred(
             "Model inversion: one representative per class vs the class centre",
             key="gl_show_mi", icon=":material/portrait:")):
         with box:
-            mi, cc = result.artifacts["model_inversion"], result.artifacts["class_centres"]
+            mi, cc = result.artifacts[inverted], result.artifacts["class_centres"]
             k = len(mi)
             st.plotly_chart(figure("image_grid_figure", np.concatenate([cc, mi]),
                                    tuple([f"centre {c}" for c in range(k)]
