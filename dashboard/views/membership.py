@@ -22,7 +22,7 @@ from core.metric_schema import HEADLINES
 from core.parts import DEFENSES, attack_titles, attacks_for
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
+from dashboard.components import result_caption, threat_card_lines
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import (
@@ -33,12 +33,12 @@ from dashboard.components.caveats import (
     metric_tile,
     roc_grey_below,
 )
-from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
+from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui
 from dashboard.components.knob import knob_ui
-from dashboard.components.lesson import lesson_panel
+from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
-from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
+from dashboard.widgets import peek, run_with_progress
 
 KIND = "membership"
 #: test rows embedded (t-SNE) for the release's projection panel
@@ -130,6 +130,13 @@ def pre_run_text(config: dict[str, Any], runs: list[tuple[dict, float]] = ()) ->
     when = "" if est is None else f": {format_seconds(est[0])} ({est[1]})"
     return (f"No stored result for these settings yet. Press **Run** ({what}{when}). "
             "Runs are stored.")
+
+
+def pre_run_info(run) -> None:
+    """The pre-run box (:func:`pre_run_text`); without a valid input the line under Run says
+    why it is off instead."""
+    if inputs_ok():
+        st.info(pre_run_text(run.config, stored_timings()))
 
 
 def stored_timings() -> list[tuple[dict, float]]:
@@ -356,21 +363,7 @@ st.caption("Can an attacker tell whether a record was in the training set? Loss 
            "thresholds, LiRA (shadow models trained the target's way) and RMIA (reference "
            "models against population samples) attack a model trained under Inf2Guard (λ), "
            "DP-SGD (z, ε from the accountant) or the κ channel.")
-config = controls()
-stop_if_invalid(key="mi_run")
-cfg = validate(config, label="Membership")
-if cfg is None:
-    st.stop()
-buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="mi_run", disabled=not inputs_ok())
-copy_run(config)
-result = run_with_progress(config, label=f"{DEFENSES.get(cfg.defense.kind).title} on {cfg.data.name}",
-                           start=run_clicked)
-lesson_panel("membership", config, key="mi")
-if result is None:
-    if inputs_ok():  # else the message above says why Run is off
-        st.info(pre_run_text(config, stored_timings()))
-else:
-    show_result(config, result)
-page_tail(result, KIND, key="mi")
-running_jobs_panel()
+run_panel(controls(), kind=KIND, page="membership", key="mi", title="Membership",
+          label=lambda run: f"{DEFENSES.get(run.cfg.defense.kind).title} on {run.cfg.data.name}",
+          show=lambda run: show_result(run.config, run.result),
+          idle=pre_run_info)
