@@ -194,11 +194,13 @@ def roc_section(result) -> None:
                    for a in result.config["attack"]["attackers"] if f"roc_{a}_fpr" in arts)
     region = None
     eps = metric(result, "epsilon_accountant")
-    if eps is not None:
+    if eps is not None:  # None for ε = ∞ (clipping only): it bounds nothing
         from core.attacks.membership import dp_region
 
         f = np.logspace(-4, 0, 60)
-        region = (tuple(f), tuple(np.minimum(1.0, dp_region(eps, 1e-5, f))))
+        # the accountant's ε holds at the run's δ
+        delta = float((result.config.get("defense") or {}).get("delta") or 1e-5)
+        region = (tuple(f), tuple(np.minimum(1.0, dp_region(eps, delta, f))))
     left, right = st.columns(2)
     grey = roc_grey_below(result)
     left.plotly_chart(figure("membership_roc_figure", curves, log=False, dp_region=region,
