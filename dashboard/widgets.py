@@ -2,7 +2,8 @@
 figures are in :mod:`dashboard.plots`, components that draw a Result in
 :mod:`dashboard.components`); the Streamlit layer over :mod:`dashboard.jobs`.
 
-:func:`run_with_progress` is the one way a page gets a Result. It validates the config, shows a
+:func:`run_with_progress` is the one way a page gets a Result. It takes the config's model as
+it is (a mapping is validated here, once per script run: :func:`typed`), shows a
 cached Result at once (``store.peek``, without touching the queue), and otherwise submits
 ``store.get_or_run`` to the process-wide :class:`dashboard.jobs.JobQueue`, shared by every
 browser session: at most ``$PRIVLAB_MAX_JOBS`` (default: the usable cores) run at once, the
