@@ -504,3 +504,168 @@ def main(quick: bool = False) -> dict[str, Any]:
                         "range_checker_functions": checkers, "layer_violations": layers,
                         "upward_imports": upward, "import_cycles": cycles,
                         "name_literals": literals, "temporary_attack": seen}}
+
+
+# ---------------------------------------------------------------------------------------------
+# a run has one path: validations per page Run, page-run scaffolds
+
+#: the Membership page's tiny settings (widget key -> value) for :func:`validations_per_page_run`
+TINY_MEMBERSHIP: dict[str, Any] = {
+    "mi_dataset": "digits", "mi_attackers": ["loss"], "mi_members__text": "20",
+    "mi_epochs__text": "1", "mi_shadows__text": "2", "mi_refs__text": "1",
+    "mi_targets__text": "1",
+}
+
+
+class _Counting:
+    """A stand-in for a pydantic ``SchemaValidator`` (or a ``TypeAdapter``) that records what
+    every ``validate_*`` call returned, then hands the call on."""
+
+    def __init__(self, inner: Any, seen: list[Any]) -> None:
+        self._inner, self._seen = inner, seen
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not name.startswith("validate_"):
+            return attr
+
+        def counted(*args: Any, **kw: Any) -> Any:
+            out = attr(*args, **kw)
+            # a model's __init__ validates into ``self_instance`` (and returns it or None)
+            self._seen.append(kw.get("self_instance") if out is None else out)
+            return out
+
+        return counted
+
+
+def count_validations():
+    """A context manager yielding the list of every config validated while it is open: it
+    wraps the pydantic entry :func:`core.config.parse_config` uses (``core.config._ADAPTER``)
+    and the validator of every experiment model (``Model(...)``, ``Model.model_validate``), in
+    every thread of the process (AppTest runs the page, the job queue runs the engine, both
+    here)."""
+    import contextlib
+
+    import core.config as C
+
+    @contextlib.contextmanager
+    def _cm():
+        seen: list[Any] = []
+        adapter = C._ADAPTER
+        models = {m: m.__dict__["__pydantic_validator__"] for m in C.CONFIG_MODELS.values()}
+        C._ADAPTER = _Counting(adapter, seen)
+        for m, v in models.items():
+            m.__pydantic_validator__ = _Counting(v, seen)
+        try:
+            yield seen
+        finally:
+            C._ADAPTER = adapter
+            for m, v in models.items():
+                m.__pydantic_validator__ = v
+
+    return _cm()
+
+
+def validations_of(seen: list[Any], config: dict[str, Any]) -> int:
+    """How many of the validated configs in ``seen`` are ``config`` (its JSON dump)."""
+    from pydantic import BaseModel
+
+    return sum(1 for s in seen if isinstance(s, BaseModel) and s.model_dump(mode="json") == config)
+
+
+def _widget(at: Any, key: str) -> Any:
+    """The AppTest widget under ``key``, whatever its type."""
+    for kind in ("selectbox", "multiselect", "text_input", "select_slider", "slider", "radio",
+                 "checkbox", "toggle", "number_input"):
+        try:
+            return getattr(at, kind)(key=key)
+        except KeyError:
+            continue
+    raise KeyError(f"no widget with key {key!r} on the page")
+
+
+def validations_per_page_run(page: str = "views/membership.py",
+                             settings: dict[str, Any] | None = None, *,
+                             timeout: float = 300.0) -> int:
+    """Validations of the run's config in the script run where Run is clicked on ``page``
+    (AppTest, a fresh store in a temporary folder, ``settings``: widget key -> value, default
+    :data:`TINY_MEMBERSHIP`). Counted by :func:`count_validations`: every validation in the
+    process while the click's script run lasts (the page, the queue, the store, the runner)
+    whose result equals the stored run's config; grid points and other configs a page peeks
+    are other configs and do not count. Target: 1."""
+    import os
+    import tempfile
+
+    from streamlit.testing.v1 import AppTest
+
+    from cache.store import default_store
+
+    settings = TINY_MEMBERSHIP if settings is None else settings
+    old = os.environ.get("PRIVLAB_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="privlab-validations-") as root:
+        os.environ["PRIVLAB_CACHE_DIR"] = root
+        try:
+            at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=timeout)
+            at.run()
+            at.switch_page(page).run()
+            for key, value in settings.items():
+                _widget(at, key).set_value(value).run()
+            run_key = next(w.key for w in at.button if (w.key or "").endswith("_run"))
+            with count_validations() as seen:
+                at.button(key=run_key).click().run()
+            problems = [str(e.value) for e in (*at.exception, *at.error)]
+            records = default_store(root).list()
+            if problems or len(records) != 1:
+                raise RuntimeError(f"{page}: the Run did not store one run: {problems}")
+            return validations_of(seen, records[0].config)
+        finally:
+            if old is None:
+                os.environ.pop("PRIVLAB_CACHE_DIR", None)
+            else:
+                os.environ["PRIVLAB_CACHE_DIR"] = old
+
+
+def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of one scope (a module or a function), not those of functions in it."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+
+
+def _is_run_button(node: ast.AST) -> bool:
+    """``<something>.button("Run", ...)``: a page's Run button."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "button" and bool(node.args)
+            and isinstance(node.args[0], ast.Constant) and node.args[0].value == "Run")
+
+
+def page_run_scaffold_list(root: Path = ROOT / "dashboard") -> list[str]:
+    """``file:scope`` of every function (or module body) under ``root`` that draws a page's
+    Run button and submits the run to the job queue (calls ``run_with_progress``) itself."""
+    out = []
+    for path in _py(root):
+        tree = _tree(path)
+        scopes = [("<module>", tree)] + [(n.name, n) for n in ast.walk(tree)
+                                         if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        for name, scope in scopes:
+            nodes = list(_scope_nodes(scope))
+            submits = any(isinstance(n, ast.Call) and _callee(n) == "run_with_progress"
+                          for n in nodes)
+            if submits and any(map(_is_run_button, nodes)):
+                out.append(f"{_rel(path)}:{name}")
+    return out
+
+
+def page_run_scaffolds() -> int:
+    """Distinct functions (or page scripts) in ``dashboard/`` that hold a page's Run path: the
+    Run button and the job submission in one scope (:func:`page_run_scaffold_list`). Target 1."""
+    return len(page_run_scaffold_list())

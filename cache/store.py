@@ -248,7 +248,8 @@ class ResultStore:
             return self._repair_locked(key, touch=touch)
 
     def peek(self, config: Any) -> Result | None:
-        """The cached Result for ``config`` without running anything (ConfigError if invalid)."""
+        """The cached Result for ``config`` without running anything: a config model as it is,
+        a mapping validated first (ConfigError if invalid)."""
         hit = self._read_or_repair(cache_key(parse_config(config)), wait=False, touch=True)
         return hit if hit is None or self._points_stored(hit) else None
 
@@ -291,7 +292,8 @@ class ResultStore:
     ) -> Result:
         """Return the cached Result for ``config`` (``from_cache=True``) or run and store it.
 
-        ``config`` is a config model or a mapping (ConfigError if invalid; nothing touched).
+        ``config`` is a config model, used as it is (validated once, where it was made), or a
+        mapping, validated here (ConfigError if invalid; nothing touched).
         ``runner(cfg, progress=..., cancel=...)`` defaults to :func:`core.experiments.run` with
         this store's stage cache (:attr:`stages`), so runs that share a trained model train once.
         A run that raises (including ``Cancelled``) stores nothing. If another process or

@@ -899,6 +899,8 @@ CONFIG_MODELS: dict[str, type[_Model]] = {
     "repr_reconstruction": ReprReconstructionConfig,
     "sweep": SweepConfig,
 }
+#: the experiment models themselves (exact types: a subclass may loosen what they check)
+_CONFIG_TYPES = frozenset(CONFIG_MODELS.values())
 
 
 class ConfigError(ValueError):
@@ -1047,13 +1049,18 @@ def format_validation_error(err: ValidationError, model: type[BaseModel] | None 
 
 
 def parse_config(obj: dict[str, Any] | BaseModel, notes: list[str] | None = None) -> Any:
-    """Validate a mapping (or re-validate a model) into the config model for its ``kind``.
+    """Validate a mapping into the config model for its ``kind``; a config model (already
+    validated: models are frozen) is returned as it is, so the typed model a page or the CLI
+    validated once travels through the store and the runner without another pass.
 
     A mapping of an older shape is migrated first (:func:`core.migrations.migrate`); what the
-    migration changed is appended to ``notes`` when a list is given."""
+    migration changed is appended to ``notes`` when a list is given. Any other pydantic model
+    is dumped and validated as a mapping."""
     from core.config_files import ConfigFileError, check_shape
     from core.migrations import migrate
 
+    if type(obj) in _CONFIG_TYPES:
+        return obj
     if isinstance(obj, BaseModel):
         obj = obj.model_dump(mode="json")
     if not isinstance(obj, dict):

@@ -54,7 +54,9 @@ def run(
     stages: StageStore | None = None,
     points: PointStore | None = None,
 ) -> Result:
-    """Validate ``config`` (a model or a mapping) and run its kind's runner. Nothing global is
+    """Run ``config``'s kind's runner: a config model as it is (validated once, where it was
+    made; :func:`core.config.parse_config` hands it back), a mapping validated (and migrated)
+    first. Nothing global is
     seeded: every draw comes from a local generator of the run's seed (:mod:`core.seeds`), so
     runs in threads of one process do not disturb each other.
 

@@ -2,7 +2,8 @@
 figures are in :mod:`dashboard.plots`, components that draw a Result in
 :mod:`dashboard.components`); the Streamlit layer over :mod:`dashboard.jobs`.
 
-:func:`run_with_progress` is the one way a page gets a Result. It validates the config, shows a
+:func:`run_with_progress` is the one way a page gets a Result. It takes the config's model as
+it is (a mapping is validated here, once per script run: :func:`typed`), shows a
 cached Result at once (``store.peek``, without touching the queue), and otherwise submits
 ``store.get_or_run`` to the process-wide :class:`dashboard.jobs.JobQueue`, shared by every
 browser session: at most ``$PRIVLAB_MAX_JOBS`` (default: the usable cores) run at once, the
@@ -23,22 +24,23 @@ are shown as messages; nothing is stored.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
 
-from core.config import ConfigError, cache_key, parse_config
+from core.config import CONFIG_MODELS, ConfigError, cache_key, parse_config
 from core.progress import Cancelled
 from core.result import Result
 from dashboard.jobs import QUEUED, Job, Ticket, get_queue, ordinal
 
 __all__ = [
     "Job", "Ticket", "get_store", "is_data_error", "is_running", "peek", "queue_caption",
-    "run_many_with_progress", "run_with_progress", "running_jobs_panel", "validate",
+    "run_many_with_progress", "run_with_progress", "running_jobs_panel", "typed", "validate",
 ]
 
 _JOBS = "_privlab_jobs"  # cache key -> Ticket of this session (waiting, running or just done)
@@ -48,6 +50,8 @@ _ERRORS = "_privlab_errors"  # key -> (kind, message, traceback) of a failed run
 _NOTES = "_privlab_notes"  # key -> what the last Cancel did (shown once after the rerun)
 _SHOWN = "_privlab_shown"  # key -> the full run (app.py's counter) whose page showed its line
 _RUN = "_privlab_run"  # app.py counts the session's full runs here
+_TYPED = "_privlab_typed"  # (full run, {mapping's JSON: its model}) of this script run
+MAX_TYPED = 512
 POLL_S = 0.25
 QUEUE_POLL_S = 1.0
 
@@ -253,10 +257,60 @@ def _gate(key: str, label: str, start: bool) -> bool:
     return start
 
 
-def validate(config: Any, *, label: str = "settings") -> Any | None:
-    """Validate a config (model or mapping); show the ConfigError and return None if bad."""
+def _json(config: Any) -> str | None:
     try:
-        return parse_config(config)
+        return json.dumps(config, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # not plain data: validated, not remembered
+        return None
+
+
+def _typed_memo() -> dict[str, Any] | None:
+    """This script run's mapping -> model memo (None outside app.py's numbered runs)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if get_script_run_ctx(suppress_warning=True) is None:  # plain Python: no session
+        return None
+    run = st.session_state.get(_RUN)
+    if run is None:
+        return None
+    held = st.session_state.get(_TYPED)
+    if held is None or held[0] != run:
+        held = st.session_state[_TYPED] = (run, {})
+    return held[1]
+
+
+def typed(config: Any) -> Any:
+    """The validated model of ``config`` (ConfigError if invalid).
+
+    A config model is already validated and is returned as it is. A mapping is validated at
+    this boundary, once per script run: the page's config, its dumped form and every grid point
+    a page peeks are remembered for the rest of the run (a page's later peeks of the same
+    settings, e.g. a lesson's undefended reference, find the model instead of validating it
+    again). The memo starts afresh on every full run, so a data folder or a registered data
+    set that went away is seen on the next rerun."""
+    if type(config) in _MODEL_TYPES:
+        return config
+    memo = _typed_memo() if isinstance(config, Mapping) else None
+    key = _json(config) if memo is not None else None
+    if key is not None and key in memo:
+        return memo[key]
+    cfg = parse_config(config)
+    if key is not None and len(memo) < MAX_TYPED:
+        memo[key] = cfg
+        dumped = _json(cfg.model_dump(mode="json"))
+        if dumped is not None:
+            memo.setdefault(dumped, cfg)
+    return cfg
+
+
+_MODEL_TYPES = frozenset(CONFIG_MODELS.values())
+
+
+def validate(config: Any, *, label: str = "settings") -> Any | None:
+    """The validated model of ``config`` (:func:`typed`: a model as it is, a mapping validated
+    once per script run); shows the ConfigError and returns None if bad."""
+    try:
+        return typed(config)
     except ConfigError as exc:
         st.error(f"{label}: invalid settings: {exc}\n\nNothing was stored.")
         return None
@@ -302,12 +356,12 @@ def _peek(store: Any, cfg: Any) -> Result | None:
 
 def peek(config: Any) -> Result | None:
     """The cached Result of a (valid) config, or None; never computes (nor queues)."""
-    return _peek(get_store(), parse_config(config))
+    return _peek(get_store(), typed(config))
 
 
 def is_running(config: Any) -> bool:
     """True while this session waits for or follows a run of ``config``."""
-    return cache_key(parse_config(config)) in _jobs()
+    return cache_key(typed(config)) in _jobs()
 
 
 def run_with_progress(

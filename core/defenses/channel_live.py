@@ -10,6 +10,7 @@ the config models.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -17,19 +18,26 @@ import numpy as np
 from core.bounds.channel_readout import wiener_floor
 
 
-def _live_noise_multiplier(cfg) -> float | None:
-    """z for the DP-SGD block's target ε over its recipe's steps (q = sample rate, steps =
-    epochs / q), solved with the RDP accountant (about 1 ms; PRV takes seconds); None when the
-    recipe samples by batch size (q depends on the data set's size)."""
+@lru_cache(maxsize=256)
+def _rdp_noise_multiplier(target_epsilon: float, q: float, steps: int, delta: float) -> float:
     from core.bounds.accountants import dpsgd_noise_multiplier
 
+    return float(dpsgd_noise_multiplier(target_epsilon, q, steps, delta, "rdp"))
+
+
+def _live_noise_multiplier(cfg) -> float | None:
+    """z for the DP-SGD block's target ε over its recipe's steps (q = sample rate, steps =
+    epochs / q), solved with the RDP accountant (about 1 ms for a moderate ε; seconds at the
+    knob's low end ε = 0.01, where z is in the thousands, hence remembered per setting; PRV
+    takes seconds); None when the recipe samples by batch size (q depends on the data set's
+    size)."""
     rec = cfg.defense.training(cfg.train)
     if "sample_rate" not in rec:
         return None
     q = float(rec["sample_rate"])
     steps = int(rec["epochs"]) * max(1, round(1.0 / q))
-    return float(dpsgd_noise_multiplier(float(cfg.defense.target_epsilon), q, steps,
-                                        float(cfg.defense.delta), "rdp"))
+    return _rdp_noise_multiplier(float(cfg.defense.target_epsilon), q, steps,
+                                 float(cfg.defense.delta))
 
 
 def _empty() -> dict[str, Any]:

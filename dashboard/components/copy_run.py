@@ -46,7 +46,11 @@ def config_mapping(config: Any) -> tuple[dict[str, Any], list[str], bool]:
 
 def config_yaml(config: Any) -> str:
     """The config as YAML (``yaml.safe_dump``; ``kind`` first, then the model's order)."""
-    mapping = config_mapping(config)[0]
+    return _yaml_text(config_mapping(config)[0])
+
+
+def _yaml_text(mapping: dict[str, Any]) -> str:
+    """An already validated (or migrated) mapping as YAML, ``kind`` first."""
     mapping = {"kind": mapping["kind"], **mapping} if "kind" in mapping else mapping
     return yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True, width=100)
 
@@ -100,7 +104,10 @@ def examples(kind: str) -> list[tuple[Path, dict[str, Any]]]:
 
 def cli_one_liner(config: Any) -> str | None:
     """``privlab run examples/<closest>.yaml --set ...`` for this config, or None when no
-    example of its kind exists (or the overrides would not give the same config back)."""
+    example of its kind exists (or the overrides would not give the same config back).
+    A config model is compared as it is (it is validated already)."""
+    from pydantic import BaseModel
+
     from core.config import ConfigError, load_config, parse_config
 
     mapping, _, valid = config_mapping(config)
@@ -111,7 +118,8 @@ def cli_one_liner(config: Any) -> str | None:
         return None
     path, sets = min(cands, key=lambda c: (len(c[1]), c[0].name))
     try:
-        if load_config(path, sets) != parse_config(mapping):
+        target = config if isinstance(config, BaseModel) else parse_config(mapping)
+        if load_config(path, sets) != target:
             return None
     except ConfigError:
         return None
@@ -137,7 +145,8 @@ def _texts(config: Any) -> tuple[dict[str, Any], list[str], bool, str, str, str 
     if token is not None and token in _TEXTS:
         return _TEXTS[token]
     mapping, notes, valid = config_mapping(config)
-    out = (mapping, notes, valid, file_name(mapping), config_yaml(mapping), cli_one_liner(mapping))
+    out = (mapping, notes, valid, file_name(mapping), _yaml_text(mapping),
+           cli_one_liner(config if isinstance(config, BaseModel) else mapping))
     if token is not None:
         if len(_TEXTS) >= _TEXTS_MAX:
             _TEXTS.clear()

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import streamlit as st
+from pydantic import BaseModel
 
 from dashboard.components._figures import figure
 
@@ -27,11 +28,14 @@ _NORMALISED: dict[str, dict[str, Any] | None] = {}
 _IGNORED = ("device",)
 
 
-def _normal(config: Mapping[str, Any]) -> dict[str, Any] | None:
-    from core.config import parse_config
+def _normal(config: Any) -> dict[str, Any] | None:
+    """``config`` validated, as a mapping with defaults filled in (a page's config model is
+    dumped as it is; a mapping goes through :func:`dashboard.widgets.typed`)."""
+    from dashboard.widgets import typed
 
     try:
-        return parse_config(dict(config)).model_dump(mode="json")
+        return typed(config if isinstance(config, BaseModel) else dict(config)).model_dump(
+            mode="json")
     except ValueError:  # a stored config the current engine refuses: not a point here
         return None
 

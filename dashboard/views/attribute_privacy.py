@@ -33,10 +33,8 @@ from dashboard import state
 from dashboard.components import (
     attack_table,
     bounds_panel,
-    copy_run,
     defense_panel,
     deferred,
-    page_tail,
     projection_pair,
     result_caption,
     round_curves,
@@ -44,9 +42,9 @@ from dashboard.components import (
     utility_panel,
 )
 from dashboard.components._format import metric
-from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
-from dashboard.components.lesson import lesson_panel
+from dashboard.components.inputs import blocked_reason, number_ui, stop_if_invalid
 from dashboard.components.part_controls import controls_ui, knob_control
+from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
 from dashboard.tappfl_settings import (
@@ -58,12 +56,7 @@ from dashboard.tappfl_settings import (
     with_knob,
 )
 from dashboard.tappfl_settings import build_config as build_tappfl_config
-from dashboard.widgets import (
-    peek,
-    run_with_progress,
-    running_jobs_panel,
-    validate,
-)
+from dashboard.widgets import peek, run_with_progress
 
 KIND = "attribute_privacy"
 DATASETS = ["synthetic", "adult", "digits", "mnist5k"]
@@ -359,57 +352,85 @@ def show_result(config: dict[str, Any], result, grid_results: dict[float, Any],
 
 
 # --------------------------------------------------------------------------------------------
-# page
+# page (the run section: dashboard.components.run_panel, with these hooks)
+
+
+def knob_grid(cfg) -> tuple[Any, tuple[float, ...] | None, float | None]:
+    """(the defense's knob, its teaching grid, the page's value of it); (None, None, None)
+    for a defense without a knob."""
+    knob = DEFENSES.get(cfg.defense.kind).knob
+    if knob is None:
+        return None, None, None
+    return knob, knob.for_family(KIND).teaching_grid(), float(getattr(cfg.defense, knob.field))
+
+
+def run_label(run) -> str:
+    knob, _, value = knob_grid(run.cfg)
+    return (f"{DEFENSES.get(run.cfg.defense.kind).title} on {run.cfg.data.name}/"
+            f"{run.cfg.data.private_attribute}" + (f", {knob.symbol}={value:g}" if knob else ""))
+
+
+def sweep_button(row, run) -> bool:
+    """The knob's sweep button beside Run; True when clicked."""
+    knob, grid, _ = knob_grid(run.cfg)
+    blocked = blocked_reason()  # missing data: every job button is off like Run, same message
+    return row.button(
+        f"Run {knob.symbol if knob else 'the'} sweep", key="ap_sweep",
+        disabled=grid is None or blocked is not None,
+        help=blocked or (None if grid is None else f"Precompute {knob.symbol} ∈ {{"
+                         + ", ".join(f"{g:g}" for g in grid) + "} with the other settings as "
+                         "they are; each point is stored."))
+
+
+def sweep_job(run) -> None:
+    knob, grid, _ = knob_grid(run.cfg)
+    if grid:
+        run_with_progress(sweep_config(run.config, knob.field, grid),
+                          label=f"{knob.symbol} sweep", start=bool(run.extra))
+
+
+def grid_results(run) -> dict[float, Any]:
+    """Knob value -> the stored Result of each teaching-grid point (None: not stored)."""
+    knob, grid, _ = knob_grid(run.cfg)
+    return {g: peek(with_knob(run.config, knob.field, g)) for g in grid} if grid else {}
+
+
+def shown_value(run) -> float | None:
+    """The knob value of the Result shown (the page's own, or the nearest stored grid point)."""
+    knob, _, value = knob_grid(run.cfg)
+    if knob is None or run.result is None:
+        return value
+    return float((run.result.config or {}).get("defense", {}).get(knob.field, value))
+
+
+def nearest_result(run):
+    """No run for the page's knob value yet: the nearest stored grid point, said so."""
+    knob, grid, value = knob_grid(run.cfg)
+    if not grid:
+        return None
+    got = grid_results(run)
+    near = nearest_point([g for g, r in got.items() if r is not None], value)
+    if near is None:
+        return None
+    st.info(f"No run for {knob.symbol} = {value:g} yet: showing the nearest cached grid "
+            f"point {knob.symbol} = {near:g}. Press **Run** to compute "
+            f"{knob.symbol} = {value:g}.")
+    return got[near]
+
+
+def idle_text(run) -> None:
+    knob = knob_grid(run.cfg)[0]
+    st.info("No stored result for these settings yet. Press **Run** (or **Run "
+            f"{knob.symbol if knob else 'the'} sweep** for the tradeoff). Runs are stored: the "
+            "same settings show at once next time.")
+
 
 st.title("Attribute privacy in federated learning")
 st.caption("TAPPFL trains each device's encoder with −λ·CE(adversary) − (1−λ)·I_JSD(x; r | u) "
            "and federates it with FedAvg; baselines perturb or prune the uploads instead. "
            "λ here is TAPPFL's privacy weight (not FIL's regulariser).")
-config = controls()
-cfg = validate(config, label="Attribute privacy")
-if cfg is None:
-    st.stop()
-defense = cfg.defense.kind
-knob = DEFENSES.get(defense).knob
-grid = knob.for_family(KIND).teaching_grid() if knob else None
-knob_value = float(getattr(cfg.defense, knob.field)) if knob else None
-
-buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="ap_run", disabled=not inputs_ok())
-blocked = blocked_reason()  # missing data: every job button is off like Run, same message
-sweep_clicked = buttons.button(
-    f"Run {knob.symbol if knob else 'the'} sweep", key="ap_sweep",
-    disabled=grid is None or blocked is not None,
-    help=blocked or (None if grid is None else f"Precompute {knob.symbol} ∈ {{"
-                     + ", ".join(f"{g:g}" for g in grid) + "} with the other settings as they "
-                     "are; each point is stored."))
-copy_run(config)
-
-label = (f"{DEFENSES.get(defense).title} on {cfg.data.name}/{cfg.data.private_attribute}"
-         + (f", {knob.symbol}={knob_value:g}" if knob else ""))
-if grid:
-    run_with_progress(sweep_config(config, knob.field, grid), label=f"{knob.symbol} sweep",
-                      start=sweep_clicked)
-result = run_with_progress(config, label=label, start=run_clicked)
-lesson_panel("attribute_privacy", config, key="ap")
-
-# nearest cached grid point when the current knob value has no result yet
-grid_results = {g: peek(with_knob(config, knob.field, g)) for g in grid} if grid else {}
-shown = knob_value
-if result is None and grid:
-    near = nearest_point([g for g, r in grid_results.items() if r is not None], knob_value)
-    if near is not None:
-        shown, result = near, grid_results[near]
-        st.info(f"No run for {knob.symbol} = {knob_value:g} yet: showing the nearest cached grid "
-                f"point {knob.symbol} = {shown:g}. Press **Run** to compute "
-                f"{knob.symbol} = {knob_value:g}.")
-if result is None:
-    st.info("No stored result for these settings yet. Press **Run** (or **Run "
-            f"{knob.symbol if knob else 'the'} sweep** for the tradeoff). Runs are stored: the "
-            "same settings show at once next time.")
-    running_jobs_panel()
-    st.stop()
-
-show_result(config, result, grid_results, shown)
-page_tail(result, KIND, key="ap")
-running_jobs_panel()
+run_panel(controls(), kind=KIND, page="attribute_privacy", key="ap", title="Attribute privacy",
+          label=run_label, buttons=sweep_button, jobs=sweep_job, fallback=nearest_result,
+          show=lambda run: show_result(run.config, run.result, grid_results(run),
+                                       shown_value(run)),
+          idle=idle_text)

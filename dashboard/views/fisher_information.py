@@ -24,7 +24,7 @@ from core.config import FilAttackSpec, FilDataSpec, IRFILSpec
 from core.parts import ATTACKS, attack_titles, attacks_for, config_names
 from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
-from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
+from dashboard.components import result_caption, threat_card_lines
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.caveats import (
     caveats_of,
@@ -35,11 +35,11 @@ from dashboard.components.caveats import (
     sentence,
 )
 from dashboard.components.fil_figures import fil_figure
-from dashboard.components.inputs import inputs_ok, number_ui, stop_if_invalid
+from dashboard.components.inputs import number_ui
 from dashboard.components.knob import knob_ui
-from dashboard.components.lesson import lesson_panel
+from dashboard.components.run_panel import run_panel
 from dashboard.sidebar import require_data
-from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
+from dashboard.widgets import peek
 
 KIND = "fisher_information"
 DATASETS = {"digits": "digits · two classes, PCA 20", "mnist5k": "mnist5k · two classes, PCA 20",
@@ -439,37 +439,20 @@ def show(cfg, base, result) -> None:
 # --------------------------------------------------------------------------------------------
 # the page
 
-st.title("Fisher information")
-st.caption("How much does a released linear or logistic regression say about each training "
-           "example? Fisher information loss η = ‖J‖₂/σ (Hannun et al., UAI 2021) bounds every "
-           "unbiased reconstruction: variance ≥ 1/η². Move σ (or a target η, or ε) and watch η, "
-           "the attacks and the bound; IRFIL reweights the data until every example leaks "
-           "equally.")
-config = controls()
-stop_if_invalid(key="fi_run")
-cfg = validate(config, label="Fisher information")
-if cfg is None:
-    st.stop()
-buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="fi_run", disabled=not inputs_ok())
-copy_run(config)
-fits: dict[str, Any] = st.session_state.setdefault(_FITS, {})
-fk = fit_key(cfg)
-exact = peek(config)
-base = exact or fits.get(fk)
-if base is None:  # a stored run of the same fit at the default noise setting
-    default = {**config, "defense": {"kind": "fil_output_perturbation",
-                                     "releases": config["defense"]["releases"]}}
-    base = peek(default)
-slot = st.container()
-auto = cfg.data.name in QUICK
-result = exact or run_with_progress(config, label=f"Fisher information on {cfg.data.name}",
-                                    start=run_clicked or auto)
-lesson_panel("fisher_information", config, key="fi")
-if result is not None:
-    fits[fk] = result
-    base = base or result
-with slot:
+
+def fit_panel(run) -> None:
+    """The closed-form parts from a stored run of the same fit (this run, the session's newest
+    run of the fit, or the fit at the default noise setting) and the attacks of this run
+    (none yet: the σ, η and ε sliders still redraw from the fit)."""
+    cfg, result = run.cfg, run.result
+    fits: dict[str, Any] = st.session_state.setdefault(_FITS, {})
+    fk = fit_key(cfg)
+    if result is not None:
+        fits[fk] = result
+    base = result or fits.get(fk)
+    if base is None:  # a stored run of the same fit at the default noise setting
+        base = peek({**run.config, "defense": {"kind": "fil_output_perturbation",
+                                               "releases": run.config["defense"]["releases"]}})
     if base is None:
         st.info("No stored fit for these settings yet. Press **Run** (Adult: the full per-example "
                 "FIL of 30,162 rows and IRFIL take about a minute on a busy CPU; the σ, η and ε "
@@ -479,7 +462,17 @@ with slot:
             show(cfg, base, result)
         except ValueError as exc:  # e.g. a target η no σ reaches
             st.error(f"Fisher information: {exc}")
-if result is not None:
-    result_caption(result)
-page_tail(result, KIND, key="fi")
-running_jobs_panel()
+    if result is not None:
+        result_caption(result)
+
+
+st.title("Fisher information")
+st.caption("How much does a released linear or logistic regression say about each training "
+           "example? Fisher information loss η = ‖J‖₂/σ (Hannun et al., UAI 2021) bounds every "
+           "unbiased reconstruction: variance ≥ 1/η². Move σ (or a target η, or ε) and watch η, "
+           "the attacks and the bound; IRFIL reweights the data until every example leaks "
+           "equally.")
+run_panel(controls(), kind=KIND, page="fisher_information", key="fi", title="Fisher information",
+          label=lambda run: f"Fisher information on {run.cfg.data.name}",
+          auto=lambda run: run.cfg.data.name in QUICK, show=fit_panel, idle=fit_panel,
+          result_first=True)

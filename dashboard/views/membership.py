@@ -22,7 +22,7 @@ from core.metric_schema import HEADLINES
 from core.parts import DEFENSES, attack_titles, attacks_for, defenses_for
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import copy_run, page_tail, result_caption, threat_card_lines
+from dashboard.components import result_caption, threat_card_lines
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import (
@@ -33,12 +33,12 @@ from dashboard.components.caveats import (
     metric_tile,
     roc_grey_below,
 )
-from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
-from dashboard.components.lesson import lesson_panel
+from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui
 from dashboard.components.part_controls import defense_block_ui
+from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
-from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
+from dashboard.widgets import peek, run_with_progress
 
 KIND = "membership"
 #: test rows embedded (t-SNE) for the release's projection panel
@@ -142,6 +142,13 @@ def pre_run_text(config: dict[str, Any], runs: list[tuple[dict, float]] = ()) ->
             "Runs are stored.")
 
 
+def pre_run_info(run) -> None:
+    """The pre-run box (:func:`pre_run_text`); without a valid input the line under Run says
+    why it is off instead."""
+    if inputs_ok():
+        st.info(pre_run_text(run.config, stored_timings()))
+
+
 def stored_timings() -> list[tuple[dict, float]]:
     """(config, seconds) of the stored membership runs of the current engine (the cost fit)."""
     from core.fingerprint import same_engine
@@ -197,11 +204,13 @@ def roc_section(result) -> None:
                    for a in result.config["attack"]["attackers"] if f"roc_{a}_fpr" in arts)
     region = None
     eps = metric(result, "epsilon_accountant")
-    if eps is not None:
+    if eps is not None:  # None for ε = ∞ (clipping only): it bounds nothing
         from core.attacks.membership import dp_region
 
         f = np.logspace(-4, 0, 60)
-        region = (tuple(f), tuple(np.minimum(1.0, dp_region(eps, 1e-5, f))))
+        # the accountant's ε holds at the run's δ
+        delta = float((result.config.get("defense") or {}).get("delta") or 1e-5)
+        region = (tuple(f), tuple(np.minimum(1.0, dp_region(eps, delta, f))))
     left, right = st.columns(2)
     grey = roc_grey_below(result)
     left.plotly_chart(figure("membership_roc_figure", curves, log=False, dp_region=region,
@@ -374,21 +383,7 @@ st.caption("Can an attacker tell whether a record was in the training set? Loss 
            "thresholds, LiRA (shadow models trained the target's way) and RMIA (reference "
            "models against population samples) attack a model trained under Inf2Guard (λ), "
            "DP-SGD (z, ε from the accountant) or the κ channel.")
-config = controls()
-stop_if_invalid(key="mi_run")
-cfg = validate(config, label="Membership")
-if cfg is None:
-    st.stop()
-buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="mi_run", disabled=not inputs_ok())
-copy_run(config)
-result = run_with_progress(config, label=f"{DEFENSES.get(cfg.defense.kind).title} on {cfg.data.name}",
-                           start=run_clicked)
-lesson_panel("membership", config, key="mi")
-if result is None:
-    if inputs_ok():  # else the message above says why Run is off
-        st.info(pre_run_text(config, stored_timings()))
-else:
-    show_result(config, result)
-page_tail(result, KIND, key="mi")
-running_jobs_panel()
+run_panel(controls(), kind=KIND, page="membership", key="mi", title="Membership",
+          label=lambda run: f"{DEFENSES.get(run.cfg.defense.kind).title} on {run.cfg.data.name}",
+          show=lambda run: show_result(run.config, run.result),
+          idle=pre_run_info)

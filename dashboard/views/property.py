@@ -21,17 +21,17 @@ from core.parts import DEFENSES, attack_by_config_name, attack_titles, config_na
 from core.runs.property import fresh_attacker_finding
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import copy_run, page_tail, projection_pair, result_caption
+from dashboard.components import projection_pair, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.components.caveats import flag_for, for_metrics, sentence
-from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
+from dashboard.components.inputs import blocked_reason, number_ui
 from dashboard.components.knob import knob_ui
-from dashboard.components.lesson import lesson_panel
+from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.property_settings import DEFAULTS, PRESETS
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
-from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
+from dashboard.widgets import peek, run_with_progress
 
 KIND = "property"
 #: subsets embedded (t-SNE, raw and released) for the projection panel
@@ -318,21 +318,9 @@ st.caption("Can an attacker learn a property of a whole data set — the share o
            "representation? Inf2Guard (λ) trains the encoder against a property adversary "
            "(Algorithm 2); fresh attackers trained afterwards on shadow subsets check what it "
            "really hid.")
-config = controls()
-stop_if_invalid(key="pr_run")
-cfg = validate(config, label="Property")
-if cfg is None:
-    st.stop()
-buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="pr_run", disabled=not inputs_ok())
-copy_run(config)
-result = run_with_progress(config, label=f"{DEFENSES.get(DEFENSE).title} on {cfg.data.name}",
-                           start=run_clicked)
-lesson_panel("property", config, key="pr")
-if result is None:
-    st.info("No stored result for these settings yet. Press **Run** (digits: a few seconds; "
-            "Adult: about 20 s on a CPU). Runs are stored; then run the λ sweep for the tradeoff.")
-else:
-    show_result(config, result)
-page_tail(result, KIND, key="pr")
-running_jobs_panel()
+run_panel(controls(), kind=KIND, page="property", key="pr", title="Property",
+          label=lambda run: f"{DEFENSES.get(DEFENSE).title} on {run.cfg.data.name}",
+          show=lambda run: show_result(run.config, run.result),
+          idle="No stored result for these settings yet. Press **Run** (digits: a few seconds; "
+               "Adult: about 20 s on a CPU). Runs are stored; then run the λ sweep for the "
+               "tradeoff.")

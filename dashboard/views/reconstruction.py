@@ -31,13 +31,13 @@ from core.parts import (
 )
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import copy_run, deferred, page_tail, result_caption
+from dashboard.components import deferred, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import flag_rows, flagged_caption, metric_tile, plot_caveats
-from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
-from dashboard.components.lesson import lesson_panel
+from dashboard.components.inputs import blocked_reason, number_ui
 from dashboard.components.part_controls import defense_block_ui
+from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.reconstruction_settings import (
     BASELINE,
@@ -52,7 +52,7 @@ from dashboard.reconstruction_settings import (
     sweep_configs,
 )
 from dashboard.sidebar import dataset_label, dataset_rows
-from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
+from dashboard.widgets import peek, run_with_progress
 
 KIND = "gradient_leakage"
 DATASETS = ["digits", "mnist5k", "faces"]
@@ -518,31 +518,28 @@ def show_result(config, cfg, result) -> None:
 # --------------------------------------------------------------------------------------------
 # page
 
+
+def run_label(run) -> str:
+    """The job's label: the channel (or defense) and the data set."""
+    cfg = run.cfg
+    return (f"{CHOICES.get(getattr(cfg.defense, 'channel', cfg.defense.kind), cfg.defense.kind)}"
+            f" on {cfg.data.name}")
+
+
+def data_dim(run) -> int:
+    """d of the run's data set (the lesson's and the sweeps' κ/d scale)."""
+    return int(np.prod(data_spectrum(run.cfg.data.name, run.cfg.seed)[1]))
+
+
 st.title("Reconstruction: gradient leakage and the κ channel")
 st.caption("A device's upload (a gradient or a local update) can be inverted back into its "
            "training images. The channel-capacity defense adds data-space noise solved from a "
            "budget κ (nats per round): I(D; upload) ≤ κ, so by Theorem 1 no attacker's MSE can "
            "fall below a floor. κ here is a capacity in nats; DP-SGD's ε is a privacy budget (its noise multiplier z is solved from it).")
-config = controls()
-stop_if_invalid(key="gl_run")
-cfg = validate(config, label="Gradient leakage")
-if cfg is None:
-    st.stop()
-live_panel(cfg)
-
-buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="gl_run", disabled=not inputs_ok())
-copy_run(config)
-label = f"{CHOICES.get(getattr(cfg.defense, 'channel', cfg.defense.kind), cfg.defense.kind)} on {cfg.data.name}"
-result = run_with_progress(config, label=label, start=run_clicked)
-lesson_panel("reconstruction", config, key="gl",
-             dim=int(np.prod(data_spectrum(cfg.data.name, cfg.seed)[1])))
-if result is None:
-    st.info("No stored result for these settings yet. Press **Run**: a few targets on digits "
-            "take seconds on a CPU. Runs are stored, so the same settings show at once next time.")
-else:
-    show_result(config, cfg, result)
-d = int(np.prod(data_spectrum(cfg.data.name, cfg.seed)[1]))
-tradeoff_section(config, cfg, result, d)
-page_tail(result, KIND, key="gl")
-running_jobs_panel()
+run_panel(controls(), kind=KIND, page="reconstruction", key="gl", title="Gradient leakage",
+          before=lambda run: live_panel(run.cfg), label=run_label, lesson_dim=data_dim,
+          show=lambda run: show_result(run.config, run.cfg, run.result),
+          idle="No stored result for these settings yet. Press **Run**: a few targets on digits "
+               "take seconds on a CPU. Runs are stored, so the same settings show at once next "
+               "time.",
+          after=lambda run: tradeoff_section(run.config, run.cfg, run.result, data_dim(run)))

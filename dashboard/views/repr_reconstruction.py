@@ -22,16 +22,16 @@ from core.metric_schema import HEADLINES
 from core.parts import ATTACKS, attack_titles, config_names
 from core.tradeoff import tradeoff_points
 from dashboard import state
-from dashboard.components import copy_run, page_tail, result_caption
+from dashboard.components import result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.caveats import caveats_of, flag_rows, plot_caption
-from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui, stop_if_invalid
+from dashboard.components.inputs import blocked_reason, number_ui
 from dashboard.components.knob import knob_of, knob_ui
-from dashboard.components.lesson import lesson_panel
+from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows
-from dashboard.widgets import peek, run_with_progress, running_jobs_panel, validate
+from dashboard.widgets import peek, run_with_progress
 
 KIND = "repr_reconstruction"
 CHANNEL_TITLES = {"learned": "learned δ = ε·tanh(u) (Inf2Guard)", "gaussian": "Gaussian N(0, ε²)",
@@ -345,30 +345,23 @@ def show_result(config, result) -> None:
     tradeoff_section(config, result)
 
 
+def before_run(run) -> None:
+    """The threat model of each chosen attack and the bound's preview, before any run."""
+    with st.expander("Threat model of each attack", expanded=False):
+        threat_cards(list(run.cfg.attack.attackers))
+    bound_preview(run.cfg.data.name, run.cfg.bound.eta_rmse, run.cfg.bound.eta_linf)
+
+
 st.title("Reconstruction: from representations")
 st.caption("Can an attacker rebuild an image from the representation a model shares? Inf2Guard "
            "shares r + δ with a learned perturbation δ = ε·tanh(u), u ~ N(μ, σ²); beside it the "
            "same encoder training with fixed Gaussian, Laplace or uniform noise at the same ε, "
            "and DP noise on the clipped r. A decoder trained during the defense, a larger fresh "
            "decoder trained afterwards and an optimisation inversion attack every setting.")
-config = controls()
-stop_if_invalid(key="rr_run")
-cfg = validate(config, label="Reconstruction from representations")
-if cfg is None:
-    st.stop()
-with st.expander("Threat model of each attack", expanded=False):
-    threat_cards(list(cfg.attack.attackers))
-bound_preview(cfg.data.name, cfg.bound.eta_rmse, cfg.bound.eta_linf)
-buttons = st.container(horizontal=True)
-run_clicked = buttons.button("Run", type="primary", key="rr_run", disabled=not inputs_ok())
-copy_run(config)
-result = run_with_progress(config, label=f"{cfg.defense.channel} ε = {cfg.defense.epsilon:g} "
-                           f"on {cfg.data.name}", start=run_clicked)
-lesson_panel("repr_reconstruction", config, key="rr")
-if result is None:
-    st.info("No stored result for these settings yet. Press **Run** (digits, 10 epochs, three "
-            "attacks: a few seconds on a CPU; mnist5k about a minute). Runs are stored.")
-else:
-    show_result(config, result)
-page_tail(result, KIND, key="rr")
-running_jobs_panel()
+run_panel(controls(), kind=KIND, page="repr_reconstruction", key="rr",
+          title="Reconstruction from representations", before=before_run,
+          label=lambda run: f"{run.cfg.defense.channel} ε = {run.cfg.defense.epsilon:g} "
+                            f"on {run.cfg.data.name}",
+          show=lambda run: show_result(run.config, run.result),
+          idle="No stored result for these settings yet. Press **Run** (digits, 10 epochs, three "
+               "attacks: a few seconds on a CPU; mnist5k about a minute). Runs are stored.")
