@@ -244,6 +244,9 @@ class AttackPart:
     #: ``cfg.attack.attackers`` may list it (False: the runner always runs it, or another
     #: switch does: the in-training adversary, the prior, model inversion)
     selectable: bool = True
+    #: names of registered :data:`SIGNALS` it reads (the runner computes each once per model
+    #: and hands them over as ``release.signals`` / ``release.shadow_signals``)
+    signals: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = [n for n in self.needs if n not in NEEDS]
@@ -272,8 +275,24 @@ class AttackPart:
         return tuple(self.metric_name(s) for s in self.stat_names())
 
 
+@dataclass(frozen=True)
+class Signal:
+    """A per-model array an attack reads (ML Privacy Meter's ``get_signals``): ``function
+    (predict, X, y, *, image_shape, seed) -> np.ndarray`` (n, ...), where ``predict(X) ->
+    class probabilities (n, C)`` is one model's query interface, ``X`` (n, d) a float tensor on
+    the run's device and ``y`` (n,) int64. A runner computes it once per model (the target,
+    each shadow) inside its cached model stages."""
+
+    name: str
+    title: str
+    #: ``"module:attr"`` (imported on use) or the callable itself
+    function: str | Callable[..., Any]
+    description: str = ""
+
+
 DEFENSES: Registry[DefensePart] = Registry("defense")
 ATTACKS: Registry[AttackPart] = Registry("attack")
+SIGNALS: Registry[Signal] = Registry("signal")
 
 # -- defenses of the federated attribute-privacy family ----------------------------------------
 
@@ -726,7 +745,24 @@ def describe() -> dict[str, list[dict[str, Any]]]:
     attacks = [{"name": name, "config_name": a.key, "family": a.family, "title": a.title,
                 "accepts": list(a.accepts), "needs": list(a.needs), "role": a.role,
                 "selectable": a.selectable, "pools_targets": a.pools_targets,
+                "signals": list(a.signals),
                 "threat": a.threat.as_dict(), "metrics": list(a.metric_names()),
                 "function": _object_path(a.function)}
                for name, a in ATTACKS.items()]
     return {"defenses": defenses, "attacks": attacks}
+
+
+def _import_catalog() -> None:
+    """Import every module of :mod:`core.catalog` (each one part's declaration): adding a
+    file there is the one edit that registers a part."""
+    import importlib
+    import pkgutil
+
+    # imported by name, not by an import statement: the catalog's modules are parts (they
+    # point at attacks and defenses) that this registry collects, not code it calls
+    catalog = importlib.import_module(f"{__package__}.catalog")
+    for info in pkgutil.iter_modules(catalog.__path__):
+        importlib.import_module(f"{catalog.__name__}.{info.name}")
+
+
+_import_catalog()
