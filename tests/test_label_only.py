@@ -224,3 +224,23 @@ def test_compare_offers_the_label_only_metrics_of_stored_runs():
     assert "mia_label_only_noise_auc" in choices
     assert "mia_label_only_aug_tpr_at_1pct_fpr" in choices
     assert "mia_label_only_noise_auc" not in C.metric_choices("membership", "leakage")
+
+
+def test_the_benchmark_merges_only_its_headline_into_membership_json(tmp_path):
+    import json
+
+    from benchmarks import BENCHMARKS
+    from benchmarks.label_only_bench import merge_into_membership
+
+    assert BENCHMARKS["label_only"] == "benchmarks.label_only_bench:main"
+    src, dst = tmp_path / "label_only.json", tmp_path / "membership.json"
+    dst.write_text(json.dumps({"headline": {"lira_auc_undefended": 0.8}, "rows": [1]}))
+    src.write_text(json.dumps({"headline": {"label_only_noise_auc_undefended": 0.7},
+                               "quick": False, "machine": {"cpu_count": 2}}))
+    out = merge_into_membership(src, dst)
+    assert json.loads(dst.read_text()) == out
+    assert out["headline"] == {"lira_auc_undefended": 0.8, "label_only_noise_auc_undefended": 0.7}
+    assert out["rows"] == [1] and out["merged"]["label_only"]["machine"] == {"cpu_count": 2}
+    src.write_text(json.dumps({"headline": {}, "quick": True}))
+    with pytest.raises(ValueError, match="--quick"):
+        merge_into_membership(src, dst)
