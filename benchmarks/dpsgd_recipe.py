@@ -7,7 +7,7 @@ DP-SGD default). Not registered in :data:`benchmarks.BENCHMARKS` (minutes on 2 c
 **Utility** on the Membership default (mnist5k, 500 members, the undefended model trained with
 Adam 1e-3, batches of 64, 60 epochs) and the Compare teaching preset (digits, its train block
 as :func:`core.compare.teaching_spec` sets it: 250 members, 40 epochs, lr 0.005): the undefended test accuracy, the majority-class rate, and DP-SGD with its
-own recipe (:class:`core.config.DPSGDDefense` defaults) at each target ε of the knob's grid and
+own recipe (:class:`core.catalog.dp_sgd.DPSGDDefense` defaults) at each target ε of the knob's grid and
 at ε = ∞ (clipping without noise), per seed, with the wall time of each training. Every model is
 trained by the membership runner's own ``_train_one`` (the target's procedure, shadows'
 too). Ratio = (acc − majority) / (undefended − majority), per seed.

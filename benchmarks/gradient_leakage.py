@@ -93,7 +93,7 @@ def _defense_rows(store, quick: bool) -> list[dict[str, Any]]:
     for ch in ("natural", "white", "personalized"):
         for r in GRID:
             points.append((ch, r, {"kind": "channel", "channel": ch, "kappa": r * d}))
-    # DP-SGD's own recipe (core.config.DPSGDDefense defaults) at each target ε, then ε = ∞
+    # DP-SGD's own recipe (core.catalog.dp_sgd.DPSGDDefense defaults) at each target ε, then ε = ∞
     for eps in EPS_GRID:
         points.append(("dp_sgd", eps, {"kind": "dp_sgd", "target_epsilon": eps}))
     points.append(("dp_sgd_no_noise", math.inf, {"kind": "dp_sgd", "noise_multiplier": 0.0}))

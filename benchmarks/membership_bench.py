@@ -105,7 +105,7 @@ def _points(data: str, members: int, epochs: int, d: int, quick: bool) -> list[d
         record("inf2guard", lam, {**base, "defense": {"kind": "inf2guard", "tradeoff_lambda": lam},
                                   "attack": {"attackers": att + ["representation", "in_training"],
                                              "shadows": k, "rmia_references": 1, "targets": tg}})
-    # DP-SGD's own recipe (core.config.DPSGDDefense defaults) at each target ε, then ε = ∞
+    # DP-SGD's own recipe (core.catalog.dp_sgd.DPSGDDefense defaults) at each target ε, then ε = ∞
     for eps in (EPS_GRID[::3] if quick else EPS_GRID):
         record("dp_sgd", eps, {**base, "defense": {"kind": "dp_sgd", "target_epsilon": eps},
                                "attack": {"attackers": att, "shadows": k, "rmia_references": 1,

@@ -776,7 +776,7 @@ def run_comparison(spec: ComparisonSpec, store: Any,
 def teaching_spec(executor: str = "serial", workers: int | None = None) -> ComparisonSpec:
     """The preset "teaching" comparison: membership on the embedded ``digits`` (an MLP trained
     on 250 members; loss, offline LiRA and RMIA with 2 shadow models), Inf2Guard λ, DP-SGD ε
-    (its own recipe, :class:`core.config.DPSGDDefense`) and the Natural and White κ channels
+    (its own recipe, :class:`core.catalog.dp_sgd.DPSGDDefense`) and the Natural and White κ channels
     over three seeds, against the strongest attack's AUC.
 
     Chosen so that the knobs move the metric beyond its 95 % intervals (issue #20, item 2;

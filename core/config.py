@@ -14,9 +14,13 @@ canonical JSON of the validated config plus the engine version.
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import itertools
 import json
+import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -24,15 +28,22 @@ from annotated_types import Ge, Gt, Le, Len, Lt
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
     model_validator,
 )
 
+from core.config_base import Block
 from core.config_files import MAX_DEPTH
-from core.parts import check_attackers, check_combination, config_names
+from core.parts import (
+    DEFENSES,
+    baseline_for,
+    check_attackers,
+    check_combination,
+    config_names,
+    defense_blocks,
+)
 
 # Names of the built-in data sets (core.data.registry.DATASETS must agree; a test checks).
 # ``DataSpec.name`` also takes a set registered with `privlab data add` (core.data.user).
@@ -43,15 +54,6 @@ DATASETS_BUILTIN = frozenset(DatasetName.__args__)
 Split = Literal["train", "test", "aux", "all"]
 
 
-# Ranges the mathematics supports (issue 21: nothing accepted that then hangs or turns NaN).
-#: δ of an (ε, δ) guarantee: the accountants and the analytic Gaussian calibration work in
-#: double precision, whose Gaussian tails stop resolving δ long before the subnormal 1e-320
-#: (where the calibration used to loop forever); 1e-12 is far below any δ a study uses
-Delta = Annotated[float, Ge(1e-12), Lt(1.0)]
-#: ε of a DP guarantee: below 1e-3 the calibrated noise exceeds the data by a factor 1000s
-DPEpsilon = Annotated[float, Ge(1e-3), Le(10_000.0)]
-#: clipping norms: below 1e-6 the clipped update is at float32's resolution
-ClipNorm = Annotated[float, Ge(1e-6), Le(1000.0)]
 
 
 def _existing_dir(value: str | None) -> str | None:
@@ -68,11 +70,32 @@ def _existing_dir(value: str | None) -> str | None:
 DataDir = Annotated[str | None, AfterValidator(_existing_dir)]
 
 
-class _Model(BaseModel):
-    """Base for every config block: unknown keys are errors, instances are immutable."""
+_Model = Block
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
-                              allow_inf_nan=False)
+
+def family_defense(family: str) -> Any:
+    """The type of ``family``'s ``defense`` field, generated from the registry: the one block
+    of a single-defense family, else the union of its defenses' blocks tagged by ``kind``."""
+    import functools
+    import operator
+
+    blocks = defense_blocks(family)
+    if len(blocks) == 1:
+        return blocks[0]
+    return Annotated[functools.reduce(operator.or_, blocks), Field(discriminator="kind")]
+
+
+def _block(name: str) -> Any:
+    """The config block of the registered defense ``name`` (a family's default defense)."""
+    return DEFENSES.get(name).config
+
+
+FederatedDefense = family_defense("attribute_privacy")
+GradientDefense = family_defense("gradient_leakage")
+MembershipDefense = family_defense("membership")
+FilDefense = family_defense("fisher_information")
+PropertyDefense = family_defense("property")
+ReprDefense = family_defense("repr_reconstruction")
 
 
 class DataSpec(_Model):
@@ -220,56 +243,16 @@ class AttackSpec(_Model):
 # -- defense blocks: a tagged block each, carrying only its own parameters ---------------------
 
 
-class NoDefense(_Model):
-    """No defense: plain FedAvg of the encoder (the undefended representation)."""
-
-    kind: Literal["none"] = "none"
 
 
-class TappflDefense(_Model):
-    """TAPPFL (AAAI 2024, Eq. 7): the encoder trained on −λ·CE(adversary) − (1−λ)·I_JSD."""
-
-    kind: Literal["tappfl"] = "tappfl"
-    tradeoff_lambda: Annotated[float, Ge(0.0), Le(1.0)] = Field(
-        0.5, description="TAPPFL privacy weight λ (Eq. 7): 0 = utility only, 1 = privacy only"
-    )
 
 
-class DPGaussianDefense(_Model):
-    """Each device's upload clipped to ``clip_norm`` and noised with the Gaussian mechanism
-    calibrated to a per-round (ε, δ) (analytic calibration)."""
-
-    kind: Literal["dp_gaussian"] = "dp_gaussian"
-    epsilon: DPEpsilon = 1.0
-    delta: Delta = 1e-5
-    clip_norm: ClipNorm = 1.0
 
 
-class DPLaplaceDefense(_Model):
-    """Each device's upload clipped to ``clip_norm`` (L1) and noised with the Laplace
-    mechanism for a per-round pure ε; ``delta`` is the δ′ of the advanced-composition
-    accountant over rounds."""
-
-    kind: Literal["dp_laplace"] = "dp_laplace"
-    epsilon: DPEpsilon = 1.0
-    delta: Delta = 1e-5
-    clip_norm: ClipNorm = 1.0
 
 
-class PruningDefense(_Model):
-    """Magnitude pruning: the smallest-magnitude fraction ``rate`` of each upload zeroed."""
-
-    kind: Literal["pruning"] = "pruning"
-    rate: Annotated[float, Ge(0.0), Lt(1.0)] = 0.5
-    target: Literal["weights", "update"] = Field(
-        "weights", description="prune the uploaded parameters (TAPPFL's MC baseline) or the update"
-    )
 
 
-FederatedDefense = Annotated[
-    NoDefense | TappflDefense | DPGaussianDefense | DPLaplaceDefense | PruningDefense,
-    Field(discriminator="kind"),
-]
 
 
 class AttributePrivacyConfig(_Experiment):
@@ -280,7 +263,7 @@ class AttributePrivacyConfig(_Experiment):
 
     kind: Literal["attribute_privacy"] = "attribute_privacy"
     data: DataSpec = DataSpec()
-    defense: FederatedDefense = TappflDefense()
+    defense: FederatedDefense = _block("tappfl")()
     adversary_steps: Annotated[int, Ge(1), Le(20)] = Field(
         1, description="in-training attribute-adversary (Ψ) steps per extractor (Θ) step"
     )
@@ -328,114 +311,10 @@ TappflConfig = AttributePrivacyConfig
 IMAGE_DATASETS = frozenset({"digits", "mnist5k", "faces", "mnist", "fashion_mnist", "cifar10", "celeba"})
 
 
-class ChannelDefense(_Model):
-    """Data-space channel D̃ = D + ξ with the noise solved from the capacity κ (spec 001,
-    Eqs. 18-20): Natural (σI), White (∝ Σ_D), Personalized (σ·diag β); Laplace (a derived
-    bound, not the paper's). ``noise_mode``: ``redraw`` (fresh noise every step: κ per step,
-    n·κ in total) or ``fixed`` (one noisy copy of the data: κ in total, by the DPI)."""
-
-    kind: Literal["channel"] = "channel"
-    channel: Literal["natural", "white", "personalized", "laplace"] = "natural"
-    kappa: Annotated[float, Ge(1e-3), Le(1e7)] = Field(
-        8.0, description="capacity κ in nats per round (κ/d nats per dimension is shown beside "
-        "it); below 1e-3 the solved noise variance tr Σ/2κ swamps float32 training (NaN)")
-    noise_mode: Literal["redraw", "fixed"] = "redraw"
-    beta_rect: tuple[int, int, int, int] | None = Field(
-        None, description="personalized: rows r0:r1, columns c0:c1 of the β mask's rectangle; "
-        "None = the paper's eye band (rows 12-19, cols 8-23 of 32×32, scaled to the image)")
-    beta_multiplier: Annotated[float, Ge(1.0), Le(1e4)] = Field(
-        50.0, description="personalized: β inside the rectangle (1 elsewhere; the paper's 1:50)")
-
-    @model_validator(mode="after")
-    def _check_rect(self) -> ChannelDefense:
-        if self.beta_rect is not None:
-            r0, r1, c0, c1 = self.beta_rect
-            if not (0 <= r0 < r1 and 0 <= c0 < c1):
-                raise ValueError(f"beta_rect: got {list(self.beta_rect)}; expected rows r0 < r1 "
-                                 "and columns c0 < c1, all >= 0")
-        return self
 
 
-class DPSGDDefense(_Model):
-    """DP-SGD (Abadi et al. 2016) through Opacus: per-sample clipping to ``clip_norm`` and
-    Gaussian noise of std ``noise_multiplier``·clip_norm on the summed batch gradient, Poisson
-    batches at rate ``sample_rate``; ε from the named accountant (PRV, falling back to RDP
-    where PRV is unreliable). The privacy knob is ``target_epsilon`` (z solved for it);
-    ``noise_multiplier: 0`` is clipping without noise, reported as ε = ∞.
-
-    DP-SGD trains with its own recipe (``optimizer``, ``lr``, ``sample_rate``, ``epochs``):
-    full-batch Poisson sampling (q = 1), plain SGD at lr 2, 150 epochs, clip norm 1. Noise
-    favours few large steps, which is not how the undefended model is best trained: Adam 1e-3
-    on batches of 64 reached accuracy 0.21 under DP-SGD at z = 1 (ε ≈ 21), where this recipe
-    keeps at least 0.9 of the undefended accuracy above the majority rate at ε = 8 (0.91 on
-    mnist5k with 500 members over 5 seeds, benchmarks/dpsgd_recipe.py; 0.94 on the Compare
-    teaching preset over 3 seeds; the Membership page's digits default in lessons.json). Shadow and reference models repeat it, as they repeat the
-    target's training. ``None`` in a recipe field means "the train block's value" (DP-SGD
-    trained the undefended model's way; ``sample_rate: null`` takes the train block's batch
-    size)."""
-
-    kind: Literal["dp_sgd"] = "dp_sgd"
-    noise_multiplier: Annotated[float, Ge(0.0), Le(100.0)] | None = Field(
-        None, description="noise std / clip norm (z); 0 = clipping only (ε = ∞); None = solved "
-        "from target_epsilon; otherwise at least 0.05 (below it the accountants' ε overflows)")
-    target_epsilon: Annotated[float, Ge(0.01), Le(1e4)] | None = Field(
-        8.0, description="train to this ε (z solved by the accountant; from 0.01: below it "
-        "Opacus' noise search gives up); None = the fixed noise_multiplier")
-    delta: Delta = 1e-5
-    clip_norm: ClipNorm = 1.0
-    accountant: Literal["prv", "rdp"] = "prv"
-    optimizer: Literal["sgd", "adam"] | None = Field(
-        "sgd", description="DP-SGD's optimiser; None = the train block's")
-    lr: Annotated[float, Gt(0.0), Le(100.0)] | None = Field(
-        2.0, description="DP-SGD's learning rate; None = the train block's")
-    sample_rate: Annotated[float, Gt(0.0), Le(1.0)] | None = Field(
-        1.0, description="Poisson sampling rate q (1/q steps per epoch, rounded; 1 = every row "
-        "in every step); None = the train block's batch size")
-    epochs: Annotated[int, Ge(1), Le(1000)] | None = Field(
-        150, description="DP-SGD's epochs (steps = epochs / q); None = the train block's")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_given_replaces_default(cls, data: Any) -> Any:
-        """Giving only ``noise_multiplier`` means a fixed z: the default target ε steps aside
-        (and giving only ``target_epsilon`` leaves z to be solved)."""
-        if isinstance(data, dict) and data.get("noise_multiplier") is not None \
-                and "target_epsilon" not in data:
-            data = {**data, "target_epsilon": None}
-        return data
-
-    @model_validator(mode="after")
-    def _one_of(self) -> DPSGDDefense:
-        if (self.noise_multiplier is None) == (self.target_epsilon is None):
-            raise ValueError("noise_multiplier: give exactly one of noise_multiplier and "
-                             "target_epsilon (the other null)")
-        if self.noise_multiplier is not None and 0.0 < self.noise_multiplier < 0.05:
-            from core.checks import range_error
-
-            raise range_error("noise_multiplier", self.noise_multiplier, 0.05, 100.0,
-                              note="or 0 for clipping only; below 0.05 the accountants' ε "
-                                   "overflows")
-        return self
-
-    def training(self, train: Any) -> dict[str, Any]:
-        """Keyword arguments of :func:`core.defenses.dpsgd.train_dpsgd` for the recipe, a None
-        field taken from ``train`` (a train block with ``epochs``, ``batch_size``, ``lr``,
-        ``optimizer``); the privacy arguments (z or target ε, δ, S, accountant) included."""
-        out: dict[str, Any] = {
-            "epochs": max(1, int(train.epochs if self.epochs is None else self.epochs)),
-            "lr": float(train.lr if self.lr is None else self.lr),
-            "optimizer": str(train.optimizer if self.optimizer is None else self.optimizer),
-            "max_grad_norm": float(self.clip_norm),
-            "delta": float(self.delta), "noise_multiplier": self.noise_multiplier,
-            "target_epsilon": self.target_epsilon, "accountant": self.accountant}
-        if self.sample_rate is None:
-            out["batch_size"] = int(train.batch_size)
-        else:
-            out["sample_rate"] = float(self.sample_rate)
-        return out
 
 
-GradientDefense = Annotated[NoDefense | ChannelDefense | DPSGDDefense, Field(discriminator="kind")]
 
 
 class AuditSpec(_Model):
@@ -516,7 +395,7 @@ class GradientLeakageConfig(_Experiment):
 
     kind: Literal["gradient_leakage"] = "gradient_leakage"
     data: DataSpec = DataSpec(name="digits")
-    defense: GradientDefense = ChannelDefense()
+    defense: GradientDefense = _block("channel")()
     train: ImageTrainSpec = ImageTrainSpec()
     attack: InversionSpecCfg = InversionSpecCfg()
     audit: AuditSpec = AuditSpec()
@@ -540,17 +419,8 @@ class GradientLeakageConfig(_Experiment):
 MEMBERSHIP_ATTACKS = config_names("membership")
 
 
-class Inf2GuardDefense(_Model):
-    """Inf2Guard against membership inference (spec 004 §2.1, Eq. 6 / Algorithm 1): encoder,
-    task head and membership adversary in a game weighted by λ."""
-
-    kind: Literal["inf2guard"] = "inf2guard"
-    tradeoff_lambda: Annotated[float, Ge(0.0), Le(1.0)] = Field(
-        0.5, description="Inf2Guard privacy weight λ (Eq. 6): 0 = utility only, 1 = privacy only")
 
 
-MembershipDefense = Annotated[NoDefense | Inf2GuardDefense | DPSGDDefense | ChannelDefense,
-                              Field(discriminator="kind")]
 
 
 class MembershipTrainSpec(_Model):
@@ -605,7 +475,7 @@ class MembershipConfig(_Experiment):
 
     kind: Literal["membership"] = "membership"
     data: DataSpec = DataSpec(name="mnist5k")
-    defense: MembershipDefense = NoDefense()
+    defense: MembershipDefense = Field(default_factory=lambda: DEFENSES.get(baseline_for("membership")).config())
     train: MembershipTrainSpec = MembershipTrainSpec()
     attack: MembershipAttackSpec = MembershipAttackSpec()
     audit: AuditSpec = AuditSpec()
@@ -667,57 +537,6 @@ class FilDataSpec(_Model):
         return ("label", *FIL_TARGETS[(self.name, view)])
 
 
-class FilOutputPerturbation(_Model):
-    """FIL's defense (spec 002 §A7): the L2-regularised GLM trained to optimality and released
-    as w' = w* + N(0, σ²I). σ is given directly (``sigma``), solved from a target η
-    (``eta_target``: the worst-case or the mean η at the chosen granularity equals it) or from
-    (``epsilon``, ``delta``) through the sensitivity 2/(nλ) (logistic regression on unit-ball
-    features only; least squares has none). Exactly one of the three is set."""
-
-    kind: Literal["fil_output_perturbation"] = "fil_output_perturbation"
-    sigma: Annotated[float, Ge(1e-6), Le(1e6)] | None = Field(
-        None, description="noise standard deviation σ of the released weights (η = ‖J‖/σ "
-        "overflows below 1e-6)")
-    eta_target: Annotated[float, Ge(1e-4), Le(1e9)] | None = Field(
-        3.2, description="solve σ so that the worst-case (or mean) η equals this (σ = ‖J‖/η "
-        "overflows below 1e-4)")
-    eta_reduce: Literal["max", "mean"] = "max"
-    epsilon: DPEpsilon | None = Field(
-        None, description="solve σ for (ε, δ)-DP (logistic, unit ball); the classic "
-        "calibration holds for ε < 1 only")
-    delta: Delta = 1e-5
-    dp_method: Literal["rdp", "classic"] = "rdp"
-    releases: Annotated[int, Ge(1), Le(100_000)] = Field(
-        1, description="k independent releases: composed FIL η√k")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_given_replaces_default(cls, data: Any) -> Any:
-        """Giving ``sigma`` or ``epsilon`` alone means that mode: the default target η steps
-        aside."""
-        if isinstance(data, dict) and "eta_target" not in data and (
-                data.get("sigma") is not None or data.get("epsilon") is not None):
-            data = {**data, "eta_target": None}
-        return data
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> FilOutputPerturbation:
-        given = [n for n in ("sigma", "eta_target", "epsilon") if getattr(self, n) is not None]
-        if len(given) != 1:
-            raise ValueError(f"sigma, eta_target, epsilon: got {', '.join(given) or 'none'} set; "
-                             "set exactly one (the others null)")
-        if self.epsilon is not None and self.dp_method == "classic" and self.epsilon >= 1.0:
-            from core.checks import range_text
-
-            raise ValueError(f"epsilon: got {self.epsilon:g}; the classic Gaussian calibration "
-                             "(Dwork & Roth, Thm A.1) holds for 0 < ε < 1 only: "
-                             + range_text(1e-3, 1.0, hi_open=True,
-                                          note="dp_method classic; rdp has no such limit"))
-        return self
-
-    @property
-    def noise_from(self) -> str:
-        return "sigma" if self.sigma is not None else "eta" if self.eta_target is not None else "dp"
 
 
 class FilModelSpec(_Model):
@@ -804,7 +623,7 @@ class FisherInformationConfig(_Experiment):
     kind: Literal["fisher_information"] = "fisher_information"
     data: FilDataSpec = FilDataSpec()
     model: FilModelSpec = FilModelSpec()
-    defense: FilOutputPerturbation = FilOutputPerturbation()
+    defense: FilDefense = _block("fil_output_perturbation")()
     granularity: Literal["example", "attribute", "label", "group", "dataset"] = Field(
         "example", description="which η σ is solved for and the headline reports")
     irfil: IRFILSpec = IRFILSpec()
@@ -839,16 +658,6 @@ class FisherInformationConfig(_Experiment):
 PROPERTY_ATTACKS = config_names("property")
 
 
-class Inf2GuardPropertyDefense(_Model):
-    """Inf2Guard against property inference (spec 004 §2.2, Eq. 11 / Algorithm 2): encoder,
-    per-sample task head and a K-way property adversary on aggregated subset representations,
-    in a game weighted by λ (λ = 0: no defense)."""
-
-    kind: Literal["inf2guard_property"] = "inf2guard_property"
-    tradeoff_lambda: Annotated[float, Ge(0.0), Le(1.0)] = Field(
-        0.5, description="Inf2Guard privacy weight λ (Eq. 11): 0 = utility only, 1 = privacy only")
-    aggregation: Literal["mean", "max"] = Field(
-        "mean", description="subset representation: mean (Table 3) or element-wise max (Table 4)")
 
 
 class PropertySubsetSpec(_Model):
@@ -921,7 +730,7 @@ class PropertyConfig(_Experiment):
 
     kind: Literal["property"] = "property"
     data: DataSpec = DataSpec(name="adult")
-    defense: Inf2GuardPropertyDefense = Inf2GuardPropertyDefense()
+    defense: PropertyDefense = _block("inf2guard_property")()
     subsets: PropertySubsetSpec = PropertySubsetSpec()
     train: PropertyTrainSpec = PropertyTrainSpec()
     attack: PropertyAttackSpec = PropertyAttackSpec()
@@ -942,28 +751,6 @@ REPR_CHANNELS = ("learned", "gaussian", "laplace", "uniform", "dp")
 REPR_ATTACKS = config_names("repr_reconstruction")
 
 
-class Inf2GuardDRADefense(_Model):
-    """The shared representation r + δ (spec 004 §2.3, Eqs. 20-26, Algorithms 3-4): the noise
-    ``channel`` at scale ``epsilon`` — ``learned`` δ = ε·tanh(u), u ~ N(μ, σ²) with μ, σ
-    learned; fixed ``gaussian`` N(0, ε²), ``laplace`` Laplace(0, ε), ``uniform`` U(−ε, ε); ``dp``
-    the Gaussian mechanism N(0, ε²) on r clipped to ``dp_clip_norm`` — with the encoder trained
-    with that noise in the loop against an in-training decoder, weighted by λ."""
-
-    kind: Literal["inf2guard_dra"] = "inf2guard_dra"
-    channel: Literal["learned", "gaussian", "laplace", "uniform", "dp"] = Field(
-        "learned", description="the noise channel (the headline knob beside ε)")
-    epsilon: Annotated[float, Ge(0.0), Le(100.0)] = Field(
-        1.0, description="Inf2Guard noise scale ε (not a DP budget): |δ_i| <= ε for learned")
-    tradeoff_lambda: Annotated[float, Ge(0.0), Lt(1.0)] = Field(
-        0.4, description="Inf2Guard privacy weight λ (Eq. 20; the paper's DRA runs use 0.4)")
-    entropy_alpha: Annotated[float, Ge(0.0), Le(1000.0)] = Field(
-        1.0, description="entropy weight α; β = λα/(1−λ) (Eq. 26), entropy in nats per coordinate")
-    mc_samples: Annotated[int, Ge(1), Le(64)] = Field(
-        5, description="Monte-Carlo noise samples K per row (the paper: 5)")
-    dp_clip_norm: ClipNorm = Field(
-        4.0, description="dp channel: L2 clip C of r (sensitivity 2C)")
-    dp_delta: Delta = Field(
-        1e-5, description="dp channel: δ of the reported (ε_DP, δ)")
 
 
 class ReprTrainSpec(_Model):
@@ -1022,7 +809,7 @@ class ReprReconstructionConfig(_Experiment):
 
     kind: Literal["repr_reconstruction"] = "repr_reconstruction"
     data: DataSpec = DataSpec(name="digits")
-    defense: Inf2GuardDRADefense = Inf2GuardDRADefense()
+    defense: ReprDefense = _block("inf2guard_dra")()
     train: ReprTrainSpec = ReprTrainSpec()
     attack: ReprAttackSpec = ReprAttackSpec()
     bound: ReprBoundSpec = ReprBoundSpec()
@@ -1075,8 +862,6 @@ class SweepConfig(_Model):
         """The base validated and with its defaults filled in (so equivalent sweeps share a
         key); ``seeds`` defaults to the base's seed."""
         if isinstance(data, dict) and isinstance(data.get("base"), dict | BaseModel):
-            from core.sweeps import normalise_base
-
             data = {**data, "base": normalise_base(data["base"])}
             if data.get("seeds") is None:
                 data["seeds"] = [data["base"].get("seed", 0)]
@@ -1084,8 +869,6 @@ class SweepConfig(_Model):
 
     @model_validator(mode="after")
     def _check_points(self) -> SweepConfig:
-        from core.sweeps import expand
-
         expand(self)  # every point must validate (ConfigError lines name grid.<path>)
         return self
 
@@ -1365,3 +1148,112 @@ def cache_key(config: BaseModel) -> str:
 
     payload = canonical_json(config) + "|engine=" + engine_id()
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+# -- a sweep's points: validating a sweep is validating each of its points ---------------------
+
+#: paths a grid may not set: the kind is the base's, seeds have their own list
+_RESERVED = {"kind": "a sweep's points share the base's kind; sweep one of its fields",
+             "seed": "set the sweep's seeds instead"}
+#: at most this many problem lines in one error
+_MAX_PROBLEMS = 5
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of a sweep: its knob ``values`` (grid path -> value), ``seed`` and validated
+    ``config``."""
+
+    values: dict[str, Any]
+    seed: int
+    config: Any
+
+    @property
+    def label(self) -> str:
+        knobs = ", ".join(f"{p}={_short(v)}" for p, v in self.values.items())
+        return f"{knobs}, seed={self.seed}" if knobs else f"seed={self.seed}"
+
+    @property
+    def key(self) -> str:
+        return cache_key(self.config)
+
+
+def _short(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+
+
+def normalise_base(base: Any) -> dict[str, Any]:
+    """The base validated (any kind but ``sweep``), as a mapping with defaults filled in.
+    Raises :class:`ConfigError` whose lines name ``base.<field>``."""
+    if isinstance(base, dict) and base.get("kind") == "sweep":
+        raise ConfigError(["base.kind: got 'sweep'; a sweep of a sweep is not allowed "
+                           + "(put both grids in one sweep)"])
+    try:
+        cfg = parse_config(base)
+    except ConfigError as exc:
+        raise ConfigError([f"base.{p}" for p in exc.problems]) from None
+    if cfg.kind == "sweep":
+        raise ConfigError(["base.kind: got 'sweep'; a sweep of a sweep is not allowed"])
+    return cfg.model_dump(mode="json")
+
+
+def _check_path(path: str) -> str | None:
+    parts = path.split(".")
+    if not path or any(not p for p in parts):
+        return f"grid.{path}: not a dotted field path (e.g. defense.tradeoff_lambda)"
+    if path in _RESERVED:
+        return f"grid.{path}: {_RESERVED[path]}"
+    return None
+
+
+def _grid_problem(line: str, paths: list[str], label: str) -> str:
+    """A point's validation problem as a grid problem: ``grid.<path>: ...`` when it is about a
+    grid path (or an unknown block on the way to one), else naming the point."""
+    name, _, rest = line.partition(":")
+    for p in paths:
+        if name == p or name.startswith(p + "."):
+            return f"grid.{line}"
+    if rest.strip().startswith("unknown field"):
+        for p in paths:
+            if p.startswith(name + "."):
+                return f"grid.{p}: unknown field"
+    return f"grid point {label}: {line}"
+
+
+def expand(sweep: Any) -> list[Point]:
+    """The points of a sweep (a :class:`~core.config.SweepConfig`), grid order, seeds
+    innermost. Every point is validated; the problems (at most five) are one ConfigError."""
+    paths = list(sweep.grid)
+    problems = [p for p in map(_check_path, paths) if p]
+    if problems:
+        raise ConfigError(problems)
+    n = math.prod(len(v) for v in sweep.grid.values()) * len(sweep.seeds)
+    if n > MAX_SWEEP_POINTS:
+        raise ConfigError([f"grid: got {n} points (grid × seeds); allowed at most {MAX_SWEEP_POINTS}"])
+    # a ``.kind`` path starts a fresh block (apply_override): set it before its block's fields
+    order = sorted(range(len(paths)), key=lambda i: (not paths[i].endswith(".kind"), i))
+    points: list[Point] = []
+    seen: set[str] = set()
+    for combo in itertools.product(*sweep.grid.values()):
+        values = dict(zip(paths, combo, strict=True))
+        for seed in sweep.seeds:
+            obj = copy.deepcopy(sweep.base)
+            for i in order:
+                apply_override(obj, paths[i], copy.deepcopy(combo[i]))
+            obj["seed"] = seed
+            point = Point(values=values, seed=seed, config=None)
+            try:
+                cfg = parse_config(obj)
+            except ConfigError as exc:
+                for line in exc.problems:
+                    msg = _grid_problem(line, paths, point.label)
+                    if msg not in seen:
+                        seen.add(msg)
+                        problems.append(msg)
+                continue
+            points.append(Point(values=values, seed=seed, config=cfg))
+    if problems:
+        more = len(problems) - _MAX_PROBLEMS
+        raise ConfigError(problems[:_MAX_PROBLEMS] + ([f"grid: ... and {more} more problems"]
+                                                      if more > 0 else []))
+    return points

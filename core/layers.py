@@ -39,8 +39,7 @@ from pathlib import Path
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pages", ("dashboard", "core.cli")),
     ("runs", ("core.runs", "core.experiments", "core.compare", "core.teaching", "cache")),
-    ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil",
-               "core.catalog")),
+    ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil")),
     ("numerics", ("core",)),
 )
 

@@ -76,6 +76,30 @@ for _f in (
     FAMILIES.register(_f.name, _f)
 
 
+def field_bounds(block: type, field: str) -> tuple[float, float]:
+    """[low, high] of a pydantic ``block``'s numeric ``field`` from its annotated_types
+    constraints (``Ge``/``Gt``/``Le``/``Lt``, inside ``Optional`` too). A knob's slider ends on
+    values the block accepts, so both ends must be closed (``Ge`` and ``Le``); an open or a
+    missing end is a ValueError naming the field."""
+    import typing
+
+    from annotated_types import Ge, Gt, Le, Lt
+
+    info = block.model_fields[field]
+    metadata = list(info.metadata)
+    stack = [info.annotation]
+    while stack:  # Annotated[...] nested in a union (an optional knob)
+        t = stack.pop()
+        metadata.extend(getattr(t, "__metadata__", ()))
+        stack.extend(typing.get_args(t) if typing.get_origin(t) is not None else ())
+    low = next((float(m.ge) for m in metadata if isinstance(m, Ge)), None)
+    high = next((float(m.le) for m in metadata if isinstance(m, Le)), None)
+    if low is None or high is None or any(isinstance(m, Gt | Lt) for m in metadata):
+        raise ValueError(f"{block.__name__}.{field}: a knob needs closed bounds (Ge and Le) "
+                         "on its field")
+    return low, high
+
+
 @dataclass(frozen=True)
 class Knob:
     """A defense's privacy knob: the block ``field``, its symbol and range, the slider scale,
@@ -105,6 +129,14 @@ class Knob:
     #: channel slides and sweeps other κ on the membership page than in gradient leakage);
     #: read through :meth:`for_family`
     family_fields: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
+
+    @classmethod
+    def of(cls, block: type, field: str, symbol: str, label: str,
+           scale: Literal["linear", "log"], direction: Direction, **kw: Any) -> Knob:
+        """The knob on ``block``'s field ``field``, its [low, high] read from the field's
+        constraints (:func:`field_bounds`): a range is written once, on the block."""
+        low, high = field_bounds(block, field)
+        return cls(field, symbol, label, low, high, scale, direction, **kw)
 
     def for_family(self, family: str | None) -> Knob:
         """This knob as ``family``'s page shows it (its :attr:`family_fields` applied)."""
@@ -191,6 +223,13 @@ class DefensePart:
     #: (family, "module:attr") where the family's runner builds the defense with another
     #: builder than :attr:`builder` (``none`` trains plainly outside the FedAvg family)
     family_builders: tuple[tuple[str, str], ...] = ()
+    #: the config block (a :class:`core.config_base.Block` with ``kind: Literal[name]``); the
+    #: config unions of its families are generated from it (:func:`defense_blocks`)
+    config: type | None = None
+    #: the undefended baseline of its families (the plane's reference point)
+    baseline: bool = False
+    #: where it is listed (pages, unions, ``privlab parts``): by ``order``, then registration
+    order: int = 1000
 
     def release_for(self, family: str) -> str:
         """The release this defense produces in ``family``."""
@@ -244,15 +283,18 @@ class AttackPart:
     #: ``cfg.attack.attackers`` may list it (False: the runner always runs it, or another
     #: switch does: the in-training adversary, the prior, model inversion)
     selectable: bool = True
-    #: names of registered :data:`SIGNALS` it reads (the runner computes each once per model
-    #: and hands them over as ``release.signals`` / ``release.shadow_signals``)
+    #: registered :data:`SIGNALS` it reads (the runner computes each once per model)
     signals: tuple[str, ...] = ()
+    #: where it is listed: by ``order``, then registration
+    order: int = 1000
 
     def __post_init__(self) -> None:
         unknown = [n for n in self.needs if n not in NEEDS]
         if unknown:
             raise ValueError(f"needs of attack {self.name!r}: got {unknown[0]!r}; allowed: "
                              f"{', '.join(NEEDS)}")
+        for sig in self.signals:
+            SIGNALS.get(sig)
 
     @property
     def key(self) -> str:
@@ -277,380 +319,25 @@ class AttackPart:
 
 @dataclass(frozen=True)
 class Signal:
-    """A per-model array an attack reads (ML Privacy Meter's ``get_signals``): ``function
-    (predict, X, y, *, image_shape, seed) -> np.ndarray`` (n, ...), where ``predict(X) ->
-    class probabilities (n, C)`` is one model's query interface, ``X`` (n, d) a float tensor on
-    the run's device and ``y`` (n,) int64. A runner computes it once per model (the target,
-    each shadow) inside its cached model stages."""
+    """What an attack reads from one model (ML Privacy Meter's signals): ``function(predict,
+    X, y, *, image_shape, seed) -> np.ndarray`` (n, ...) with ``predict(X) -> class
+    probabilities (n, C)`` the model's query interface. The runner computes each signal the
+    chosen attacks declare once per model (the target, each shadow) inside its cached model
+    stages."""
 
     name: str
     title: str
-    #: ``"module:attr"`` (imported on use) or the callable itself
     function: str | Callable[..., Any]
     description: str = ""
 
 
-DEFENSES: Registry[DefensePart] = Registry("defense")
-ATTACKS: Registry[AttackPart] = Registry("attack")
-SIGNALS: Registry[Signal] = Registry("signal")
-
-# -- defenses of the federated attribute-privacy family ----------------------------------------
-
-_FL = ("attribute_privacy",)
-_GL = ("gradient_leakage",)
-_MIA = ("membership",)
-_CENTRAL = "core.defenses.central"
-DEFENSES.register("none", DefensePart(
-    name="none", title="none (undefended)", families=_FL + _GL + _MIA, release="representation",
-    knob=None, accounting=None, builder="core.defenses.federated:build_none",
-    description="Attribute privacy: the encoder trained on the utility term only (λ = 0). "
-                "Gradient leakage: plain training, the uploads released as they are.",
-    family_releases=(("gradient_leakage", "update"), ("membership", "model")),
-    family_builders=(("gradient_leakage", f"{_CENTRAL}:build_plain"),
-                     ("membership", f"{_CENTRAL}:build_plain"))))
-DEFENSES.register("tappfl", DefensePart(
-    name="tappfl", title="TAPPFL (λ)", families=_FL, release="representation",
-    knob=Knob("tradeoff_lambda", "λ", "TAPPFL privacy weight", 0.0, 1.0, "linear",
-              "higher_is_more_private", budget_metric="tradeoff_lambda",
-              grid=(0.0, 0.25, 0.5, 0.75, 1.0),
-              # the ends of λ (utility only, privacy only) and the middle: three cold runs
-              teaching=(0.0, 0.5, 1.0)),
-    accounting=None, builder="core.defenses.federated:build_tappfl",
-    description="Encoder trained on −λ·CE(adversary) − (1−λ)·I_JSD(x; r | u) (Eq. 7); "
-                "no formal guarantee: measured by attacks."))
-DEFENSES.register("dp_gaussian", DefensePart(
-    name="dp_gaussian", title="DP-Gaussian on uploads", families=_FL, release="representation",
-    knob=Knob("epsilon", "ε", "per-round DP budget", 0.01, 10_000.0, "log",
-              "lower_is_more_private", budget_metric="epsilon_accountant",
-              grid=(1.0, 4.0, 16.0, 64.0, 256.0)),
-    accounting="rdp", builder="core.defenses.federated:build_dp",
-    description="Each device's update clipped and noised (Gaussian, per-round (ε, δ))."))
-DEFENSES.register("dp_laplace", DefensePart(
-    name="dp_laplace", title="DP-Laplace on uploads", families=_FL, release="representation",
-    knob=Knob("epsilon", "ε", "per-round DP budget", 0.01, 10_000.0, "log",
-              "lower_is_more_private", budget_metric="epsilon_accountant",
-              grid=(1.0, 4.0, 16.0, 64.0, 256.0)),
-    accounting="basic", builder="core.defenses.federated:build_dp",
-    description="Each device's update clipped (L1) and noised (Laplace, per-round pure ε)."))
-DEFENSES.register("pruning", DefensePart(
-    name="pruning", title="magnitude pruning of uploads", families=_FL, release="representation",
-    knob=Knob("rate", "p", "pruning rate", 0.0, 0.99, "linear", "higher_is_more_private",
-              budget_metric="pruning_rate", grid=(0.5, 0.8, 0.9, 0.95, 0.99)),
-    accounting=None, builder="core.defenses.federated:build_pruning",
-    description="The smallest-magnitude fraction of each upload zeroed (TAPPFL's MC baseline)."))
-
-# -- defenses against data reconstruction (spec 001) -------------------------------------------
-
-DEFENSES.register("channel", DefensePart(
-    name="channel", title="κ channel (data-space noise)", families=_GL + _MIA, release="update",
-    family_releases=(("membership", "model"),), variants="channel",
-    knob=Knob("kappa", "κ", "capacity per round (nats)", 0.01, 1e5, "log",
-              "lower_is_more_private", budget_metric="kappa", grid=(2.0, 8.0, 32.0, 128.0, 512.0),
-              # gradient leakage scales κ with the image dimension d (its page: κ/d grids)
-              family_fields=(("membership", (
-                  ("options", (5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 600.0)),
-                  ("teaching", (20.0, 80.0, 300.0)))),)),
-    accounting="capacity", builder=f"{_CENTRAL}:build_channel",
-    description="The model trains on D̃ = D + ξ with ξ solved from the capacity κ (Eq. 18): "
-                "Natural σI, White ∝ Σ_D (Eq. 19), Personalized σ·diag β (Eq. 20, exact via "
-                "β-whitening), Laplace (a derived bound). I(D; upload | W_i) ≤ κ per round."))
-DEFENSES.register("dp_sgd", DefensePart(
-    name="dp_sgd", title="DP-SGD (Opacus)", families=_GL + _MIA, release="update",
-    family_releases=(("membership", "model"),),
-    knob=Knob("target_epsilon", "ε", "target DP budget (z solved by the accountant)", 0.1,
-              1000.0, "log", "lower_is_more_private", budget_metric="epsilon_accountant",
-              grid=(1.0, 2.0, 4.0, 8.0)),
-    accounting="prv", builder=f"{_CENTRAL}:build_dpsgd",
-    description="Per-sample clipping and Gaussian noise on the batch gradient (Abadi et al. "
-                "2016) through Opacus, trained with its own recipe (full-batch SGD); the knob "
-                "is the target ε (z solved by the PRV accountant, RDP where PRV is "
-                "unreliable); noise_multiplier 0 is clipping without noise (ε = ∞); capacity "
-                "B/z² per step (Thm 4, tight B/(2z²))."))
-
-DEFENSES.register("inf2guard", DefensePart(
-    name="inf2guard", title="Inf2Guard (λ)", families=_MIA, release="model",
-    extra_releases=(("membership", "representation"),),
-    knob=Knob("tradeoff_lambda", "λ", "Inf2Guard privacy weight", 0.0, 1.0, "linear",
-              "higher_is_more_private", budget_metric="tradeoff_lambda",
-              grid=(0.0, 0.25, 0.5, 0.75, 1.0)),
-    accounting=None, builder=f"{_CENTRAL}:build_inf2guard",
-    description="Encoder, task head and a membership adversary in the game of Eq. 6 "
-                "(Algorithm 1); no formal guarantee: measured by attacks (and Theorem 1's "
-                "leakage bound at an estimated H(u|r)). Releases the model and its encoder's r."))
-
-# -- membership-inference attacks (config names without the ``mia_`` prefix) -----------------
-
-_SEES_MODEL = "the released model's outputs (class probabilities) on the candidate records"
-_KNOWS_REC = "each candidate record (x, y)"
-_KNOWS_SHADOW = (_KNOWS_REC + "; a shadow pool of the same distribution and the training "
-                 "algorithm, defense included (it trains shadow models the target's way)")
-_GOAL_M = "decide whether each candidate record was in the training set"
-_MEM = "core.attacks.membership"
-for _n, _t, _k, _needs, _pool in (
-        ("loss", "loss threshold (Yeom et al.)", _KNOWS_REC, ("labels",), True),
-        ("confidence", "confidence threshold", _KNOWS_REC, ("labels",), True),
-        ("entropy", "entropy threshold", "each candidate record x", (), False),
-        ("modified_entropy", "modified entropy (Song & Mittal)", _KNOWS_REC, ("labels",), False),
-        ("lira_offline", "LiRA (offline)", _KNOWS_SHADOW, ("labels", "shadows"), True),
-        ("lira_online", "LiRA (online)", _KNOWS_SHADOW, ("labels", "shadows"), True),
-        ("rmia", "RMIA (offline)", _KNOWS_SHADOW + "; population records z never used in "
-         "training", ("labels", "shadows", "references"), True)):
-    ATTACKS.register(f"mia_{_n}", AttackPart(
-        name=f"mia_{_n}", title=_t, accepts=("model",),
-        threat=ThreatModel(sees=_SEES_MODEL, knows=_k, goal=_GOAL_M),
-        function=f"{_MEM}:{_n}_on_release", fresh=True, family="membership", config_name=_n,
-        needs=_needs, pools_targets=_pool,
-        params=("rmia_references", "rmia_a") if _n == "rmia" else ()))
-ATTACKS.register("mia_representation", AttackPart(
-    name="mia_representation", title="representation attack (fresh MLP on r)",
-    accepts=("representation",),
-    threat=ThreatModel(sees="Inf2Guard's released representations r of the candidate records",
-                       knows="the membership of 80 % of the pool (its training folds)",
-                       goal=_GOAL_M),
-    function=f"{_MEM}:representation_attack", fresh=True, family="membership",
-    config_name="representation", needs=("aux",)))
-_SEES_R_Y = ("Inf2Guard's released representations r of the candidate records; the encoder "
-             "as a query interface (served as an API, Inf2Guard §3)")
-_KNOWS_POP = ("each candidate's label y; population records z (aux rows outside D0, in no "
-              "training set) with their labels, encoded by the target encoder")
-ATTACKS.register("mia_representation_head", AttackPart(
-    name="mia_representation_head", title="representation head statistic (r, y; no shadows)",
-    accepts=("representation",),
-    threat=ThreatModel(sees=_SEES_R_Y,
-                       knows=_KNOWS_POP + "; it fits a logistic head on the population's (r, y) "
-                             "and thresholds φ = logit p(y | r) (Yeom's loss attack carried to r)",
-                       goal=_GOAL_M),
-    function=f"{_MEM}:representation_head_on_release", fresh=True, family="membership",
-    config_name="representation_head", needs=("labels", "encoder", "references")))
-ATTACKS.register("mia_representation_lira", AttackPart(
-    name="mia_representation_lira", title="representation LiRA (r, y; shadow encoders)",
-    accepts=("representation",),
-    threat=ThreatModel(sees=_SEES_R_Y,
-                       knows=_KNOWS_POP + "; the architecture and the training algorithm "
-                             "(Inf2Guard at the target's λ): it trains `shadows` shadow encoders "
-                             "on halves of the candidate pool and runs online LiRA on the head "
-                             "statistic φ of each encoder (recipe: mnist5k, 500 members, 60 "
-                             "epochs, 16 shadows; the shadows cost about 16 target trainings)",
-                       goal=_GOAL_M),
-    function=f"{_MEM}:representation_lira_on_release", fresh=True, family="membership",
-    config_name="representation_lira",
-    needs=("labels", "encoder", "references", "shadow_encoders")))
-ATTACKS.register("mia_in_training", AttackPart(
-    name="mia_in_training", title="Inf2Guard's own membership adversary Ψ",
-    accepts=("representation",),
-    threat=ThreatModel(sees="r of the candidate records",
-                       knows="nothing beyond its training: the adversary trained inside the "
-                             "game against the encoder (the one the defense fights)",
-                       goal=_GOAL_M),
-    function=f"{_MEM}:in_training_attack", role="in_training", family="membership",
-    config_name="in_training", needs=("in_training",)))
-
-# -- gradient-inversion attacks (spec 001 §1.3-1.4): presets of one spec ----------------------
-
-_SEES_UPD = ("one upload per target: a step's gradient (or a FedAvg local update) of the "
-             "victim's batch, and the global model it started from")
-_KNOWS_ARCH = "the architecture and the loss; not the data, not the defense's noise draw"
-_GOAL_X = "reconstruct the victim's (clean) training images"
-_INV = "core.attacks.gradient_inversion:invert_upload"
-_GL_PARAMS = ("iterations", "batch_size", "observation", "local_steps", "local_lr")
-ATTACKS.register("dlg", AttackPart(
-    name="dlg", title="DLG (L2, L-BFGS, labels joint)", accepts=("update",),
-    threat=ThreatModel(sees=_SEES_UPD, knows=_KNOWS_ARCH, goal=_GOAL_X + " and labels"),
-    function=_INV, fresh=True, family="gradient_leakage", needs=("gradients",),
-    options=(("preset", "dlg"),), params=_GL_PARAMS))
-ATTACKS.register("idlg", AttackPart(
-    name="idlg", title="iDLG (labels from the last layer)", accepts=("update",),
-    threat=ThreatModel(sees=_SEES_UPD, knows=_KNOWS_ARCH, goal=_GOAL_X),
-    function=_INV, fresh=True, family="gradient_leakage", needs=("gradients",),
-    options=(("preset", "idlg"),), params=_GL_PARAMS))
-ATTACKS.register("ig", AttackPart(
-    name="ig", title="Inverting Gradients (cosine + TV, Adam)", accepts=("update",),
-    threat=ThreatModel(sees=_SEES_UPD, knows=_KNOWS_ARCH + "; an image prior (total variation)",
-                       goal=_GOAL_X),
-    function=_INV, fresh=True, family="gradient_leakage", needs=("gradients",),
-    options=(("preset", "ig"),), params=_GL_PARAMS))
-ATTACKS.register("model_inversion", AttackPart(
-    name="model_inversion", title="model inversion (class representatives)", accepts=("model",),
-    threat=ThreatModel(sees="the trained model (white box)",
-                       knows="the mean of images outside the training set (the start point)",
-                       goal="a representative image of each class (scored against the class "
-                            "centre)"),
-    function="core.attacks.gradient_inversion:model_inversion_attack", role="fresh",
-    family="gradient_leakage", needs=("model", "aux"), stats=(), selectable=False))
-
-# -- attribute-inference attacks ---------------------------------------------------------------
-
-_SEES_R = "the released representations r of the target rows (test split) and the encoder"
-_KNOWS_AUX = "auxiliary rows (aux split) with their attribute values, encoded with the released encoder"
-_GOAL_U = "infer each target row's private attribute u"
-ATTACKS.register("in_training", AttackPart(
-    name="in_training", title="in-training adversary Ψ", accepts=("representation",),
-    threat=ThreatModel(sees="r of the target rows",
-                       knows="nothing beyond its training: the devices' own Ψ_k, trained during "
-                             "FedAvg against the encoder (the adversary the defense fights); "
-                             "it decides class-balanced with the aux split's attribute "
-                             "frequencies, as the fresh attackers do",
-                       goal=_GOAL_U),
-    function="core.attacks.protocol:in_training_attack", role="in_training",
-    family="attribute_privacy", needs=("in_training",), selectable=False))
-ATTACKS.register("logreg", AttackPart(
-    name="logreg", title="fresh logistic regression", accepts=("representation", "raw"),
-    threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
-    function="core.attacks.protocol:fresh_attack", fresh=True, params=("max_train",),
-    family="attribute_privacy", needs=("encoder", "aux"), options=(("model", "logreg"),)))
-ATTACKS.register("mlp", AttackPart(
-    name="mlp", title="fresh MLP", accepts=("representation", "raw"),
-    threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
-    function="core.attacks.protocol:fresh_attack", fresh=True,
-    params=("mlp_hidden", "mlp_epochs", "max_train"), family="attribute_privacy",
-    needs=("encoder", "aux"), options=(("model", "mlp"),)))
-ATTACKS.register("prior", AttackPart(
-    name="prior", title="prior (no model)", accepts=("representation", "raw", "model", "update"),
-    threat=ThreatModel(sees="nothing", knows="the attribute's frequencies in the aux rows",
-                       goal=_GOAL_U),
-    function="core.attacks.protocol:prior_attack", role="baseline", family="attribute_privacy",
-    needs=("aux",), selectable=False))
-
-# -- Fisher information loss (spec 002 Part A): output perturbation and its attacks ------------
-
-_FIL = ("fisher_information",)
-DEFENSES.register("fil_output_perturbation", DefensePart(
-    name="fil_output_perturbation", title="FIL output perturbation (σ)", families=_FIL,
-    release="model",
-    knob=Knob("eta_target", "η", "target FIL η (worst case)", 1e-4, 1e4, "log",
-              "lower_is_more_private", budget_metric="fil_eta", grid=(0.1, 0.3, 1.0, 3.0, 10.0)),
-    accounting="fil", builder="core.defenses.fil_output:resolve_sigma",
-    description="L2-regularised linear / logistic regression trained to optimality and released "
-                "as w' = w* + N(0, σ²I); σ set directly, from a target η (η = ‖J‖₂/σ, Eq. 17) "
-                "or from (ε, δ) via the sensitivity 2/(nλ) (logistic, unit ball)."))
-_SEES_W = "the released noisy weights w' = w* + N(0, σ²I) of the linear / logistic model"
-_GOAL_T = "infer each training row's target attribute (or label)"
-_FA = "core.attacks.fil_attacks"
-ATTACKS.register("fil_white_box", AttackPart(
-    name="fil_white_box", title="white-box (Eq. 30)", accepts=("model",),
-    threat=ThreatModel(sees=_SEES_W,
-                       knows="every training value but the target (the rest of the row and "
-                             "every other row), the training algorithm (loss, λ, IRFIL weights) "
-                             "and σ",
-                       goal=_GOAL_T + ": the candidate whose refit is nearest to w'"),
-    function=f"{_FA}:white_box_on_release", role="fresh", family="fisher_information",
-    metric_key="white_box", needs=("training_data",)))
-ATTACKS.register("fil_black_box", AttackPart(
-    name="fil_black_box", title="black-box (Eq. 31, Fredrikson et al.)", accepts=("model",),
-    threat=ThreatModel(sees="query access to the released model: its predictions φ(w', x)",
-                       knows="the target row but its attribute, its label, the attribute's "
-                             "training marginal and the model's training error statistics",
-                       goal=_GOAL_T + ": argmax prior × fit of the prediction to the label"),
-    function=f"{_FA}:black_box_on_release", role="fresh", family="fisher_information",
-    metric_key="black_box", needs=("labels",)))
-ATTACKS.register("fil_prior", AttackPart(
-    name="fil_prior", title="prior (no model)", accepts=("model",),
-    threat=ThreatModel(sees="nothing", knows="the attribute's training marginal",
-                       goal=_GOAL_T + ": always its most frequent value"),
-    function=f"{_FA}:prior_on_release", role="baseline", family="fisher_information",
-    metric_key="prior"))
-
-# -- property inference (Inf2Guard, spec 004 §2.2 / §3.2) --------------------------------------
-
-_PIA = ("property",)
-DEFENSES.register("inf2guard_property", DefensePart(
-    name="inf2guard_property", title="Inf2Guard vs property inference (λ)", families=_PIA,
-    release="representation", family_releases=(("property", "subset_representation"),),
-    knob=Knob("tradeoff_lambda", "λ", "Inf2Guard privacy weight", 0.0, 1.0, "linear",
-              "higher_is_more_private", budget_metric="tradeoff_lambda",
-              grid=(0.0, 0.25, 0.5, 0.75, 1.0),
-              # no defense, a light one and the page's default λ: the sweep the finding reads
-              teaching=(0.0, 0.25, 0.75)),
-    accounting=None, builder="core.defenses.inf2guard_property:train_inf2guard_property",
-    description="Encoder, per-sample task head and a K-way property adversary on aggregated "
-                "subset representations in the game of Eq. 11 (Algorithm 2); λ = 0 is no "
-                "defense; no formal guarantee: measured by attacks and the K-ary Fano bound."))
-_SEES_AGG = ("the aggregated representation Agg({f(x)}) (mean or max) of each target subset "
-             "of the test split")
-_KNOWS_SHADOW = ("the released encoder and the aggregator; shadow subsets it builds from its "
-                 "auxiliary rows (aux split) with their attribute values, so their properties")
-_GOAL_P = "infer each target subset's property: the share of the attribute value, binned into K"
-_PA = "core.attacks.property"
-ATTACKS.register("property_in_training", AttackPart(
-    name="property_in_training", title="in-training property adversary Ψ",
-    accepts=("subset_representation",),
-    threat=ThreatModel(sees=_SEES_AGG,
-                       knows="nothing beyond its training: Ψ was trained in Algorithm 2 against "
-                             "the encoder, on the defender's subsets (the adversary the defense "
-                             "fights); it decides class-balanced with the shadow subsets' bin "
-                             "frequencies, as the fresh attackers do", goal=_GOAL_P),
-    function=f"{_PA}:in_training_on_release", role="in_training", family="property",
-    config_name="in_training", needs=("in_training",)))
-ATTACKS.register("property_mlp", AttackPart(
-    name="property_mlp", title="fresh MLP on shadow subsets", accepts=("subset_representation",),
-    threat=ThreatModel(sees=_SEES_AGG, knows=_KNOWS_SHADOW, goal=_GOAL_P),
-    function=f"{_PA}:fresh_on_release", role="fresh", family="property", config_name="mlp",
-    params=("mlp_hidden", "mlp_epochs", "aggregation"), needs=("encoder", "aux"),
-    options=(("model", "mlp"),)))
-ATTACKS.register("property_logreg", AttackPart(
-    name="property_logreg", title="fresh logistic regression on shadow subsets",
-    accepts=("subset_representation",),
-    threat=ThreatModel(sees=_SEES_AGG, knows=_KNOWS_SHADOW, goal=_GOAL_P),
-    function=f"{_PA}:fresh_on_release", role="fresh", family="property", config_name="logreg",
-    params=("mlp_hidden", "mlp_epochs", "aggregation"), needs=("encoder", "aux"),
-    options=(("model", "logreg"),)))
-ATTACKS.register("property_prior", AttackPart(
-    name="property_prior", title="prior (no model)", accepts=("subset_representation",),
-    threat=ThreatModel(sees="nothing", knows="the bin frequencies of its shadow subsets",
-                       goal=_GOAL_P + ": always its most frequent bin"),
-    function=f"{_PA}:prior_on_release", role="baseline", family="property",
-    config_name="prior", needs=("aux",)))
-
-
-# -- reconstruction from shared representations (Inf2Guard, spec 004 §2.3 / §3.3) ------------
-
-_RR = ("repr_reconstruction",)
-DEFENSES.register("inf2guard_dra", DefensePart(
-    name="inf2guard_dra", title="Inf2Guard perturbation r + δ (ε, channel)", families=_RR,
-    release="representation", family_releases=(("repr_reconstruction", "noisy_representation"),),
-    variants="channel",
-    knob=Knob("epsilon", "ε", "Inf2Guard noise scale (not a DP budget)", 0.0, 10.0, "linear",
-              "higher_is_more_private", budget_metric="perturbation_scale",
-              options=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0),
-              grid=(0.0, 0.5, 1.0, 2.0, 4.0)),
-    accounting=None, builder="core.defenses.inf2guard_reconstruction:train_inf2guard_dra",
-    description="The shared representation is r + δ: learned δ = ε·tanh(u), u ~ N(μ, σ²) "
-                "(Eq. 21, Algorithms 3-4, β = λα/(1−λ)), or fixed Gaussian / Laplace / uniform "
-                "noise at the same ε, or the Gaussian mechanism on the clipped r (dp: (ε_DP, δ) "
-                "reported); the encoder trains with the noise in the loop against a decoder "
-                "adversary (λ). Bounded by Theorem 3 at an estimated I(x; r + δ)."))
-_SEES_RD = "the released r + δ of each target image (one noise draw per target)"
-_GOAL_X_RD = "reconstruct each target image x from r + δ"
-_RA = "core.attacks.reconstruction"
-ATTACKS.register("decoder_in_training", AttackPart(
-    name="decoder_in_training", title="in-training decoder Ψ",
-    accepts=("noisy_representation",),
-    threat=ThreatModel(sees=_SEES_RD,
-                       knows="nothing beyond its training: the decoder the defense trained "
-                             "against, on the defender's own (x, r + δ) pairs",
-                       goal=_GOAL_X_RD),
-    function=f"{_RA}:in_training_decoder", role="in_training", family="repr_reconstruction",
-    needs=("in_training",)))
-ATTACKS.register("decoder_fresh", AttackPart(
-    name="decoder_fresh", title="fresh decoder (larger, trained afterwards)",
-    accepts=("noisy_representation",),
-    threat=ThreatModel(sees=_SEES_RD,
-                       knows="the encoder as a query interface and the noise distribution p_Φ "
-                             "(ε, channel, learned μ, σ); auxiliary images (aux split) it "
-                             "encodes and perturbs itself to train on (x, r + δ)",
-                       goal=_GOAL_X_RD),
-    function=f"{_RA}:fresh_decoder", role="fresh", family="repr_reconstruction",
-    params=("fresh_hidden", "fresh_epochs"), needs=("encoder", "aux")))
-ATTACKS.register("inversion", AttackPart(
-    name="inversion", title="optimisation inversion (‖f(x) − r̃‖² + TV)",
-    accepts=("noisy_representation",),
-    threat=ThreatModel(sees=_SEES_RD,
-                       knows="the encoder's weights (white box) and an image prior (total "
-                             "variation); no auxiliary data",
-                       goal=_GOAL_X_RD),
-    function=f"{_RA}:optimisation_inversion", role="fresh", family="repr_reconstruction",
-    params=("inversion_iterations", "inversion_tv"), needs=("encoder",)))
-
+#: the part declarations register themselves on import; the registries import them (the
+#: :mod:`core.catalog` package, every module in it) on their first read
+_CATALOG = "core.catalog"
+SIGNALS: Registry[Signal] = Registry("signal", loader=_CATALOG)
+DEFENSES: Registry[DefensePart] = Registry("defense", loader=_CATALOG,
+                                           order=lambda d: d.order)
+ATTACKS: Registry[AttackPart] = Registry("attack", loader=_CATALOG, order=lambda a: a.order)
 
 # -- queries: configs, the metric schema, pages and the CLI read these ------------------------
 
@@ -678,6 +365,17 @@ def attack_by_config_name(family: str, name: str) -> AttackPart:
 def attack_titles(family: str) -> dict[str, str]:
     """Config name -> the one display title, for every attack of ``family``."""
     return {a.key: a.title for a in attacks_for(family)}
+
+
+def defense_blocks(family: str) -> tuple[type, ...]:
+    """The config blocks of ``family``'s registered defenses (its config union's members)."""
+    return tuple(d.config for d in DEFENSES.values()
+                 if family in d.families and d.config is not None)
+
+
+def baseline_for(family: str) -> str | None:
+    """The name of ``family``'s undefended baseline defense, None where it has none."""
+    return next((n for n, d in DEFENSES.items() if family in d.families and d.baseline), None)
 
 
 def defenses_for(family: str) -> list[str]:
@@ -745,24 +443,7 @@ def describe() -> dict[str, list[dict[str, Any]]]:
     attacks = [{"name": name, "config_name": a.key, "family": a.family, "title": a.title,
                 "accepts": list(a.accepts), "needs": list(a.needs), "role": a.role,
                 "selectable": a.selectable, "pools_targets": a.pools_targets,
-                "signals": list(a.signals),
                 "threat": a.threat.as_dict(), "metrics": list(a.metric_names()),
                 "function": _object_path(a.function)}
                for name, a in ATTACKS.items()]
     return {"defenses": defenses, "attacks": attacks}
-
-
-def _import_catalog() -> None:
-    """Import every module of :mod:`core.catalog` (each one part's declaration): adding a
-    file there is the one edit that registers a part."""
-    import importlib
-    import pkgutil
-
-    # imported by name, not by an import statement: the catalog's modules are parts (they
-    # point at attacks and defenses) that this registry collects, not code it calls
-    catalog = importlib.import_module(f"{__package__}.catalog")
-    for info in pkgutil.iter_modules(catalog.__path__):
-        importlib.import_module(f"{catalog.__name__}.{info.name}")
-
-
-_import_catalog()

@@ -23,9 +23,16 @@ class UnknownName(KeyError):
 class Registry(Generic[T]):
     """Name -> entry. ``what`` names the registry in errors (``"defense"``, ``"attack"``)."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, *, loader: str | None = None,
+                 order: Callable[[T], Any] | None = None) -> None:
         self.what = what
         self._entries: dict[str, T] = {}
+        #: a package imported on the first read (the declarations that register themselves:
+        #: :mod:`core.catalog`); imported by name so that a declaration module may import the
+        #: registry it registers into
+        self._loader = loader
+        #: a sort key: entries are read in (key, registration) order
+        self._order = order
         #: bumped on every register / unregister (readers that derive tables from the entries,
         #: such as the metric schema, rebuild when it moves)
         self.version = 0
@@ -52,31 +59,50 @@ class Registry(Generic[T]):
         if self._entries.pop(name, None) is not None:
             self.version += 1
 
+    def _load(self) -> None:
+        if self._loader is not None:
+            import importlib
+
+            loader, self._loader = self._loader, None
+            importlib.import_module(loader)
+
+    def _sorted(self) -> dict[str, T]:
+        self._load()
+        if self._order is None:
+            return self._entries
+        keyed = sorted(enumerate(self._entries.items()),
+                       key=lambda t: (self._order(t[1][1]), t[0]))
+        return {k: v for _, (k, v) in keyed}
+
     def get(self, name: str) -> T:
+        self._load()
         try:
             return self._entries[name]
         except KeyError:
             raise UnknownName(self.unknown(name)) from None
 
     def unknown(self, name: object) -> str:
-        return f"{self.what}: got {name!r}; allowed: {', '.join(self._entries) or '(none registered)'}"
+        names = ", ".join(self._sorted()) or "(none registered)"
+        return f"{self.what}: got {name!r}; allowed: {names}"
 
     def names(self) -> tuple[str, ...]:
-        return tuple(self._entries)
+        return tuple(self._sorted())
 
     def items(self) -> Iterator[tuple[str, T]]:
-        return iter(list(self._entries.items()))
+        return iter(list(self._sorted().items()))
 
     def values(self) -> Iterator[T]:
-        return iter(list(self._entries.values()))
+        return iter(list(self._sorted().values()))
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._entries))
+        return iter(list(self._sorted()))
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._entries
 
     def __len__(self) -> int:
+        self._load()
         return len(self._entries)
 
     def __repr__(self) -> str:

@@ -11,30 +11,20 @@ writes rows as CSV. :class:`PointStore` is what the sweep runner needs from a re
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
-import itertools
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.config import MAX_SWEEP_POINTS, ConfigError, apply_override, cache_key, parse_config
+from core.config import Point, expand, normalise_base  # noqa: F401  (the sweep's points)
 from core.progress import CancelToken, Progress, ProgressCallback
 from core.result import Result
 
 #: row columns after the knob columns and before the metrics
 FIXED_COLUMNS = ("seed", "key", "from_cache")
-#: paths a grid may not set: the kind is the base's, seeds have their own list
-_RESERVED = {"kind": "a sweep's points share the base's kind; sweep one of its fields",
-             "seed": "set the sweep's seeds instead"}
-#: at most this many problem lines in one error
-_MAX_PROBLEMS = 5
-
-
 class PointStore(Protocol):
     """What the sweep runner needs from a result store (``cache.store.ResultStore`` is one;
     core never imports it). ``point_worker(root, config, cancel_path) -> summary`` is a
@@ -48,106 +38,6 @@ class PointStore(Protocol):
 
     def get_or_run(self, config: Any, *, progress: Progress | ProgressCallback | None = None,
                    cancel: CancelToken | None = None) -> Result: ...
-
-
-@dataclass(frozen=True)
-class Point:
-    """One point of a sweep: its knob ``values`` (grid path -> value), ``seed`` and validated
-    ``config``."""
-
-    values: dict[str, Any]
-    seed: int
-    config: Any
-
-    @property
-    def label(self) -> str:
-        knobs = ", ".join(f"{p}={_short(v)}" for p, v in self.values.items())
-        return f"{knobs}, seed={self.seed}" if knobs else f"seed={self.seed}"
-
-    @property
-    def key(self) -> str:
-        return cache_key(self.config)
-
-
-def _short(v: Any) -> str:
-    return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
-
-
-def normalise_base(base: Any) -> dict[str, Any]:
-    """The base validated (any kind but ``sweep``), as a mapping with defaults filled in.
-    Raises :class:`ConfigError` whose lines name ``base.<field>``."""
-    if isinstance(base, dict) and base.get("kind") == "sweep":
-        raise ConfigError(["base.kind: got 'sweep'; a sweep of a sweep is not allowed "
-                           + "(put both grids in one sweep)"])
-    try:
-        cfg = parse_config(base)
-    except ConfigError as exc:
-        raise ConfigError([f"base.{p}" for p in exc.problems]) from None
-    if cfg.kind == "sweep":
-        raise ConfigError(["base.kind: got 'sweep'; a sweep of a sweep is not allowed"])
-    return cfg.model_dump(mode="json")
-
-
-def _check_path(path: str) -> str | None:
-    parts = path.split(".")
-    if not path or any(not p for p in parts):
-        return f"grid.{path}: not a dotted field path (e.g. defense.tradeoff_lambda)"
-    if path in _RESERVED:
-        return f"grid.{path}: {_RESERVED[path]}"
-    return None
-
-
-def _grid_problem(line: str, paths: list[str], label: str) -> str:
-    """A point's validation problem as a grid problem: ``grid.<path>: ...`` when it is about a
-    grid path (or an unknown block on the way to one), else naming the point."""
-    name, _, rest = line.partition(":")
-    for p in paths:
-        if name == p or name.startswith(p + "."):
-            return f"grid.{line}"
-    if rest.strip().startswith("unknown field"):
-        for p in paths:
-            if p.startswith(name + "."):
-                return f"grid.{p}: unknown field"
-    return f"grid point {label}: {line}"
-
-
-def expand(sweep: Any) -> list[Point]:
-    """The points of a sweep (a :class:`~core.config.SweepConfig`), grid order, seeds
-    innermost. Every point is validated; the problems (at most five) are one ConfigError."""
-    paths = list(sweep.grid)
-    problems = [p for p in map(_check_path, paths) if p]
-    if problems:
-        raise ConfigError(problems)
-    n = math.prod(len(v) for v in sweep.grid.values()) * len(sweep.seeds)
-    if n > MAX_SWEEP_POINTS:
-        raise ConfigError([f"grid: got {n} points (grid × seeds); allowed at most {MAX_SWEEP_POINTS}"])
-    # a ``.kind`` path starts a fresh block (apply_override): set it before its block's fields
-    order = sorted(range(len(paths)), key=lambda i: (not paths[i].endswith(".kind"), i))
-    points: list[Point] = []
-    seen: set[str] = set()
-    for combo in itertools.product(*sweep.grid.values()):
-        values = dict(zip(paths, combo, strict=True))
-        for seed in sweep.seeds:
-            obj = copy.deepcopy(sweep.base)
-            for i in order:
-                apply_override(obj, paths[i], copy.deepcopy(combo[i]))
-            obj["seed"] = seed
-            point = Point(values=values, seed=seed, config=None)
-            try:
-                cfg = parse_config(obj)
-            except ConfigError as exc:
-                for line in exc.problems:
-                    msg = _grid_problem(line, paths, point.label)
-                    if msg not in seen:
-                        seen.add(msg)
-                        problems.append(msg)
-                continue
-            points.append(Point(values=values, seed=seed, config=cfg))
-    if problems:
-        more = len(problems) - _MAX_PROBLEMS
-        raise ConfigError(problems[:_MAX_PROBLEMS] + ([f"grid: ... and {more} more problems"]
-                                                      if more > 0 else []))
-    return points
 
 
 def headline_names(result: Result) -> list[str]:

@@ -44,7 +44,7 @@ def _dp_checks(cfgs: list[dict[str, Any]]) -> None:
     assert targets == [1.0, 2.0, 4.0, 8.0]
     for c in dp:
         r = _recipe(c)
-        # the recipe that trains (core.config.DPSGDDefense defaults), not the train block's
+        # the recipe that trains (core.catalog.dp_sgd.DPSGDDefense defaults), not the train block's
         assert (r["optimizer"], r["lr"], r["sample_rate"], r["epochs"]) == ("sgd", 2.0, 1.0, 150)
     no_noise = [_recipe(c) for c in dp if "target_epsilon" not in c["defense"]]
     assert len(no_noise) == 1

@@ -28,7 +28,7 @@ OUT_OF_RANGE = [
     ("fl.lr", st.floats(10.0001, 1e9) | st.floats(-1e6, 0.0), "0 < value <= 10"),
     ("defense.epsilon", st.floats(-1e6, 0.0009), "0.001 <= value <= 10000"),
     ("defense.delta", st.floats(1.0, 1e6) | st.floats(-1e6, 9e-13), "1e-12 <= value < 1"),
-    ("defense.rate", st.floats(1.0, 1e6) | st.floats(-1e6, -1e-6), "0 <= value < 1"),
+    ("defense.rate", st.floats(0.991, 1e6) | st.floats(-1e6, -1e-6), "0 <= value <= 0.99"),
     ("seed", st.integers(2**31, 2**40) | st.integers(-10**6, -1), "0 <= value"),
     ("data.dependence", st.floats(1.0001, 1e6) | st.floats(-1e6, -1e-4), "0 <= value <= 1"),
     ("data.max_samples", st.integers(-10**6, 49), "50 <= value"),
@@ -160,7 +160,8 @@ def test_switching_the_defense_kind_by_override_starts_a_fresh_block():
 
 
 def test_dpsgd_block_trains_with_its_own_recipe_and_a_target_epsilon_knob():
-    from core.config import DPSGDDefense, MembershipConfig
+    from core.catalog.dp_sgd import DPSGDDefense
+    from core.config import MembershipConfig
 
     d = DPSGDDefense()
     assert d.target_epsilon == 8.0 and d.noise_multiplier is None  # the knob: target ε

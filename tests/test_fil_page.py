@@ -53,7 +53,7 @@ def test_page_fits_digits_by_itself_and_the_eta_slider_reuses_the_fit(store):  #
 def test_closed_form_updates_within_100_ms():
     """σ ↔ η ↔ ε and every η at σ from Adult-sized arrays (30,162 rows): what a slider move
     recomputes (before drawing)."""
-    from core.config import FilOutputPerturbation
+    from core.catalog.fil_output_perturbation import FilOutputPerturbation
     from core.runs.fisher_information import closed_form
 
     rng = np.random.default_rng(0)

@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from cache.store import ResultStore
-from core.config import ConfigError, DPGaussianDefense, cache_key, load_config, parse_config
+from core.catalog.dp_gaussian import DPGaussianDefense
+from core.config import ConfigError, cache_key, load_config, parse_config
 from core.metric_schema import unregistered
 from core.progress import Cancelled, CancelToken
 from core.sweeps import expand, rows_to_csv

@@ -153,7 +153,7 @@ def build_dpsgd(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
                  canary=None) -> Trained:
         from core.defenses.dpsgd import train_dpsgd
 
-        # DP-SGD's own recipe (core.config.DPSGDDefense.training: a None field takes the
+        # DP-SGD's own recipe (core.catalog.dp_sgd.DPSGDDefense.training: a None field takes the
         # train block's value); shadows repeat it as they repeat the target's training
         res = train_dpsgd(model, X, y, image_shape=image_shape, seed=seed, X_test=X_test,
                           y_test=y_test, progress=progress, canary=canary,

@@ -86,7 +86,8 @@ class ChannelDeviceObjective(NoisyImageObjective):
 def _dataset_and_noise(data: str, seed: int, channel: str, kappa: float,
                        max_samples: int | None):
     from core.bounds.channel_readout import image_spectrum
-    from core.config import ChannelDefense, DataSpec
+    from core.catalog.channel import ChannelDefense
+    from core.config import DataSpec
     from core.data import load_dataset
     from core.defenses.channel import channel_from_block
 

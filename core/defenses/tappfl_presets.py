@@ -3,7 +3,8 @@ load; :mod:`core.defenses.tappfl` re-exports them)."""
 
 from __future__ import annotations
 
-from core.config import AttributePrivacyConfig, DataSpec, FedAvgSpec, TappflDefense
+from core.catalog.tappfl import TappflDefense
+from core.config import AttributePrivacyConfig, DataSpec, FedAvgSpec
 
 
 def paper_preset(data: DataSpec) -> AttributePrivacyConfig:

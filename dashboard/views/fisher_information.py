@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.config import FilAttackSpec, FilDataSpec, FilOutputPerturbation, IRFILSpec
+from core.catalog.fil_output_perturbation import FilOutputPerturbation
+from core.config import FilAttackSpec, FilDataSpec, IRFILSpec
 from core.parts import ATTACKS, attack_titles, config_names
 from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.config import ChannelDefense, DPSGDDefense, ImageTrainSpec, InversionSpecCfg
+from core.catalog.channel import ChannelDefense
+from core.catalog.dp_sgd import DPSGDDefense
+from core.config import ImageTrainSpec, InversionSpecCfg
 from core.metric_schema import HEADLINES
 from core.parts import ATTACKS, DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.tradeoff import tradeoff_points
@@ -74,7 +76,7 @@ def data_spectrum(name: str, seed: int) -> tuple[Any, tuple[int, int, int]]:
 def personalized_basis(name: str, seed: int, rect: tuple | None, multiplier: float):
     """The Personalized channel's (μ, w) for one β mask (one O(d³) eigh, cached)."""
     from core.bounds.channel_readout import personalized_basis as basis
-    from core.config import ChannelDefense
+    from core.catalog.channel import ChannelDefense
     from core.defenses.channel import channel_beta
 
     spec, shape = data_spectrum(name, seed)
