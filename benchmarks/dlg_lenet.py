@@ -92,7 +92,7 @@ def _pytorch_init_accuracy(cfg: dict[str, Any]) -> float:
     """Test accuracy of the PyTorch-initialised net under the same recipe (train_central)."""
     import torch
 
-    from core.defenses.noisy_training import evaluate_accuracy, train_central
+    from core.noisy_training import evaluate_accuracy, train_central
 
     ds, c, model, _, _, _ = _uploads(cfg, "pytorch")
     X = torch.tensor(np.asarray(ds.X), dtype=torch.float32)

@@ -143,7 +143,7 @@ class _Setting:
                                 pretrain_epochs=pre, batch_size=t.batch_size, lr=t.lr,
                                 seed=self.seed, canary=canary)
             else:
-                from core.defenses.noisy_training import train_central
+                from core.noisy_training import train_central
 
                 noise = self._noise(cfg)
                 perturb = None if noise is None else (lambda x, g: noise.perturb(x, generator=g))

@@ -62,10 +62,10 @@ def repr_mia(*, seeds: tuple[int, ...], lambdas: tuple[float, ...], shadows: int
 
     from core import seeds as S
     from core.attacks import membership as M
-    from core.attacks.shadows import shadow_splits
     from core.config import MembershipConfig
     from core.data import load_dataset
     from core.defenses.inf2guard import train_inf2guard
+    from core.shadow_training import shadow_splits
 
     base = MembershipConfig()
     t = base.train
@@ -412,11 +412,11 @@ def _fil_view_lira(data: dict[str, Any], *, seed: int, shadows: int, draws: int,
     from core import fil
     from core import seeds as S
     from core.attacks import fil_membership as FM
-    from core.attacks.shadows import shadow_splits
     from core.bounds.fil import sigma_for_eta
     from core.config import FisherInformationConfig
     from core.metrics import roc_curve_points
     from core.runs.fisher_information import fit_labels, load_view
+    from core.shadow_training import shadow_splits
 
     raw: dict[str, Any] = {"kind": "fisher_information", "data": data, "seed": seed}
     if eta_target is not None:

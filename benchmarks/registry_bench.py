@@ -20,6 +20,14 @@ Every figure is counted by an AST walk of the repository, so it moves only when 
 - ``layer_violations``: imports from a lower layer to a higher one (dashboard → core.runs →
   core.attacks / core.defenses / core.bounds → the rest of core), or of a runner's private name
   from a page.
+- ``upward_imports``: import statements (module level, inside functions, under
+  ``TYPE_CHECKING``) in ``core/``, ``cache/`` and ``dashboard/`` that reach a higher layer of
+  :func:`layer_rank` (the rest of core → bounds / attacks / defenses → runs → cache →
+  dashboard), or sideways between ``core.attacks`` and ``core.defenses`` (either way), or from
+  ``core.bounds`` (pure numpy) into either of them;
+- ``import_cycles``: strongly connected components of two or more modules in the project's
+  import graph over ``core/``, ``cache/`` and ``dashboard/`` (every import statement an edge,
+  function-level ones included: a lazy import still ties the two modules together).
 """
 
 from __future__ import annotations
@@ -87,6 +95,39 @@ def name_branches(root: Path = RUNS) -> dict[str, list[str]]:
             if any(s in defenses for s in spelled):
                 out["defense"].append(where)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# runner length: a runner reads as glue when no function of core/runs is long
+
+
+def runner_function_lines(root: Path = RUNS) -> dict[str, int]:
+    """``module.qualname`` -> lines (``def`` to the last line of the body, decorators
+    excluded) of every function and method, nested ones included, in ``root/*.py``."""
+    out: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = f"{prefix}.{child.name}"
+                out[name] = child.end_lineno - child.lineno + 1
+                visit(child, name)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}.{child.name}")
+            else:
+                visit(child, prefix)
+
+    for path in sorted(root.glob("*.py")):
+        module = _rel(path).removesuffix(".py").replace("/", ".")
+        visit(_tree(path), module)
+    return out
+
+
+def longest_runner_function(root: Path = RUNS) -> tuple[str, int]:
+    """(qualified name, lines) of the longest function or method in ``root/*.py``."""
+    lines = runner_function_lines(root)
+    name = max(lines, key=lambda n: (lines[n], n))
+    return name, lines[name]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,6 +268,123 @@ def layer_violation_list() -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# upward imports and import cycles
+
+#: the folders whose modules make up the import graph
+PACKAGES = ("core", "cache", "dashboard")
+
+#: (importer prefix, forbidden prefix): packages of one layer that must not import each other;
+#: the bounds are pure functions of arrays, below the attacks and defenses that use them
+SIDEWAYS: tuple[tuple[str, str], ...] = (
+    ("core.attacks", "core.defenses"), ("core.defenses", "core.attacks"),
+    ("core.bounds", "core.attacks"), ("core.bounds", "core.defenses"))
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def layer_rank(module: str) -> int | None:
+    """The height of a module in the import order, lowest first: 0 the rest of core (config,
+    data, nn, training, seeds, metrics, ...), 1 bounds / attacks / defenses (and the other
+    parts: fl, fil), 2 runs (runners, experiments, compare, teaching), 3 cache, 4 dashboard
+    (and core.cli); None outside the project. The layers are :data:`core.layers.LAYERS`'
+    with the result store above the runs it calls."""
+    from core.layers import layer_of
+
+    name = layer_of(module)
+    if name is None:
+        return None
+    if _under(module, "cache"):
+        return 3
+    return {"numerics": 0, "parts": 1, "runs": 2, "pages": 4}[name]
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file of every module under the project's packages (a package is
+    its ``__init__.py``)."""
+    out = {}
+    for pkg in PACKAGES:
+        if not (root / pkg).is_dir():
+            continue
+        for path in _py(root / pkg):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def import_edges(root: Path = ROOT) -> list[tuple[str, int, str, str]]:
+    """``(file, line, importer, imported)`` for every import statement under ``root`` that names
+    a module of the project. ``from pkg import name`` imports ``pkg.name`` where that is a
+    module and ``pkg`` otherwise; relative imports are resolved (:func:`core.layers.edges`)."""
+    from core.layers import edges
+
+    modules = _modules(root)
+    out = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        rel = path.relative_to(root).as_posix()
+        seen = set()
+        for line, kind, module, names in edges(path.read_text(encoding="utf-8"), package, rel):
+            if kind != "import":
+                continue
+            subs = [f"{module}.{n}" for n in names if f"{module}.{n}" in modules]
+            whole = not names or len(subs) < len(names)  # some name is an attribute of module
+            for target in subs + ([module] if whole else []):
+                if target in modules and target != name and (line, target) not in seen:
+                    seen.add((line, target))
+                    out.append((rel, line, name, target))
+    return out
+
+
+def upward_import_list(root: Path = ROOT) -> list[str]:
+    """``file:line: importer -> imported (why)`` for every import that reaches a higher layer
+    of :func:`layer_rank` or crosses a :data:`SIDEWAYS` pair."""
+    out = []
+    for rel, line, src, dst in import_edges(root):
+        here, there = layer_rank(src), layer_rank(dst)
+        if here is not None and there is not None and there > here:
+            out.append(f"{rel}:{line}: {src} -> {dst} (layer {here} imports layer {there})")
+        for a, b in SIDEWAYS:
+            if _under(src, a) and _under(dst, b):
+                out.append(f"{rel}:{line}: {src} -> {dst} ({a} imports {b})")
+    return out
+
+
+def upward_imports(root: Path = ROOT) -> int:
+    """How many imports run upward or sideways (:func:`upward_import_list`)."""
+    return len(upward_import_list(root))
+
+
+def import_cycle_list(root: Path = ROOT) -> list[list[str]]:
+    """The import cycles under ``root``: each strongly connected component of two or more
+    modules of the import graph (:func:`import_edges`), its modules sorted; sorted."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    names = sorted(_modules(root))
+    index = {n: i for i, n in enumerate(names)}
+    pairs = sorted({(index[a], index[b]) for _, _, a, b in import_edges(root)})
+    if not pairs:
+        return []
+    rows, cols = np.array(pairs).T
+    graph = coo_matrix((np.ones(len(pairs)), (rows, cols)), shape=(len(names), len(names)))
+    _, label = connected_components(graph, directed=True, connection="strong")
+    groups: dict[int, list[str]] = {}
+    for name, c in zip(names, label):
+        groups.setdefault(int(c), []).append(name)
+    return sorted(g for g in groups.values() if len(g) >= 2)
+
+
+def import_cycles(root: Path = ROOT) -> int:
+    """How many import cycles (:func:`import_cycle_list`)."""
+    return len(import_cycle_list(root))
+
+
+# ---------------------------------------------------------------------------------------------
 # the benchmark
 
 
@@ -253,6 +411,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     mixers = seed_mixer_sites()
     checkers = range_checker_functions()
     layers = layer_violation_list()
+    upward = upward_import_list()
+    cycles = import_cycle_list()
     edits, seen = edits_to_add_attack()
     headline = {
         "runners_using_protocol": sum(protocol.values()),
@@ -263,6 +423,8 @@ def main(quick: bool = False) -> dict[str, Any]:
         "seed_mixers": 1 + len(mixers),
         "range_checkers": 1 + len(checkers),
         "layer_violations": len(layers),
+        "upward_imports": len(upward),
+        "import_cycles": len(cycles),
     }
     rows = [{"figure": k, "value": v} for k, v in headline.items()]
     notes = ("counted by AST walks of the source (benchmarks/registry_bench.py); seed_mixers "
@@ -272,7 +434,8 @@ def main(quick: bool = False) -> dict[str, Any]:
             "targets": {"runners_using_protocol": "= runners_scoring_attacks",
                         "attack_name_branches": 0, "defense_kind_branches": 0,
                         "edits_to_add_attack": 1, "seed_mixers": 1, "range_checkers": 1,
-                        "layer_violations": 0},
+                        "layer_violations": 0, "upward_imports": 0, "import_cycles": 0},
             "details": {"runners": protocol, "branches": branches, "seed_mixer_sites": mixers,
                         "range_checker_functions": checkers, "layer_violations": layers,
+                        "upward_imports": upward, "import_cycles": cycles,
                         "temporary_attack": seen}}

@@ -222,6 +222,22 @@ def _dp_no_noise(metrics, info, config) -> list[Raised]:
 
 register(Caveat("dp_no_noise", ("membership", "gradient_leakage"), "ε = ∞",
                 "the accountant's ε", _dp_no_noise))
+def _audit_canary_norm(metrics, info, config) -> list[Raised]:
+    audit = info.get("audit") or {}
+    if "audit_epsilon_lower" not in metrics or audit.get("kind") != "white_box" \
+            or audit.get("claimed", True) or "canary_norm" not in audit:
+        return []
+    c = float(audit["canary_norm"])
+    return [raised("audit_canary_norm", ["audit_epsilon_lower"],
+                   f"this defense claims no DP guarantee: its audited ε comes from gradient "
+                   f"canaries of norm C = {c:g}, a choice of the audit, not of the defense (a "
+                   "larger C stands out more); audited ε of such defenses are not a privacy "
+                   "ranking between them.", canary_norm=c)]
+
+
+register(Caveat("audit_canary_norm", ("membership", "gradient_leakage"), "depends on canary norm",
+                "the audited ε of a defense without a DP claim (white-box canaries)",
+                _audit_canary_norm))
 register(Caveat("mia_scores_nonfinite", ("membership",), "scores dropped",
                 "an attack's membership scores (explicit: NaN/inf scores left out)"))
 register(Caveat("accountant_fallback", ("membership", "gradient_leakage"),

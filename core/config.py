@@ -1143,10 +1143,14 @@ def canonical_json(config: BaseModel) -> str:
 
 def cache_key(config: BaseModel) -> str:
     """sha256 of the canonical JSON of the validated config + the engine version and source
-    fingerprint (DESIGN: Cache key): a code change never serves a stale run."""
+    fingerprint (DESIGN: Cache key): a code change never serves a stale run; a training override
+    in force (:mod:`core.overrides`) is part of the key too."""
     from core.fingerprint import engine_id
+    from core.overrides import active
 
     payload = canonical_json(config) + "|engine=" + engine_id()
+    if active():
+        payload += "|overrides=" + ",".join(active())
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

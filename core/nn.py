@@ -1,4 +1,5 @@
-"""Small networks: encoders, task heads, attribute adversaries and MI critics (DESIGN: nn.py).
+"""Small networks: encoders, task heads, attribute adversaries, reconstruction decoders and MI
+critics (DESIGN: nn.py).
 
 The one place for architectures. Everything is a plain ``nn.Module`` so the same module serves
 the sequential FedAvg path (one module per device) and the vectorised path (parameters stacked
@@ -331,6 +332,25 @@ class PropertyAdversary(nn.Module):
             return self.body(F.batch_norm(agg, n.running_mean, n.running_var, training=False,
                                           eps=n.eps))
         return self.body(self.norm(agg))
+
+
+class Decoder(nn.Module):
+    """Reconstruction network q_Ψ(x | r + δ): MLP k → hidden (× ``layers``) → d, sigmoid
+    output in [0, 1]: Inf2Guard's in-training adversary Ψ against reconstruction (spec 004
+    §2.3) and the attacker's fresh decoder (:mod:`core.attacks.reconstruction`)."""
+
+    def __init__(self, rep_dim: int, out_dim: int, hidden: int = 256, layers: int = 1) -> None:
+        super().__init__()
+        mods: list[nn.Module] = []
+        w = rep_dim
+        for _ in range(max(1, layers)):
+            mods += [nn.Linear(w, hidden), nn.ReLU()]
+            w = hidden
+        mods.append(nn.Linear(w, out_dim))
+        self.net = nn.Sequential(*mods)
+
+    def forward(self, z: Tensor) -> Tensor:
+        return torch.sigmoid(self.net(z))
 
 
 class MICritic(nn.Module):

@@ -64,10 +64,15 @@ class MemoryStageStore:
 
 
 def stage_key(stage: str, part: dict[str, Any]) -> str:
-    """sha256 of the stage name, the canonical JSON of the config part that determines it, and
-    the engine id (version + source fingerprint)."""
-    payload = json.dumps({"stage": stage, "part": part, "engine": engine_id()},
-                         sort_keys=True, separators=(",", ":"), default=str)
+    """sha256 of the stage name, the canonical JSON of the config part that determines it, the
+    engine id (version + source fingerprint) and any training override in force
+    (:mod:`core.overrides`; none: the key is as it always was)."""
+    from core.overrides import active
+
+    body: dict[str, Any] = {"stage": stage, "part": part, "engine": engine_id()}
+    if active():
+        body["overrides"] = list(active())
+    payload = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

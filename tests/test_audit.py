@@ -23,8 +23,8 @@ from core.attacks.audit import (
 from core.bounds.audit import bonferroni, epsilon_lower_bound, max_provable_epsilon, p_value
 from core.defenses.dpsgd import train_dpsgd
 from core.defenses.inf2guard import train_inf2guard
-from core.defenses.noisy_training import GradientCanary, train_central
 from core.nn import image_classifier, seeded
+from core.noisy_training import GradientCanary, train_central
 
 SHAPE = (1, 8, 8)
 

@@ -131,3 +131,31 @@ def test_noise_multiplier_zero_is_infinite_from_config_to_compare(tmp_path):
     assert np.isfinite(clip.leakage).all() and clip.leakage[0, 0] > 0.0
     d = json.loads(json.dumps(cmp.to_dict(), allow_nan=False))
     assert next(c for c in d["curves"] if c["defense"] == "dp_sgd")["budget"] == [["inf"]]
+
+
+def test_a_persistent_store_never_serves_the_correct_run_for_the_broken_one(tmp_path):
+    """Correct and broken (noise removed) runs of the same config in one persistent store: the
+    broken run is not read from the correct run's cached result or audit stage, so it is still
+    caught; and the correct run is not served the broken one's afterwards."""
+    from cache.store import ResultStore
+    from core.attacks.audit import noise_removed
+
+    store = ResultStore(tmp_path / "store")
+    cfg = parse_config({**BASE, "defense": {**DPSGD, "target_epsilon": 2.0}, "audit": AUDIT})
+    correct = store.get_or_run(cfg)
+    assert correct.metrics["audit_exceeds_claim"] == 0.0
+    with noise_removed():
+        broken = store.get_or_run(cfg)
+    assert broken.metrics["audit_exceeds_claim"] == 1.0
+    again = store.get_or_run(cfg)
+    assert again.metrics["audit_epsilon_lower"] == correct.metrics["audit_epsilon_lower"]
+
+
+def test_the_audited_epsilon_without_a_dp_claim_is_labelled_with_its_canary_norm():
+    plain = _run({"kind": "none"}, {**AUDIT, "kind": "white_box"})
+    assert plain.info["audit"]["canary_norm"] == 1.0 and not plain.info["audit"]["claimed"]
+    flagged = [c for c in plain.info["caveats"] if c["key"] == "audit_canary_norm"]
+    assert flagged and "C = 1" in flagged[0]["text"]
+    assert flagged[0]["metrics"] == ["audit_epsilon_lower"]
+    dp = _run({**DPSGD, "noise_multiplier": 0.0}, {**AUDIT, "kind": "white_box"})
+    assert not [c for c in dp.info["caveats"] if c["key"] == "audit_canary_norm"]

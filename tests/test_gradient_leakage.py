@@ -58,14 +58,10 @@ def test_target_epsilon_alone_replaces_the_default_multiplier():
 
 def test_live_panel_is_instant_and_consistent():
     from core.bounds.channel import capacity
-    from core.bounds.channel_readout import (
-        bound_curves,
-        image_spectrum,
-        live_channel,
-        personalized_basis,
-    )
+    from core.bounds.channel_readout import bound_curves, image_spectrum, personalized_basis
     from core.data import load_dataset
     from core.defenses.channel import channel_beta
+    from core.defenses.channel_live import live_channel
 
     cfg0 = parse_config({"kind": "gradient_leakage", "data": {"name": "mnist5k"}})
     ds = load_dataset(cfg0.data, 0)
@@ -78,7 +74,7 @@ def test_live_panel_is_instant_and_consistent():
                  if ch == "personalized" else None)
         t0 = time.perf_counter()
         live = live_channel(cfg, sp, ds.image_shape, basis=basis)
-        curves = bound_curves(cfg, sp, ds.image_shape, np.logspace(0, 3, 12), basis=basis)
+        curves = bound_curves(sp, np.logspace(0, 3, 12), ch, basis=basis)
         assert time.perf_counter() - t0 < 0.1  # DESIGN: bounds < 100 ms on a slider move
         assert len(live["cards"]) == 5 and any("κ/d" == c[0] for c in live["cards"])
         thm1, wiener = (np.asarray(v) for v in curves.values())
@@ -96,6 +92,9 @@ def test_live_panel_is_instant_and_consistent():
                        "attack": {"batch_size": 64}})
     cards = {c[0]: c[1] for c in live_channel(dp, sp, ds.image_shape)["cards"]}
     assert cards["capacity B/z² (Thm 4)"].startswith("100 ")  # the paper's B = 64, z = 0.8
+    # no channel: Theorem 1 alone (the bound takes the channel kind, not the config)
+    assert list(bound_curves(sp, np.logspace(0, 3, 4))) == [
+        "Theorem 1, one round (Gaussian plug-in)"]
 
 
 # ---------------------------------------------------------------------------------------------

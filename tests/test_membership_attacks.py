@@ -241,7 +241,7 @@ def _encoder_world(n=400, m=300, d=8, classes=4, K=8, pull=0.6, seed=0):
     """Synthetic "encoders": class centres plus per-record noise; an encoder pulls the records
     it trained on towards their class centre by ``pull`` and sits in its own random rotation
     (so no coordinate is shared between encoders: the statistic must be coordinate-free)."""
-    from core.attacks.shadows import shadow_splits
+    from core.shadow_training import shadow_splits
 
     rng = np.random.default_rng(seed)
     centres = 2.0 * rng.normal(size=(classes, d))

@@ -327,7 +327,7 @@ def representation_lira(target_r: Any, target_r_population: Any, shadow_r: Any,
     ``target_r`` (n, d) and ``target_r_population`` (m, d): the target encoder's r of the
     candidates and the population records; ``shadow_r`` (K, n, d') and ``shadow_r_population``
     (K, m, d'): each shadow encoder's; ``y`` (n,), ``y_population`` (m,) labels; ``in_mask``
-    (K, n) bool, candidate i in shadow k's training set (:func:`core.attacks.shadows.shadow_splits`)."""
+    (K, n) bool, candidate i in shadow k's training set (:func:`core.shadow_training.shadow_splits`)."""
     sr = np.asarray(shadow_r, dtype=np.float64)
     sp = np.asarray(shadow_r_population, dtype=np.float64)
     t = _representations(target_r, "target_r")

@@ -22,17 +22,24 @@ them through :func:`core.attacks.protocol.run_attack`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from core.defenses.inf2guard_reconstruction import Decoder, Perturbation
-from core.nn import seeded
+from core.nn import Decoder, seeded
 from core.progress import Progress
 from core.seeds import derive
+
+
+class NoiseChannel(Protocol):
+    """The noise distribution p_Φ as the attacker knows it: ``release(r, gen)`` returns r + δ
+    with a fresh δ (:class:`core.defenses.inf2guard_reconstruction.Perturbation` is one). The
+    attack needs only this sampler, not the defense's module."""
+
+    def release(self, r: Tensor, gen: torch.Generator | None = None) -> Tensor: ...
 
 
 @torch.no_grad()
@@ -42,7 +49,7 @@ def decode(decoder: Decoder, Z: Tensor) -> Tensor:
     return decoder(Z)
 
 
-def train_fresh_decoder(encoder: torch.nn.Module, perturbation: Perturbation, X_aux: Tensor, *,
+def train_fresh_decoder(encoder: torch.nn.Module, perturbation: NoiseChannel, X_aux: Tensor, *,
                         hidden: int = 512, layers: int = 2, epochs: int = 30,
                         batch_size: int = 64, lr: float = 1e-3, seed: int = 0,
                         progress: Progress | None = None) -> Decoder:
@@ -120,7 +127,7 @@ class NoisyRepresentationRelease:
     kind: ClassVar[str] = "noisy_representation"
     targets: Tensor
     encoder: torch.nn.Module
-    perturbation: Perturbation
+    perturbation: NoiseChannel
     image_shape: tuple[int, int, int]
     decoder: Decoder | None = None
 

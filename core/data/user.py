@@ -60,9 +60,9 @@ import numpy as np
 
 from core.checks import range_error
 from core.data import tabular
+from core.data.builtin import DATASETS, DatasetInfo
 from core.data.errors import DataError
 from core.data.raw import RawData
-from core.data.registry import DATASETS, DatasetInfo
 
 ENV_REGISTRY = "PRIVLAB_DATA_REGISTRY"
 FORMAT = 1

@@ -1,8 +1,8 @@
 """Builders of the defenses of centrally trained classifiers (the membership and
 gradient-leakage families) as :class:`core.defenses.builds.DefenseBuild` wrappers:
 
-- ``none``: plain minibatch training (:func:`core.defenses.noisy_training.train_central`), and
-  its batched form for K shadow models (:func:`core.attacks.shadows.train_shadows`);
+- ``none``: plain minibatch training (:func:`core.noisy_training.train_central`), and
+  its batched form for K shadow models (:func:`core.shadow_training.train_shadows`);
 - ``channel``: the same training on D̃ = D + ξ with ξ solved from κ (spec 001, Eqs. 18-20;
   :func:`core.defenses.channel.channel_from_block`): the data-space transform, κ per round and
   over the run, Theorem 1's information input and the Wiener floor;
@@ -41,7 +41,7 @@ def softmax_predict(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Te
 
 
 class BatchedShadows:
-    """K models trained together over stacked weights (:class:`core.attacks.shadows.
+    """K models trained together over stacked weights (:class:`core.shadow_training.
     ShadowModels`) as the membership runner queries them: called as ``(X, y)`` it gives the
     true-class probabilities (K, n); :meth:`probs` the class probabilities (K, n, C);
     :meth:`predictor` one model's query interface (what a registered signal is computed on)."""
@@ -50,7 +50,7 @@ class BatchedShadows:
         self.shadows = shadows
 
     def __call__(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        from core.attacks.shadows import per_example_true_prob
+        from core.shadow_training import per_example_true_prob
 
         return per_example_true_prob(self.shadows, X, y)
 
@@ -72,7 +72,7 @@ def _central(train: Any, image_shape: tuple[int, ...], perturb=None,
 
     def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
                  canary=None) -> Trained:
-        from core.defenses.noisy_training import train_central
+        from core.noisy_training import train_central
 
         if train.epochs == 0:
             return Trained(softmax_predict(model), model)
@@ -89,7 +89,7 @@ def build_plain(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
     """No defense: plain training; K shadow models train together over stacked weights."""
 
     def train_many(model_factory, X, y, in_mask, *, seed: int) -> BatchedShadows:
-        from core.attacks.shadows import train_shadows
+        from core.shadow_training import train_shadows
 
         return BatchedShadows(train_shadows(
             model_factory, X, y, in_mask, image_shape=image_shape, epochs=train.epochs,

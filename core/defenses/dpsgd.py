@@ -17,7 +17,7 @@ membership MLP (784-64-10, 500 rows per step) it is about 20× faster per step.
 ``noise_multiplier = 0`` is clipping without noise: no DP guarantee, ε = ∞ (reported as
 ``math.inf``, accountant ``"none"``), so that clipping and noise can be seen apart.
 
-White-box audit canaries (:class:`core.defenses.noisy_training.GradientCanary`) enter through
+White-box audit canaries (:class:`core.noisy_training.GradientCanary`) enter through
 the DP optimiser's ``add_noise``: the canary sum of the step is added to ``p.summed_grad``
 (the summed clipped gradient) just before Opacus draws the noise, i.e. exactly where a
 clipped example's gradient goes; each included canary takes part in a step with the loader's
@@ -54,7 +54,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from core.bounds import accountants as _acc
 from core.bounds.accountants import DPSGD_ACCOUNTANTS, dpsgd_accounting, dpsgd_noise_multiplier
-from core.defenses.noisy_training import (
+from core.noisy_training import (
     OPTIMIZERS,
     GradientCanary,
     TrainResult,

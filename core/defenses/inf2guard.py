@@ -29,8 +29,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from core.checks import check_int, check_range
-from core.defenses.noisy_training import GradientCanary, add_canary_term
 from core.nn import AttributeAdversary, Encoder, TaskHead, seeded
+from core.noisy_training import GradientCanary, add_canary_term
 from core.progress import Progress
 
 
@@ -79,7 +79,7 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
     """Algorithm 1 (spec 004 §2.1) with Adam; returns the trained networks and per-epoch
     curves (``utility_ce``, ``adversary_ce``, ``adversary_acc`` on its training batches).
 
-    ``canary``: white-box audit canaries (:class:`core.defenses.noisy_training.GradientCanary`)
+    ``canary``: white-box audit canaries (:class:`core.noisy_training.GradientCanary`)
     on the released model's parameters (encoder, then head), entering each encoder/head step
     where one member's utility gradient would: term / B in pre-training (B members per batch),
     (1 − λ)·term / B₁ in the game (B₁ members in the batch), each canary taking part with a

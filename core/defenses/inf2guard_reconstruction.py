@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from core.checks import check_int, check_range
-from core.nn import Encoder, TaskHead, seeded
+from core.nn import Decoder, Encoder, TaskHead, seeded
 from core.progress import Progress
 from core.seeds import torch_stream
 
@@ -178,24 +178,6 @@ def gaussian_mechanism_epsilon(sigma: float, delta: float, sensitivity: float) -
         else:
             hi = mid
     return hi
-
-
-class Decoder(nn.Module):
-    """Reconstruction network q_Ψ(x | r + δ): MLP k → hidden (× ``layers``) → d, sigmoid
-    output in [0, 1] (the in-training adversary, and the attacker's fresh decoder)."""
-
-    def __init__(self, rep_dim: int, out_dim: int, hidden: int = 256, layers: int = 1) -> None:
-        super().__init__()
-        mods: list[nn.Module] = []
-        w = rep_dim
-        for _ in range(max(1, layers)):
-            mods += [nn.Linear(w, hidden), nn.ReLU()]
-            w = hidden
-        mods.append(nn.Linear(w, out_dim))
-        self.net = nn.Sequential(*mods)
-
-    def forward(self, z: Tensor) -> Tensor:
-        return torch.sigmoid(self.net(z))
 
 
 @dataclass

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from core.attacks.protocol import (
     strongest,
 )
 from core.config import AttributePrivacyConfig
+from core.data.base import Dataset
 from core.data.splits import subsample
 from core.knowledge import AdversaryKnowledge, GroundTruth
 from core.parts import attacks_for
@@ -42,7 +44,7 @@ from core.progress import Progress
 from core.releases import RawRelease, RepresentationRelease
 from core.result import Result
 from core.runs import attribute_stages as S
-from core.stages import Stages
+from core.stages import StageOutput, Stages
 
 FAMILY = "attribute_privacy"
 
@@ -53,32 +55,74 @@ def on_release() -> list[str]:
     return [a.key for a in attacks_for(FAMILY) if a.role != "baseline"]
 
 
+@dataclass
+class _Data:
+    """The loaded data set with its private attribute u (k values) and its splits."""
+
+    ds: Dataset
+    attr: str
+    X: np.ndarray
+    y: np.ndarray
+    u: np.ndarray
+    k: int
+    tr: np.ndarray
+    ax: np.ndarray
+    te: np.ndarray
+
+
 def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stages: Stages | None = None) -> Result:
-    from core.bounds.tappfl import H_ESTIMATE_CAVEAT, THM1_CAVEAT, THM2_BINARY_ONLY
-    from core.data import load_dataset
+    """Load → train under the defense → release → attacks → scores, utility, bounds,
+    projections → the Result."""
     from core.defenses.federated import build_defense
     from core.device import get_device
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()
-    progress.update(0.01, f"loading {cfg.data.name}")
-    ds = load_dataset(cfg.data, cfg.seed)
-    attr = cfg.data.private_attribute or ds.default_attribute
-    X, y, u = np.asarray(ds.X), np.asarray(ds.y), np.asarray(ds.attribute(attr))
-    k = len(ds.attribute_values[attr])
-    tr, ax, te = ds.split("train"), ds.split("aux"), ds.split("test")
+    d = _load(cfg, progress)
     dev = get_device(cfg.device)
     stages.map_location = str(dev)
     defense = build_defense(cfg.defense, cfg.fl)
     notes: list[str] = list(defense.notes)
-
-    # -- train -> release
     trained, train_key = stages.get("train", S.train_part(cfg, dev.type),
-                                    lambda: S.train(cfg, ds, defense, progress.sub(0.02, 0.75)))
+                                    lambda: S.train(cfg, d.ds, defense, progress.sub(0.02, 0.75)))
     ev = progress.sub(0.75, 1.0)
+    release, R, release_key = _release(cfg, d, trained, train_key, dev, stages, ev, notes)
+    outputs = _attacks(cfg, d, stages, release, R["R_aux"], release_key, ev)
+    ev.update(0.7, "scoring")
+    scores, metrics, intervals, artifacts, best = _score(cfg, d, outputs, defense.metrics)
+    ev.update(0.8, "utility heads")
+    probe_weights = _utility(cfg, d, R, release_key, stages, metrics)
+    metrics.update(_theorem_bounds(cfg, d, scores, R["R_test"], probe_weights, notes))
+    info = _info(cfg, d, best, defense.info)
+    if cfg.projection_points > 0:
+        ev.update(0.85, "projections")
+        info["projection_method"] = _projections(cfg, d, R["R_test"], release_key, stages,
+                                                 artifacts)
+    return _report(cfg, trained, release, stages, t0, ev, metrics=metrics, intervals=intervals,
+                   artifacts=artifacts, info=info, notes=notes)
+
+
+def _load(cfg: AttributePrivacyConfig, progress: Progress) -> _Data:
+    """The data set, its private attribute (the config's or the set's default), its splits."""
+    from core.data import load_dataset
+
+    progress.update(0.01, f"loading {cfg.data.name}")
+    ds = load_dataset(cfg.data, cfg.seed)
+    attr = cfg.data.private_attribute or ds.default_attribute
+    return _Data(ds=ds, attr=attr, X=np.asarray(ds.X), y=np.asarray(ds.y),
+                 u=np.asarray(ds.attribute(attr)), k=len(ds.attribute_values[attr]),
+                 tr=ds.split("train"), ax=ds.split("aux"), te=ds.split("test"))
+
+
+def _release(cfg: AttributePrivacyConfig, d: _Data, trained: StageOutput, train_key: str, dev,
+             stages: Stages, ev: Progress, notes: list[str]
+             ) -> tuple[RepresentationRelease, dict[str, np.ndarray], str]:
+    """The released encoder and its representations of every split (a stage keyed by the
+    trained encoder): (release, representations ``R_<split>``, the release stage's key)."""
     ev.update(0.0, "release")
-    encoder = S.load_encoder(cfg, ds, trained, dev)
-    rel_out, release_key = stages.get("release", {"train": train_key}, lambda: S.release(encoder, ds))
+    encoder = S.load_encoder(cfg, d.ds, trained, dev)
+    rel_out, release_key = stages.get("release", {"train": train_key},
+                                      lambda: S.release(encoder, d.ds))
     R = rel_out.arrays
     release = RepresentationRelease(targets=R["R_test"], encoder=encoder,
                                     nonfinite_frac=rel_out.meta["nonfinite_frac"],
@@ -86,13 +130,20 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     if release.nonfinite_frac > 0:
         notes.append(f"the encoder diverged: {100 * release.nonfinite_frac:.1f} % of representation "
                      "entries are NaN/inf (set to 0 before the heads and attackers)")
+    return release, R, release_key
 
-    # -- attack (the attackers see the release and their knowledge, never u of the targets)
-    know_r = AdversaryKnowledge(n_classes=k, aux_features=R["R_aux"], aux_labels=u[ax],
+
+def _attacks(cfg: AttributePrivacyConfig, d: _Data, stages: Stages,
+             release: RepresentationRelease, R_aux: np.ndarray, release_key: str,
+             ev: Progress) -> dict[str, AttackOutput]:
+    """Every attack's output on the release (the attackers see the release and their
+    knowledge, never u of the targets): the ones every run scores (the in-training adversary;
+    the no-model baseline, which sees nothing of the release and is keyed by the data alone),
+    then each chosen fresh attacker on r and, as ``raw_<name>``, on raw x."""
+    X, u, ax, te = d.X, d.u, d.ax, d.te
+    know_r = AdversaryKnowledge(n_classes=d.k, aux_features=R_aux, aux_labels=u[ax],
                                 training_algorithm="the defense's FedAvg encoder (white-box)")
-    know_x = AdversaryKnowledge(n_classes=k, aux_features=X[ax], aux_labels=u[ax])
-    # the attacks every run scores (the in-training adversary; the no-model baseline, which
-    # sees nothing of the release and is keyed by the data alone), then the chosen fresh ones
+    know_x = AdversaryKnowledge(n_classes=d.k, aux_features=X[ax], aux_labels=u[ax])
     outputs: dict[str, AttackOutput] = {}
     for part in attacks_for(FAMILY):
         if part.selectable:
@@ -108,16 +159,24 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
         outputs[name] = _run_stage(stages, name, release, know_r, params, cfg, {"release": release_key})
         outputs[f"raw_{name}"] = _run_stage(stages, name, RawRelease(X[te]), know_x, params, cfg,
                                             S.data_part(cfg), label=f"raw_{name}")
+    return outputs
 
-    # -- score (the only place that reads the targets' u)
-    ev.update(0.7, "scoring")
-    truth = GroundTruth(u[te])
+
+def _score(cfg: AttributePrivacyConfig, d: _Data, outputs: dict[str, AttackOutput],
+           defense_metrics: dict[str, float]
+           ) -> tuple[dict[str, Any], dict[str, float], dict[str, dict[str, float]],
+                      dict[str, np.ndarray], str | None]:
+    """Score every attack against the targets' u (the only place that reads it): per-attacker
+    metrics with intervals, the gap to the majority value's rate, the strongest attacker on
+    the release under fixed names and the ROC arrays of a binary attribute. Returns (scores,
+    metrics, intervals, artifacts, the strongest attacker)."""
+    truth = GroundTruth(d.u[d.te])
     scores = {who: score_attack(out, truth, seed=cfg.seed) for who, out in outputs.items()}
     # the accuracy gap is measured against the majority value's rate (a model-free guess),
     # not 1/k: on an imbalanced attribute 1/k would read the majority's share as leakage
-    majority = majority_rate(u[te], k)
-    metrics: dict[str, float] = {"n_values": float(k), "chance": 1.0 / k,
-                                 "attribute_majority": majority, **defense.metrics}
+    majority = majority_rate(d.u[d.te], d.k)
+    metrics: dict[str, float] = {"n_values": float(d.k), "chance": 1.0 / d.k,
+                                 "attribute_majority": majority, **defense_metrics}
     intervals: dict[str, dict[str, float]] = {}
     artifacts: dict[str, np.ndarray] = {}
     for who, sc in scores.items():
@@ -128,14 +187,20 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
                 intervals[f"attack_{who}_{stat}"] = {"lo": lo, "hi": hi, "n": sc.n}
         metrics[f"gap_{who}"] = sc.values["acc"] - majority
     best = strongest({w: scores[w] for w in on_release() if w in scores})
-    _best_metrics(best, scores, outputs, truth, k, metrics, intervals)
+    _best_metrics(best, scores, outputs, truth, d.k, metrics, intervals)
     for who in on_release():
-        if k == 2 and who in outputs:
+        if d.k == 2 and who in outputs:
             fpr, tpr = _roc(truth.labels, outputs[who].proba[:, 1])
             artifacts[f"roc_{who}_fpr"], artifacts[f"roc_{who}_tpr"] = fpr, tpr
+    return scores, metrics, intervals, artifacts, best
 
-    # -- utility
-    ev.update(0.8, "utility heads")
+
+def _utility(cfg: AttributePrivacyConfig, d: _Data, R: dict[str, np.ndarray], release_key: str,
+             stages: Stages, metrics: dict[str, float]) -> np.ndarray:
+    """The task heads on r (a stage keyed by the release) and on raw x (keyed by the data)
+    into ``metrics``, with the majority label's rate; returns the probe's weights (Theorem 1's
+    C_L)."""
+    X, y, tr, te = d.X, d.y, d.tr, d.te
     util, _ = stages.get("utility", {"release": release_key},
                          lambda: S.utility(R["R_train"], y[tr], R["R_test"], y[te], seed=cfg.seed))
     raw_util, _ = stages.get("utility", {**S.data_part(cfg), "raw": True},
@@ -146,33 +211,57 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     metrics["utility_acc_raw"] = raw_util.meta["utility_acc"]
     majority = int(np.bincount(y[tr]).argmax())
     metrics["utility_majority"] = float(np.mean(y[te] == majority))
+    return util.arrays["probe_weights"]
 
-    # -- bounds (Theorem 2 from the best fresh attacker's CE; Theorem 1 with estimated constants)
+
+def _theorem_bounds(cfg: AttributePrivacyConfig, d: _Data, scores, R_test: np.ndarray,
+                    probe_weights: np.ndarray, notes: list[str]) -> dict[str, float]:
+    """TAPPFL's Theorem 2 from the best fresh attacker's CE (the no-model baseline's when no
+    fresh attacker ran) and Theorem 1 with estimated constants at the strongest advantage."""
     fresh = [w for w in cfg.attack.attackers if w in scores]
     baseline = [a.key for a in attacks_for(FAMILY) if a.role == "baseline"]
     ce = min(scores[w].values["ce_nats"] for w in (fresh or baseline))
     adv = max(scores[w].values["adv"] for w in on_release() if w in scores)
-    metrics.update(_bounds(k, ds, ce, y[te], u[te], R["R_test"], util.arrays["probe_weights"],
-                           adv, notes))
+    return _bounds(d.k, d.ds, ce, d.y[d.te], d.u[d.te], R_test, probe_weights, adv, notes)
+
+
+def _info(cfg: AttributePrivacyConfig, d: _Data, best: str | None,
+          defense_info: dict[str, Any]) -> dict[str, Any]:
+    """What the page names: the data, the attribute and its values, the defense, the
+    strongest attacker and the bounds' caveats."""
+    from core.bounds.tappfl import H_ESTIMATE_CAVEAT, THM1_CAVEAT, THM2_BINARY_ONLY
+
+    ds = d.ds
     info: dict[str, Any] = {
-        "dataset": ds.name, "private_attribute": attr, "attribute_values": ds.attribute_values[attr],
+        "dataset": ds.name, "private_attribute": d.attr, "attribute_values": ds.attribute_values[d.attr],
         "label_names": ds.label_names, "task": ds.task_name, "defense": cfg.defense.kind,
         "best_attacker": best, "bound_caveat": H_ESTIMATE_CAVEAT, "thm1_caveat": THM1_CAVEAT,
-        "devices": cfg.fl.num_devices, **defense.info,
+        "devices": cfg.fl.num_devices, **defense_info,
     }
-    if k != 2:
+    if d.k != 2:
         info["thm2_message"] = THM2_BINARY_ONLY
+    return info
 
-    # -- projections of raw test x and learned r
-    if cfg.projection_points > 0:
-        ev.update(0.85, "projections")
-        rows = subsample(len(te), cfg.projection_points, cfg.seed)
-        proj, _ = stages.get("projection", {"release": release_key, "points": cfg.projection_points},
-                             lambda: S.projection(X[te][rows], R["R_test"][rows], cfg.seed))
-        artifacts.update(proj.arrays, proj_attribute=u[te][rows].astype(np.int64),
-                         proj_label=y[te][rows].astype(np.int64))
-        info["projection_method"] = proj.meta["method"]
 
+def _projections(cfg: AttributePrivacyConfig, d: _Data, R_test: np.ndarray, release_key: str,
+                 stages: Stages, artifacts: dict[str, np.ndarray]) -> str:
+    """Projections of the same seeded test rows, raw x and learned r (a stage keyed by the
+    release), into ``artifacts`` with their attribute and label; returns the method."""
+    te = d.te
+    rows = subsample(len(te), cfg.projection_points, cfg.seed)
+    proj, _ = stages.get("projection", {"release": release_key, "points": cfg.projection_points},
+                         lambda: S.projection(d.X[te][rows], R_test[rows], cfg.seed))
+    artifacts.update(proj.arrays, proj_attribute=d.u[te][rows].astype(np.int64),
+                     proj_label=d.y[te][rows].astype(np.int64))
+    return proj.meta["method"]
+
+
+def _report(cfg: AttributePrivacyConfig, trained: StageOutput, release: RepresentationRelease,
+            stages: Stages, t0: float, ev: Progress, *, metrics: dict[str, float],
+            intervals: dict[str, dict[str, float]], artifacts: dict[str, np.ndarray],
+            info: dict[str, Any], notes: list[str]) -> Result:
+    """The Result: the training curves' last losses, timings (evaluation time excludes a
+    training that came from the stage cache), notes, caveats and the stage log."""
     curves = trained.meta["curves"]
     for src, dst in (("ce_loss", "ce_loss"), ("jsd_loss", "jsd_loss")):
         if curves.get(src):

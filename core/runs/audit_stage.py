@@ -85,6 +85,8 @@ def _compute(spec: Any, kind: str, build: Any, defense: Any, *,
         res = audit_one_run(train_black, kind=kind, confidence=conf, seed=canary_seed,
                             delta=delta, records=rec)
     meta = {k: v for k, v in res.to_dict().items() if k != "guesses_tried"}
+    if kind == "white_box":
+        meta["canary_norm"] = norm
     meta.update(guesses_tried=[int(r) for r in res.guesses_tried],
                 joint_confidence=float(spec.confidence), tests=int(spec.tests),
                 seconds=time.perf_counter() - t0)
@@ -140,7 +142,10 @@ def run_audit_stage(spec: Any, build: Any, defense: Any, stages: Stages, part: d
         out.metrics["audit_exceeds_claim"] = float(m["epsilon_lower"] > claimed)
     out.info = {"kind": kind, "guesses_tried": list(m["guesses_tried"]),
                 "joint_confidence": float(m["joint_confidence"]), "tests": int(m["tests"]),
-                "delta": float(m["delta"]), "included": int(m["included"])}
+                "delta": float(m["delta"]), "included": int(m["included"]),
+                "claimed": claimed is not None}
+    if "canary_norm" in m:
+        out.info["canary_norm"] = float(m["canary_norm"])
     how = ("gradient canaries of norm C beside the clipped gradient" if kind == "white_box"
            else "mislabelled canary records scored by loss")
     out.notes.append(

@@ -249,32 +249,76 @@ def _interval(per_draw: np.ndarray, m: int) -> dict[str, float]:
 
 def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
                            stages: Stages | None = None) -> Result:
-    from core import fil
-    from core.attacks import fil_attacks as FA
-
+    """Load the view → fit and IRFIL (a stage) → σ and every η → the release and the attacks
+    at σ → Fig. 3, Fig. 6, Fig. 7 and the Cramér–Rao panel → FIL-LiRA → the Result."""
     stages = stages or Stages(None)
     t0 = time.perf_counter()
     progress.update(0.01, f"loading the {cfg.data.name} view")
     view = load_view(cfg)
-    m = cfg.model
     notes: list[str] = list(view.notes[:1])
     out, _ = stages.get(FIT_STAGE, fit_part(cfg), lambda: _compute_fit(cfg, view, progress))
     A = out.arrays
-    T_ir = int(out.meta["iterations"])
     rel_it = int(out.meta["release"])
     fit = refit(cfg, view, out, rel_it)
     t_fit = time.perf_counter() - t0
+    metrics, sigma, how = _sigma_and_eta(cfg, view, A, notes)
+    metrics.update(_irfil_metrics(A, int(out.meta["iterations"])))
 
-    # -- σ from the defense block, and every η at σ (the page computes the same function live)
+    # the release and the attacks at σ; every draw below comes from this one generator, in
+    # this order (targets, the release at σ, the σ sweep, Fig. 7, the Cramér–Rao panel)
+    rng = stream(cfg.seed, "fil", "attack")
+    tg = np.sort(rng.choice(view.n, size=min(view.n, cfg.attack.max_targets), replace=False))
+    att = _Attacker(cfg, view, fit, tg)
+    # the chosen attacks and every no-model baseline of the family (the chance level)
+    baselines = [a.key for a in attacks_for(FAMILY) if a.role == "baseline"]
+    names = list(dict.fromkeys([*cfg.attack.attackers, *baselines]))
+    progress.update(0.35, f"attacking {len(tg)} rows over {cfg.attack.noise_trials} noise draws")
+    intervals = _attacks_at_sigma(cfg, view, fit, att, names, sigma, rng, metrics)
+    best = _strongest(cfg, metrics, intervals, notes)
+    metrics.update(fil_noise_trials=float(cfg.attack.noise_trials),
+                   fil_targets_attacked=float(len(tg)))
+    refitting = _refitting_attack(cfg, notes)
+
+    artifacts = _leak_artifacts(view, A)
+    sweep, sig_grid = _sigma_sweep(cfg, view, fit, att, names, A, rng, progress.sub(0.45, 0.75))
+    artifacts.update(sweep)
+    if refitting is not None:
+        artifacts.update(_deciles(cfg, view, out, fit, tg, refitting, sigma, rng,
+                                  progress.sub(0.75, 0.88)))
+    if cfg.model.model == "linear":
+        progress.update(0.9, "Cramér–Rao panel")
+        artifacts.update(_crb_panel(cfg, view, fit, att, A, sig_grid, rng, metrics))
+    else:
+        notes.append("Cramér–Rao panel: an unbiased reconstruction in closed form exists for "
+                     "least squares only (the logistic minimiser is not linear in the data)")
+    lira_setup = _lira(cfg, view, out, fit, sigma, stages, progress, metrics=metrics,
+                       artifacts=artifacts, notes=notes)
+    metrics["fil_seconds_fit"] = t_fit if stages.log.get(FIT_STAGE) == "computed" else 0.0
+    metrics["seconds_total"] = time.perf_counter() - t0
+    info = _info(cfg, view, stages, how, best, rel_it, lira_setup, metrics, notes)
+    info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),
+                                      intervals=intervals)
+    return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
+                  metrics=metrics, intervals=intervals, artifacts=artifacts, info=info)
+
+
+# ---------------------------------------------------------------------------------------------
+# the run's steps
+
+
+def _sigma_and_eta(cfg: FisherInformationConfig, view, A: dict[str, np.ndarray],
+                   notes: list[str]) -> tuple[dict[str, float], float, str]:
+    """σ from the defense block and every η at σ (the page computes the same function live),
+    η's rank correlation with the loss and the gradient norm, and a note on the (ε, δ)
+    readout: (metrics, σ, how σ was set)."""
+    from scipy.stats import spearmanr
+
+    m = cfg.model
     R_norm = view.max_norm
     cf = closed_form(A, defense=cfg.defense, granularity=cfg.granularity, model=m.model,
                      n=view.n, l2=m.l2, feature_norm=R_norm)
-    sigma = cf["sigma"]
-    how = cf["how"]
     metrics: dict[str, float] = {k: v for k, v in cf.items() if k.startswith("fil_")}
     metrics.update({"fil_l2": m.l2, "fil_n_train": float(view.n), "fil_dim": float(view.d)})
-    from scipy.stats import spearmanr
-
     metrics["fil_spearman_loss"] = float(spearmanr(A["eta_example"], A["loss"]).statistic)
     metrics["fil_spearman_grad"] = float(spearmanr(A["eta_example"], A["grad_norm"]).statistic)
     if m.model == "logistic":
@@ -284,42 +328,55 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
     else:
         notes.append("least squares has no finite L2 sensitivity: no (ε, δ) readout; FIL's η "
                      "needs no such bound")
-    # -- IRFIL (Fig. 5, Table 1)
-    if T_ir:
-        s0, s1 = float(A["irfil_eta_std"][0]), float(A["irfil_eta_std"][-1])
-        metrics.update(fil_irfil_iterations=float(T_ir), fil_irfil_eta_std_before=s0,
-                       fil_irfil_eta_std_after=s1,
-                       fil_irfil_eta_mean_before=float(A["irfil_eta_mean"][0]),
-                       fil_irfil_eta_mean_after=float(A["irfil_eta_mean"][-1]),
-                       fil_irfil_std_ratio=s1 / s0 if s0 > 0 else float("nan"),
-                       fil_irfil_acc_before=float(A["irfil_acc"][0]),
-                       fil_irfil_acc_after=float(A["irfil_acc"][-1]))
+    return metrics, cf["sigma"], cf["how"]
 
-    # -- the release and the attacks at σ
-    rng = stream(cfg.seed, "fil", "attack")
-    tg = np.sort(rng.choice(view.n, size=min(view.n, cfg.attack.max_targets), replace=False))
-    att = _Attacker(cfg, view, fit, tg)
-    trials = cfg.attack.noise_trials
-    # the chosen attacks and every no-model baseline of the family (the chance level)
-    baselines = [a.key for a in attacks_for(FAMILY) if a.role == "baseline"]
-    names = list(dict.fromkeys([*cfg.attack.attackers, *baselines]))
-    acc = {n: attack_part(n, FAMILY).metric_name("acc") for n in names}
-    progress.update(0.35, f"attacking {len(tg)} rows over {trials} noise draws")
-    R = fil.release(fit, sigma=sigma, trials=trials, rng=rng)
+
+def _irfil_metrics(A: dict[str, np.ndarray], iterations: int) -> dict[str, float]:
+    """IRFIL before and after (Fig. 5, Table 1): η's mean and spread, accuracy; none without
+    IRFIL iterations."""
+    if not iterations:
+        return {}
+    s0, s1 = float(A["irfil_eta_std"][0]), float(A["irfil_eta_std"][-1])
+    return {"fil_irfil_iterations": float(iterations), "fil_irfil_eta_std_before": s0,
+            "fil_irfil_eta_std_after": s1,
+            "fil_irfil_eta_mean_before": float(A["irfil_eta_mean"][0]),
+            "fil_irfil_eta_mean_after": float(A["irfil_eta_mean"][-1]),
+            "fil_irfil_std_ratio": s1 / s0 if s0 > 0 else float("nan"),
+            "fil_irfil_acc_before": float(A["irfil_acc"][0]),
+            "fil_irfil_acc_after": float(A["irfil_acc"][-1])}
+
+
+def _attacks_at_sigma(cfg: FisherInformationConfig, view, fit, att: _Attacker,
+                      names: list[str], sigma: float, rng: np.random.Generator,
+                      metrics: dict[str, float]) -> dict[str, dict[str, float]]:
+    """``noise_trials`` releases at σ: utility over the draws and each attack's accuracy
+    (mean over the draws) into ``metrics``; returns the attacks' intervals."""
+    from core import fil
+
+    R = fil.release(fit, sigma=sigma, trials=cfg.attack.noise_trials, rng=rng)
     acc_u, mse_u = _utility(fit, view, R)
     metrics["fil_utility_acc"] = float(acc_u.mean())
-    metrics["fil_utility_acc_clean"] = fit.accuracy(view.X_test, fit_labels(m.model, view.y_test))
+    metrics["fil_utility_acc_clean"] = fit.accuracy(view.X_test,
+                                                    fit_labels(cfg.model.model, view.y_test))
     metrics["fil_test_mse"] = float(mse_u.mean())
     metrics["utility_majority"] = float(max(view.y_test.mean(), 1 - view.y_test.mean()))
     intervals: dict[str, dict[str, float]] = {}
     for name in names:
+        acc = attack_part(name, FAMILY).metric_name("acc")
         per = att.accuracy(name, R)
-        metrics[acc[name]] = float(per.mean())
-        intervals[acc[name]] = _interval(per, len(tg))
+        metrics[acc] = float(per.mean())
+        intervals[acc] = _interval(per, len(att.tg))
+    return intervals
+
+
+def _strongest(cfg: FisherInformationConfig, metrics: dict[str, float],
+               intervals: dict[str, dict[str, float]], notes: list[str]) -> str:
+    """The strongest chosen attack, reported as ``fil_attack_acc_best``. An attack that reads
+    the row's label (the black box) is, on the label itself, the model's own prediction of a
+    training row: training accuracy, not leakage; it is left out (with a note)."""
     ran = list(cfg.attack.attackers)
     parts = {n: attack_part(n, FAMILY) for n in ran}
-    # an attack that reads the row's label (the black box) is, on the label itself, the
-    # model's own prediction of a training row: training accuracy, not leakage
+    acc = {n: parts[n].metric_name("acc") for n in ran}
     degenerate = [n for n in ran if cfg.target == "label" and "labels" in parts[n].needs]
     scored = [n for n in ran if n not in degenerate] or ran
     for n in degenerate:
@@ -329,19 +386,28 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
     best = max(scored, key=lambda n: metrics[acc[n]])
     metrics["fil_attack_acc_best"] = metrics[acc[best]]
     intervals["fil_attack_acc_best"] = intervals[acc[best]]
-    metrics.update(fil_noise_trials=float(trials), fil_targets_attacked=float(len(tg)))
-    # the attack that refits candidate models of the training data (the white box)
-    refitting = next((n for n in ran if "training_data" in parts[n].needs), None)
-    if m.model == "logistic" and refitting is not None:
+    return best
+
+
+def _refitting_attack(cfg: FisherInformationConfig, notes: list[str]) -> str | None:
+    """The chosen attack that refits candidate models of the training data (the white box),
+    if any; for logistic regression a note that its candidates are one Newton step."""
+    parts = {n: attack_part(n, FAMILY) for n in cfg.attack.attackers}
+    refitting = next((n for n in parts if "training_data" in parts[n].needs), None)
+    if cfg.model.model == "logistic" and refitting is not None:
         notes.append(f"logistic regression: the {parts[refitting].title} attack's candidate "
                      "models are one Newton step from the release (an approximation; least "
                      "squares is exact)")
+    return refitting
 
+
+def _leak_artifacts(view, A: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every η at σ = 1, loss and gradient norm, the IRFIL trace, the labels, and Fig. 3: the
+    most and least leaking examples (per-example η), with pictures for image views."""
     artifacts: dict[str, np.ndarray] = {k: np.asarray(A[k]) for k in (
         "eta_example", "eta_label", "eta_attr", "group_eta", "eta_dataset", "loss", "grad_norm",
         "irfil_eta_mean", "irfil_eta_std", "irfil_acc")}
     artifacts["y_train"] = np.asarray(view.y, dtype=np.int64)
-    # Fig. 3: most / least leaking examples (per-example η), with pictures for image views
     order = np.argsort(A["eta_example"], kind="stable")
     lo_idx, hi_idx = order[:TOP_K], order[::-1][:TOP_K]
     artifacts["least_idx"], artifacts["most_idx"] = lo_idx, hi_idx
@@ -351,12 +417,20 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
     else:
         artifacts["least_rows"] = np.asarray(view.X[lo_idx])
         artifacts["most_rows"] = np.asarray(view.X[hi_idx])
+    return artifacts
 
-    # -- Fig. 6: utility and attack accuracy against η̄ over a σ grid (η̄ = mean η at σ)
-    sub = progress.sub(0.45, 0.75)
+
+def _sigma_sweep(cfg: FisherInformationConfig, view, fit, att: _Attacker, names: list[str],
+                 A: dict[str, np.ndarray], rng: np.random.Generator, sub: Progress
+                 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Fig. 6: utility and attack accuracy against η̄ (the mean η at σ) over a σ grid, from no
+    leak to exact recovery of a ±1 / 0-1 value: (``sweep_*`` artifacts, the σ grid)."""
+    from core import fil
+
     G = cfg.attack.sigma_grid
+    trials = cfg.attack.noise_trials
     eta_bar_unit = float(np.mean(granularity_eta(cfg.granularity, A)))
-    eta_bar = np.logspace(-2, 2, G)  # from no leak to exact recovery of a ±1 / 0-1 value
+    eta_bar = np.logspace(-2, 2, G)
     sig_grid = eta_bar_unit / eta_bar
     sweep = {"sigma": sig_grid, "eta_mean": eta_bar, "utility_acc": np.empty(G),
              "test_mse": np.empty(G)}
@@ -371,59 +445,74 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
         for name in names:
             per = att.accuracy(name, Rg)
             sweep[f"acc_{name}"][j], sweep[f"acc_{name}_std"][j] = per.mean(), per.std()
-    artifacts.update({f"sweep_{k}": np.asarray(v) for k, v in sweep.items()})
+    return {f"sweep_{k}": np.asarray(v) for k, v in sweep.items()}, sig_grid
 
-    # -- Fig. 7: white-box accuracy per decile of the initial η at IRFIL iterations 0, 2, T
-    if refitting is not None:
-        its = sorted({0, min(2, T_ir), T_ir})
-        e0 = A["eta_attr"] if rel_it == 0 else _initial_attr_eta(cfg, view, out)
-        dec = np.empty((len(its), DECILES))
-        dec_eta = None
-        sub = progress.sub(0.75, 0.88)
-        for r_i, it in enumerate(its):
-            sub.update(r_i / len(its), f"white-box attack on IRFIL iterate {it}")
-            f_it = fit if it == rel_it else refit(cfg, view, out, it)
-            a_it = _Attacker(cfg, view, f_it, tg)
-            g = a_it.guesses(refitting, fil.release(f_it, sigma=sigma, trials=trials, rng=rng))
-            dec_eta, dec[r_i] = FA.accuracy_by_decile(g, a_it.codes, e0[tg], bins=DECILES)
-        artifacts["decile_iterations"] = np.asarray(its, dtype=np.int64)
-        artifacts["decile_acc"] = dec
-        artifacts["decile_eta0"] = np.asarray(dec_eta) / sigma
 
-    # -- the Cramér–Rao panel: unbiased label reconstruction over the σ grid (least squares)
-    if m.model == "linear":
-        progress.update(0.9, "Cramér–Rao panel")
-        el = A["eta_label"]
-        pick = np.unique(np.argsort(el, kind="stable")[
-            np.linspace(0, view.n - 1, min(CRB_ROWS, view.n)).astype(int)])
-        rows_b, rows_v, rows_s, rows_bias = [], [], [], []
-        ratios_lo, ratios_hi = [], []
-        for s in sig_grid:
-            Rc = fil.release(fit, sigma=float(s), trials=cfg.attack.crb_trials, rng=rng)
-            est = FA.reconstruct_label(Rc, fit=fit, X=view.X, y=att.y, targets=pick)
-            rep = FA.crb_report(est, att.y[pick], el[pick] / s)
-            rows_b.append(rep["bound"])
-            rows_v.append(rep["variance"])
-            rows_bias.append(rep["bias"])
-            rows_s.append(np.full(pick.size, s))
-            ratios_lo.append(rep["ratio_lo"])
-            ratios_hi.append(rep["ratio_hi"])
-        ratio = np.concatenate(rows_v) / np.concatenate(rows_b)
-        artifacts.update(crb_bound=np.concatenate(rows_b), crb_variance=np.concatenate(rows_v),
-                         crb_sigma=np.concatenate(rows_s), crb_bias=np.concatenate(rows_bias),
-                         crb_ratio_lo=np.concatenate(ratios_lo),
-                         crb_ratio_hi=np.concatenate(ratios_hi))
-        metrics["fil_crb_min_ratio"] = float(ratio.min())
-        metrics["fil_crb_trials"] = float(cfg.attack.crb_trials)
-    else:
-        notes.append("Cramér–Rao panel: an unbiased reconstruction in closed form exists for "
-                     "least squares only (the logistic minimiser is not linear in the data)")
+def _deciles(cfg: FisherInformationConfig, view, out: StageOutput, fit, tg: np.ndarray,
+             refitting: str, sigma: float, rng: np.random.Generator, sub: Progress
+             ) -> dict[str, np.ndarray]:
+    """Fig. 7: the refitting attack's accuracy per decile of the initial η at IRFIL
+    iterations 0, 2 and T, each iterate released at σ."""
+    from core import fil
+    from core.attacks import fil_attacks as FA
 
-    # -- FIL against membership (issue #22): LiRA on this page's own release
+    T_ir, rel_it = int(out.meta["iterations"]), int(out.meta["release"])
+    its = sorted({0, min(2, T_ir), T_ir})
+    e0 = out.arrays["eta_attr"] if rel_it == 0 else _initial_attr_eta(cfg, view, out)
+    dec = np.empty((len(its), DECILES))
+    dec_eta = None
+    for r_i, it in enumerate(its):
+        sub.update(r_i / len(its), f"white-box attack on IRFIL iterate {it}")
+        f_it = fit if it == rel_it else refit(cfg, view, out, it)
+        a_it = _Attacker(cfg, view, f_it, tg)
+        g = a_it.guesses(refitting, fil.release(f_it, sigma=sigma, trials=cfg.attack.noise_trials,
+                                                rng=rng))
+        dec_eta, dec[r_i] = FA.accuracy_by_decile(g, a_it.codes, e0[tg], bins=DECILES)
+    return {"decile_iterations": np.asarray(its, dtype=np.int64), "decile_acc": dec,
+            "decile_eta0": np.asarray(dec_eta) / sigma}
+
+
+def _crb_panel(cfg: FisherInformationConfig, view, fit, att: _Attacker,
+               A: dict[str, np.ndarray], sig_grid: np.ndarray, rng: np.random.Generator,
+               metrics: dict[str, float]) -> dict[str, np.ndarray]:
+    """The Cramér–Rao panel (least squares): the unbiased label reconstruction's variance
+    against 1/η² over the σ grid, for rows at quantiles of their label η; the smallest
+    variance-to-bound ratio into ``metrics``."""
+    from core import fil
+    from core.attacks import fil_attacks as FA
+
+    el = A["eta_label"]
+    pick = np.unique(np.argsort(el, kind="stable")[
+        np.linspace(0, view.n - 1, min(CRB_ROWS, view.n)).astype(int)])
+    rows_b, rows_v, rows_s, rows_bias = [], [], [], []
+    ratios_lo, ratios_hi = [], []
+    for s in sig_grid:
+        Rc = fil.release(fit, sigma=float(s), trials=cfg.attack.crb_trials, rng=rng)
+        est = FA.reconstruct_label(Rc, fit=fit, X=view.X, y=att.y, targets=pick)
+        rep = FA.crb_report(est, att.y[pick], el[pick] / s)
+        rows_b.append(rep["bound"])
+        rows_v.append(rep["variance"])
+        rows_bias.append(rep["bias"])
+        rows_s.append(np.full(pick.size, s))
+        ratios_lo.append(rep["ratio_lo"])
+        ratios_hi.append(rep["ratio_hi"])
+    ratio = np.concatenate(rows_v) / np.concatenate(rows_b)
+    metrics["fil_crb_min_ratio"] = float(ratio.min())
+    metrics["fil_crb_trials"] = float(cfg.attack.crb_trials)
+    return {"crb_bound": np.concatenate(rows_b), "crb_variance": np.concatenate(rows_v),
+            "crb_sigma": np.concatenate(rows_s), "crb_bias": np.concatenate(rows_bias),
+            "crb_ratio_lo": np.concatenate(ratios_lo), "crb_ratio_hi": np.concatenate(ratios_hi)}
+
+
+def _lira(cfg: FisherInformationConfig, view, out: StageOutput, fit, sigma: float,
+          stages: Stages, progress: Progress, *, metrics: dict[str, float],
+          artifacts: dict[str, np.ndarray], notes: list[str]) -> str | None:
+    """FIL against membership: LiRA on this page's own release (the shadow fits a stage), by
+    default up to ``FIL_LIRA_AUTO_ROWS`` training rows. Returns how LiRA was run (the caveat
+    ``fil_lira_setup`` beside its numbers), None when it did not run."""
     from core.config import FIL_LIRA_AUTO_ROWS
 
     lira_on = cfg.lira.enabled if cfg.lira.enabled is not None else view.n <= FIL_LIRA_AUTO_ROWS
-    lira_setup = None  # how LiRA was run: the caveat fil_lira_setup beside its numbers
     if lira_on:
         progress.update(0.95, f"LiRA against the release ({cfg.lira.shadows} shadow fits)")
         sh, _ = stages.get(LIRA_STAGE, {**fit_part(cfg), "lira": cfg.lira.shadows},
@@ -432,17 +521,22 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
         metrics.update(lm)
         artifacts.update(la)
         notes.append(lnote)
-        lira_setup = lnote.removeprefix("FIL-LiRA: ")
-    elif cfg.lira.enabled is None:
+        return lnote.removeprefix("FIL-LiRA: ")
+    if cfg.lira.enabled is None:
         notes.append(f"FIL-LiRA skipped: {view.n:,} training rows (it runs by default up to "
                      f"{FIL_LIRA_AUTO_ROWS:,}; set lira.enabled to run it)")
+    return None
 
-    metrics["fil_seconds_fit"] = t_fit if stages.log.get(FIT_STAGE) == "computed" else 0.0
-    metrics["seconds_total"] = time.perf_counter() - t0
+
+def _info(cfg: FisherInformationConfig, view, stages: Stages, how: str, best: str, rel_it: int,
+          lira_setup: str | None, metrics: dict[str, float], notes: list[str]
+          ) -> dict[str, Any]:
+    """What the page names: how σ was set, the target and its values, the view, the strongest
+    attack, the release iterate, the stage log and FIL-LiRA's setup and verdict."""
     info = {"notes": notes, "sigma_how": how, "target": cfg.target, "stages": dict(stages.log),
             "view": view.description, "feature_names": list(view.feature_names),
             "label_names": list(view.label_names), "image_shape": view.image_shape,
-            "best_attack": best, "max_norm": R_norm, "release_iteration": rel_it,
+            "best_attack": best, "max_norm": view.max_norm, "release_iteration": rel_it,
             "target_values": (list(view.label_names) if cfg.target == "label"
                               else list(view.attributes[cfg.target].value_names)),
             "interval_note": "attack intervals: 95 % over noise draws (t), n = guesses scored"}
@@ -454,10 +548,7 @@ def run_fisher_information(cfg: FisherInformationConfig, progress: Progress,
         info["fil_lira_sentence"] = eta_verdict(metrics["fil_lira_spearman"],
                                                 metrics["fil_lira_spearman_lo"],
                                                 metrics["fil_lira_spearman_hi"])
-    info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),
-                                      intervals=intervals)
-    return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
-                  metrics=metrics, intervals=intervals, artifacts=artifacts, info=info)
+    return info
 
 
 def _initial_attr_eta(cfg: FisherInformationConfig, view, out: StageOutput) -> np.ndarray:
@@ -480,8 +571,8 @@ def _lira_pool(cfg: FisherInformationConfig, view) -> tuple[np.ndarray, np.ndarr
                                                              np.ndarray]:
     """(X, y, member, in_mask): train ∪ test, the training rows as members; K shadow subsets
     of the target's size (each row IN with probability n/(n + n_test))."""
-    from core.attacks.shadows import shadow_splits
     from core.seeds import derive
+    from core.shadow_training import shadow_splits
 
     X = np.vstack([view.X, view.X_test])
     y = np.r_[fit_labels(cfg.model.model, view.y), fit_labels(cfg.model.model, view.y_test)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -33,6 +33,10 @@ from core.runs import gradient_stages as S
 from core.seeds import torch_stream
 from core.stages import StageOutput, Stages
 
+if TYPE_CHECKING:
+    from core.attacks.gradient_inversion import UploadRelease
+    from core.data.base import Dataset
+
 FAMILY = "gradient_leakage"
 #: images of each kind kept in the Result for the gallery
 GALLERY = 16
@@ -42,33 +46,24 @@ VACUOUS_RATIO = 1e-6
 
 def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
                          stages: Stages | None = None) -> Result:
-    from core.attacks.gradient_inversion import UploadRelease, score_reconstructions
-    from core.attacks.protocol import attack_part
+    """Load → data spectrum and the defense → train the victim → (audit) → the victim's
+    uploads → gradient inversion → bounds → model inversion → the Result."""
     from core.bounds.channel_readout import (
         image_spectrum,
         spectrum_arrays,
         spectrum_from_arrays,
     )
-    from core.data import load_dataset
     from core.defenses.builds import build_defense
     from core.device import get_device
     from core.knowledge import AdversaryKnowledge
-    from core.nn import image_classifier, seeded
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()
-    progress.update(0.01, f"loading {cfg.data.name}")
-    ds = load_dataset(cfg.data, cfg.seed)
-    shape = tuple(ds.image_shape)
-    d = int(np.prod(shape))
-    n_classes = len(ds.label_names)
-    X = np.asarray(ds.X, dtype=np.float32)
-    y = np.asarray(ds.y)
-    tr, te = ds.split("train"), ds.split("test")
+    ds, shape, n_classes, X, y, tr, te = _load(cfg, progress)
     dev = get_device(cfg.device)
     stages.map_location = str(dev)
     notes: list[str] = []
-    metrics: dict[str, float] = {"data_dim": float(d)}
+    metrics: dict[str, float] = {"data_dim": float(int(np.prod(shape)))}
     intervals: dict[str, dict[str, float]] = {}
     artifacts: dict[str, np.ndarray] = {}
     info: dict[str, Any] = {"notes": notes}
@@ -89,9 +84,64 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
         notes.append(f"{cfg.defense.kind}: trains {S.setting(cfg, build)}ly; the setting "
                      f"{cfg.train.setting!r} does not apply to it")
 
-    # -- train the victim model under the defense
-    # the model's own initialisation rule (LeNet-sigmoid: DLG's U(−0.5, 0.5)) from the run's
-    # seed stream
+    # -- the victim model under the defense, the audit, the uploads and their inversion
+    model, init_weights, trained, train_key = _train_victim(cfg, ds, shape, n_classes, build,
+                                                            dev, stages, progress)
+    tm = trained.meta
+    curves, raised = _training_report(cfg, build, tm, y[te], metrics, info, notes)
+    if cfg.audit.enabled:
+        _audit(cfg, ds, X, y, shape, n_classes, build, dev, stages, progress,
+               metrics=metrics, info=info, notes=notes)
+    release, targets_np, labels, okey = _uploads(cfg, ds, model, init_weights, trained,
+                                                 train_key, build, dev, progress,
+                                                 metrics=metrics, artifacts=artifacts)
+    knowledge = AdversaryKnowledge(n_classes=n_classes,
+                                   training_algorithm="the architecture and the loss")
+    per_image = _inversions(cfg, release, knowledge, okey, targets_np, labels, stages, progress,
+                            metrics=metrics, intervals=intervals, artifacts=artifacts,
+                            notes=notes, raised=raised)
+    best = _strongest(cfg, metrics, intervals)
+    info["best_inverter"] = best
+
+    # -- bounds beside the measurements
+    _bounds(cfg, spec, build, tm, metrics, per_image[best], notes, max(1, int(tm["steps"])))
+
+    # -- model inversion of the trained model (the paper's Fig. 10)
+    if cfg.attack.model_inversion:
+        progress.update(0.92, "model inversion")
+        mi, _ = stages.get("model_inversion", {"train": train_key},
+                           lambda: _model_inversion(cfg, ds, model, shape, knowledge))
+        metrics.update({k: float(v) for k, v in mi.meta["scores"].items()})
+        artifacts["model_inversion"] = mi.arrays["images"]
+        artifacts["class_centres"] = mi.arrays["centres"]
+    return _report(cfg, stages, t0, tm, curves, raised, metrics=metrics, intervals=intervals,
+                   artifacts=artifacts, info=info)
+
+
+# ---------------------------------------------------------------------------------------------
+# the run's steps
+
+
+def _load(cfg: GradientLeakageConfig, progress: Progress
+          ) -> tuple[Dataset, tuple[int, ...], int, np.ndarray, np.ndarray, np.ndarray,
+                     np.ndarray]:
+    """(data set, image shape, classes, X float32, y, train rows, test rows)."""
+    from core.data import load_dataset
+
+    progress.update(0.01, f"loading {cfg.data.name}")
+    ds = load_dataset(cfg.data, cfg.seed)
+    return (ds, tuple(ds.image_shape), len(ds.label_names), np.asarray(ds.X, dtype=np.float32),
+            np.asarray(ds.y), ds.split("train"), ds.split("test"))
+
+
+def _train_victim(cfg: GradientLeakageConfig, ds, shape: tuple[int, ...], n_classes: int,
+                  build, dev, stages: Stages, progress: Progress
+                  ) -> tuple[torch.nn.Module, dict[str, torch.Tensor], StageOutput, str]:
+    """The victim model from its own initialisation rule (LeNet-sigmoid: DLG's U(−0.5, 0.5))
+    on the run's seed stream, trained under the defense (the ``train`` stage) and loaded:
+    (model, its initial weights, the train stage's output, its key)."""
+    from core.nn import image_classifier, seeded
+
     gen = torch_stream(cfg.seed, FAMILY, "model_init")
     model = seeded(lambda: image_classifier(cfg.train.model, shape, n_classes), gen).to(dev)
     init_weights = {n: p.detach().clone() for n, p in model.state_dict().items()}
@@ -100,46 +150,69 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
         lambda: S.train(cfg, ds, model, build, dev, progress.sub(0.03, 0.5)))
     model.load_state_dict({n: t.to(dev) for n, t in trained.weights["model"].items()})
     model.eval()
-    tm = trained.meta
+    return model, init_weights, trained, train_key
+
+
+def _training_report(cfg: GradientLeakageConfig, build, tm: dict[str, Any], y_test: np.ndarray,
+                     metrics: dict[str, float], info: dict[str, Any], notes: list[str]
+                     ) -> tuple[dict[str, list[float]], list[Any]]:
+    """Utility and steps of the training beside the majority label's rate, and the defense's
+    budget at those steps: (curves, the caveats raised so far)."""
     metrics.update(utility_acc=tm["utility_acc"], steps=float(tm["steps"]),
                    seconds_train=tm.get("seconds_train", float("nan")),
-                   utility_majority_images=float(np.bincount(y[te]).max() / max(1, len(te))))
+                   utility_majority_images=float(np.bincount(y_test).max() / max(1, len(y_test))))
     curves = {k: list(v) for k, v in tm.get("curves", {}).items()}
     budget = build.report(tm, steps=int(tm["steps"]), batch_size=cfg.attack.batch_size)
     metrics.update(budget.metrics)
     info.update(budget.info)
     notes.extend(budget.notes)
-    raised: list[dict[str, Any]] = []
+    raised: list[Any] = []
     if tm.get("accountant_note"):
         raised.append(caveats.raised("accountant_fallback", ["epsilon_accountant"],
                                      str(tm["accountant_note"])))
+    return curves, raised
 
-    # -- the one-run audit (a stage; off by default): the defense's procedure, centrally on the
-    # train split, once more with canaries; black-box canary records from the aux split
-    if cfg.audit.enabled:
-        from core.runs.audit_stage import run_audit_stage
 
-        progress.update(0.49, f"auditing {cfg.defense.kind} ({cfg.audit.canaries} canaries)")
-        if S.setting(cfg, build) != "central":
-            notes.append("audit: the defense's procedure is audited trained centrally (the "
-                         "canary hooks live in the central trainings)")
-        Xt = torch.tensor(X, device=dev)
-        yt_all = torch.tensor(y, dtype=torch.int64, device=dev)
-        tr_t, ax_t = (torch.tensor(np.asarray(ds.split(s_)), device=dev)
-                      for s_ in ("train", "aux"))
-        audit = run_audit_stage(
-            cfg.audit, build, cfg.defense, stages, S.train_part(cfg, dev.type),
-            model_factory=lambda: seeded(
-                lambda: image_classifier(cfg.train.model, shape, n_classes),
-                torch.Generator().manual_seed(int(cfg.seed))).to(dev),
-            X=Xt[tr_t], y=yt_all[tr_t], records=(Xt[ax_t], yt_all[ax_t]), n_classes=n_classes,
-            seed=cfg.seed, claimed=metrics.get("epsilon_accountant"))
-        metrics.update(audit.metrics)
-        notes.extend(audit.notes)
-        if audit.info:
-            info["audit"] = audit.info
+def _audit(cfg: GradientLeakageConfig, ds, X: np.ndarray, y: np.ndarray,
+           shape: tuple[int, ...], n_classes: int, build, dev, stages: Stages,
+           progress: Progress, *, metrics: dict[str, float], info: dict[str, Any],
+           notes: list[str]) -> None:
+    """The one-run audit (a stage; off by default): the defense's procedure, centrally on the
+    train split, once more with canaries; black-box canary records from the aux split."""
+    from core.nn import image_classifier, seeded
+    from core.runs.audit_stage import run_audit_stage
 
-    # -- the attacked uploads: from the fresh model (round 1) or the trained one
+    progress.update(0.49, f"auditing {cfg.defense.kind} ({cfg.audit.canaries} canaries)")
+    if S.setting(cfg, build) != "central":
+        notes.append("audit: the defense's procedure is audited trained centrally (the "
+                     "canary hooks live in the central trainings)")
+    Xt = torch.tensor(X, device=dev)
+    yt_all = torch.tensor(y, dtype=torch.int64, device=dev)
+    tr_t, ax_t = (torch.tensor(np.asarray(ds.split(s_)), device=dev)
+                  for s_ in ("train", "aux"))
+    audit = run_audit_stage(
+        cfg.audit, build, cfg.defense, stages, S.train_part(cfg, dev.type),
+        model_factory=lambda: seeded(
+            lambda: image_classifier(cfg.train.model, shape, n_classes),
+            torch.Generator().manual_seed(int(cfg.seed))).to(dev),
+        X=Xt[tr_t], y=yt_all[tr_t], records=(Xt[ax_t], yt_all[ax_t]), n_classes=n_classes,
+        seed=cfg.seed, claimed=metrics.get("epsilon_accountant"))
+    metrics.update(audit.metrics)
+    notes.extend(audit.notes)
+    if audit.info:
+        info["audit"] = audit.info
+
+
+def _uploads(cfg: GradientLeakageConfig, ds, model, init_weights: dict[str, torch.Tensor],
+             trained: StageOutput, train_key: str, build, dev, progress: Progress, *,
+             metrics: dict[str, float], artifacts: dict[str, np.ndarray]
+             ) -> tuple[UploadRelease, np.ndarray, np.ndarray, dict[str, Any]]:
+    """The attacked uploads of the seeded targets, from the fresh model (round 1) or the
+    trained one: (the release the inverters see, the clean targets (T, b, *shape), their
+    labels, the observation's key part)."""
+    from core.attacks.gradient_inversion import UploadRelease
+
+    shape = tuple(ds.image_shape)
     fresh = cfg.attack.model_state == "fresh"
     params = {n: p.detach() for n, p in (init_weights.items() if fresh else
                                          {n: t.to(dev) for n, t in trained.weights["model"].items()}.items())}
@@ -150,7 +223,7 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
     yt = torch.as_tensor(labels, device=dev)
     progress.update(0.5, f"uploads of {cfg.attack.targets} targets")
     observed, x_noisy = S.victim_uploads(cfg, model, params, x, yt, build,
-                                         dp=build.observed_channel(tm))
+                                         dp=build.observed_channel(trained.meta))
     targets_np = x.cpu().numpy()
     noisy_np = x_noisy.cpu().numpy()
     metrics["recon_targets"] = float(cfg.attack.targets)
@@ -159,13 +232,23 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
     flat_t = targets_np.reshape(-1, *shape)
     artifacts["targets"] = flat_t[:GALLERY]
     artifacts["noisy"] = np.clip(noisy_np.reshape(-1, *shape)[:GALLERY], 0.0, 1.0)
-
-    # -- gradient inversion: every chosen preset, all targets in one batched optimisation
-    okey = S.observe_part(cfg, model_key)
-    names = list(cfg.attack.attackers)
     release = UploadRelease(model=model, params=params, observed=observed, image_shape=shape)
-    knowledge = AdversaryKnowledge(n_classes=n_classes,
-                                   training_algorithm="the architecture and the loss")
+    return release, targets_np, labels, S.observe_part(cfg, model_key)
+
+
+def _inversions(cfg: GradientLeakageConfig, release, knowledge, okey: dict[str, Any],
+                targets_np: np.ndarray, labels: np.ndarray, stages: Stages,
+                progress: Progress, *, metrics: dict[str, float],
+                intervals: dict[str, dict[str, float]], artifacts: dict[str, np.ndarray],
+                notes: list[str], raised: list[Any]) -> dict[str, np.ndarray]:
+    """Every chosen preset on all targets in one batched optimisation (an ``invert`` stage
+    each), scored against the clean targets after matching: returns each preset's per-image
+    MSE."""
+    from core.attacks.gradient_inversion import score_reconstructions
+    from core.attacks.protocol import attack_part
+
+    shape = release.image_shape
+    names = list(cfg.attack.attackers)
     per_image: dict[str, np.ndarray] = {}
     for i, name in enumerate(names):
         sub = progress.sub(0.5 + 0.4 * i / len(names), 0.5 + 0.4 * (i + 1) / len(names))
@@ -196,8 +279,17 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
         matched = np.stack([rec[i][perm[i]] for i in range(len(rec))])
         artifacts[f"recon_{name}"] = matched.reshape(-1, *shape)[:GALLERY]
         artifacts[f"recon_{name}_psnr"] = np.asarray(sc["per_image"]["psnr"], dtype=np.float64)
+    return per_image
+
+
+def _strongest(cfg: GradientLeakageConfig, metrics: dict[str, float],
+               intervals: dict[str, dict[str, float]]) -> str:
+    """The strongest inverter (by median PSNR), reported as ``recon_best_*`` and as the
+    headline ``recon_*``."""
+    from core.attacks.protocol import attack_part
+
+    names = list(cfg.attack.attackers)
     best = max(names, key=lambda n: metrics[attack_part(n, FAMILY).metric_name("psnr_median")])
-    info["best_inverter"] = best
     for stat in ("mse", "psnr", "psnr_median", "ssim", "label_acc", "seconds"):
         metrics[f"recon_best_{stat}"] = metrics[f"recon_{best}_{stat}"]
         if f"recon_{best}_{stat}" in intervals:
@@ -206,20 +298,17 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
     metrics["recon_mse"] = metrics["recon_best_mse"]
     metrics["recon_psnr"] = metrics["recon_best_psnr"]
     metrics["recon_ssim"] = metrics["recon_best_ssim"]
+    return best
 
-    # -- bounds beside the measurements
-    _bounds(cfg, spec, build, tm, metrics, per_image[best], notes, max(1, int(tm["steps"])))
 
-    # -- model inversion of the trained model (the paper's Fig. 10)
-    if cfg.attack.model_inversion:
-        progress.update(0.92, "model inversion")
-        mi, _ = stages.get("model_inversion", {"train": train_key},
-                           lambda: _model_inversion(cfg, ds, model, shape, knowledge))
-        metrics.update({k: float(v) for k, v in mi.meta["scores"].items()})
-        artifacts["model_inversion"] = mi.arrays["images"]
-        artifacts["class_centres"] = mi.arrays["centres"]
+def _report(cfg: GradientLeakageConfig, stages: Stages, t0: float, tm: dict[str, Any],
+            curves: dict[str, list[float]], raised: list[Any], *, metrics: dict[str, float],
+            intervals: dict[str, dict[str, float]], artifacts: dict[str, np.ndarray],
+            info: dict[str, Any]) -> Result:
+    """The Result: each inverter's threat model, the stage log, timings and the caveats."""
+    from core.attacks.protocol import attack_part
 
-    info["threat"] = {n: attack_part(n, FAMILY).threat.as_dict() for n in names}
+    info["threat"] = {n: attack_part(n, FAMILY).threat.as_dict() for n in cfg.attack.attackers}
     info["stages"] = dict(stages.log)
     metrics["seconds_total"] = time.perf_counter() - t0
     info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),

@@ -67,7 +67,7 @@ def train(cfg: GradientLeakageConfig, ds: Dataset, model, build: DefenseBuild, d
     """Train the victim model under the defense: its procedure on the train split (central),
     or the FedAvg loop where each device applies the defense's data-space transform to its
     own batches. Returns the weights and the utility curves (0 central epochs: untrained)."""
-    from core.defenses.noisy_training import evaluate_accuracy
+    from core.noisy_training import evaluate_accuracy
 
     X = torch.tensor(np.asarray(ds.X), dtype=torch.float32, device=device)
     y = torch.tensor(np.asarray(ds.y), dtype=torch.int64, device=device)
@@ -93,9 +93,9 @@ def _train_fedavg(cfg, ds, model, build: DefenseBuild, X, y, tr, te,
                   progress) -> tuple[int, dict]:
     """FedAvg over the train split's devices; each perturbs its own batches (spec 001 §3.6)."""
     from core.data.partition import partition
-    from core.defenses.noisy_training import evaluate_accuracy
     from core.fl.fedavg import FedAvgState, run_fedavg
     from core.fl.image_objective import NoisyImageObjective
+    from core.noisy_training import evaluate_accuracy
 
     fl = cfg.train.fl
     tr_np = tr.cpu().numpy()

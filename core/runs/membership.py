@@ -5,7 +5,7 @@ algorithm, as LiRA assumes), score every pool row with each attack, one ROC repo
 The pool is 2·members train rows; the target trains on a seeded half (the members), the other
 half are the non-members it is scored against, so members and non-members are balanced by
 construction. Each shadow trains on a half of the same pool with every row in exactly half the
-shadows (:func:`core.attacks.shadows.shadow_splits`). The defense is a
+shadows (:func:`core.shadow_training.shadow_splits`). The defense is a
 :class:`core.defenses.builds.DefenseBuild`: its training procedure trains the target and every
 shadow (plain training's batched form trains the shadows together over stacked weights). The
 attacks are the registered parts of the membership family (:mod:`core.parts`), each called
@@ -65,8 +65,8 @@ def _true_prob(p: torch.Tensor, y: torch.Tensor) -> np.ndarray:
 
 def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | None = None) -> Result:
     """The membership pipeline, composed of the stages of :mod:`core.runs.membership_stages`."""
-    from core.attacks.shadows import shadow_splits
     from core.runs import membership_stages as S
+    from core.shadow_training import shadow_splits
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()

@@ -1,5 +1,6 @@
 """Runner for ``kind: property``: Inf2Guard's defense against property inference (spec 004
-§2.2, Algorithm 2) and the property attacks of §3.2, composed from cached stages.
+§2.2, Algorithm 2) and the property attacks of §3.2, composed from the cached stages of
+:mod:`core.runs.property_stages`.
 
 1. subsets (cheap, recomputed): the defender's from the train split, the attacker's shadow
    subsets from the aux split, the targets from the test split (:mod:`core.data.subsets`);
@@ -19,6 +20,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,191 +29,124 @@ import torch
 from core import caveats
 from core.config import PropertyConfig
 from core.data.base import Dataset
-from core.data.subsets import Subsets, aggregate, sample_subsets
+from core.data.subsets import Subsets
 from core.progress import Progress
 from core.result import Result
-from core.seeds import stream
+from core.runs import property_stages as S
 from core.stages import StageOutput, Stages
 
-FAMILY = "property"
+FAMILY = S.FAMILY
 
 
-def property_value(ds: Dataset, attribute: str, requested: str | None) -> tuple[int, str]:
-    """(code, name) of the attribute value whose share is the property: ``requested``, else
-    'Female' where the attribute has it (the paper's female ratio), else the value of code 1."""
-    values = list(ds.attribute_values[attribute])
-    if requested is not None:
-        if requested not in values:
-            raise ValueError(f"subsets.property_value: got {requested!r}; allowed for "
-                             f"{attribute!r}: {', '.join(values)}")
-        return values.index(requested), requested
-    name = "Female" if "Female" in values else values[1]
-    return values.index(name), name
+@dataclass
+class _Data:
+    """The loaded data set, the property (the share of ``value`` of ``attr`` in a subset, K
+    bins) and the defender's, shadow and target subsets."""
 
-
-def make_subsets(cfg: PropertyConfig, ds: Dataset, has_value: np.ndarray) -> dict[str, Subsets]:
-    """The defender's (train), the attacker's shadow (aux) and the target (test) subsets."""
-    s = cfg.subsets
-    per = {"train": s.train_per_bin, "aux": s.aux_per_bin, "test": s.test_per_bin}
-    out = {}
-    for split, n in per.items():
-        rows = ds.split(split)
-        try:
-            out[split] = sample_subsets(rows, has_value[rows], n_values=s.n_values, per_bin=n,
-                                        size_min=s.size_min, size_max=s.size_max,
-                                        seed=stream(cfg.seed, "subsets", split))
-        except ValueError as exc:  # name the split whose pool is too small
-            raise ValueError(f"{exc} [{split} split of {ds.name!r}: {len(rows)} rows]") from None
-    return out
-
-
-def train_part(cfg: PropertyConfig, device: str) -> dict[str, Any]:
-    """What determines the trained networks (the train stage's key)."""
-    d = cfg.model_dump(mode="json")
-    s = d["subsets"]
-    return {"kind": cfg.kind, "device": device, "data": d["data"], "seed": cfg.seed,
-            "defense": d["defense"], "train": d["train"],
-            "subsets": {k: s[k] for k in ("n_values", "property_value", "size_min", "size_max",
-                                          "train_per_bin")}}
-
-
-def _build(cfg: PropertyConfig, d_in: int, n_classes: int):
-    from core.nn import Encoder, PropertyAdversary, TaskHead
-
-    t = cfg.train
-    return (Encoder(d_in, hidden=t.hidden_dim, rep_dim=t.representation_dim),
-            TaskHead(t.representation_dim, n_classes),
-            PropertyAdversary(t.representation_dim, cfg.subsets.n_values, hidden=64))
-
-
-def train_stage(cfg: PropertyConfig, X: torch.Tensor, y: torch.Tensor, sub: Subsets,
-                n_classes: int, progress: Progress) -> StageOutput:
-    from core.defenses.inf2guard_property import train_inf2guard_property
-
-    t = cfg.train
-    m = train_inf2guard_property(
-        X, y, sub, n_classes=n_classes, tradeoff_lambda=cfg.defense.tradeoff_lambda,
-        aggregation=cfg.defense.aggregation, epochs=t.epochs, pretrain_epochs=t.pretrain_epochs,
-        batch_subsets=t.batch_subsets, lr=t.lr, adversary_lr=t.adversary_lr,
-        hidden_dim=t.hidden_dim, representation_dim=t.representation_dim, adversary_hidden=64,
-        seed=cfg.seed, progress=progress)
-    cpu = {n: {k: v.detach().cpu() for k, v in net.state_dict().items()}
-           for n, net in (("encoder", m.encoder), ("head", m.head), ("adversary", m.adversary))}
-    return StageOutput(meta={"curves": m.curves, "seconds_train": m.seconds}, weights=cpu)
-
-
-def release_stage(cfg: PropertyConfig, ds: Dataset, X: torch.Tensor, nets, subs: dict[str, Subsets]
-                  ) -> StageOutput:
-    """Per-sample utility on the test split; aggregates (mean, max) of the shadow and target
-    subsets; the in-training adversary's probabilities on the targets' own-aggregator view."""
-    enc, head, adv = nets
-    with torch.no_grad():
-        R = torch.cat([enc(X[i:i + 8192]) for i in range(0, len(X), 8192)])
-        te = torch.as_tensor(np.array(ds.split("test")), device=X.device)
-        pred = head(R[te]).argmax(-1).cpu().numpy()
-    Rn = R.cpu().numpy().astype(np.float64)
-    y = np.asarray(ds.y)
-    arrays = {}
-    for split in ("aux", "test"):
-        for how in ("mean", "max"):
-            arrays[f"agg_{split}_{how}"] = aggregate(Rn, subs[split], how).astype(np.float32)
-    with torch.no_grad():
-        own = torch.as_tensor(arrays[f"agg_test_{cfg.defense.aggregation}"], device=X.device)
-        arrays["in_training_proba"] = torch.softmax(adv(own), -1).double().cpu().numpy()
-    util = float(np.mean(pred == y[ds.split("test")]))
-    return StageOutput(arrays=arrays, meta={"utility_acc": util})
-
-
-def attack_stage(cfg: PropertyConfig, name: str, rel: StageOutput, subs: dict[str, Subsets]
-                 ) -> StageOutput:
-    """One registered attacker on the release (the targets' truth is not passed in): the
-    targets aggregated the attacker's way (the defender's with ``aggregation: same``) and the
-    defense's own adversary's probabilities; the knowledge is the shadow subsets."""
-    from core.attacks.property import SubsetRelease
-    from core.attacks.protocol import attack_params, attack_part, run_attack
-    from core.knowledge import AdversaryKnowledge
-
-    own = cfg.defense.aggregation
-    how = own if cfg.attack.aggregation == "same" else cfg.attack.aggregation
-    release = SubsetRelease(rel.arrays[f"agg_test_{how}"].astype(np.float64), how,
-                            in_training_proba=rel.arrays["in_training_proba"],
-                            in_training_aggregation=own)
-    knowledge = AdversaryKnowledge(
-        n_classes=cfg.subsets.n_values, aux_labels=subs["aux"].labels,
-        aux_features=rel.arrays[f"agg_aux_{how}"].astype(np.float64))
-    params = attack_params(attack_part(name, FAMILY), cfg.attack)
-    out = run_attack(name, release, knowledge, family=FAMILY, seed=cfg.seed, **params)
-    arrays = {"proba": out.proba}
-    if out.decision_weights is not None:
-        arrays["decision_weights"] = np.asarray(out.decision_weights, np.float64)
-    return StageOutput(arrays=arrays, meta={"info": out.info})
-
-
-def projection_stage(cfg: PropertyConfig, ds: Dataset, rel: StageOutput, sub: Subsets
-                     ) -> StageOutput:
-    """t-SNE (PCA below 60 subsets) of the first ``projection_points`` target subsets: their
-    raw feature means beside their released aggregates (spec 004 Fig. 12 (b)/(d))."""
-    from core.projection import project
-
-    m = min(cfg.projection_points, len(sub))
-    sel = sub.take(np.arange(m))
-    raw = aggregate(np.asarray(ds.X), sel, "mean")
-    rep = rel.arrays[f"agg_test_{cfg.defense.aggregation}"][:m].astype(np.float64)
-    method = "tsne" if m >= 60 else "pca"
-    emb_raw, _ = project(raw, method=method, seed=cfg.seed)
-    emb_rep, _ = project(rep, method=method, seed=cfg.seed)
-    return StageOutput(arrays={"proj_raw": emb_raw, "proj_repr": emb_rep,
-                               "proj_attribute": sel.labels.astype(np.int64)},
-                       meta={"method": method})
+    ds: Dataset
+    attr: str
+    value: str
+    K: int
+    subs: dict[str, Subsets]
 
 
 def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None = None) -> Result:
-    from core.attacks.property import PropertyAttack, majority_rate, score_property
-    from core.attacks.protocol import attack_params, attack_part
-    from core.bounds.property import PIA_ESTIMATE_CAVEAT, PIA_K_ARY_NOTE, property_bounds
-    from core.data import load_dataset
+    """Load and sample subsets → train under λ → release → attacks → scores, bound,
+    projection → the Result."""
     from core.device import get_device
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()
+    d = _load(cfg, progress)
+    dev = get_device(cfg.device)
+    stages.map_location = str(dev)
+    X = torch.tensor(np.asarray(d.ds.X), dtype=torch.float32, device=dev)
+    y = torch.tensor(np.asarray(d.ds.y), dtype=torch.int64, device=dev)
+    n_classes = len(d.ds.label_names)
+    trained, train_key = stages.get(
+        "train", S.train_part(cfg, dev.type),
+        lambda: S.train_stage(cfg, X, y, d.subs["train"], n_classes, progress.sub(0.04, 0.75)))
+    rel, release_key = _release(cfg, d, X, n_classes, trained, train_key, dev, stages, progress)
+    metrics = _utility_and_subsets(cfg, d, rel)
+    intervals, attack_info, ces = _attacks(cfg, d, rel, release_key, stages, progress, metrics)
+    best = _strongest(cfg, metrics, intervals)
+    notes = [(f"property: share of {d.attr} = {d.value!r} in a subset, {d.K} bins at ratios "
+             f"{', '.join(f'{r:g}' for r in d.subs['test'].ratios)}; the same number of subsets "
+             "per bin (majority-bin rate = chance)")]
+    info: dict[str, Any] = {"private_attribute": f"share of {d.value}", "attribute": d.attr,
+                            "property_value": d.value,
+                            "attribute_values": [f"{r:g}" for r in d.subs["test"].ratios],
+                            "best_attacker": best, "attacks": attack_info, "notes": notes}
+    if ces:
+        _bound(d.K, ces, metrics, info, notes)
+    artifacts: dict[str, np.ndarray] = {}
+    if cfg.projection_points > 0:
+        progress.update(0.92, "projecting the target subsets")
+        pr, _ = stages.get("projection", {"release": release_key,
+                                          "points": cfg.projection_points},
+                           lambda: S.projection_stage(cfg, d.ds, rel, d.subs["test"]))
+        artifacts.update(pr.arrays)
+        info["projection_method"] = pr.meta.get("method", "tsne")
+    return _report(cfg, trained, stages, t0, metrics=metrics, intervals=intervals,
+                   artifacts=artifacts, info=info)
+
+
+def _load(cfg: PropertyConfig, progress: Progress) -> _Data:
+    """The data set, the property's attribute value and the seeded subsets of each split."""
+    from core.data import load_dataset
+
     progress.update(0.01, f"loading {cfg.data.name}")
     ds = load_dataset(cfg.data, cfg.seed)
     attr = cfg.data.private_attribute or ds.default_attribute
-    code, value = property_value(ds, attr, cfg.subsets.property_value)
+    code, value = S.property_value(ds, attr, cfg.subsets.property_value)
     has_value = np.asarray(ds.attribute(attr)) == code
-    K = cfg.subsets.n_values
     progress.update(0.03, "sampling subsets")
-    subs = make_subsets(cfg, ds, has_value)
-    dev = get_device(cfg.device)
-    stages.map_location = str(dev)
-    X = torch.tensor(np.asarray(ds.X), dtype=torch.float32, device=dev)
-    y = torch.tensor(np.asarray(ds.y), dtype=torch.int64, device=dev)
-    n_classes = len(ds.label_names)
+    subs = S.make_subsets(cfg, ds, has_value)
+    return _Data(ds=ds, attr=attr, value=value, K=cfg.subsets.n_values, subs=subs)
 
-    # -- train -> release
-    trained, train_key = stages.get(
-        "train", train_part(cfg, dev.type),
-        lambda: train_stage(cfg, X, y, subs["train"], n_classes, progress.sub(0.04, 0.75)))
+
+def _release(cfg: PropertyConfig, d: _Data, X: torch.Tensor, n_classes: int,
+             trained: StageOutput, train_key: str, dev, stages: Stages, progress: Progress
+             ) -> tuple[StageOutput, str]:
+    """The trained networks rebuilt from the train stage's weights and the release stage
+    (keyed by the trained model and the subsets): (release, its key)."""
     progress.update(0.76, "releasing representations")
-    nets = _build(cfg, X.shape[1], n_classes)
+    nets = S.build_networks(cfg, X.shape[1], n_classes)
     for net, name in zip(nets, ("encoder", "head", "adversary"), strict=True):
         net.load_state_dict(trained.weights[name])
         net.to(dev).eval()
     s = cfg.subsets.model_dump(mode="json")
-    rel, release_key = stages.get("release", {"train": train_key, "subsets": s},
-                                  lambda: release_stage(cfg, ds, X, nets, subs))
+    return stages.get("release", {"train": train_key, "subsets": s},
+                      lambda: S.release_stage(cfg, d.ds, X, nets, d.subs))
 
-    # -- attacks: one stage each
-    labels = subs["test"].labels
-    metrics: dict[str, float] = {
+
+def _utility_and_subsets(cfg: PropertyConfig, d: _Data, rel: StageOutput) -> dict[str, float]:
+    """The metrics before any attack: utility on the test split beside the majority label's
+    rate, λ, chance and the majority bin's rate, and the subsets' counts and mean size."""
+    from core.attacks.property import majority_rate
+
+    ds, subs, K = d.ds, d.subs, d.K
+    return {
         "utility_acc": float(rel.meta["utility_acc"]),
         "utility_majority": float(np.bincount(np.asarray(ds.y)[ds.split("test")]).max()
                                   / len(ds.split("test"))),
         "tradeoff_lambda": float(cfg.defense.tradeoff_lambda), "chance": 1.0 / K,
-        "n_values": float(K), "property_majority": majority_rate(labels, K),
+        "n_values": float(K), "property_majority": majority_rate(subs["test"].labels, K),
         "subsets_train": float(len(subs["train"])), "subsets_aux": float(len(subs["aux"])),
         "subsets_test": float(len(subs["test"])),
         "subset_size_mean": float(subs["test"].lengths.mean())}
+
+
+def _attacks(cfg: PropertyConfig, d: _Data, rel: StageOutput, release_key: str, stages: Stages,
+             progress: Progress, metrics: dict[str, float]
+             ) -> tuple[dict[str, dict[str, float]], dict[str, Any], dict[str, float]]:
+    """Each chosen attacker on the release (a stage keyed by the release and its parameters),
+    scored against the targets' true bins into ``metrics``: (intervals, each attacker's info,
+    each trained attacker's CE in nats)."""
+    from core.attacks.property import PropertyAttack, score_property
+    from core.attacks.protocol import attack_params, attack_part
+
+    labels = d.subs["test"].labels
     intervals: dict[str, dict[str, float]] = {}
     attack_info: dict[str, Any] = {}
     ces: dict[str, float] = {}
@@ -220,11 +155,12 @@ def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None 
         progress.update(0.78 + 0.12 * i / n_att, f"attack: {name}")
         ap = attack_part(name, FAMILY)
         key = {"release": release_key, "attacker": name, "params": attack_params(ap, cfg.attack)}
-        out, _ = stages.get("attack", key, lambda name=name: attack_stage(cfg, name, rel, subs),
+        out, _ = stages.get("attack", key,
+                            lambda name=name: S.attack_stage(cfg, name, rel, d.subs),
                             label=f"attack:{name}")
         att = PropertyAttack(out.arrays["proba"], out.arrays.get("decision_weights"),
                              out.meta.get("info", {}))
-        sc, iv = score_property(att, labels, n_values=K, seed=cfg.seed)
+        sc, iv = score_property(att, labels, n_values=d.K, seed=cfg.seed)
         for stat, v in sc.items():
             metrics[ap.metric_name(stat)] = float(v)
         for stat, (lo, hi) in iv.items():
@@ -233,7 +169,15 @@ def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None 
         attack_info[name] = att.info
         if ap.role != "baseline":
             ces[name] = sc["ce_nats"]
-    # the strongest trained attacker (a no-model baseline only when nothing else ran)
+    return intervals, attack_info, ces
+
+
+def _strongest(cfg: PropertyConfig, metrics: dict[str, float],
+               intervals: dict[str, dict[str, float]]) -> str:
+    """The strongest trained attacker by accuracy (a no-model baseline only when nothing else
+    ran), reported as ``property_acc_best``."""
+    from core.attacks.protocol import attack_part
+
     trained_attackers = ([a for a in cfg.attack.attackers
                           if attack_part(a, FAMILY).role != "baseline"]
                          or list(cfg.attack.attackers))
@@ -241,36 +185,31 @@ def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None 
     best = max(trained_attackers, key=lambda a: metrics[acc[a]])
     metrics["property_acc_best"] = metrics[acc[best]]
     intervals["property_acc_best"] = intervals[acc[best]]
-    notes = [(f"property: share of {attr} = {value!r} in a subset, {K} bins at ratios "
-             f"{', '.join(f'{r:g}' for r in subs['test'].ratios)}; the same number of subsets per "
-             "bin (majority-bin rate = chance)")]
-    info: dict[str, Any] = {"private_attribute": f"share of {value}", "attribute": attr,
-                            "property_value": value,
-                            "attribute_values": [f"{r:g}" for r in subs["test"].ratios],
-                            "best_attacker": best, "attacks": attack_info, "notes": notes}
+    return best
 
-    # -- the K-ary leakage bound at the lowest attacker CE (an upper estimate of H(u|R))
-    if ces:
-        who = min(ces, key=ces.get)
-        metrics.update(property_bounds(ces[who], K))
-        info["bound_from"] = who
-        info["bound_caveat"] = PIA_ESTIMATE_CAVEAT
-        info["bound_note"] = PIA_K_ARY_NOTE
-        if metrics["bound_pia_vacuous"]:
-            notes.append("the K-ary bound is vacuous here (Ĥ(u|R) ≤ 1 bit: it allows accuracy 1)")
-        if metrics["property_acc_best"] > metrics["bound_pia_fano_exact"] + 1e-9:
-            notes.append("the measured accuracy exceeds the tight bound at Ĥ: Ĥ over-estimates "
-                         "H(u|R) here, so the bound is optimistic, not a certificate")
 
-    # -- projection of the target subsets (raw feature means vs released aggregates)
-    artifacts: dict[str, np.ndarray] = {}
-    if cfg.projection_points > 0:
-        progress.update(0.92, "projecting the target subsets")
-        pr, _ = stages.get("projection", {"release": release_key,
-                                          "points": cfg.projection_points},
-                           lambda: projection_stage(cfg, ds, rel, subs["test"]))
-        artifacts.update(pr.arrays)
-        info["projection_method"] = pr.meta.get("method", "tsne")
+def _bound(K: int, ces: dict[str, float], metrics: dict[str, float], info: dict[str, Any],
+           notes: list[str]) -> None:
+    """The K-ary leakage bound at the lowest attacker CE (an upper estimate of H(u|R)), with
+    a note when it is vacuous or the measured accuracy exceeds it."""
+    from core.bounds.property import PIA_ESTIMATE_CAVEAT, PIA_K_ARY_NOTE, property_bounds
+
+    who = min(ces, key=ces.get)
+    metrics.update(property_bounds(ces[who], K))
+    info["bound_from"] = who
+    info["bound_caveat"] = PIA_ESTIMATE_CAVEAT
+    info["bound_note"] = PIA_K_ARY_NOTE
+    if metrics["bound_pia_vacuous"]:
+        notes.append("the K-ary bound is vacuous here (Ĥ(u|R) ≤ 1 bit: it allows accuracy 1)")
+    if metrics["property_acc_best"] > metrics["bound_pia_fano_exact"] + 1e-9:
+        notes.append("the measured accuracy exceeds the tight bound at Ĥ: Ĥ over-estimates "
+                     "H(u|R) here, so the bound is optimistic, not a certificate")
+
+
+def _report(cfg: PropertyConfig, trained: StageOutput, stages: Stages, t0: float, *,
+            metrics: dict[str, float], intervals: dict[str, dict[str, float]],
+            artifacts: dict[str, np.ndarray], info: dict[str, Any]) -> Result:
+    """The Result: the training curves, timings, the stage log and the caveats."""
     curves = {f"property_train_{k}": [float(v) for v in vs]
               for k, vs in trained.meta.get("curves", {}).items()}
     metrics["seconds_train"] = float(trained.meta.get("seconds_train", 0.0))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,48 +57,94 @@ def _rows(ds, cfg: ReprReconstructionConfig) -> tuple[np.ndarray, np.ndarray, np
     return tr, np.array(ds.split("aux")), targets
 
 
+@dataclass
+class _Data:
+    """The loaded image set on the run's device and its seeded rows."""
+
+    ds: Any
+    shape: tuple[int, ...]
+    dev: torch.device
+    X: torch.Tensor
+    y: torch.Tensor
+    n_classes: int
+    dim: int
+    tr: np.ndarray
+    ax: np.ndarray
+    tg: np.ndarray
+    te: np.ndarray
+
+
 def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
                             stages: Stages | None = None) -> Result:
-    from core.attacks import reconstruction as RA
-    from core.attacks.protocol import attack_params, attack_part, run_attack
-    from core.bounds import reconstruction as B
-    from core.data import load_dataset
+    """Load → train with the channel in the loop → release r + δ → attacks → scores →
+    Theorem 3 (uniform prior and the data's entropy) → the Result."""
     from core.defenses import inf2guard_reconstruction as D
-    from core.device import get_device
-    from core.knowledge import AdversaryKnowledge
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()
+    d = _load(cfg, progress)
+    trained, train_key = stages.get("rr_train", _train_part(cfg, str(d.dev)),
+                                    lambda: _train(cfg, d, progress.sub(0.03, 0.55)))
+    model = D.load_model(trained.weights, d.dim, d.n_classes, device=d.dev, seed=cfg.seed,
+                         **_net_kwargs(cfg))
+    progress.update(0.56, "releasing r + δ")
+    Z_tg, R_tr, metrics = _release(cfg, d, model, trained)
+    noise = _noise(cfg, model.perturbation, metrics)
+    recon = _attacks(cfg, d, model, Z_tg, train_key, stages, progress.sub(0.58, 0.92))
+    progress.update(0.93, "scoring")
+    targets, intervals, artifacts, best = _score(cfg, d, recon, metrics)
+    notes: list[str] = []
+    mi, etas = _theorem3(cfg, d, R_tr, noise, recon, targets, metrics, notes)
+    _theorem3_data_entropy(cfg, d, mi, etas, recon, metrics, notes)
+    _bound_notes(cfg, metrics, notes)
+    for k in ("mu", "sigma"):
+        if k in noise:
+            artifacts[f"noise_{k}"] = noise[k]
+    return _report(cfg, d, trained, stages, t0, best, metrics=metrics, intervals=intervals,
+                   artifacts=artifacts, notes=notes)
+
+
+def _load(cfg: ReprReconstructionConfig, progress: Progress) -> _Data:
+    """The image set as tensors on the run's device and the train, aux and target rows."""
+    from core.data import load_dataset
+    from core.device import get_device
+
     progress.update(0.01, f"loading {cfg.data.name}")
     ds = load_dataset(cfg.data, cfg.seed)
-    shape = tuple(ds.image_shape)
     dev = get_device(cfg.device)
     X = torch.tensor(np.array(ds.X, dtype=np.float32), device=dev)
     y = torch.tensor(np.array(ds.y, dtype=np.int64), device=dev)
-    n_classes, d = len(ds.label_names), int(X.shape[1])
     tr, ax, tg = _rows(ds, cfg)
-    te = np.array(ds.split("test"))
+    return _Data(ds=ds, shape=tuple(ds.image_shape), dev=dev, X=X, y=y,
+                 n_classes=len(ds.label_names), dim=int(X.shape[1]), tr=tr, ax=ax, tg=tg,
+                 te=np.array(ds.split("test")))
+
+
+def _train(cfg: ReprReconstructionConfig, d: _Data, progress: Progress) -> StageOutput:
+    """The ``rr_train`` stage: Algorithm 4 with the channel in the loop on the train rows."""
+    from core.defenses import inf2guard_reconstruction as D
+
     dfn, t = cfg.defense, cfg.train
-    kw = _net_kwargs(cfg)
+    m = D.train_inf2guard_dra(
+        d.X[d.tr], d.y[d.tr], n_classes=d.n_classes, channel=dfn.channel, epsilon=dfn.epsilon,
+        tradeoff_lambda=dfn.tradeoff_lambda, entropy_alpha=dfn.entropy_alpha,
+        mc_samples=dfn.mc_samples, epochs=t.epochs, batch_size=t.batch_size, lr=t.lr,
+        hidden_dim=t.hidden_dim, representation_dim=t.representation_dim,
+        decoder_hidden=t.decoder_hidden, clip_norm=dfn.dp_clip_norm, dp_delta=dfn.dp_delta,
+        seed=cfg.seed, progress=progress)
+    return StageOutput(meta={"curves": m.curves, "seconds_train": m.seconds},
+                       weights=D.state_of(m))
 
-    # -- train (cached): Algorithm 4 with the channel in the loop
-    def train_stage() -> StageOutput:
-        m = D.train_inf2guard_dra(
-            X[tr], y[tr], n_classes=n_classes, channel=dfn.channel, epsilon=dfn.epsilon,
-            tradeoff_lambda=dfn.tradeoff_lambda, entropy_alpha=dfn.entropy_alpha,
-            mc_samples=dfn.mc_samples, epochs=t.epochs, batch_size=t.batch_size, lr=t.lr,
-            hidden_dim=t.hidden_dim, representation_dim=t.representation_dim,
-            decoder_hidden=t.decoder_hidden, clip_norm=dfn.dp_clip_norm, dp_delta=dfn.dp_delta,
-            seed=cfg.seed, progress=progress.sub(0.03, 0.55))
-        return StageOutput(meta={"curves": m.curves, "seconds_train": m.seconds},
-                           weights=D.state_of(m))
 
-    trained, train_key = stages.get("rr_train", _train_part(cfg, str(dev)), train_stage)
-    model = D.load_model(trained.weights, d, n_classes, device=dev, seed=cfg.seed, **kw)
+def _release(cfg: ReprReconstructionConfig, d: _Data, model, trained: StageOutput
+             ) -> tuple[torch.Tensor, torch.Tensor, dict[str, float]]:
+    """r + δ of the test rows and of the targets, one seeded draw each, and the utility of
+    the head on them (and on clean r): (targets' r + δ, the train rows' prepared r, the
+    run's first metrics)."""
+    from core.defenses import inf2guard_reconstruction as D
+
+    X, y, te, tg, tr = d.X, d.y, d.te, d.tg, d.tr
     pert = model.perturbation
-
-    # -- the release: r + δ of the test rows and targets, one seeded draw each
-    progress.update(0.56, "releasing r + δ")
     with torch.no_grad():
         Z_test = model.release(X[te], torch_stream(cfg.seed, "release", "test"))
         Z_tg = model.release(X[tg], torch_stream(cfg.seed, "release", "targets"))
@@ -105,35 +152,53 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
         acc = float((model.head(Z_test).argmax(-1) == y[te]).float().mean())
         acc_clean = float((model.head(model.representations(X[te])).argmax(-1) == y[te])
                           .float().mean())
-    y_np = np.asarray(ds.y)
+    y_np = np.asarray(d.ds.y)
+    dfn, t = cfg.defense, cfg.train
     metrics: dict[str, float] = {
         "utility_acc": acc, "utility_acc_clean": acc_clean,
         "utility_majority": float(np.bincount(y_np[te]).max() / len(te)),
         "perturbation_scale": float(dfn.epsilon), "tradeoff_lambda": float(dfn.tradeoff_lambda),
         "entropy_beta": D.beta_of(dfn.tradeoff_lambda, dfn.entropy_alpha),
-        "representation_dim": float(t.representation_dim), "data_dim": float(d),
+        "representation_dim": float(t.representation_dim), "data_dim": float(d.dim),
         "recon_targets": float(len(tg)),
         "seconds_train": float(trained.meta["seconds_train"]),
     }
-    noise = D.noise_summary(pert, seed=cfg.seed)
-    metrics["noise_entropy_nats"] = float(np.mean(noise["entropy"])) if dfn.epsilon > 0 else math.nan
-    metrics["noise_std_mean"] = float(np.mean(np.sqrt(noise["variance"])))
-    if dfn.channel == "dp":
-        metrics["epsilon_accountant"] = float(pert.dp_epsilon())
-    notes: list[str] = []
+    return Z_tg, R_tr, metrics
 
-    # -- attacks (each cached under the trained model's key and its own parameters)
-    a = cfg.attack
+
+def _noise(cfg: ReprReconstructionConfig, pert, metrics: dict[str, float]
+           ) -> dict[str, np.ndarray]:
+    """The channel's per-coordinate entropy and variance (seeded Monte Carlo), their means
+    into ``metrics``, and the DP channel's ε; returns the summary."""
+    from core.defenses import inf2guard_reconstruction as D
+
+    noise = D.noise_summary(pert, seed=cfg.seed)
+    metrics["noise_entropy_nats"] = (float(np.mean(noise["entropy"])) if cfg.defense.epsilon > 0
+                                     else math.nan)
+    metrics["noise_std_mean"] = float(np.mean(np.sqrt(noise["variance"])))
+    if cfg.defense.channel == "dp":
+        metrics["epsilon_accountant"] = float(pert.dp_epsilon())
+    return noise
+
+
+def _attacks(cfg: ReprReconstructionConfig, d: _Data, model, Z_tg: torch.Tensor,
+             train_key: str, stages: Stages, sub: Progress) -> dict[str, np.ndarray]:
+    """Each chosen attacker's reconstructions of the targets (an ``rr_attack`` stage keyed by
+    the trained model's key, the targets and its own parameters)."""
+    from core.attacks import reconstruction as RA
+    from core.attacks.protocol import attack_params, attack_part, run_attack
+    from core.knowledge import AdversaryKnowledge
+
+    a, t = cfg.attack, cfg.train
     recon: dict[str, np.ndarray] = {}
-    sub = progress.sub(0.58, 0.92)
     release = RA.NoisyRepresentationRelease(targets=Z_tg, encoder=model.encoder,
-                                            perturbation=pert, image_shape=shape,
-                                            decoder=model.decoder)
+                                            perturbation=model.perturbation,
+                                            image_shape=d.shape, decoder=model.decoder)
     # the attacker's auxiliary images; it trains with the defender's optimiser settings
-    knowledge = AdversaryKnowledge(n_classes=n_classes, extra={"aux_images": X[ax]})
+    knowledge = AdversaryKnowledge(n_classes=d.n_classes, extra={"aux_images": d.X[d.ax]})
     for i, name in enumerate(a.attackers):
         params = attack_params(attack_part(name, FAMILY), a)
-        part = {"train": train_key, "attack": name, "targets": tg.tolist(), "params": params}
+        part = {"train": train_key, "attack": name, "targets": d.tg.tolist(), "params": params}
         step = sub.sub(i / len(a.attackers), (i + 1) / len(a.attackers))
 
         def attack_stage(name=name, step=step, params=params) -> StageOutput:
@@ -146,10 +211,19 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
         step.update(0.0, f"attack: {name}")
         got, _ = stages.get("rr_attack", part, attack_stage, label=f"attack_{name}")
         recon[name] = got.arrays["recon"]
+    return recon
 
-    # -- scores
-    progress.update(0.93, "scoring")
-    targets = np.asarray(ds.X, np.float64)[tg]
+
+def _score(cfg: ReprReconstructionConfig, d: _Data, recon: dict[str, np.ndarray],
+           metrics: dict[str, float]
+           ) -> tuple[np.ndarray, dict[str, dict[str, float]], dict[str, np.ndarray], str]:
+    """MSE / PSNR / SSIM of every attacker against the clean targets, with intervals, and the
+    strongest attacker (by SSIM) as ``recon_*``: (targets, intervals, artifacts, strongest)."""
+    from core.attacks import reconstruction as RA
+    from core.attacks.protocol import attack_part
+
+    tg, shape = d.tg, d.shape
+    targets = np.asarray(d.ds.X, np.float64)[tg]
     intervals: dict[str, dict[str, float]] = {}
     artifacts: dict[str, np.ndarray] = {"originals": targets.reshape(len(tg), *shape).astype(np.float32)}
     for name, rec in recon.items():
@@ -163,19 +237,29 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
         artifacts[f"ssim_{name}"] = np.asarray(sc["per_image"]["ssim"], np.float64)
     best_part = max((attack_part(n, FAMILY) for n in recon),
                     key=lambda p: metrics[p.metric_name("ssim")])
-    best = best_part.key
     for stat in ("mse", "psnr", "ssim"):
         metrics[f"recon_{stat}"] = metrics[best_part.metric_name(stat)]
         intervals[f"recon_{stat}"] = intervals[best_part.metric_name(stat)]
+    return targets, intervals, artifacts, best_part.key
 
-    # -- Theorem 3 at an estimated upper bound on I(x; r + δ)
+
+def _theorem3(cfg: ReprReconstructionConfig, d: _Data, R_tr: torch.Tensor,
+              noise: dict[str, np.ndarray], recon: dict[str, np.ndarray], targets: np.ndarray,
+              metrics: dict[str, float], notes: list[str]) -> tuple[float, dict[str, float]]:
+    """Theorem 3 (x uniform on [0, 1]^d) at an estimated upper bound on I(x; r + δ), in ℓ2
+    and ℓ∞, beside each attacker's share of targets reconstructed no closer than η; a
+    measured share below a non-vacuous bound is counted and explained. Returns (I, η by
+    norm)."""
+    from core.attacks.protocol import attack_part
+    from core.bounds import reconstruction as B
+
     var_r = R_tr.double().var(0).cpu().numpy()
     mi = B.mi_upper_bound_additive(var_r, noise["variance"], noise["entropy"])
     metrics["bound_thm3_mi_nats"] = mi if math.isfinite(mi) else math.nan  # nan: unbounded
-    etas = {"l2": cfg.bound.eta_rmse * math.sqrt(d), "linf": cfg.bound.eta_linf}
+    etas = {"l2": cfg.bound.eta_rmse * math.sqrt(d.dim), "linf": cfg.bound.eta_linf}
     violations = 0
     for norm, eta in etas.items():
-        pt = B.theorem3_unit_cube(mi, d, eta, norm)
+        pt = B.theorem3_unit_cube(mi, d.dim, eta, norm)
         metrics[f"bound_thm3_{norm}"] = pt.bound
         metrics[f"bound_thm3_{norm}_vacuous"] = float(pt.vacuous)
         metrics[f"bound_thm3_eta_{norm}"] = float(eta)
@@ -191,12 +275,19 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
                              "real images are far from it (the proof's Fano step), and I is "
                              "an estimate")
     metrics["bound_thm3_violations"] = float(violations)
-    # -- the same bound under the data's own entropy instead of the uniform prior (issue #22):
-    # the dequantised pixels' Gaussian maximum-entropy value, an upper estimate of h(x), so
-    # this is an upper estimate of the bound (no share below it is conclusive)
+    return mi, etas
+
+
+def _theorem3_data_entropy(cfg: ReprReconstructionConfig, d: _Data, mi: float,
+                           etas: dict[str, float], recon: dict[str, np.ndarray],
+                           metrics: dict[str, float], notes: list[str]) -> None:
+    """The same bound under the data's own entropy instead of the uniform prior: the
+    dequantised pixels' Gaussian maximum-entropy value, an upper estimate of h(x), so this is
+    an upper estimate of the bound (no share below it is conclusive)."""
+    from core.bounds import reconstruction as B
     from core.bounds.entropy import dequantised
 
-    deq = dequantised(np.asarray(ds.X, np.float64)[tr], knn=False, seed=cfg.seed)
+    deq = dequantised(np.asarray(d.ds.X, np.float64)[d.tr], knn=False, seed=cfg.seed)
     metrics["bound_thm3_data_entropy_nats"] = deq.h_gaussian
     est_below = 0
     for norm, eta in etas.items():
@@ -214,6 +305,12 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
                  "reconstruction.theorem3_dequantised)"
                  + ("; vacuous here" if all(metrics[f"bound_thm3_est_{n}_vacuous"]
                                             for n in etas) else ""))
+
+
+def _bound_notes(cfg: ReprReconstructionConfig, metrics: dict[str, float],
+                 notes: list[str]) -> None:
+    """How I(x; r + δ) was estimated, and what ε = 0 and the DP channel mean for the bound."""
+    dfn = cfg.defense
     notes.append("Theorem 3 uses an upper estimate of I(x; r + δ): Σ ½ ln(2πe(Var r_i + Var "
                  "δ_i)) − h(δ_i), with Var r measured on the training rows (estimated) and "
                  + ("h(δ) of the learned channel by Monte Carlo" if dfn.channel == "learned"
@@ -227,16 +324,21 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
                      f"(sensitivity {2 * dfn.dp_clip_norm:g}), σ = ε = {dfn.epsilon:g}: "
                      f"(ε_DP, δ) = ({metrics['epsilon_accountant']:.3g}, {dfn.dp_delta:g}) for "
                      "one release, exact Gaussian-mechanism δ(ε) (Balle & Wang 2018)")
-    for k in ("mu", "sigma"):
-        if k in noise:
-            artifacts[f"noise_{k}"] = noise[k]
+
+
+def _report(cfg: ReprReconstructionConfig, d: _Data, trained: StageOutput, stages: Stages,
+            t0: float, best: str, *, metrics: dict[str, float],
+            intervals: dict[str, dict[str, float]], artifacts: dict[str, np.ndarray],
+            notes: list[str]) -> Result:
+    """The Result: the training curves per epoch, the stage log, the caveats."""
     curves = {"epoch": [float(i + 1) for i in range(len(trained.meta["curves"]["utility_ce"]))]}
     for src, dst in (("utility_ce", "train_utility_ce"), ("decoder_mse", "train_decoder_mse"),
                      ("noise_entropy", "train_noise_entropy")):
         curves[dst] = [float(v) for v in trained.meta["curves"][src]]
     metrics["seconds_total"] = time.perf_counter() - t0
+    dfn = cfg.defense
     info = {"notes": notes, "strongest_attack": best, "stages": dict(stages.log),
-            "channel": dfn.channel, "image_shape": list(shape),
+            "channel": dfn.channel, "image_shape": list(d.shape),
             "accountant": "Gaussian mechanism, exact δ(ε) (Balle & Wang 2018)"
             if dfn.channel == "dp" else None}
     info["caveats"] = caveats.collect(cfg.kind, metrics, info, cfg.model_dump(mode="json"),

@@ -209,6 +209,14 @@ def roc_section(result) -> None:
                         f"({result.info.get('accountant')}); the best attack proves ε ≥ "
                         f"{best:.3g} (Clopper–Pearson). The gap is what DP promises beyond what "
                         "these attacks can show.", "epsilon_accountant")
+    if "audit_epsilon_lower" in result.metrics:
+        audit = result.info.get("audit") or {}
+        norm = (f"; gradient canaries of norm C = {audit['canary_norm']:g}"
+                if "canary_norm" in audit else "")
+        flagged_caption(st, result, f"One-run audit of this run ({audit.get('kind', '')}"
+                        f"{norm}): ε ≥ {result.metrics['audit_epsilon_lower']:.3g} at "
+                        f"{result.metrics.get('audit_confidence', float('nan')):.3g} "
+                        "confidence.", "audit_epsilon_lower")
 
 
 def tradeoff_section(config: dict[str, Any], result) -> None:

@@ -5,8 +5,9 @@ Gradients and model inversion (spec 001).
 ``controls()`` turns the widgets into a ``gradient_leakage`` config (small ``*_ui()``
 functions returning values). The closed-form panel (σ solved from κ, κ/d, per-direction
 capacity, Theorem 1 and the Wiener MMSE) is recomputed on every slider move from the cached
-data spectrum (:mod:`core.bounds.channel_readout`); runs go through the shared job queue and are
-stored, and the κ / z sweeps draw one utility–privacy curve per channel.
+data spectrum (:mod:`core.defenses.channel_live` over :mod:`core.bounds.channel_readout`);
+runs go through the shared job queue and are stored, and the κ / z sweeps draw one
+utility–privacy curve per channel.
 """
 
 from __future__ import annotations
@@ -253,7 +254,7 @@ def controls() -> dict[str, Any]:
 def live_panel(cfg) -> None:
     """σ, κ/d, per-direction capacity, Theorem 1 and the Wiener MMSE from the cached
     spectrum: no run needed, recomputed on every slider move."""
-    from core.bounds.channel_readout import live_channel
+    from core.defenses.channel_live import live_channel
 
     spec, shape = data_spectrum(cfg.data.name, cfg.seed)
     live = live_channel(cfg, spec, shape, basis=basis_for(cfg))
@@ -277,7 +278,7 @@ def bounds_vs_kappa(cfg, spec, shape, measured: list[tuple[float, float, str]] |
 
     d = int(np.prod(shape))
     kap = np.array(kappa_grid(d))
-    curves = bound_curves(cfg, spec, shape, kap, basis=basis_for(cfg))
+    curves = bound_curves(spec, kap, getattr(cfg.defense, "channel", None), basis=basis_for(cfg))
     pts = measured if measured is not None else sweep_measured(cfg)
     st.plotly_chart(figure("kappa_bounds_figure", tuple(kap.tolist()),
                            tuple((k, tuple(v)) for k, v in curves.items()),

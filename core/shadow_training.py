@@ -1,11 +1,15 @@
 """Shadow (reference) models for membership inference (LiRA / RMIA): K copies of the target's
 training procedure, each on its own subset of the attacker's shadow pool, trained **together**.
 
+Training, not attacking: the undefended defense trains its K shadow models with it
+(:mod:`core.defenses.central`) and the membership runners draw their splits from it, so it sits
+beside :mod:`core.noisy_training`, below both ``core.attacks`` and ``core.defenses``.
+
 - :func:`shadow_splits`: which pool rows are "in" each shadow model. With ``fraction = 0.5``
   and K even this is LiRA's *paired* design: every row is in exactly K/2 models (and out of
   the other K/2), so each row has as many IN as OUT models for its per-example statistics.
-- :func:`train_shadows`: the K trainings. Model k is :func:`core.defenses.noisy_training.
-  train_central` (the target's loop: per-epoch shuffle by a local generator, batches of
+- :func:`train_shadows`: the K trainings. Model k is
+  :func:`core.noisy_training.train_central` (the target's loop: per-epoch shuffle by a local generator, batches of
   ``batch_size`` with a smaller last one, mean cross-entropy, SGD or Adam) on the rows
   ``in_mask[k]``, with seed ``s_k = derive(seed, "shadow", k)`` (:mod:`core.seeds`): initial
   weights from ``torch_stream(s_k, "init")`` (:func:`core.nn.init_module_`), batch order from
@@ -40,7 +44,8 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
 from core.checks import range_error
-from core.defenses.noisy_training import (
+from core.nn import init_module_
+from core.noisy_training import (
     OPTIMIZERS,
     as_images,
     check_choice,
@@ -49,7 +54,6 @@ from core.defenses.noisy_training import (
     check_range,
     train_central,
 )
-from core.nn import init_module_
 from core.progress import Progress
 from core.seeds import derive, stream, torch_stream
 

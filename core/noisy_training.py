@@ -16,6 +16,10 @@ from ``perturb(x_flat, generator)`` (rows flattened to (n, d); the channel sampl
 :mod:`core.defenses.channel` fit this signature), so this module knows nothing of κ.
 Models receive image-shaped batches (n, *image_shape) — a model taking flat rows works too if
 it flattens first. All randomness comes from local generators derived from ``seed``.
+
+The plain loop of a centrally trained classifier (no ξ) as much as a defense: the defenses'
+builders (:mod:`core.defenses.central`, DP-SGD's and Inf2Guard's canary hooks) and the membership
+attacks' shadow models (:mod:`core.shadow_training`) all train with it, so it sits below both.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-# the one range checker; core.defenses.dpsgd and core.attacks.shadows import it from here too
+# the one range checker; core.defenses.dpsgd and core.shadow_training import it from here too
 from core.checks import check_choice, check_int, check_range, range_error
 from core.progress import Progress
 from core.seeds import torch_stream
