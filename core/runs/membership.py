@@ -28,39 +28,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
 
 from core import caveats
 from core.config import MembershipConfig
 from core.progress import Progress
 from core.result import Result
-from core.stages import StageOutput, Stages
-
-FAMILY = "membership"
-
-
-def _shape(ds) -> tuple[int, int, int]:
-    return tuple(ds.image_shape) if ds.image_shape else (1, 1, int(ds.X.shape[1]))
-
-
-def _pool(ds, cfg: MembershipConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(pool rows (2M,), is_member (2M,) bool for the target)."""
-    from core.seeds import stream
-
-    tr = ds.split("train")
-    m = cfg.train.members
-    if 2 * m > len(tr):
-        raise ValueError(f"train.members: got {m}; at most {len(tr) // 2} for {ds.name!r} "
-                         f"(a pool of 2·members train rows)")
-    rng = stream(cfg.seed, "membership", "pool")
-    pool = np.sort(rng.choice(tr, size=2 * m, replace=False))
-    member = np.zeros(2 * m, dtype=bool)
-    member[rng.choice(2 * m, size=m, replace=False)] = True
-    return pool, member
-
-
-def _true_prob(p: torch.Tensor, y: torch.Tensor) -> np.ndarray:
-    return p.gather(1, y.view(-1, 1)).squeeze(1).double().cpu().numpy()
+from core.stages import Stages
 
 
 def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | None = None) -> Result:
@@ -116,12 +89,3 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
                                       intervals=intervals, explicit=raised)
     return Result(kind=cfg.kind, config=cfg.model_dump(mode="json"), seed=cfg.seed,
                   metrics=metrics, intervals=intervals, artifacts=artifacts, info=info)
-
-
-def _projection(release: np.ndarray, seed: int, points: int) -> StageOutput:
-    """t-SNE of the release on at most ``points`` pool rows (a seeded subsample)."""
-    from core.projection import project
-
-    emb, idx = project(np.asarray(release, np.float64), method="tsne", seed=seed,
-                       max_points=points)
-    return StageOutput(arrays={"embedding": emb, "indices": idx})

@@ -16,11 +16,36 @@ import torch
 from core import caveats
 from core.config import MembershipConfig
 from core.progress import Progress
-from core.runs.membership import FAMILY, _pool, _shape, _true_prob
 from core.stages import StageOutput, Stages
 
 #: prefix of a signal's array in a model stage's output
 SIGNAL_PREFIX = "signal_"
+
+FAMILY = "membership"
+
+
+def _shape(ds) -> tuple[int, int, int]:
+    return tuple(ds.image_shape) if ds.image_shape else (1, 1, int(ds.X.shape[1]))
+
+
+def _pool(ds, cfg: MembershipConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(pool rows (2M,), is_member (2M,) bool for the target)."""
+    from core.seeds import stream
+
+    tr = ds.split("train")
+    m = cfg.train.members
+    if 2 * m > len(tr):
+        raise ValueError(f"train.members: got {m}; at most {len(tr) // 2} for {ds.name!r} "
+                         f"(a pool of 2·members train rows)")
+    rng = stream(cfg.seed, "membership", "pool")
+    pool = np.sort(rng.choice(tr, size=2 * m, replace=False))
+    member = np.zeros(2 * m, dtype=bool)
+    member[rng.choice(2 * m, size=m, replace=False)] = True
+    return pool, member
+
+
+def _true_prob(p: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    return p.gather(1, y.view(-1, 1)).squeeze(1).double().cpu().numpy()
 
 
 @dataclass
@@ -395,8 +420,6 @@ def projection_stage(ctx: Context, stages: Stages, A: dict[str, np.ndarray], tar
                      progress: Progress) -> dict[str, np.ndarray]:
     """The released representations (else the log-probabilities) in 2-D, coloured by
     membership (a stage: t-SNE costs seconds); nothing when ``projection_points`` is 0."""
-    from core.runs.membership import _projection
-
     cfg = ctx.cfg
     if cfg.projection_points <= 0:
         return {}
@@ -421,3 +444,12 @@ def best_attack(parts: dict[str, Any], scores: dict[str, np.ndarray],
         metrics[parts[n].metric_name("tpr_at_0p1pct_fpr")] for n in scores)
     intervals["mia_auc_best"] = intervals[auc[best]]
     return best
+
+
+def _projection(release: np.ndarray, seed: int, points: int) -> StageOutput:
+    """t-SNE of the release on at most ``points`` pool rows (a seeded subsample)."""
+    from core.projection import project
+
+    emb, idx = project(np.asarray(release, np.float64), method="tsne", seed=seed,
+                       max_points=points)
+    return StageOutput(arrays={"embedding": emb, "indices": idx})
