@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "compare": "benchmarks.compare_bench:main",
     "registry": "benchmarks.registry_bench:main",
     "hardening": "benchmarks.hardening_bench:main",
+    "userfiles": "benchmarks.userfiles_bench:main",
     "papers": "benchmarks.papers_check:main",
     "dlg_lenet": "benchmarks.dlg_lenet:main",
     "lessons": "benchmarks.lessons_bench:main",

@@ -15,7 +15,8 @@ results other benchmarks leave::
 - ``fil-lira``: the FIL runner's default (digits 0/1, PCA 20, logistic) with its FIL-LiRA stage
   at each seed; -> ``faithfulness_raw/fil_lira_runner.json``.
 - ``assemble``: the headline from ``faithfulness_raw/*.json`` (the research measurements of
-  :mod:`benchmarks.faithfulness_research` and the two above), ``audit.json`` and
+  :mod:`benchmarks.faithfulness_research` and the two above; the two runner figures are read
+  only from the runners' files, :data:`FIGURE_SOURCES`), ``audit.json`` and
   ``equal_privacy.json`` (the audit / equal-privacy benchmark) and ``papers.json`` (the paper
   check); a component not yet written gives ``null`` and its key in ``pending``.
 
@@ -43,7 +44,13 @@ HEADLINE_KEYS = (
     "learned_minus_best_fixed_ssim_at_matched_utility", "audit_eps_max_over_accountant_eps",
     "audit_broken_run_caught", "audit_correct_runs_flagged", "audited_defenses",
     "thm3_points_below_estimated_bound", "kappa_thm1_seed_means_below_bound", "fil_lira_spearman",
-    "paper_claims_checked", "paper_claims_direction_holds")
+    "paper_claims_checked", "paper_claims_holds")
+
+#: the file each figure is read from; the paper check (core.paper_claims) reads the same
+#: figures from the same files, so faithfulness.json and papers.json never publish two
+#: values for one figure (a missing file gives null, never another file's number)
+FIGURE_SOURCES = {"repr_mia_undefended": "faithfulness_raw/repr_mia_runner.json",
+                  "fil_lira_spearman": "faithfulness_raw/fil_lira_runner.json"}
 
 
 def _mean_interval(values: list[float], confidence: float = 0.95) -> dict[str, Any]:
@@ -181,17 +188,13 @@ def assemble() -> dict[str, Any]:
         head[key] = value
         sources[key] = source
 
-    # measured through the wired runners where present, else the research measurement
+    # measured through the wired runners (the files the paper check reads too)
     rm = raw.get("repr_mia_runner") if not (raw.get("repr_mia_runner") or {}).get("quick") else None
     und_rows = [r["representation_lira_auc"] for r in (rm or {}).get("rows", [])
                 if r["lambda"] == 0.0]
-    if rm is not None and und_rows:
-        put("repr_mia_undefended", float(np.mean(und_rows)),
-            "faithfulness_raw/repr_mia_runner.json (membership runner, registered part "
-            f"mia_representation_lira, Inf2Guard λ = 0, mean over {len(und_rows)} seed(s))")
-    else:
-        put("repr_mia_undefended", _pick(raw.get("repr_mia"), "repr_mia_undefended"),
-            "faithfulness_raw/repr_mia.json (research script)")
+    put("repr_mia_undefended", float(np.mean(und_rows)) if und_rows else None,
+        f"{FIGURE_SOURCES['repr_mia_undefended']} (membership runner, registered part "
+        f"mia_representation_lira, Inf2Guard λ = 0, mean over {len(und_rows)} seed(s))")
     ssim = raw.get("repr_ssim_mnist5k")
     put("repr_ssim_undefended", _pick(ssim, "repr_ssim_undefended"),
         "faithfulness_raw/repr_ssim_mnist5k.json")
@@ -204,12 +207,9 @@ def assemble() -> dict[str, Any]:
         _pick(raw.get("kappa_thm1"), "kappa_thm1_seed_means_below_bound"),
         "faithfulness_raw/kappa_thm1.json")
     fl = raw.get("fil_lira_runner") if not (raw.get("fil_lira_runner") or {}).get("quick") else None
-    if fl is not None:
-        put("fil_lira_spearman", _pick(fl, "fil_lira_spearman"),
-            "faithfulness_raw/fil_lira_runner.json (FIL runner's FIL-LiRA stage)")
-    else:
-        put("fil_lira_spearman", _pick(raw.get("fil_lira_digits"), "fil_lira_spearman"),
-            "faithfulness_raw/fil_lira_digits.json (research script)")
+    put("fil_lira_spearman", _pick(fl, "fil_lira_spearman"),
+        f"{FIGURE_SOURCES['fil_lira_spearman']} (FIL runner's FIL-LiRA stage, mean over seeds; "
+        "the paper check reads it with its t-interval and decides at the larger Adult view)")
     for key in ("inf2guard_utility_at_equal_lira_auc", "dpsgd_utility_at_equal_lira_auc"):
         put(key, _pick(equal, key), "equal_privacy.json")
     # the best ratio above majority on the grid's ε ≤ 8 points: the ratio grows with ε, so it
@@ -222,8 +222,8 @@ def assemble() -> dict[str, Any]:
                 "audit_correct_runs_flagged", "audited_defenses"):
         put(key, _pick(audit, key) if _pick(audit, key) is not None else _pick(equal, key),
             "audit.json")
-    for key in ("paper_claims_checked", "paper_claims_direction_holds"):
-        put(key, _pick(papers, key), "papers.json")
+    for key in ("paper_claims_checked", "paper_claims_holds"):
+        put(key, _pick(papers, key), "papers.json (verdicts decided by intervals)")
     headline = {k: head.get(k) for k in HEADLINE_KEYS}
     details: dict[str, Any] = {}
     if rm is not None:

@@ -12,18 +12,32 @@ step is measured, the rest is arithmetic. Timed with ``THREADS`` torch thread(s)
 machine (its load average is in the file), so the estimates are rough upper-side figures for
 a quiet machine with more cores.
 
-``headline``: ``paper_claims_checked`` (claims with a measured direction in our default
-setting) and ``paper_claims_direction_holds``.
-``python -m benchmarks papers`` or ``python -m benchmarks.papers_check`` → ``results/papers.json``.
+``headline``: ``paper_claims_checked`` and the three verdict counts (holds / does not hold /
+not resolved, from the 95 % interval of each claim's compared difference at the largest scale
+measured, :mod:`core.verdicts`), and ``claims_with_interval_verdict``; the counts also go into
+``results/trust.json``'s headline. ``verdict_changes``: every verdict change, logged when the
+file is rewritten (``tests/test_paper_verdicts.py`` fails when a row's verdict differs from
+the recorded one).
+``python -m benchmarks papers`` or ``python -m benchmarks.papers_check`` → ``results/papers.json``
+(re-times the presets); ``python -m benchmarks.papers_check --verdicts`` rewrites only the rows,
+headline and log from the stored results (seconds).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 THREADS = 1
 STEPS = 3
+TRUST_JSON = "benchmarks/results/trust.json"
+#: papers.json's headline (the counts also go to trust.json's headline)
+HEADLINE_KEYS = ("paper_claims_checked", "paper_claims_holds", "paper_claims_does_not_hold",
+                 "paper_claims_not_resolved", "claims_with_interval_verdict")
 
 
 #: what each timed model is, and what of the paper's training it leaves out (so the estimate
@@ -153,48 +167,136 @@ def measure_costs(quick: bool = False) -> dict[str, dict[str, Any]]:
     return out
 
 
+def flat_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The table as stored: one row per claim with its verdict, the cell that decided it, every
+    scale's reading (values, interval, sources) and the largest-preset text."""
+    out = []
+    for r in rows:
+        cells = [{k: c.get(k) for k in ("setting", "measured", "value", "interval", "verdict",
+                                        "why", "text", "sources")} for c in r["cells"]]
+        out.append({"paper": r["paper"], "claim_id": r["claim_id"], "origin": r["origin"],
+                    "verdict": r["verdict"], "decided_by": r["decided_by"], "why": r["why"],
+                    "statement": r["statement"], "citation": r["citation"], "quote": r["quote"],
+                    "paper_number": r["paper_number"], "metric": r["metric"],
+                    "relation": r["relation"], "cells": cells,
+                    "ours_largest": r["ours_largest"]["text"],
+                    "ours_largest_is_estimate": r["ours_largest"].get("estimate", False),
+                    "note": r["note"]})
+    return out
+
+
+def _legacy(row: dict[str, Any]) -> str | None:
+    """A row written before verdicts were decided by intervals: its point-estimate direction."""
+    d = row.get("direction_holds")
+    return None if d is None else ("holds" if d else "does not hold") + " (point estimate)"
+
+
+def _changes(old: dict[str, Any] | None, rows: list[dict[str, Any]], when: str) -> list[dict]:
+    """The file's verdict-change log, extended by every row whose verdict differs from the
+    one the previous file recorded (a new row counts as a change from None)."""
+    log = list((old or {}).get("verdict_changes") or [])
+    before = {r.get("claim_id"): r.get("verdict") or _legacy(r)
+              for r in (old or {}).get("rows", []) if isinstance(r, dict)}
+    for r in rows:
+        if before.get(r["claim_id"]) != r["verdict"]:
+            log.append({"claim_id": r["claim_id"], "from": before.get(r["claim_id"]),
+                        "to": r["verdict"], "decided_by": r["decided_by"], "date": when})
+    return log
+
+
+def _notes(h: dict[str, int], rows: list[dict[str, Any]]) -> str:
+    from core.papers import HOLDS, UNRESOLVED, counts_sentence
+
+    paper = [r for r in rows if r["origin"] == "paper"]
+    fails = [r["claim_id"] for r in paper if r["verdict"] not in (HOLDS, UNRESOLVED)]
+    return (counts_sentence(h) + f". Does not hold: {', '.join(fails) or 'none'}. "
+            "Verdict rule: the 95 % interval of test − base (Student-t over seeds where the file "
+            "holds per-seed values; else each end's stored interval in quadrature; else a stored "
+            "interval of the quantity itself) entirely on the claimed side: holds; entirely on the "
+            "other side: does not hold; otherwise, or with no interval, not resolved. The largest "
+            "scale measured decides. Our numbers are read from the stored benchmark files each "
+            "cell names (never typed); the papers' are quoted from shared/papers.")
+
+
+def record(root: Path | None = None) -> dict[str, Any]:
+    """Rewrite ``papers.json``'s rows, headline and verdict log from the stored benchmark files
+    without re-timing the presets (their costs are kept), and the paper-claim counts in
+    ``trust.json``'s headline."""
+    from core.papers import PAPERS_JSON, ROOT, build_table, headline
+
+    root = root or ROOT
+    path = root / PAPERS_JSON
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        old = {}
+    rows = build_table(root, costs=old.get("preset_costs") or {}, cuda=False)
+    h = headline(rows)
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+    notes = str(old.get("notes") or "")
+    cost_notes = old.get("cost_notes") or (notes[notes.index("CUDA presets"):]
+                                           if "CUDA presets" in notes else "")
+    out = {**old, "name": "papers", "headline": {k: h[k] for k in HEADLINE_KEYS},
+           "counts": h, "rows": flat_rows(rows), "verdict_changes": _changes(old, rows, when),
+           "cost_notes": cost_notes, "notes": _notes(h, rows) + (" " + cost_notes
+                                                                   if cost_notes else "")}
+    path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    write_trust(h, root)
+    return out
+
+
+def write_trust(h: dict[str, int], root: Path | None = None) -> None:
+    """Merge the paper-claim counts into ``trust.json``'s headline (other keys kept)."""
+    from core.papers import ROOT, TRUST_KEYS
+
+    path = (root or ROOT) / TRUST_JSON
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        doc = {"name": "trust"}
+    doc.setdefault("headline", {}).update({k: h[k] for k in TRUST_KEYS})
+    doc.setdefault("sources", {}).update({k: "papers.json (core.papers.headline)"
+                                          for k in TRUST_KEYS})
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+
+
 def main(quick: bool = False) -> dict[str, Any]:
-    from core.papers import build_table, format_hours, headline
+    from core.papers import PAPERS_JSON, ROOT, build_table, format_hours, headline
 
     t0 = time.perf_counter()
     costs = measure_costs(quick)
-    import os
-
     load_after = [round(x, 2) for x in os.getloadavg()]
     rows = build_table(costs=costs, cuda=False)
-    flat = [{"paper": r["paper"], "claim_id": r["claim_id"], "statement": r["statement"],
-             "paper_number": r["paper_number"], "paper_setting": r["paper_setting"],
-             "metric": r["metric"], "our_setting": r["our_setting"],
-             "ours_default": r["ours_default"]["text"], "ours_default_values": r["ours_default"]["value"],
-             "ours_default_sources": r["ours_default"].get("sources"),
-             "ours_default_resolved": r["ours_default"].get("resolved"),
-             "ours_largest": r["ours_largest"]["text"],
-             "ours_largest_is_estimate": r["ours_largest"].get("estimate", False),
-             "direction_holds": r["direction_holds"], "note": r["note"]} for r in rows]
     h = headline(rows)
     est = "; ".join(f"{pid} ≈ {format_hours(c['estimate_seconds'])} "
                     f"({c['seconds_per_step']:.3g} s/step × {c['paper_steps']:,})"
                     for pid, c in costs.items())
-    failing = [r["claim_id"] for r in rows if r["direction_holds"] is False]
-    missing = [r["claim_id"] for r in rows if r["direction_holds"] is None]
-    notes = (f"{h['paper_claims_checked']} of {h['paper_claims_declared']} claims measured in "
-             f"our default setting, {h['paper_claims_direction_holds']} hold (point estimates; "
-             f"{h['paper_claims_within_intervals']} within their stored 95 % intervals); does not hold: "
-             f"{', '.join(failing) or 'none'}; not measured: {', '.join(missing) or 'none'}. "
-             "Our numbers are read from the stored benchmark files each row names (never typed); "
-             "the paper's are quoted from shared/spec. CUDA presets not run here (no CIFAR-10 / "
-             f"CelebA on this machine, nothing downloaded); CPU estimates, {THREADS} torch thread, "
-             f"loaded shared machine (load average after timing {load_after} on "
-             f"{os.cpu_count()} cores; step times scale with it): {est}.")
-    return {"name": "papers", "headline": {k: h[k] for k in ("paper_claims_checked",
-                                                           "paper_claims_direction_holds")},
-            "rows": flat, "preset_costs": costs, "notes": notes, "quick": quick,
-            "seconds": round(time.perf_counter() - t0, 1)}
+    cost_notes = ("CUDA presets not run here (no CIFAR-10 / CelebA on this machine, nothing "
+                  f"downloaded); CPU estimates, {THREADS} torch thread, loaded shared machine "
+                  f"(load average after timing {load_after} on {os.cpu_count()} cores; step "
+                  f"times scale with it): {est}.")
+    try:
+        old = json.loads((ROOT / PAPERS_JSON).read_text())
+    except (OSError, ValueError):
+        old = {}
+    if not quick:
+        write_trust(h)
+    return {"name": "papers", "headline": {k: h[k] for k in HEADLINE_KEYS}, "counts": h,
+            "rows": flat_rows(rows), "preset_costs": costs,
+            "verdict_changes": _changes(old, rows, datetime.now(UTC).isoformat(timespec="seconds")),
+            "notes": _notes(h, rows) + " " + cost_notes, "cost_notes": cost_notes,
+            "quick": quick, "seconds": round(time.perf_counter() - t0, 1)}
 
 
 if __name__ == "__main__":
     import sys
 
+    if "--verdicts" in sys.argv[1:]:
+        res = record()
+        print(json.dumps(res["headline"], indent=1))
+        for c in res["verdict_changes"][-len(res["rows"]):]:
+            print(f"changed: {c['claim_id']} {c['from']} -> {c['to']}")
+        sys.exit(0)
     from benchmarks.__main__ import main as harness
 
     sys.exit(harness(["papers", *sys.argv[1:]]))

@@ -152,3 +152,41 @@ def field_range(model: Any, field: str) -> dict[str, Any]:
             if v is not None:
                 out[side], out[f"{side}_open"] = v, is_open
     return out
+
+
+def check_field(block: Any, field: str, value: Any, *, note: str = "") -> float:
+    """``float(value)`` if it lies in the range the config ``block`` declares for ``field``
+    (:func:`field_range`), else the one-line ``ValueError``: a function a block's value reaches
+    checks it against the block's declaration instead of writing the range again."""
+    r = field_range(block, field)
+    lo = -math.inf if r["lo"] is None else r["lo"]
+    hi = math.inf if r["hi"] is None else r["hi"]
+    return check_range(field, value, lo, hi, lo_open=r["lo_open"], hi_open=r["hi_open"],
+                       note=note)
+
+
+def check_block(block: Any, *, names: dict[str, str] | None = None, **values: Any) -> Any:
+    """``block(**values)`` validated, or a one-line ``ValueError`` naming the first field at
+    fault with its allowed range: a function taking a block's fields loose applies the block's
+    own rules (ranges and validators such as "exactly one of"), written once on the block.
+    ``names`` maps a block field to the caller's argument name the message should use."""
+    from pydantic import ValidationError
+
+    try:
+        return block(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if loc in block.model_fields and err.get("type") in (
+                "greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+            try:
+                check_field(block, loc, values.get(loc))
+            except ValueError as bad:
+                msg = str(bad)
+        elif loc:
+            msg = f"{loc}: got {_given(values.get(loc))}; {msg}"
+        for field, name in (names or {}).items():
+            if msg.startswith(field + ":"):
+                msg = name + msg[len(field):]
+        raise ValueError(msg) from None

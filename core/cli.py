@@ -416,9 +416,10 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def cmd_papers(args: argparse.Namespace) -> int:
-    """The paper-check table (:mod:`core.papers`): each headline claim, the paper's number,
-    ours at default and at the largest preset, whether the direction holds; ``--preset ID``
-    prints that paper-scale preset's config as YAML instead."""
+    """The paper-check table (:mod:`core.papers`): each claim, the paper's citation, quote and
+    number, ours at every scale measured and the verdict (holds / does not hold / not resolved,
+    from the 95 % interval at the largest scale measured), our own findings apart, and the
+    three counts; ``--preset ID`` prints that paper-scale preset's config as YAML instead."""
     from core import papers
 
     if args.preset is not None:
@@ -446,18 +447,25 @@ def cmd_papers(args: argparse.Namespace) -> int:
     if args.json:
         _json_out({"headline": head, "rows": rows})
         return EXIT_OK
-    for r in rows:
-        print(f"{r['paper']} · {r['claim_id']}: {papers.holds_text(r['direction_holds'])}")
-        print(f"  claim    {r['statement']}")
-        print(f"  paper    {r['paper_number']} ({r['paper_setting']})")
-        print(f"  ours     {r['ours_default']['text']} — {r['metric']}; {r['our_setting']}")
-        big = r["ours_largest"]
-        print(f"  largest  {big['text']}" + (f"\n           run: {big['command']}"
-                                              if big.get("command") else ""))
-        if r["note"]:
-            print(f"  note     {r['note']}")
-    print(f"{head['paper_claims_direction_holds']} of {head['paper_claims_checked']} measured "
-          f"claims hold ({head['paper_claims_declared']} declared)")
+    for origin, title in ((papers.PAPER, "Paper claims"),
+                          (papers.OWN, "Our own findings (no paper makes these claims)")):
+        print(f"== {title} ==")
+        for r in (r for r in rows if r["origin"] == origin):
+            print(f"{r['paper']} · {r['claim_id']}: {r['verdict']}"
+                  + (f" (decided at: {r['decided_by']})" if len(r["cells"]) > 1 else ""))
+            print(f"  claim    {r['statement']}")
+            if r["citation"]:
+                print(f"  paper    {r['citation']}: \"{r['quote']}\"")
+            print(f"  number   {r['paper_number']}")
+            for c in r["cells"]:
+                print(f"  ours     {c['text']} — {r['metric']}; {c['setting']}")
+            big = r["ours_largest"]
+            if big not in r["cells"]:
+                print(f"  largest  {big['text']}" + (f"\n           run: {big['command']}"
+                                                      if big.get("command") else ""))
+            if r["note"]:
+                print(f"  note     {r['note']}")
+    print(papers.counts_sentence(head))
     return EXIT_OK
 
 
@@ -526,6 +534,8 @@ def cmd_data_add(args: argparse.Namespace) -> int:
         what = (f"images, {entry['rows']:,} images {entry['size']}x{entry['size']} {entry['color']}, "
                 f"{len(entry['classes'])} classes, private {', '.join(entry['private'])}")
     print(f"registered {entry['name']}: {what}")
+    for note in entry.get("notes", []):  # cells imputed, columns left out, images converted
+        print(f"  note: {note}")
     print(f"  fingerprint {entry['fingerprint'][:12]}; use it as data: {{name: {entry['name']}}}")
     return EXIT_OK
 

@@ -77,27 +77,16 @@ for _f in (
 
 
 def field_bounds(block: type, field: str) -> tuple[float, float]:
-    """[low, high] of a pydantic ``block``'s numeric ``field`` from its annotated_types
-    constraints (``Ge``/``Gt``/``Le``/``Lt``, inside ``Optional`` too). A knob's slider ends on
-    values the block accepts, so both ends must be closed (``Ge`` and ``Le``); an open or a
-    missing end is a ValueError naming the field."""
-    import typing
+    """[low, high] of a pydantic ``block``'s numeric ``field`` (:func:`core.checks.field_range`).
+    A knob's slider ends on values the block accepts, so both ends must be closed (``Ge`` and
+    ``Le``); an open or a missing end is a ValueError naming the field."""
+    from core.checks import field_range
 
-    from annotated_types import Ge, Gt, Le, Lt
-
-    info = block.model_fields[field]
-    metadata = list(info.metadata)
-    stack = [info.annotation]
-    while stack:  # Annotated[...] nested in a union (an optional knob)
-        t = stack.pop()
-        metadata.extend(getattr(t, "__metadata__", ()))
-        stack.extend(typing.get_args(t) if typing.get_origin(t) is not None else ())
-    low = next((float(m.ge) for m in metadata if isinstance(m, Ge)), None)
-    high = next((float(m.le) for m in metadata if isinstance(m, Le)), None)
-    if low is None or high is None or any(isinstance(m, Gt | Lt) for m in metadata):
+    r = field_range(block, field)
+    if r["lo"] is None or r["hi"] is None or r["lo_open"] or r["hi_open"]:
         raise ValueError(f"{block.__name__}.{field}: a knob needs closed bounds (Ge and Le) "
                          "on its field")
-    return low, high
+    return float(r["lo"]), float(r["hi"])
 
 
 @dataclass(frozen=True)

@@ -308,10 +308,10 @@ def test_train_central_rejects_bad_arguments(digits, field, kw):
 
 
 @pytest.mark.parametrize(("field", "kw"), [
-    ("noise_multiplier/target_epsilon", {}),
+    ("noise_multiplier", {}),
     ("batch_size/sample_rate", {"sample_rate": 0.5, "noise_multiplier": 1.0}),
     ("grad_sample_mode", {"grad_sample_mode": "functorch", "noise_multiplier": 1.0}),
-    ("noise_multiplier/target_epsilon", {"noise_multiplier": 1.0, "target_epsilon": 1.0}),
+    ("noise_multiplier", {"noise_multiplier": 1.0, "target_epsilon": 1.0}),
     ("noise_multiplier", {"noise_multiplier": -1.0}), ("target_epsilon", {"target_epsilon": 0.0}),
     ("delta", {"delta": 1.0, "noise_multiplier": 1.0}),
     ("max_grad_norm", {"max_grad_norm": 0.0, "noise_multiplier": 1.0}),

@@ -1,6 +1,6 @@
-"""Paper check (issue #22 item 6): the claims table from fixture result files, 'not measured'
-where a number is missing, the page section on CPU with the CUDA presets marked as estimates,
-``privlab papers --json`` and ``--preset``."""
+"""Paper check: the claims table from fixture result files, verdicts decided by intervals at
+the largest scale measured, 'not measured' where a number is missing, the page section on CPU
+with the CUDA presets marked as estimates, ``privlab papers --json`` and ``--preset``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from core import papers
-from core.papers import CLAIMS, NOT_MEASURED, PRESETS, Ref, build_table, headline, read_ref
+from core.papers import CLAIMS, NOT_MEASURED, PRESETS, build_table, headline
+from core.verdicts import FAILS, HOLDS, UNRESOLVED
 
 
 def _put(root: Path, rel: str, obj) -> None:
@@ -21,74 +22,92 @@ def _put(root: Path, rel: str, obj) -> None:
 
 
 def _fixture_root(tmp_path: Path) -> Path:
-    """Result files for three claims: Inf2Guard λ (holds), Inf2Guard vs DP-SGD (fails) and
-    FIL ρ (holds); the other claims' files are absent."""
+    """Result files for three claims: Inf2Guard λ (two seeds, a resolved fall: holds),
+    Inf2Guard vs DP-SGD (three seeds, Inf2Guard below: does not hold), FIL ρ at the default
+    scale (holds); the other claims' files are absent."""
     root = tmp_path / "repo"
-    _put(root, "benchmarks/results/faithfulness_raw/repr_mia.json", {"summary": {
-        "0": {"representation_lira_auc": {"mean": 0.80, "lo": 0.75, "hi": 0.85}},
-        "0.5": {"representation_lira_auc": {"mean": 0.60, "lo": 0.55, "hi": 0.65}}}})
-    _put(root, "benchmarks/results/equal_privacy.json", {"headline": {
-        "dpsgd_utility_at_equal_lira_auc": 0.7, "inf2guard_utility_at_equal_lira_auc": 0.4}})
-    _put(root, "benchmarks/results/faithfulness_raw/fil_lira_digits.json",
-         {"headline": {"fil_lira_spearman": 0.25}})
+    _put(root, "benchmarks/results/faithfulness_raw/repr_mia_runner.json", {"summary": {
+        "0": {"representation_lira_auc": {"values": [0.80, 0.82]}},
+        "0.5": {"representation_lira_auc": {"values": [0.60, 0.61]}}}})
+    _put(root, "benchmarks/results/equal_privacy.json", {
+        "at_equal_lira_auc": {"inf2guard": {"knob": 0.9}, "dpsgd": {"knob": 8.0}},
+        "points": [{"defense": "Inf2Guard (λ)", "knob": 0.9, "utility_per_seed": [0.4, 0.42, 0.41]},
+                   {"defense": "DP-SGD (Opacus)", "knob": 8.0,
+                    "utility_per_seed": [0.70, 0.71, 0.69]}]})
+    _put(root, "benchmarks/results/faithfulness_raw/fil_lira_runner.json", {"summary": {
+        "fil_lira_spearman": {"mean": 0.25, "lo": 0.1, "hi": 0.4}}})
     _put(root, "benchmarks/results/papers.json", {"preset_costs": {
         pid: {"seconds_per_step": 0.5, "preset_seconds_per_step": 0.01} for pid in PRESETS}})
     return root
 
 
-def test_read_ref_walks_keys_indices_and_row_filters(tmp_path):
-    _put(tmp_path, "r.json", {"rows": [{"lam": 0, "seed": 0, "v": 1.0},
-                                       {"lam": 0, "seed": 1, "v": 3.0},
-                                       {"lam": 1, "seed": 0, "v": 9.0},
-                                       {"lam": 1, "seed": 1, "v": None}],
-                              "h": {"flag": True, "nan": float("nan"), "list": [5, 6]}})
-    assert read_ref(Ref("r.json", ("rows", (("lam", 0),), "v")), tmp_path) == 2.0  # mean
-    assert read_ref(Ref("r.json", ("rows", (("lam", 1),), "v")), tmp_path) == 9.0  # None skipped
-    assert read_ref(Ref("r.json", ("rows", (("lam", 2),), "v")), tmp_path) is None
-    assert read_ref(Ref("r.json", ("h", "flag")), tmp_path) == 1.0
-    assert read_ref(Ref("r.json", ("h", "nan")), tmp_path) is None  # NaN reads as missing
-    assert read_ref(Ref("r.json", ("h", "list", 1)), tmp_path) == 6.0
-    assert read_ref(Ref("r.json", ("h", "absent")), tmp_path) is None
-    assert read_ref(Ref("missing.json", ("h",)), tmp_path) is None
+def _rows(root: Path, **kw) -> dict[str, dict]:
+    return {r["claim_id"]: r for r in build_table(root, cuda=False, **kw)}
 
 
-def test_table_builds_from_fixtures_and_missing_reads_not_measured(tmp_path):
-    root = _fixture_root(tmp_path)
-    rows = {r["claim_id"]: r for r in build_table(root, cuda=False)}
+def test_table_builds_from_fixtures_with_interval_verdicts(tmp_path):
+    rows = _rows(_fixture_root(tmp_path))
     assert set(rows) == {c.claim_id for c in CLAIMS}
     lam = rows["inf2guard_mia_lambda"]
-    assert lam["direction_holds"] is True and lam["ours_default"]["value"] == [0.8, 0.6]
-    assert "0.800" in lam["ours_default"]["text"] and "0.600" in lam["ours_default"]["text"]
+    assert lam["verdict"] == HOLDS and lam["ours_default"]["value"] == [0.81, 0.605]
+    iv = lam["ours_default"]["interval"]
+    assert iv["hi"] < 0 and iv["n"] == 2 and "Student-t" in iv["method"]
+    assert "0.810" in lam["ours_default"]["text"] and "0.605" in lam["ours_default"]["text"]
     assert lam["paper_number"].startswith("CIFAR-10")  # the paper's number beside ours
     dp = rows["inf2guard_mia_vs_dpsgd"]
-    assert dp["direction_holds"] is False  # 0.4 < 0.7: the claim fails and says so
-    assert rows["fil_identifies_leakers"]["direction_holds"] is True
-    # a claim whose file is absent: not measured, with the command that measures it
+    assert dp["verdict"] == FAILS  # Inf2Guard's utility below DP-SGD's in every seed
+    # a claim whose file is absent: not resolved, saying it is not measured and how to measure
     miss = rows["kappa_psnr"]
-    assert miss["direction_holds"] is None
+    assert miss["verdict"] == UNRESOLVED and miss["decided_by"] is None
     assert miss["ours_default"]["text"].startswith(NOT_MEASURED)
     assert "python -m benchmarks.gradient_leakage" in miss["ours_default"]["text"]
     h = headline(list(rows.values()))
-    assert h == {"paper_claims_checked": 3, "paper_claims_direction_holds": 2,
-                 "paper_claims_declared": len(CLAIMS), "paper_claims_within_intervals": 0}
-    assert lam["ours_default"]["resolved"] is True and "intervals apart" in lam["ours_default"]["text"]
+    n_paper = sum(c.origin == "paper" for c in CLAIMS)
+    assert h["paper_claims_checked"] == n_paper
+    assert (h["paper_claims_holds"], h["paper_claims_does_not_hold"]) == (1, 1)
+    assert h["paper_claims_holds"] + h["paper_claims_does_not_hold"] \
+        + h["paper_claims_not_resolved"] == n_paper
+    assert h["claims_with_interval_verdict"] == n_paper
+    assert h["paper_claims_with_interval"] == 2
+    assert h["own_findings"] == sum(c.origin == "own" for c in CLAIMS)
 
 
-def test_overlapping_intervals_say_the_direction_is_not_resolved(tmp_path):
+def test_overlapping_seeds_and_points_read_not_resolved(tmp_path):
     root = _fixture_root(tmp_path)
-    _put(root, "benchmarks/results/faithfulness_raw/repr_mia.json", {"summary": {
-        "0": {"representation_lira_auc": {"mean": 0.70, "lo": 0.60, "hi": 0.80}},
-        "0.5": {"representation_lira_auc": {"mean": 0.65, "lo": 0.55, "hi": 0.75}}}})
-    rows = build_table(root, cuda=False)
-    lam = next(r for r in rows if r["claim_id"] == "inf2guard_mia_lambda")
-    assert lam["direction_holds"] is True and lam["ours_default"]["resolved"] is False
-    assert "not resolved" in lam["ours_default"]["text"]
-    assert headline(rows)["paper_claims_within_intervals"] == 1
+    _put(root, "benchmarks/results/faithfulness_raw/repr_mia_runner.json", {"summary": {
+        "0": {"representation_lira_auc": {"values": [0.72, 0.73]}},
+        "0.5": {"representation_lira_auc": {"values": [0.68, 0.71]}}}})
+    _put(root, "benchmarks/results/tappfl_adult.json", {"rows": [
+        {"attribute": "sex", "defense": "tappfl", "adversary": "5 step(s), lr x10",
+         "lambda": lam, "in_acc": acc, "utility": 0.8} for lam, acc in ((0.0, 0.9), (1.0, 0.5))]})
+    rows = _rows(root)
+    lam = rows["inf2guard_mia_lambda"]
+    assert lam["verdict"] == UNRESOLVED and lam["ours_default"]["interval"]["lo"] < 0 \
+        < lam["ours_default"]["interval"]["hi"]
+    # a large point difference with no interval is still not a verdict, and says why
+    tin = rows["tappfl_lambda_in_training"]
+    assert tin["ours_default"]["value"] == [0.9, 0.5] and tin["verdict"] == UNRESOLVED
+    assert "without an interval" in tin["why"] and "no interval" in tin["ours_default"]["text"]
+
+
+def test_the_larger_scale_decides_even_against_a_resolved_smaller_one(tmp_path):
+    root = _fixture_root(tmp_path)
+    fil = _rows(root)["fil_identifies_leakers"]
+    assert fil["origin"] == "own" and fil["verdict"] == HOLDS  # only the small scale exists
+    adult = "benchmarks/results/faithfulness_raw/fil_lira_adult.json"
+    _put(root, adult, {"rows": [{"eta_target": 3.2, "spearman_eta_lira_score": {
+        "rho": -0.014, "lo": -0.025, "hi": -0.002}}]})
+    fil = _rows(root)["fil_identifies_leakers"]
+    assert fil["verdict"] == FAILS and fil["decided_by"].startswith("UCI Adult")
+    assert [c["verdict"] for c in fil["cells"]] == [HOLDS, FAILS]
+    _put(root, adult, {"rows": [{"eta_target": 3.2, "spearman_eta_lira_score": {
+        "rho": 0.01, "lo": -0.02, "hi": 0.04}}]})
+    assert _rows(root)["fil_identifies_leakers"]["verdict"] == UNRESOLVED
 
 
 def test_cpu_preset_cells_are_estimates_from_measured_costs(tmp_path):
     root = _fixture_root(tmp_path)
-    rows = {r["claim_id"]: r for r in build_table(root, cuda=False)}
+    rows = _rows(root)
     big = rows["inf2guard_mia_lambda"]["ours_largest"]
     p = PRESETS["inf2guard_mia_cifar10"]
     assert big["estimate"] is True and big["holds"] is None
@@ -97,8 +116,10 @@ def test_cpu_preset_cells_are_estimates_from_measured_costs(tmp_path):
     assert "privlab papers --preset inf2guard_mia_cifar10" in big["command"]
     # the preset's own (smaller) model is timed too and said apart from the paper's
     assert "MLP encoder" in big["text"] and "0.01 s/step" in big["text"]
-    # without measured costs the cell says how to measure them, never a made-up time
-    rows = {r["claim_id"]: r for r in build_table(root, costs={}, cuda=False)}
+    # an estimate is not a measurement: the default scale still decides
+    assert rows["inf2guard_mia_lambda"]["decided_by"] == CLAIMS[
+        [c.claim_id for c in CLAIMS].index("inf2guard_mia_lambda")].scales[0].setting
+    rows = _rows(root, costs={})
     assert "estimate not measured" in rows["inf2guard_mia_lambda"]["ours_largest"]["text"]
 
 
@@ -118,25 +139,25 @@ def _section(root: str) -> None:
     paper_check_section(Path(root), cuda=False)
 
 
-def test_section_renders_on_cpu_with_presets_marked_as_estimates(tmp_path):
+def test_section_renders_the_three_counts_and_a_narrow_table(tmp_path):
     from streamlit.testing.v1 import AppTest
 
-    from dashboard.components.paper_check import ESTIMATE_MARK
+    from dashboard.components.paper_check import COLUMNS
 
     root = _fixture_root(tmp_path)
     at = AppTest.from_function(_section, kwargs={"root": str(root)}, default_timeout=30).run()
     assert not at.exception, at.exception
     assert [s.value for s in at.subheader] == ["Paper check"]
-    df = at.dataframe[0].value
-    assert len(df) == len(CLAIMS)
-    big = list(df["ours (largest preset)"])
-    assert any(c.startswith(ESTIMATE_MARK) for c in big)
-    # a preset-backed claim's cell is an estimate; the measured default beside it is not
-    i = list(df["claim"]).index(next(c.statement for c in CLAIMS
-                                    if c.claim_id == "inf2guard_mia_lambda"))
-    assert big[i].startswith(ESTIMATE_MARK) and "≈" in big[i]
-    assert not df["ours (default)"][i].startswith(ESTIMATE_MARK)
-    assert set(df["direction"]) == {"holds", "does not hold", NOT_MEASURED}
+    assert [m.label for m in at.metric] == ["holds", "does not hold", "not resolved"]
+    assert [m.value for m in at.metric][:2] == ["1", "1"]
+    paper_df, own_df = at.dataframe[0].value, at.dataframe[1].value
+    assert tuple(paper_df.columns) == COLUMNS and len(COLUMNS) <= 5  # fits 1280 px
+    assert len(paper_df) == sum(c.origin == "paper" for c in CLAIMS)
+    assert len(own_df) == sum(c.origin == "own" for c in CLAIMS)
+    assert set(paper_df["verdict"]) == {HOLDS, FAILS, UNRESOLVED}
+    i = list(paper_df["claim"]).index(next(c.statement for c in CLAIMS
+                                          if c.claim_id == "inf2guard_mia_lambda"))
+    assert "Δ" in paper_df["ours (largest scale measured)"][i]
     assert any("estimate" in c.value for c in at.caption)
 
 
@@ -145,29 +166,21 @@ def test_cli_papers_json_and_preset(capsys):
 
     assert main(["papers", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out["headline"]) >= {"paper_claims_checked", "paper_claims_direction_holds"}
+    assert set(out["headline"]) >= {"paper_claims_holds", "paper_claims_does_not_hold",
+                                    "paper_claims_not_resolved", "claims_with_interval_verdict"}
     assert len(out["rows"]) == len(CLAIMS)
     assert {r["paper"] for r in out["rows"]} == {"TAPPFL", "Inf2Guard", "κ channel", "FIL"}
+    assert main(["papers"]) == 0
+    text = capsys.readouterr().out
+    assert "Our own findings" in text and "hold," in text.splitlines()[-1]
     assert main(["papers", "--preset", "kappa_lenet_cifar10"]) == 0
     import yaml
 
     from core.config import parse_config
 
-    text = capsys.readouterr().out
-    cfg = parse_config(yaml.safe_load(text))
+    cfg = parse_config(yaml.safe_load(capsys.readouterr().out))
     assert cfg.data.name == "cifar10" and cfg.train.model == "lenet5"
     assert main(["papers", "--preset", "nope"]) == 2
-
-
-@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.claim_id)
-def test_every_claim_names_where_ours_is_read(claim):
-    sides = [claim.base, claim.test]
-    assert any(s.refs for s in sides)  # at least one side is a measurement, not a constant
-    for s in sides:
-        assert s.refs or s.constant is not None
-        for r in s.refs:
-            assert r.file.startswith("benchmarks/results/") and r.file.endswith(".json")
-    assert claim.relation in ("<", ">", "=") and claim.command
 
 
 def _preset_run(pid: str, key: str, knob: tuple[str, str], value: float, metrics: dict,
@@ -179,24 +192,24 @@ def _preset_run(pid: str, key: str, knob: tuple[str, str], value: float, metrics
     return {"key": key, "kind": cfg["kind"], "config": cfg, "metrics": metrics}
 
 
-def test_stored_preset_runs_answer_the_largest_cell_and_smaller_runs_do_not(tmp_path):
+def test_stored_preset_runs_are_the_largest_scale_and_smaller_runs_are_not(tmp_path):
     root = _fixture_root(tmp_path)
     knob = ("defense", "tradeoff_lambda")
     runs = [_preset_run("inf2guard_mia_cifar10", "a" * 64, knob, 0.75,
                         {"mia_representation_auc": 0.52}),
             _preset_run("inf2guard_mia_cifar10", "b" * 64, knob, 0.0,
                         {"mia_representation_auc": 0.69})]
-    rows = {r["claim_id"]: r for r in build_table(root, cuda=False, runs=runs)}
-    big = rows["inf2guard_mia_lambda"]["ours_largest"]
-    assert big["estimate"] is False and big["holds"] is True and big["value"] == [0.69, 0.52]
+    row = _rows(root, runs=runs)["inf2guard_mia_lambda"]
+    big = row["ours_largest"]
+    assert big["estimate"] is False and big["value"] == [0.69, 0.52]
     assert "bbbbbbbb" in big["text"] and "aaaaaaaa" in big["text"]
+    # one run per end is a point: the preset, being the largest scale, decides "not resolved"
+    assert row["verdict"] == UNRESOLVED and row["decided_by"].startswith("paper-scale preset")
     # the same kind on the same data at fewer epochs is not the preset: still an estimate
     small = [_preset_run("inf2guard_mia_cifar10", "c" * 64, knob, v, {"mia_representation_auc": m},
                          epochs=5) for v, m in ((0.75, 0.5), (0.0, 0.7))]
-    rows = {r["claim_id"]: r for r in build_table(root, cuda=False, runs=small)}
-    assert rows["inf2guard_mia_lambda"]["ours_largest"]["estimate"] is True
-    # the default-setting column and the headline never read the store
-    assert rows["inf2guard_mia_lambda"]["ours_default"]["value"] == [0.8, 0.6]
+    row = _rows(root, runs=small)["inf2guard_mia_lambda"]
+    assert row["ours_largest"]["estimate"] is True and row["verdict"] == HOLDS
 
 
 @pytest.mark.parametrize("pid", ["inf2guard_mia_cifar10", "inf2guard_pia_celeba"])
@@ -212,3 +225,29 @@ def test_preset_data_absent_is_one_clear_error_and_nothing_downloads(pid, tmp_pa
     msg = str(err.value)
     assert cfg.data.name in msg and str(tmp_path / "empty") in msg
     assert not (tmp_path / "empty").exists()  # nothing created, nothing fetched
+
+
+def test_fig14_channel_ordering_reads_every_seed_and_kappa_cell(tmp_path):
+    root = _fixture_root(tmp_path)
+
+    def rows(white_over_natural):
+        out = []
+        for seed in (0, 1, 2):
+            for i, k in enumerate((0.01, 0.1, 1.0)):
+                nat = 0.1 * (i + 1) * (1 + 0.05 * seed)
+                out += [{"part": "defended", "seed": seed, "defense": "natural",
+                         "kappa_per_dim": k, "mse": nat},
+                        {"part": "defended", "seed": seed, "defense": "white",
+                         "kappa_per_dim": k, "mse": nat * white_over_natural(seed, i)}]
+        return {"rows": out}
+
+    _put(root, "benchmarks/results/gradient_leakage.json", rows(lambda s, i: 2.0 + 0.1 * i))
+    row = _rows(root)["kappa_white_over_natural_mse"]
+    assert row["verdict"] == HOLDS and row["ours_default"]["interval"]["n"] == 9
+    assert math.isclose(row["ours_default"]["value"][1], (2.0 * 2.1 * 2.2) ** (1 / 3))
+    # the ratio flips with κ inside every seed: the seed means agree, the cells do not
+    _put(root, "benchmarks/results/gradient_leakage.json", rows(lambda s, i: (0.5, 1.1, 2.0)[i]))
+    assert _rows(root)["kappa_white_over_natural_mse"]["verdict"] == UNRESOLVED
+    # wholly below 1: the paper's ordering does not hold
+    _put(root, "benchmarks/results/gradient_leakage.json", rows(lambda s, i: 0.8 - 0.05 * i))
+    assert _rows(root)["kappa_white_over_natural_mse"]["verdict"] == FAILS

@@ -102,7 +102,7 @@ _MESSAGES = [
         np.zeros(10, int), num_clients=20, scheme="iid", seed=0),
      r"^num_clients: got 20; allowed range 1 <= value <= 10 \(integer\) \(the number of rows\)$"),
     (lambda: __import__("core.defenses.compression", fromlist=["x"]).PruneUpload(1.0),
-     r"^rate: got 1\.0; allowed range 0 <= value < 1$"),
+     r"^rate: got 1\.0; allowed range 0 <= value <= 0\.99$"),
     (lambda: __import__("core.attacks.attribute", fromlist=["x"]).fresh_attacker_proba(
         np.zeros((4, 2)), np.array([0, 1, 0, 1]), np.zeros((2, 2)), model="logreg", seed=0,
         max_train=1),

@@ -5,22 +5,45 @@ platformdirs' user config dir ``.../privlab/datasets``) holding the path, the ch
 and options, and a **fingerprint**: the sha256 of the files' contents and of those options.
 The data itself is never copied; it is read from its path at every (memoised) load.
 
-- **CSV** (``add_csv``): a header line, comma-separated, UTF-8 (else Latin-1). One task column
-  and one or more private columns (class labels, 2 to 100 distinct values each); rows where
-  either is missing (``""``, ``?``, ``NA``, ``NaN``, ``nan``, ``null``, ``None``) are dropped.
-  Every other column (except ``ignore``) is a feature, preprocessed as Adult's
-  (:mod:`core.data.tabular`): a column whose present cells all parse as numbers is numeric
-  (missing cells filled with the column median), standardised later with train-split
-  statistics; any other column is categorical and one-hot encoded (at most 1,000 values).
+- **CSV** (``add_csv``): a header line of unique, non-empty names, comma-separated, UTF-8
+  (else read as Latin-1, noted). One task column and one or more private columns (class
+  labels, 2 to 100 distinct values, each held by at least 5 rows); rows where either is
+  missing are dropped. Every other column (except ``ignore``) is a feature, preprocessed as
+  Adult's (:mod:`core.data.tabular`): a column whose present cells are mostly numbers is
+  numeric (every present cell must then be a finite number of magnitude at most 1e15;
+  missing cells filled with the column median), standardised later with train-split
+  statistics; any other column is categorical and one-hot encoded (at most 1,000 values;
+  missing cells are the category ``?``). A feature with one value in every row is left out.
   The private columns are removed from the features, as Adult's.
-- **Images** (``add_images``): one sub-folder per class (sorted names = label codes), PNG or
-  JPEG files anywhere below it (other files are ignored; hidden entries too), each decoded
-  with Pillow, converted to grayscale or RGB and resized to ``size`` x ``size`` (bilinear),
-  values in [0, 1]. The private attribute comes from an optional ``attributes`` CSV (a
-  ``file`` column with the path below the folder, ``cat/001.png``, or the bare file name when
-  names are unique, plus one column per attribute; every image needs a row), else it is
-  derived as for the embedded ``faces`` set: ``bright`` = mean intensity above the median of
-  all images.
+- **Images** (``add_images``): one sub-folder per class (sorted names = label codes; at least
+  5 images each), PNG or JPEG files anywhere below it (other files are ignored; hidden
+  entries too), each decoded with Pillow, converted to grayscale or RGB (16-bit gray scaled to
+  8 bits, alpha dropped) and resized to ``size`` x ``size`` (bilinear), values in [0, 1]. The
+  private attribute comes from an optional ``attributes`` CSV (a ``file`` column with the
+  path below the folder, ``cat/001.png``, or the bare file name when names are unique, plus
+  one column per attribute; every image needs a row with a value), else it is derived as for
+  the embedded ``faces`` set: ``bright`` = mean intensity above the median of all images.
+
+**Cell by cell.** Every value is checked before anything trains on it
+(:mod:`core.data.cells` for tables, :mod:`core.data.pixels` for images; their docstrings hold
+the full rules): a bad value is refused with one line naming the file, the column and the row
+(``row 1`` = the first data row below the header; blank lines are not counted), or imputed as
+the rules say, and the registration's ``notes`` (printed by ``privlab data add``) say what was
+imputed, how many cells, and where the first one is.
+
+========================  ===================================================================
+refused                   UTF-16 text, another separator than the comma, a duplicate or
+                          empty column name, a row with more or fewer fields than the header,
+                          ``inf`` / ``1e999``, ``|x| > 1e15``, a non-number in a mostly
+                          numeric column, a label value held by fewer than 5 rows (or one
+                          value only, or more than 100), an image Pillow cannot decode or
+                          that is truncated, an image above 40 megapixels
+imputed (noted)           not UTF-8: read as Latin-1; a missing cell (``""``, ``?``, ``NA``,
+                          ``N/A``, ``#N/A``, ``NaN``, ``null``, ``None``, any case): the row
+                          dropped (task / private), the median (numeric), the category ``?``
+                          (categorical); a constant feature left out; a 16-bit image scaled,
+                          an alpha channel dropped, images of other sizes resized
+========================  ===================================================================
 
 Caps, each checked while the files are streamed, before memory is spent on them (a hostile
 file costs a bounded amount of memory; issue 21): a CSV of at most 512 MiB, 1,000,000 rows,
@@ -59,7 +82,7 @@ from typing import Any
 import numpy as np
 
 from core.checks import range_error
-from core.data import tabular
+from core.data import cells, pixels, tabular
 from core.data.builtin import DATASETS, DatasetInfo
 from core.data.errors import DataError
 from core.data.raw import RawData
@@ -82,7 +105,8 @@ MIN_ROWS = 10
 SIZE_RANGE = (4, 256)
 COLORS = ("gray", "rgb")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
-MISSING = ("", "?", "NA", "NaN", "nan", "null", "None")
+MISSING = cells.MISSING  # compared after trimming and lower-casing
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # also the start of UTF-32 little-endian
 NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 LOADER = "core.data.user:load_user"
 _KEYS = {"name", "kind", "path", "fingerprint", "rows", "classes", "private"}
@@ -328,6 +352,8 @@ def _scan_csv(path: Path) -> dict[str, Any]:
             if total > MAX_FILE_BYTES:
                 raise DataError(f"file {path}: larger than the cap of {_mib(MAX_FILE_BYTES)}")
             h.update(chunk)
+            if total == len(chunk):
+                _refuse_utf16(chunk, path)
             if total <= 65536 and b"\x00" in chunk:
                 raise DataError(f"file {path} is not a CSV (binary content); expected "
                                 "comma-separated text with a header line")
@@ -370,6 +396,12 @@ def _scan_csv(path: Path) -> dict[str, Any]:
             "stat": (st.st_size, st.st_mtime_ns, st.st_ino)}
 
 
+def _refuse_utf16(head: bytes, path: Path) -> None:
+    if head.startswith(UTF16_BOMS) or head.startswith(b"\x00\x00\xfe\xff"):
+        raise DataError(f"file {path} is UTF-16 or UTF-32 text (byte-order mark); allowed: "
+                        "UTF-8 (or Latin-1); save it as CSV UTF-8")
+
+
 def _parse_csv(data: bytes | Path, path: Path, *, utf8: bool | None = None):
     """A CSV (its bytes, or the file itself after :func:`_scan_csv` checked its caps) as a
     DataFrame of stripped strings (no NA conversion)."""
@@ -378,6 +410,7 @@ def _parse_csv(data: bytes | Path, path: Path, *, utf8: bool | None = None):
     if isinstance(data, bytes):
         if not data.strip():
             raise DataError(f"file {path} is empty; expected a CSV with a header line")
+        _refuse_utf16(data[:4], path)
         if b"\x00" in data[:65536]:
             raise DataError(f"file {path} is not a CSV (binary content); expected comma-separated "
                             "text with a header line")
@@ -386,31 +419,44 @@ def _parse_csv(data: bytes | Path, path: Path, *, utf8: bool | None = None):
             raise DataError(f"file {path} has more than {MAX_COLUMNS:,} columns; the cap is "
                             f"{MAX_COLUMNS:,}")
         try:
-            source: Any = io.StringIO(data.decode("utf-8-sig"))
+            text: str | Path = data.decode("utf-8-sig")
         except UnicodeDecodeError:
-            source = io.StringIO(data.decode("latin-1"))
+            text = data.decode("latin-1")
+        source: Any = io.StringIO(text)
         encoding = None
+        codec = "utf-8"
     else:
-        source, encoding = data, "utf-8-sig" if utf8 else "latin-1"
+        text = source = data
+        encoding = codec = "utf-8-sig" if utf8 else "latin-1"
+    names = cells.header_names(text, codec)
+    cells.check_header(names, path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
             df = pd.read_csv(source, dtype=str, keep_default_na=False, na_filter=False,
                              index_col=False, skipinitialspace=True, nrows=MAX_ROWS + 1,
                              encoding=encoding)
-    except pd.errors.ParserWarning:
-        raise DataError(f"file {path} is not a CSV: some rows have more fields than the header "
-                        "line") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+    except (pd.errors.ParserWarning, pd.errors.ParserError) as exc:
+        found = cells.find_ragged(text, codec, len(names))
+        if found is not None:
+            raise cells.ragged_error(path, found, len(names)) from None
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DataError(f"file {path} is not a CSV: {first}") from None
+    except (pd.errors.EmptyDataError, ValueError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DataError(f"file {path} is not a CSV: {first}") from None
     if df.shape[1] < 2:
         raise DataError(f"file {path} is not a CSV: found {df.shape[1]} column "
                         f"({', '.join(map(str, df.columns))}); expected comma-separated columns "
-                        "with a header line")
+                        "with a header line" + cells.separator_hint(",".join(names)))
     if len(df) > MAX_ROWS:
         raise DataError(f"file {path} has more than {MAX_ROWS:,} rows; the cap is {MAX_ROWS:,} "
                         "(subsample it first)")
+    # pandas fills a short row's missing fields with "": they can only hide in the last column
+    if (df.iloc[:, -1] == "").any():
+        found = cells.find_ragged(text, codec, len(names))
+        if found is not None:
+            raise cells.ragged_error(path, found, len(names))
     df.columns = [str(c).strip() for c in df.columns]
     return df.apply(lambda s: s.str.strip())
 
@@ -422,8 +468,9 @@ def _require_columns(df, cols: Sequence[str], role: str, path: Path) -> None:
                             f"{', '.join(map(str, df.columns))}")
 
 
-def _codes(s, role: str, col: str, path: Path) -> tuple[np.ndarray, list[str]]:
-    """Label codes of a task / private column with 2..MAX_LABELS values."""
+def _codes(s, role: str, col: str, path: Path, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Label codes of a task / private column with 2..MAX_LABELS values, each held by at least
+    :data:`core.data.cells.MIN_CLASS_ROWS` rows (``rows``: the 1-based file row of each cell)."""
     codes, values = tabular.label_codes(s)
     if len(values) < 2:
         only = f" ({values[0]!r})" if values else ""
@@ -433,6 +480,7 @@ def _codes(s, role: str, col: str, path: Path) -> tuple[np.ndarray, list[str]]:
     if len(values) > MAX_LABELS:
         raise DataError(f"{role} column {col!r} has {len(values):,} distinct values in {path}; "
                         f"allowed: 2 to {MAX_LABELS} (a class label; bin a numeric column first)")
+    cells.check_label_counts(codes, values, role, col, path, rows)
     return codes, values
 
 
@@ -468,39 +516,54 @@ def _read_csv_set(path: Path, task: str, private: Sequence[str], ignore: Sequenc
     _require_columns(df, [task], "task", path)
     _require_columns(df, private, "private", path)
     _require_columns(df, ignore, "ignored", path)
-    keep = ~df[[task, *private]].isin(MISSING).any(axis=1).to_numpy()
-    dropped = int((~keep).sum())
+    notes: list[str] = []
+    if not scan["utf8"]:
+        where = cells.first_non_utf8(df)
+        at = f"column {where[0]!r}, row {where[1]}" if where else "the header"
+        notes.append(f"not UTF-8 (first at {at}); read as Latin-1 (save the file as UTF-8 if "
+                     "its text looks wrong)")
+    lacking = np.zeros(len(df), dtype=bool)
+    for col in (task, *private):
+        lacking |= cells.missing_mask(df[col])
+    keep = ~lacking
+    dropped = int(lacking.sum())
+    if dropped:
+        notes.append(f"{cells.count(dropped, 'row')} without a task or private value dropped (first: row "
+                     f"{int(np.argmax(lacking)) + 1})")
+    rows = np.flatnonzero(keep) + 1  # the file row of each kept row
     df = df[keep].reset_index(drop=True)
     if len(df) < MIN_ROWS:
         raise DataError(f"file {path} has {len(df)} rows with a task and private value; "
                         f"at least {MIN_ROWS} needed")
-    y, labels = _codes(df[task], "task", task, path)
+    y, labels = _codes(df[task], "task", task, path, rows)
     attrs, values = {}, {}
     for col in private:
-        attrs[col], values[col] = _codes(df[col], "private", col, path)
+        attrs[col], values[col] = _codes(df[col], "private", col, path, rows)
     drop = {task, *private, *ignore}
     feats = [c for c in df.columns if c not in drop]
+    numeric, constant, feat_notes = cells.split_features(df, feats, path, rows)
+    notes += feat_notes
+    feats = [c for c in feats if c not in constant]
     if not feats:
-        raise DataError(f"file {path} has no feature columns left after the task, private and "
-                        "ignored columns; a model needs at least one")
-    numeric = [c for c in feats if tabular.is_numeric(df[c], MISSING)]
+        raise DataError(f"file {path} has no feature columns left after the task, private, "
+                        "ignored and constant columns; a model needs at least one")
     for c in feats:
         if c in numeric:
             continue
-        df[c] = df[c].replace("", "?")
         n = df[c].nunique()
         if n > MAX_CATEGORIES:
             raise DataError(f"column {c!r} of {path} is categorical with {n:,} distinct values; "
                             f"the cap is {MAX_CATEGORIES:,} (leave it out with --ignore {c})")
-    X = tabular.feature_frame(df, numeric=numeric, drop=drop, missing=MISSING)
+    X = tabular.feature_frame(df, numeric=numeric, drop=drop | set(constant), missing=("",))
     note = f"; {dropped:,} rows without a task or private value dropped" if dropped else ""
     raw = RawData(X=X, y=y, task_name=task, label_names=labels, attributes=attrs,
-                  attribute_values=values,
+                  attribute_values=values, notes=notes,
                   description=f"your CSV {path}: {len(df):,} rows, task {task}, private "
                   f"{', '.join(private)}; {len(numeric)} numeric and {len(feats) - len(numeric)} "
                   f"categorical features{note}")
     fields = {"content_sha256": content, "fingerprint": fp, "rows": len(df), "classes": labels,
-              "features": len(feats), "numeric": numeric, "dropped_rows": dropped}
+              "features": len(feats), "numeric": numeric, "dropped_rows": dropped,
+              "notes": notes}
     return raw, fields
 
 
@@ -571,27 +634,6 @@ def _class_files(root: Path) -> list[tuple[str, list[Path]]]:
     return out
 
 
-def _decode(data: bytes, path: Path, size: int, color: str) -> np.ndarray:
-    """(C, size, size) uint8."""
-    from PIL import Image
-
-    try:
-        with Image.open(io.BytesIO(data)) as img:
-            w, h = img.size  # from the header: a decompression bomb is refused before decoding
-            if w * h > MAX_IMAGE_PIXELS:
-                raise DataError(f"image file {path}: {w}x{h} pixels; the cap is "
-                                f"{MAX_IMAGE_PIXELS:,} pixels per image")
-            img.load()
-            img = img.convert("L" if color == "gray" else "RGB")
-            a = np.asarray(img.resize((size, size), Image.Resampling.BILINEAR), dtype=np.uint8)
-    except DataError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any decoder failure: a corrupt or unsupported file
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise DataError(f"image file {path}: cannot decode ({reason})") from None
-    return a[None] if a.ndim == 2 else np.transpose(a, (2, 0, 1))
-
-
 def _attributes_table(data: bytes, path: Path, rel: list[str]) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
     """Private attributes of the images ``rel`` (paths below the folder) from a mapping CSV."""
     df = _parse_csv(data, path)
@@ -615,12 +657,15 @@ def _attributes_table(data: bytes, path: Path, rel: list[str]) -> tuple[dict[str
                         + "; every image needs one")
     rows = df.iloc[[index[w] for w in wanted]].reset_index(drop=True)
     attrs, values = {}, {}
+    file_rows = np.asarray([index[w] + 1 for w in wanted], dtype=np.int64)
     for c in cols:
-        empty = rows[c].isin(MISSING)
+        empty = cells.missing_mask(rows[c])
         if empty.any():
-            raise DataError(f"attributes file {path}: column {c!r} has no value for image "
-                            f"{wanted[int(np.argmax(empty.to_numpy()))]!r}")
-        attrs[c], values[c] = _codes(rows[c], "private", c, path)
+            i = int(np.argmax(empty))
+            raise DataError(f"file {path}, column {c!r}, row {file_rows[i]}: no value for image "
+                            f"{wanted[i]!r}; every image needs one (missing: "
+                            f"{cells.count(int(empty.sum()), 'image')})")
+        attrs[c], values[c] = _codes(rows[c], "private", c, path, file_rows)
     return attrs, values
 
 
@@ -656,6 +701,7 @@ def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
     h = hashlib.sha256()
     images, y, rel = [], [], []
     bad: DataError | None = None  # a decode error is raised after the change check
+    log = pixels.DecodeLog()
     for code, (cname, fs) in enumerate(classes):
         h.update(f"class\t{cname}\n".encode())
         for f in fs:
@@ -666,7 +712,7 @@ def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
             y.append(code)
             if bad is None:
                 try:
-                    images.append(_decode(data, f, size, color))
+                    images.append(pixels.decode(data, f, size, color, MAX_IMAGE_PIXELS, log, r))
                 except DataError as exc:
                     bad = exc
     attr_data = attr_sha = None
@@ -682,6 +728,11 @@ def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
     if len(classes) < 2:
         raise DataError(f"folder {root} has one class folder only ({classes[0][0]!r}); a task "
                         "needs at least 2")
+    for cname, fs in classes:
+        if len(fs) < cells.MIN_CLASS_ROWS:
+            raise DataError(f"class folder {root / cname} has {len(fs)} image"
+                            f"{'s' if len(fs) != 1 else ''}; allowed: at least "
+                            f"{cells.MIN_CLASS_ROWS} per class (some split would never see it)")
     X = np.stack(images).astype(np.float32) / np.float32(255.0)
     del images
     shape = tuple(int(v) for v in X.shape[1:])
@@ -698,12 +749,13 @@ def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
                             "an attributes CSV instead")
         attrs, values = {"bright": bright}, {"bright": ["dark", "bright"]}
     labels = [c for c, _ in classes]
+    notes = log.notes(size)
     raw = RawData(X=X, y=y_arr, task_name="class", label_names=labels, attributes=attrs,
-                  attribute_values=values, image_shape=shape,  # type: ignore[arg-type]
+                  attribute_values=values, image_shape=shape, notes=notes,  # type: ignore[arg-type]
                   description=f"your images {root}: {len(X):,} images {size}x{size} {color}, "
                   f"{len(labels)} classes; private {', '.join(attrs)}")
     fields = {"content_sha256": h.hexdigest(), "attributes_sha256": attr_sha, "fingerprint": fp,
-              "rows": len(X), "classes": labels, "private": list(attrs)}
+              "rows": len(X), "classes": labels, "private": list(attrs), "notes": notes}
     return raw, fields
 
 

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from core.bounds import channel as cb
-from core.checks import check_int, check_positive
+from core.catalog.channel import ChannelDefense
+from core.checks import check_field, check_int, check_positive
 
 ChannelKind = Literal["natural", "white", "personalized", "laplace"]
 CHANNEL_KINDS: tuple[str, ...] = get_args(ChannelKind)
@@ -142,7 +143,7 @@ def solve_channel(kind: ChannelKind, spectrum: cb.Spectrum, kappa: float, *,
     """
     lam = spectrum.eigenvalues
     d = spectrum.d
-    k = check_positive("kappa", kappa)
+    k = check_field(ChannelDefense, "kappa", kappa)
     if kind == "natural":
         s = cb.solve_sigma(lam, k)
         return _solved(kind, k, s, np.full(d, s), cb.capacity_per_direction(lam, s),

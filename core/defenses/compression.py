@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 import torch
 
-from core.checks import check_choice, check_range
+from core.catalog.pruning import PruningDefense
+from core.checks import check_choice, check_field
 
 Deltas = dict[str, torch.Tensor]
 
@@ -27,7 +28,7 @@ class PruneUpload:
     unused (pruning is deterministic)."""
 
     def __init__(self, rate: float, *, target: Literal["update", "weights"] = "update") -> None:
-        check_range("rate", rate, 0, 1, hi_open=True)
+        check_field(PruningDefense, "rate", rate)
         check_choice("target", target, ("update", "weights"))
         self.rate = float(rate)
         self.target = target

@@ -26,7 +26,8 @@ from typing import Any, Literal
 import torch
 from scipy.stats import norm
 
-from core.checks import check_positive, check_range
+from core.catalog.dp_gaussian import DPGaussianDefense
+from core.checks import check_field, check_positive
 
 Deltas = dict[str, torch.Tensor]
 
@@ -37,8 +38,9 @@ Deltas = dict[str, torch.Tensor]
 
 def _check_eps_delta(epsilon: float, delta: float, sensitivity: float) -> None:
     """(ε, δ) and the sensitivity of every calibration below (core.checks writes the errors)."""
-    check_positive("epsilon", epsilon)
-    check_range("delta", delta, 0, 1, lo_open=True, hi_open=True)
+    # DP-Gaussian's and DP-Laplace's blocks share these ranges (core.config_base)
+    check_field(DPGaussianDefense, "epsilon", epsilon)
+    check_field(DPGaussianDefense, "delta", delta)
     check_positive("sensitivity", sensitivity)
 
 

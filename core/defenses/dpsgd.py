@@ -53,7 +53,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 
 from core.bounds import accountants as _acc
-from core.bounds.accountants import DPSGD_ACCOUNTANTS, dpsgd_accounting, dpsgd_noise_multiplier
+from core.bounds.accountants import dpsgd_accounting, dpsgd_noise_multiplier
 from core.noisy_training import (
     OPTIMIZERS,
     GradientCanary,
@@ -139,16 +139,13 @@ def check_opacus_compatible(model: nn.Module) -> None:
 
 def _check_dp_args(max_grad_norm: float, delta: float, noise_multiplier: float | None,
                    target_epsilon: float | None, accountant: str) -> None:
-    check_range("max_grad_norm", max_grad_norm, 0.0, lo_open=True)
-    check_range("delta", delta, 0.0, 1.0, lo_open=True, hi_open=True)
-    if (noise_multiplier is None) == (target_epsilon is None):
-        got = "both" if noise_multiplier is not None else "neither"
-        raise ValueError(f"noise_multiplier/target_epsilon: got {got}; allowed: exactly one")
-    if noise_multiplier is not None:
-        check_range("noise_multiplier", noise_multiplier, 0.0)  # 0: clipping only, ε = ∞
-    if target_epsilon is not None:
-        check_range("target_epsilon", target_epsilon, 0.0, lo_open=True)
-    check_choice("accountant", accountant, DPSGD_ACCOUNTANTS)
+    # the block's own rules (ranges, exactly one of z and target ε), declared once there
+    from core.catalog.dp_sgd import DPSGDDefense
+    from core.checks import check_block
+
+    check_block(DPSGDDefense, names={"clip_norm": "max_grad_norm"},
+                noise_multiplier=noise_multiplier, target_epsilon=target_epsilon, delta=delta,
+                clip_norm=max_grad_norm, accountant=accountant)
 
 
 def batch_size_for(n: int, sample_rate: float) -> int:

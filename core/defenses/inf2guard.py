@@ -28,7 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from core.checks import check_int, check_range
+from core.catalog.inf2guard import Inf2GuardDefense
+from core.checks import check_field, check_int
 from core.nn import AttributeAdversary, Encoder, TaskHead, seeded
 from core.noisy_training import GradientCanary, add_canary_term
 from core.progress import Progress
@@ -84,7 +85,7 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
     where one member's utility gradient would: term / B in pre-training (B members per batch),
     (1 − λ)·term / B₁ in the game (B₁ members in the batch), each canary taking part with a
     member row's rate (B / rows per epoch)."""
-    check_range("tradeoff_lambda", tradeoff_lambda, 0, 1)
+    check_field(Inf2GuardDefense, "tradeoff_lambda", tradeoff_lambda)
     check_int("epochs", epochs, 0, 10_000)
     check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
     check_int("batch_size", batch_size, 1, 1_000_000)

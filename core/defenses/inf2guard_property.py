@@ -33,7 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from core.checks import check_int, check_range
+from core.catalog.inf2guard_property import Inf2GuardPropertyDefense
+from core.checks import check_field, check_int
 from core.data.subsets import AGGREGATIONS, Subsets, aggregate_torch
 from core.nn import Encoder, PropertyAdversary, TaskHead, seeded
 from core.progress import Progress
@@ -91,7 +92,7 @@ def train_inf2guard_property(
 
     Returns the trained networks and per-epoch curves (``utility_ce``, ``adversary_ce``,
     ``adversary_acc`` on its training batches)."""
-    check_range("tradeoff_lambda", tradeoff_lambda, 0, 1)
+    check_field(Inf2GuardPropertyDefense, "tradeoff_lambda", tradeoff_lambda)
     check_int("epochs", epochs, 0, 10_000)
     check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
     check_int("batch_subsets", batch_subsets, 1, 1_000_000)

@@ -43,7 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from core.checks import check_int, check_range
+from core.catalog.inf2guard_dra import Inf2GuardDRADefense
+from core.checks import check_field, check_int
 from core.nn import Decoder, Encoder, TaskHead, seeded
 from core.progress import Progress
 from core.seeds import torch_stream
@@ -81,7 +82,7 @@ class Perturbation(nn.Module):
         super().__init__()
         if channel not in CHANNELS:
             raise ValueError(f"channel: got {channel!r}; allowed: {', '.join(CHANNELS)}")
-        check_range("epsilon", epsilon, 0, 1e4)
+        check_field(Inf2GuardDRADefense, "epsilon", epsilon)
         self.dim, self.channel, self.epsilon = int(dim), channel, float(epsilon)
         self.clip_norm, self.dp_delta = float(clip_norm), float(dp_delta)
         # Φ = (μ, log σ); fixed channels keep them (unused) so every state dict has one shape
@@ -230,9 +231,9 @@ def train_inf2guard_dra(X: Tensor, y: Tensor, *, n_classes: int, channel: str = 
     """Algorithm 4 (with Algorithm 3 for the learned channel) on rows ``X`` (n, d) in [0, 1]
     and labels ``y``; returns the trained networks and per-epoch curves (``utility_ce`` on the
     noisy representation, ``decoder_mse`` of Ψ, ``noise_entropy`` in nats per coordinate)."""
-    check_range("tradeoff_lambda", tradeoff_lambda, 0, 1, hi_open=True)
-    check_range("epsilon", epsilon, 0, 1e4)
-    check_range("entropy_alpha", entropy_alpha, 0, 1e6)
+    for name, value in (("tradeoff_lambda", tradeoff_lambda), ("epsilon", epsilon),
+                        ("entropy_alpha", entropy_alpha)):
+        check_field(Inf2GuardDRADefense, name, value)
     check_int("mc_samples", mc_samples, 1, 1024)
     check_int("epochs", epochs, 0, 100_000)
     if channel not in CHANNELS:

@@ -1,7 +1,9 @@
-"""The "Paper check" section: each paper's headline claims beside ours (:mod:`core.papers`).
+"""The "Paper check" section: each paper's claims beside ours, with a verdict decided by the
+95 % interval of the compared difference at the largest scale measured (:mod:`core.papers`).
 
-Reads only stored benchmark files (no run); the paper-scale CUDA presets, not run here, show
-the command and a CPU time estimate from measured step costs, marked as estimates.
+Reads only stored benchmark files (no run). The table keeps five short columns so that it
+fits a 1280 px window; the quote, every scale's reading, the sources and the paper-scale
+preset (CUDA, not run here: a CPU time estimate, marked as such) are in the expander below.
 """
 
 from __future__ import annotations
@@ -15,27 +17,44 @@ import streamlit as st
 from core import papers
 
 ESTIMATE_MARK = "estimate · "
+COLUMNS = ("verdict", "paper", "claim", "ours (largest scale measured)", "paper's source")
+
+
+def _ours_short(r: dict[str, Any]) -> str:
+    """The deciding cell in a few words, the interval first (it is what the verdict reads):
+    "Δ d [lo, hi] · ends", or "no interval · ends · why"."""
+    cell = next((c for c in r["cells"] if c.get("setting") == r["decided_by"]), None)
+    if cell is None:
+        return f"{papers.NOT_MEASURED}: {r['why']}"
+    ends = cell["text"].split(";", 1)[0]
+    iv = cell.get("interval")
+    if iv:
+        f = papers.fmt_value
+        return f"Δ {f(iv['estimate'])} [{f(iv['lo'])}, {f(iv['hi'])}] · {ends}"
+    return f"no interval · {ends} · {cell.get('why', '')}"
 
 
 def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The rows as displayed: one line per claim; a largest-preset cell that is a CPU estimate
-    for an unrun CUDA preset starts with :data:`ESTIMATE_MARK`."""
-    out = []
-    for r in rows:
-        big = r["ours_largest"]
-        big_text = (ESTIMATE_MARK if big.get("estimate") else "") + big["text"]
-        out.append({
-            "paper": r["paper"],
-            "claim": r["statement"],
-            "paper's number": r["paper_number"],
-            "paper's setting": r["paper_setting"],
-            "ours (default)": r["ours_default"]["text"],
-            "metric · our setting": f"{r['metric']} · {r['our_setting']}",
-            "ours (largest preset)": big_text,
-            "direction": papers.holds_text(r["direction_holds"])
-            + (" (within intervals)" if r["ours_default"].get("resolved") is False else ""),
-        })
-    return pd.DataFrame(out)
+    """The rows as displayed (:data:`COLUMNS`), one line per claim."""
+    return pd.DataFrame([{
+        "verdict": r["verdict"],
+        "paper": r["paper"],
+        "claim": r["statement"],
+        "ours (largest scale measured)": _ours_short(r),
+        "paper's source": r["citation"] or "— (our own finding)",
+    } for r in rows], columns=list(COLUMNS))
+
+
+# pixel widths that sum to the content width of a 1280 px window with the sidebar open
+_CONFIG = {
+    "verdict": st.column_config.TextColumn("verdict", width=95),
+    "paper": st.column_config.TextColumn("paper", width=80),
+    "claim": st.column_config.TextColumn("claim", width=245),
+    "ours (largest scale measured)": st.column_config.TextColumn(
+        "ours (largest scale measured)", width=270,
+        help="Δ = test − base with its 95 % interval, then the two ends; no interval: why"),
+    "paper's source": st.column_config.TextColumn("paper's source", width=120),
+}
 
 
 def _stored_runs() -> list[dict[str, Any]]:
@@ -55,15 +74,26 @@ def paper_check_section(root: Path | None = None, *, cuda: bool | None = None) -
     st.subheader("Paper check")
     rows = papers.build_table(root or papers.ROOT, cuda=cuda, runs=_stored_runs())
     head = papers.headline(rows)
-    st.markdown(
-        f"**{head['paper_claims_direction_holds']} of {head['paper_claims_checked']}** measured "
-        f"claims hold their paper's direction ({head['paper_claims_declared']} declared; "
-        f"{head['paper_claims_within_intervals']} of them within their stored 95 % intervals, "
-        "where the direction is not resolved). Our "
-        "numbers are read from the stored benchmark results each claim names; the paper's are "
-        "quoted from its tables. Where a claim fails here, both numbers stay on the table.")
-    st.dataframe(table_frame(rows), hide_index=True, width="stretch")
-    if any(r["ours_largest"].get("estimate") for r in rows):
+    c1, c2, c3 = st.columns(3)
+    c1.metric("holds", head["paper_claims_holds"])
+    c2.metric("does not hold", head["paper_claims_does_not_hold"])
+    c3.metric("not resolved", head["paper_claims_not_resolved"])
+    st.caption(
+        papers.counts_sentence(head) + ". A claim holds when the whole 95 % interval of the "
+        "compared difference is on the paper's side, does not hold when it is wholly on the "
+        "other side, and is not resolved otherwise or where a result file holds only a point; "
+        "the largest scale measured decides. Our numbers are read from the stored benchmark "
+        "results; the papers' are quoted from their own tables and figures.")
+    paper_rows = [r for r in rows if r["origin"] == papers.PAPER]
+    own_rows = [r for r in rows if r["origin"] == papers.OWN]
+    st.dataframe(table_frame(paper_rows), hide_index=True, width="stretch",
+                 column_config=_CONFIG)
+    if own_rows:
+        st.markdown("**Our own findings** (no paper makes these claims)")
+        st.dataframe(table_frame(own_rows), hide_index=True, width="stretch",
+                     column_config=_CONFIG)
+    estimates = [r for r in rows if r["ours_largest"].get("estimate")]
+    if estimates:
         st.caption(
             f"'{ESTIMATE_MARK.strip(' ·')}': the paper-scale preset (CIFAR-10 / CelebA from "
             "$PRIVLAB_DATA_DIR at the papers' data sizes and epochs; our runners' encoders, "
@@ -71,10 +101,19 @@ def paper_check_section(root: Path | None = None, *, cuda: bool | None = None) -
             "extrapolated from a few SGD steps of the paper's model and of the preset's own "
             "model, timed on this CPU with a synthetic batch of the same shape "
             "(python -m benchmarks papers).")
-    with st.expander("Where each number comes from"):
+    with st.expander("Quotes, every scale's reading, sources and presets"):
         for r in rows:
-            srcs = r["ours_default"].get("sources") or []
-            cmd = r["ours_largest"].get("command")
-            st.markdown(f"- **{r['claim_id']}**: {', '.join(f'`{s}`' for s in srcs) or 'constant'}"
-                        f"; re-measure: `{r['command']}`" + (f"; preset: `{cmd}`" if cmd else "")
-                        + (f". {r['note']}" if r["note"] else ""))
+            lines = [f"**{r['claim_id']}** — {r['verdict']}"
+                     + (f" (decided at: {r['decided_by']})" if len(r["cells"]) > 1 else "")]
+            if r["quote"]:
+                lines.append(f"{r['citation']}: “{r['quote']}” — {r['paper_number']}")
+            else:
+                lines.append(r["paper_number"])
+            for c in r["cells"]:
+                srcs = ", ".join(f"`{s}`" for s in c.get("sources") or [])
+                lines.append(f"{c['setting']}: {c['text']}" + (f" — {srcs}" if srcs else ""))
+            big = r["ours_largest"]
+            if big.get("estimate"):
+                lines.append(ESTIMATE_MARK + big["text"] + f" — preset: `{big['command']}`")
+            lines.append(f"re-measure: `{r['command']}`" + (f". {r['note']}" if r["note"] else ""))
+            st.markdown("\n\n".join(lines))

@@ -62,6 +62,11 @@ m4.metric("classes", f"{len(ds.label_names)}")
 st.caption((ds.description + " · " if ds.description else "") + "splits: "
            + " · ".join(f"{k} {len(ds.split(k)):,}" for k in ("train", "test", "aux"))
            + " (test = utility and attack scoring, aux = the attacker's auxiliary data)")
+if rows[name]["source"] == "user":  # what registration imputed, converted or left out
+    from core.data.user import get_entry
+
+    for note in (get_entry(name) or {}).get("notes", []):
+        st.caption(f"Registration note: {note}")
 
 # --------------------------------------------------------------------------------------------
 # samples
