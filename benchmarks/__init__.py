@@ -17,6 +17,7 @@ BENCHMARKS: dict[str, str] = {
     "dlg_speed": "benchmarks.dlg_speed:main",
     "channel_solve": "benchmarks.channel_solve:main",
     "membership": "benchmarks.membership_bench:main",
+    "label_only": "benchmarks.label_only_bench:main",
     "shadow_speed": "benchmarks.shadow_speed:main",
     "property": "benchmarks.property_bench:main",
     "repr_reconstruction": "benchmarks.repr_reconstruction_bench:main",

@@ -64,7 +64,7 @@ class _Setting:
     def __init__(self, base: dict[str, Any], seed: int) -> None:
         from core.config import parse_config
         from core.data import load_dataset
-        from core.runs.membership import _pool, _shape
+        from core.runs.membership_stages import _pool, _shape
 
         self.base, self.seed = base, seed
         self.cfg = parse_config({**base, "seed": seed})

@@ -164,3 +164,27 @@ def test_noise_multiplier_zero_is_epsilon_infinity_end_to_end(tmp_path):
     assert back is not None and back.metrics["epsilon_accountant"] == math.inf
     listed = ResultStore(tmp_path / "cache").list(kind="membership")
     assert [rec.metrics["epsilon_accountant"] for rec in listed] == [math.inf]
+
+
+def test_batched_plain_shadows_answer_as_one_model_each():
+    import numpy as np
+    import torch
+
+    from core.defenses.central import build_plain
+    from core.nn import image_classifier
+
+    class Train:
+        epochs, batch_size, lr, optimizer = 2, 16, 1e-2, "adam"
+
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.rand(40, 64, generator=g), torch.randint(0, 10, (40,), generator=g)
+    in_mask = np.zeros((4, 40), bool)
+    in_mask[[0, 2], :20] = in_mask[[1, 3], 20:] = True
+    many = build_plain(None, image_shape=(1, 8, 8), train=Train()).train_many(
+        lambda: image_classifier("mlp", (1, 8, 8), 10), X, y, in_mask, seed=0)
+    probs = many.probs(X)
+    assert probs.shape == (4, 40, 10) and torch.allclose(probs.sum(-1), torch.ones(4, 40))
+    assert torch.allclose(many(X, y), probs.gather(2, y.view(1, -1, 1).expand(4, -1, 1))[..., 0],
+                          atol=1e-6)
+    for k in range(4):  # one model's query interface gives that model's probabilities
+        assert torch.allclose(many.predictor(k)(X), probs[k], atol=1e-5)

@@ -437,7 +437,9 @@ class MembershipRelease:
     labels and the target encoder's r of them (the encoder queried as an API);
     ``shadow_representations`` (K, n, d) and ``shadow_population_representations`` (K, m, d):
     each shadow encoder's r of the candidates and of the population (its membership mask is
-    ``shadow_in``)."""
+    ``shadow_in``); ``signals`` (name -> (n, ...)) and ``shadow_signals`` (name -> (K, n, ...)):
+    the registered signals (:data:`core.parts.SIGNALS`) the chosen attacks declare, computed
+    once per model on the candidates (read them with :meth:`signal`, :meth:`shadow_signal`)."""
 
     kind: ClassVar[str] = "model"
     p_true: np.ndarray
@@ -453,10 +455,20 @@ class MembershipRelease:
     population_representations: np.ndarray | None = None
     shadow_representations: np.ndarray | None = None
     shadow_population_representations: np.ndarray | None = None
+    signals: dict[str, np.ndarray] = field(default_factory=dict)
+    shadow_signals: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def kinds(self) -> tuple[str, ...]:
         return ("model", "representation") if self.representations is not None else ("model",)
+
+    def signal(self, name: str) -> np.ndarray:
+        """The target's signal ``name`` (n, ...); a one-line error when the release lacks it."""
+        return _signal(self.signals, name, "signals")
+
+    def shadow_signal(self, name: str) -> np.ndarray:
+        """Every shadow model's signal ``name`` (K, n, ...); a one-line error when absent."""
+        return _signal(self.shadow_signals, name, "shadow_signals")
 
     def shadow_as_target(self, t: int) -> MembershipRelease:
         """Shadow model ``t`` as the target, against the other shadows (ML Privacy Meter's
@@ -469,7 +481,17 @@ class MembershipRelease:
             p_true=np.clip(self.shadow_p[:, t], _P_FLOOR, 1.0), labels=self.labels,
             shadow_p=self.shadow_p[:, rest], shadow_in=self.shadow_in[:, rest],
             population_p=None if pz is None else pz[:, t],
-            population_shadow_p=None if pz is None else pz[:, rest])
+            population_shadow_p=None if pz is None else pz[:, rest],
+            signals={n: a[t] for n, a in self.shadow_signals.items()},
+            shadow_signals={n: a[rest] for n, a in self.shadow_signals.items()})
+
+
+def _signal(signals: dict[str, np.ndarray], name: str, where: str) -> np.ndarray:
+    if name not in signals:
+        raise ValueError(f"release.{where}[{name!r}]: this attack needs signal {name!r}; the "
+                         f"release has {', '.join(map(repr, signals)) or 'none'} (the attack "
+                         "must declare it in its part's signals)")
+    return np.asarray(signals[name])
 
 
 @dataclass

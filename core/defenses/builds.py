@@ -12,7 +12,10 @@ nothing it has to branch on:
   ``model`` is a freshly initialised classifier it trains in place (a defense with its own
   networks, such as Inf2Guard, builds them and ignores it);
 - ``train_many(model_factory, X, y, in_mask, *, seed) -> true_prob``: K models of the same
-  procedure at once, where the defense has a batched form (plain training);
+  procedure at once, where the defense has a batched form (plain training); ``true_prob(X, y)``
+  gives (K, n) and plain training's also offers ``probs(X)`` (K, n, C) and ``predictor(k)``
+  (one model's query interface, what a signal is computed on:
+  :class:`core.defenses.central.BatchedShadows`);
 - ``perturb`` (x_flat, generator) -> x̃ with ``noise_mode``: the data-space release transform
   each device applies inside a federated loop (the κ channel);
 - ``channel(meta) -> (z, S) | None``: the uploaded-gradient channel of one observed step

@@ -40,6 +40,31 @@ def softmax_predict(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Te
     return predict
 
 
+class BatchedShadows:
+    """K models trained together over stacked weights (:class:`core.shadow_training.
+    ShadowModels`) as the membership runner queries them: called as ``(X, y)`` it gives the
+    true-class probabilities (K, n); :meth:`probs` the class probabilities (K, n, C);
+    :meth:`predictor` one model's query interface (what a registered signal is computed on)."""
+
+    def __init__(self, shadows: Any) -> None:
+        self.shadows = shadows
+
+    def __call__(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        from core.shadow_training import per_example_true_prob
+
+        return per_example_true_prob(self.shadows, X, y)
+
+    def probs(self, X: torch.Tensor) -> torch.Tensor:
+        """Softmax probabilities (K, n, C) of every model on the flat rows X (n, d)."""
+        return torch.softmax(self.shadows.outputs(X), -1)
+
+    def predictor(self, k: int) -> Callable[[torch.Tensor], torch.Tensor]:
+        """Model k's class probabilities on X (n, d) -> (n, C): a copy of its weights in the
+        template module, so a signal costs one model's forward passes, not K."""
+        return softmax_predict(self.shadows.model(k).to(next(iter(
+            self.shadows.params.values())).device))
+
+
 def _central(train: Any, image_shape: tuple[int, ...], perturb=None,
              noise_mode: str = "redraw") -> Callable[..., Trained]:
     """Minibatch training on (X + ξ, y) (no ξ without ``perturb``); 0 epochs leaves the
@@ -63,13 +88,12 @@ def _central(train: Any, image_shape: tuple[int, ...], perturb=None,
 def build_plain(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: Any) -> DefenseBuild:
     """No defense: plain training; K shadow models train together over stacked weights."""
 
-    def train_many(model_factory, X, y, in_mask, *, seed: int):
-        from core.shadow_training import per_example_true_prob, train_shadows
+    def train_many(model_factory, X, y, in_mask, *, seed: int) -> BatchedShadows:
+        from core.shadow_training import train_shadows
 
-        sh = train_shadows(model_factory, X, y, in_mask, image_shape=image_shape,
-                           epochs=train.epochs, batch_size=train.batch_size, lr=train.lr,
-                           optimizer=train.optimizer, seed=seed)
-        return lambda Xq, yq: per_example_true_prob(sh, Xq, yq)
+        return BatchedShadows(train_shadows(
+            model_factory, X, y, in_mask, image_shape=image_shape, epochs=train.epochs,
+            batch_size=train.batch_size, lr=train.lr, optimizer=train.optimizer, seed=seed))
 
     return DefenseBuild("none", train=_central(train, image_shape), train_many=train_many)
 
