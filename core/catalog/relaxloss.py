@@ -168,7 +168,7 @@ DEFENSES.register("relaxloss", DefensePart(
     name="relaxloss", title="RelaxLoss (α)", families=("membership",), release="model",
     knob=Knob.of(RelaxLossDefense, "alpha", "α", "RelaxLoss target loss level (nats)", "linear",
                  "higher_is_more_private", budget_metric=ALPHA_METRIC,
-                 grid=(0.0, 0.5, 1.0, 1.5, 2.0), teaching=(0.0, 1.0, 2.0)),
+                 grid=(0.25, 0.5, 1.0, 1.5, 2.0), teaching=(0.0, 1.0, 2.0)),
     accounting=None, builder="core.catalog.relaxloss:build_relaxloss",
     description="RelaxLoss (Chen, Yu & Fritz, ICLR 2022): train while the batch loss is above "
                 "the target level α; below it, alternate gradient ascent and posterior "
