@@ -162,6 +162,15 @@ def test_alpha_zero_repeats_plain_training_through_the_runner():
     assert zero["relaxloss_alpha"] == 0.0
 
 
+def test_alpha_zero_adds_audit_canaries_as_plain_training_does():
+    audit = {"audit": {"kind": "white_box", "canaries": 100}}
+    none = run({**TINY, **audit, "defense": {"kind": "none"}}).metrics
+    zero = run({**TINY, **audit, "defense": {"kind": "relaxloss", "alpha": 0.0}}).metrics
+    assert zero["audit_guesses"] > 0
+    for k in ("audit_correct", "audit_guesses", "audit_epsilon_lower"):
+        assert zero[k] == none[k], k
+
+
 def test_relaxloss_lowers_the_loss_attack_and_the_gap_against_plain_training():
     # an overfit target (300 members, lr 0.01, 60 epochs); the same seeds for both
     base = {**TINY, "train": {"members": 300, "epochs": 60, "lr": 0.01}}
