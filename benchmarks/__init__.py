@@ -31,4 +31,5 @@ BENCHMARKS: dict[str, str] = {
     "lessons": "benchmarks.lessons_bench:main",
     "caveats": "benchmarks.caveats_bench:main",
     "browser": "benchmarks.browser_bench:main",
+    "relaxloss": "benchmarks.relaxloss_bench:main",
 }

@@ -14,6 +14,8 @@ code rather than the folder names alone:
 - ``cache`` is the result store, on the runs' level: it calls :func:`core.experiments.run`;
 - ``core.fil`` (per-example Fisher information, the FIL defense's and attacks' mathematics)
   sits with the bounds it is built on;
+- ``core.catalog`` (the parts' declarations) sits with the parts it declares: a declaration
+  may hold its builder, which wraps its procedure in :class:`core.defenses.builds.DefenseBuild`;
 - ``core.teaching`` (each page's teaching sweep and its lessons) composes runners' configs as
   ``core.compare`` does, so it sits with the runs;
 - ``core.sweeps`` is sweep *expansion* (pure functions over configs, used by the config's own
@@ -39,7 +41,8 @@ from pathlib import Path
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pages", ("dashboard", "core.cli")),
     ("runs", ("core.runs", "core.experiments", "core.compare", "core.teaching", "cache")),
-    ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil")),
+    ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil",
+               "core.catalog")),
     ("numerics", ("core",)),
 )
 

@@ -298,8 +298,8 @@ def channel_ratio(file: str, channel: str, key: str = "mse", reference: str = "n
             if r.get("defense") in (channel, reference) and v is not None and v > 0:
                 by.setdefault((r.get("seed"), r["defense"]), {})[r.get("kappa_per_dim")] = v
         logs = []
-        for seed in sorted({s for s, _ in by}, key=str):
-            a, b = by.get((seed, channel), {}), by.get((seed, reference), {})
+        for run in sorted({s for s, _ in by}, key=str):  # a run: one seed's rows
+            a, b = by.get((run, channel), {}), by.get((run, reference), {})
             logs += [math.log(a[k] / b[k]) for k in sorted(set(a) & set(b))]
         if not logs:
             return Reading(None, None, None, srcs, "no (seed, κ) cell with both channels")

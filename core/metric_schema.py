@@ -93,7 +93,7 @@ def get(name: str) -> MetricSpec:
         return _REGISTRY[name]
     except (KeyError, TypeError):
         pass
-    generated = attack_specs()
+    generated = _generated()
     try:
         return generated[name]
     except (KeyError, TypeError):
@@ -105,19 +105,25 @@ def get(name: str) -> MetricSpec:
 
 
 def is_registered(name: str) -> bool:
-    return name in _REGISTRY or name in attack_specs()
+    return name in _REGISTRY or name in _generated()
 
 
 def unregistered(names: Iterable[str]) -> list[str]:
     """The names (first-seen order, no repeats) that are not registered."""
-    generated = attack_specs()
+    generated = _generated()
     return [n for n in dict.fromkeys(names) if n not in _REGISTRY and n not in generated]
 
 
 def all_specs() -> list[MetricSpec]:
-    """Every registered spec: the registered attacks' (generated), then the others in
-    registration order."""
-    return [*attack_specs().values(), *_REGISTRY.values()]
+    """Every registered spec: the registered attacks' and the defenses' knob budgets not
+    registered by name (generated), then the others in registration order."""
+    return [*attack_specs().values(),
+            *(s for n, s in budget_specs().items() if n not in _REGISTRY), *_REGISTRY.values()]
+
+
+def _generated() -> dict[str, MetricSpec]:
+    """The generated specs: the registered attacks' metrics and the defenses' knob budgets."""
+    return {**budget_specs(), **attack_specs()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,6 +251,33 @@ def attack_specs() -> dict[str, MetricSpec]:
             if family == "attribute_privacy":
                 out[f"gap_{who}"] = _generated_spec(f"gap_{who}", _GAP, text)
     _GENERATED = (ATTACKS.version, out)
+    return out
+
+
+_BUDGETS: tuple[int, dict[str, MetricSpec]] = (-1, {})
+
+
+def budget_specs() -> dict[str, MetricSpec]:
+    """A spec for each registered defense's knob budget metric (:attr:`core.parts.Knob.
+    budget_metric`), read from the knob (its label, symbol and part's title), rebuilt when the
+    defense registry moves: a defense declared in :mod:`core.catalog` echoes its knob under a
+    metric of its own without a line here. A name registered here explicitly (ε, κ, λ) keeps
+    its own spec: lookups read the explicit registry first."""
+    global _BUDGETS
+    from core.parts import DEFENSES
+
+    parts = list(DEFENSES.values())  # the first read loads the catalog (and moves the version)
+    version, specs = _BUDGETS
+    if version == DEFENSES.version:
+        return specs
+    out: dict[str, MetricSpec] = {}
+    for part in parts:
+        k = part.knob
+        if k is not None and k.budget_metric is not None and k.budget_metric not in out:
+            out[k.budget_metric] = MetricSpec(
+                k.budget_metric, f"{k.label}: {part.title}'s knob {k.symbol}, echoed", k.symbol,
+                "neither", None, "defense")
+    _BUDGETS = (DEFENSES.version, out)
     return out
 
 
@@ -788,6 +821,7 @@ HEADLINES: dict[str, Headline] = {
     "tappfl": _ATTRIBUTE,  # the kind's former name
     # a projection has no attack; trustworthiness is its quality
     "projection": Headline(utility="trustworthiness", attack=None, budget=None),
+    # each membership defense's knob budget (Inf2Guard λ, DP-SGD ε, κ, ...) from the registry
     "membership": Headline(utility="utility_acc", attack="mia_auc_best",
                            budget=_budgets("membership")),
     # reconstruction quality of the strongest inverter against the defense's knob

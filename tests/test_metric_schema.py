@@ -59,6 +59,47 @@ def test_family_helper(scratch_registry):
                           direction="neither")
 
 
+def test_a_defense_knob_budget_metric_is_generated_from_its_knob():
+    from core.parts import DEFENSES, DefensePart, Knob
+
+    assert not S.is_registered("test_budget_x")
+    knob = Knob("level", "β", "a test level", 0.0, 1.0, "linear", "higher_is_more_private",
+                budget_metric="test_budget_x")
+    DEFENSES.register("test_defense_x", DefensePart(
+        "test_defense_x", "Test defense", ("membership",), "model", knob, None, "x.y:z"))
+    try:
+        spec = S.get("test_budget_x")
+        assert (spec.unit, spec.direction, spec.group) == ("β", "neither", "defense")
+        assert "a test level" in spec.description and "Test defense" in spec.description
+        assert S.unregistered(["test_budget_x", "nope"]) == ["nope"]
+        assert spec in S.all_specs()
+        # a budget registered by name keeps its own spec (κ, ε, λ are)
+        assert S.get("kappa").description == S._REGISTRY["kappa"].description
+        assert [s.name for s in S.all_specs()].count("kappa") == 1
+    finally:
+        DEFENSES.unregister("test_defense_x")
+    assert not S.is_registered("test_budget_x")
+
+
+def test_headline_budgets_do_not_depend_on_what_is_imported_first():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    code = ("from core import metric_schema as S; "
+            "print(S.HEADLINES['attribute_privacy'].budget_for('tappfl'), "
+            "S.HEADLINES['membership'].budget_for('inf2guard'))")
+    # the catalog loaded first (a catalog module importing the schema would snapshot the
+    # registry half-loaded), then the schema first
+    for first in ("from core.parts import DEFENSES; DEFENSES.names(); ", ""):
+        out = subprocess.run([sys.executable, "-c", first + code], capture_output=True, cwd=root,
+                             env=env, text=True, timeout=300, check=True).stdout.split()
+        assert out == ["tradeoff_lambda", "tradeoff_lambda"], (first, out)
+
+
 def test_registry_contents():
     for who in ("in_training", "logreg", "mlp", "prior", "raw_logreg", "raw_mlp"):
         for m in ("acc", "bacc", "auc", "adv", "ce_nats"):
