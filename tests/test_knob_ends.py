@@ -81,7 +81,7 @@ DP_CASES = [(n, f) for n, f in CASES if DEFENSES.get(n).knob.budget_metric == "e
 @pytest.mark.parametrize(("name", "family"), DP_CASES)
 def test_dp_region_is_finite_over_the_epsilon_range(name, family):
     """TPR ≤ min(1, e^ε·FPR + δ, 1 − e^−ε(1 − δ − FPR)) without forming e^ε (ε up to 10⁴)."""
-    from core.attacks.membership import dp_region
+    from core.bounds.dp_region import dp_region
 
     assert DP_CASES, "no ε knob registered"
     f = np.r_[0.0, np.logspace(-4, 0, 60)]

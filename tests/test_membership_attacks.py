@@ -9,7 +9,6 @@ from core.attacks.membership import (
     ATTACK_DIRECTIONS,
     balance_members,
     confidence_attack,
-    dp_region,
     entropy_attack,
     head_statistic,
     lira_offline,
@@ -21,6 +20,7 @@ from core.attacks.membership import (
     representation_lira,
     rmia,
 )
+from core.bounds.dp_region import dp_region
 from core.metrics import roc_curve_points
 
 

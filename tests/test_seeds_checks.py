@@ -87,7 +87,7 @@ def test_check_positive_and_open_infinite_ends():
 _MESSAGES = [
     (lambda: __import__("core.metrics", fromlist=["x"]).tpr_at_fpr([0, 1], [0.1, 0.9], 1.5),
      r"^fpr_target: got 1\.5; allowed range 0 <= value <= 1$"),
-    (lambda: __import__("core.attacks.membership", fromlist=["x"]).dp_region(1.0, 1.0, [0.1]),
+    (lambda: __import__("core.bounds.dp_region", fromlist=["x"]).dp_region(1.0, 1.0, [0.1]),
      r"^delta: got 1\.0; allowed range 0 <= value < 1$"),
     (lambda: __import__("core.bounds.channel", fromlist=["x"]).quantization_floor(1),
      r"^levels: got 1; allowed range 2 <= value \(integer\)$"),

@@ -3,8 +3,8 @@
 Every attack returns a 1-D float score per target sample in which HIGHER = MORE LIKELY MEMBER
 (:data:`ATTACK_DIRECTIONS`), so one function, :func:`membership_report`, turns any of them into
 the Membership page's numbers (ROC, AUC, TPR at low FPR, advantage, balanced accuracy, empirical
-ε), each with its interval. Plots live elsewhere; :func:`dp_region` gives the (ε, δ)-DP curve to
-draw on the ROC.
+ε), each with its interval. Plots live elsewhere; :func:`core.bounds.dp_region.dp_region` gives
+the (ε, δ)-DP curve to draw on the ROC.
 
 Attacks (numpy only; the caller computes the model outputs):
 
@@ -657,22 +657,6 @@ def balance_members(labels: Any, *arrays: Any, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     keep = [rng.choice(g, size=k, replace=False) if g.size > k else g for g in (pos, neg)]
     return np.sort(np.concatenate(keep))
-
-
-def dp_region(epsilon: float, delta: float, fpr: Any) -> np.ndarray:
-    """Largest TPR an (ε, δ)-DP mechanism allows at each FPR (Kairouz et al. 2015):
-    TPR ≤ min(1, e^ε·FPR + δ, 1 − e^{−ε}(1 − δ − FPR)); draw it on the ROC.
-
-    e^ε·FPR is formed as exp(min(ε + ln FPR, 0)): beyond 1 the bound is 1 anyway, and e^ε
-    alone overflows a double from ε ≈ 709 (a target ε of 10⁴ is a valid setting), so every
-    finite ε ≥ 0 gives a finite curve."""
-    epsilon = check_positive("epsilon", epsilon, zero=True)
-    check_range("delta", delta, 0, 1, hi_open=True)
-    f = check_array("fpr", fpr, 0, 1)
-    with np.errstate(divide="ignore"):  # ln 0 = -inf: e^ε·0 = 0
-        b1 = np.exp(np.minimum(epsilon + np.log(f), 0.0)) + delta
-    b2 = 1.0 - math.exp(-epsilon) * (1.0 - delta - f)
-    return np.clip(np.minimum(np.minimum(b1, b2), 1.0), 0.0, 1.0)
 
 
 def _unit_ranks(s: np.ndarray) -> np.ndarray:

@@ -205,7 +205,7 @@ def roc_section(result) -> None:
     region = None
     eps = metric(result, "epsilon_accountant")
     if eps is not None:  # None for ε = ∞ (clipping only): it bounds nothing
-        from core.attacks.membership import dp_region
+        from core.bounds.dp_region import dp_region
 
         f = np.logspace(-4, 0, 60)
         # the accountant's ε holds at the run's δ
