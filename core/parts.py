@@ -545,6 +545,7 @@ def describe() -> dict[str, list[dict[str, Any]]]:
     attacks = [{"name": name, "config_name": a.key, "family": a.family, "title": a.title,
                 "accepts": list(a.accepts), "needs": list(a.needs), "role": a.role,
                 "selectable": a.selectable, "pools_targets": a.pools_targets,
+                "signals": list(a.signals),
                 "threat": a.threat.as_dict(), "metrics": list(a.metric_names()),
                 "function": _object_path(a.function)}
                for name, a in ATTACKS.items()]
