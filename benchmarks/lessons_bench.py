@@ -143,7 +143,7 @@ def compare_row(store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     cmp_, cold = _timed(lambda: compare.run_comparison(spec, store))
     # and on a warm local pool over the usable cores (`privlab compare`, notebooks): the pool
     # started first, its seconds apart
-    pool_start = prewarm_pool(usable_cores(), "cache.sweep_worker")
+    pool_start = prewarm_pool(usable_cores(), "cache.store")
     with tempfile.TemporaryDirectory(prefix="privlab_lessons_pool_") as tmp:
         from cache.store import ResultStore
 
