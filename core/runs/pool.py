@@ -11,9 +11,11 @@ Three things made a pool started inside the Streamlit server hang, and each has 
   re-run. Point functions must therefore live in importable modules, not in ``__main__``.
 - The forkserver imports its preloaded modules with its own ``sys.path`` (``''`` = the working
   directory first) and ignores the one it is sent, so a ``cache/`` folder in the working
-  directory shadowed the engine's package. Workers use ``spawn``: each gets the parent's
-  ``sys.path`` before it imports anything (``spawn.prepare``), and the start check compares
-  the file ``core`` was imported from in the worker with this process's.
+  directory shadowed the engine's package in every worker forked from it. Workers use
+  ``spawn``: each gets the parent's ``sys.path`` (``''`` made the parent's starting directory)
+  and working directory before it imports anything (``spawn.prepare``), so it finds what the
+  parent found; the start check compares the file ``core`` was imported from in the worker
+  with this process's, and refuses the pool in one line if they differ.
 - Every wait has a deadline: each worker must report (engine imported) within
   :data:`START_TIMEOUT_S`, every point within :data:`POINT_TIMEOUT_S`; past it the pool is
   killed and the caller gets :class:`PoolError`, one line, instead of waiting forever.
@@ -206,13 +208,13 @@ _POOL: dict[str, LocalPool] = {}
 
 
 def get_pool(workers: int, modules: tuple[str, ...] = WARM_MODULES) -> LocalPool:
-    """The process's pool with at least ``workers`` processes and ``modules`` imported, started
-    now if there is none (or it is smaller, broken or imports less); kept across sweeps. A
-    second caller waits for a start in progress (bounded by its start deadline)."""
+    """The process's pool with at least ``workers`` processes, started now (``modules``
+    imported first) if there is none or it is smaller or broken; kept across sweeps (a module
+    it did not import ahead is imported by the first task that needs it). A second caller waits
+    for a start in progress (bounded by its start deadline)."""
     with _LOCK:
         pool = _POOL.get("pool")
-        if pool is not None and (pool.workers < workers or not pool.usable
-                                 or not set(modules) <= set(pool.modules)):
+        if pool is not None and (pool.workers < workers or not pool.usable):
             _POOL.pop("pool")
             pool.kill("replaced")
             pool = None
