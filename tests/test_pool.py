@@ -5,9 +5,12 @@ has a deadline that fails in one line."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,7 @@ TINY = {"kind": "attribute_privacy", "data": {"name": "synthetic", "n_samples": 
         "fl": {"num_devices": 2, "rounds": 1, "fraction_fit": 1.0, "local_epochs": 1},
         "attack": {"attackers": ["logreg"]}, "projection_points": 0, "pretrain_epochs": 0,
         "representation_dim": 8, "hidden_dim": 16, "critic_hidden": 16}
+ROOT = Path(__file__).resolve().parents[1]
 SWEEP = {"kind": "sweep", "base": TINY, "grid": {"defense.tradeoff_lambda": [0.0, 1.0]},
          "seeds": [0], "executor": "local", "workers": 2}
 
@@ -102,3 +106,34 @@ def test_clean_main_hides_the_script_and_puts_it_back():
         assert sys.modules["__main__"] is m
         assert not hasattr(m, "__file__") and m.__spec__ is None
     assert sys.modules["__main__"] is before
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_workers_leave_when_their_parent_is_killed(tmp_path):
+    """A server stopped with SIGKILL never shuts its pool down: its workers notice and exit."""
+    code = ("import os, signal\n"
+            "from core.runs.pool import LocalPool\n"
+            "pool = LocalPool(2, ('pool_helpers',), start_timeout=60)\n"
+            "print(*pool.processes(), flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    log = tmp_path / "out.txt"  # a file, not a pipe: workers left behind would hold a pipe open
+    with log.open("w") as out:
+        subprocess.run([sys.executable, "-c", code], check=False, stdout=out,
+                       stderr=subprocess.STDOUT, timeout=120, env=env, cwd=ROOT)
+    pids = [int(p) for p in log.read_text().split()[:2] if p.isdigit()]
+    assert len(pids) == 2, log.read_text()[-2000:]
+    deadline = time.monotonic() + 15
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [p for p in pids if _alive(p)]
+    for p in left:  # not left running on the machine if the test fails
+        os.kill(p, 9)
+    assert not left

@@ -106,9 +106,27 @@ def clean_main() -> Iterator[types.ModuleType]:
                     sys.modules["__main__"] = saved
 
 
-def warm_worker(threads: int, modules: tuple[str, ...]) -> None:
-    """Worker initializer: one thread per worker (core.threads' budget; several workers share
-    the cores) and the engine imported before the first point."""
+#: how often a worker checks that the process that started it is still there
+PARENT_POLL_S = 1.0
+
+
+def _exit_with(parent: int) -> None:
+    """Exit this worker once ``parent`` is gone. An executor's workers wait on a pipe whose
+    writing end they hold themselves, so a parent killed without shutting its pool down (a
+    server stopped with SIGTERM or SIGKILL) would leave them waiting for ever."""
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def warm_worker(threads: int, modules: tuple[str, ...], parent: int | None = None) -> None:
+    """Worker initializer: leave with ``parent`` (:func:`_exit_with`), one thread per worker
+    (core.threads' budget; several workers share the cores) and the engine imported before
+    the first point."""
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), name="privlab-parent-watch",
+                         daemon=True).start()
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, str(threads))
     for m in modules:
@@ -140,7 +158,7 @@ class LocalPool:
         t0 = time.perf_counter()
         self._executor = ProcessPoolExecutor(
             self.workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=warm_worker, initargs=(compute_threads(), self.modules))
+            initializer=warm_worker, initargs=(compute_threads(), self.modules, os.getpid()))
         limit = start_timeout_s() if start_timeout is None else float(start_timeout)
         futures: list[Future] = []
         with clean_main():
