@@ -18,6 +18,7 @@ import streamlit as st
 from starlette.middleware import Middleware
 
 from core.runs.pool import prewarm_in_background
+from dashboard.jobs import default_nice
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -78,5 +79,5 @@ class BaseUrlMiddleware:
 # the Compare page runs its points on the process's local pool: its workers start now, in the
 # background, rather than with the first comparison (PRIVLAB_PREWARM=0 turns it off; app.py
 # asks again, for servers started on app.py itself)
-prewarm_in_background()
+prewarm_in_background(nice=default_nice())
 app = st.App("app.py", middleware=[Middleware(BaseUrlMiddleware)])

@@ -260,11 +260,14 @@ _PREWARM: dict[str, threading.Thread] = {}
 _PREWARM_LOCK = threading.Lock()
 
 
-def prewarm_in_background(workers: int | None = None, modules: tuple[str, ...] = WARM_MODULES
-                          ) -> threading.Thread | None:
+def prewarm_in_background(workers: int | None = None, modules: tuple[str, ...] = WARM_MODULES,
+                          *, nice: int = 0) -> threading.Thread | None:
     """Start the pool in a daemon thread, once per process, unless ``$PRIVLAB_PREWARM`` is
     ``0`` (the dashboard server calls this at start, so the first comparison does not pay the
-    workers' imports). A start that fails leaves no pool; the first sweep then tries again."""
+    workers' imports). ``nice``: added to the starting thread's nice value, which the workers
+    inherit (the dashboard's runs are background work: its job threads run niced, and a pool a
+    job thread starts would be too). A start that fails leaves no pool; the first sweep then
+    tries again."""
     if os.environ.get(PREWARM_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     with _PREWARM_LOCK:  # not _LOCK: that one is held while a pool starts
@@ -273,6 +276,11 @@ def prewarm_in_background(workers: int | None = None, modules: tuple[str, ...] =
             return t
 
         def start() -> None:
+            if nice > 0 and hasattr(os, "setpriority"):
+                with contextlib.suppress(OSError):  # per thread on Linux; children inherit it
+                    tid = threading.get_native_id()
+                    os.setpriority(os.PRIO_PROCESS, tid,
+                                   min(os.getpriority(os.PRIO_PROCESS, tid) + nice, 19))
             with contextlib.suppress(PoolError):
                 get_pool(workers or usable_cores(), modules)
 
