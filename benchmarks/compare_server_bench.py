@@ -82,7 +82,7 @@ def wait_pool_idle(pid: int, workers: int, timeout: float = 180.0) -> float:
     raise TimeoutError(f"the server's pool: {workers} idle workers not seen within {timeout:.0f} s")
 
 
-def main(port: int = 8610) -> dict[str, Any]:
+def main(port: int = 8610, job_nice: int | None = None) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     from core.runs.pool import usable_cores
@@ -97,6 +97,8 @@ def main(port: int = 8610) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="privlab_compare_server_") as tmp:
         store_dir = Path(tmp) / "store"
         env = {"PYTHONPATH": str(ROOT), "PRIVLAB_PREWARM": "1"}
+        if job_nice is not None:  # the runs' priority (dashboard.jobs; the pool inherits it)
+            env["PRIVLAB_JOB_NICE"] = str(job_nice)
         with B.serve(store_dir, Path(tmp) / "server.log", env_extra=env, port=port,
                      on_start=lambda p: server.update(proc=p)) as url, \
                 sync_playwright() as pw:
@@ -132,6 +134,7 @@ def main(port: int = 8610) -> dict[str, Any]:
         "browser_job_s": round(t_end - t_start, 2),
         "browser_open_to_plot_s": round(t_end - t_open, 2),
         "pool_ready_s": round(pool_ready, 2), "page_exception": error,
+        "job_nice": job_nice if job_nice is not None else os.environ.get("PRIVLAB_JOB_NICE", "10 (default)"),
         "server_log_errors": [ln for ln in log.splitlines() if "Traceback" in ln or "Error" in ln][:10],
         "load_start": load_start, "load_end": load_end, "loaded_machine": loaded,
         "target": {"compare_teaching_cold_s": "<= 20"},
@@ -143,7 +146,8 @@ def main(port: int = 8610) -> dict[str, Any]:
                   "page's teaching preset started by itself and ran as one run_comparison job "
                   "on that pool. compare_teaching_cold_s is the job's own time (the page's "
                   "'computed now in X s'); browser_job_s the progress bar's first appearance "
-                  "to the plane drawn."),
+                  "to the plane drawn. job_nice: the nice value of the server's runs and pool "
+                  "workers (PRIVLAB_JOB_NICE)."),
     }
     return result
 
@@ -153,8 +157,11 @@ if __name__ == "__main__":
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8610)
+    ap.add_argument("--job-nice", type=int, default=None,
+                    help="PRIVLAB_JOB_NICE for the server (default: its own, 10); 0 on a machine "
+                         "shared with other users' work, which runs at 0")
     args = ap.parse_args()
-    res = main(args.port)
+    res = main(args.port, args.job_nice)
     out = RESULTS / "compare_server.json"
     out.write_text(json.dumps(res, indent=1))
     print(json.dumps({k: res[k] for k in ("headline", "browser_job_s", "browser_open_to_plot_s",
