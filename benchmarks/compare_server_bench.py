@@ -11,7 +11,9 @@ the teaching preset starts by itself. Measured:
   the job);
 - ``browser_job_s``: the same seen from the browser, from the progress bar's first appearance
   to the plane drawn; ``browser_open_to_plot_s``: from opening the page to the plane drawn;
-- ``pool_ready_s``: from the server answering to its pool's workers being idle.
+- ``pool_ready_s``: from the server answering to its pool's workers being idle;
+- ``cpu_s``: CPU seconds the pool's workers and the server's own process used meanwhile (on a
+  machine shared with other work, the wall time follows the load; these do not).
 
 Writes ``benchmarks/results/compare_server.json``; ``python -m benchmarks.lessons_bench
 --merge`` takes its figure into ``lessons.json``.
@@ -106,6 +108,8 @@ def main(port: int = 8610, job_nice: int | None = None) -> dict[str, Any]:
             print(f"pool: {workers} workers idle {pool_ready:.1f} s after the server answered",
                   flush=True)
             browser = pw.chromium.launch(executable_path=exe, args=B.CHROMIUM_ARGS)
+            pool_pids = _children(server["proc"].pid)
+            cpu0 = {"workers": _cpu_ticks(pool_pids), "server": _cpu_ticks([server["proc"].pid])}
             try:
                 page = browser.new_page(viewport={"width": 1280, "height": 1000})
                 t_open = time.monotonic()
@@ -116,6 +120,8 @@ def main(port: int = 8610, job_nice: int | None = None) -> dict[str, Any]:
                     "() => /computed now in [0-9.]+ s/.test(document.body.innerText)",
                     timeout=600_000, polling=200)
                 t_end = time.monotonic()
+                cpu1 = {"workers": _cpu_ticks(pool_pids),
+                        "server": _cpu_ticks([server["proc"].pid])}
                 text = page.inner_text("body")
                 error = B.exception_text(page)
             finally:
@@ -134,6 +140,9 @@ def main(port: int = 8610, job_nice: int | None = None) -> dict[str, Any]:
         "browser_job_s": round(t_end - t_start, 2),
         "browser_open_to_plot_s": round(t_end - t_open, 2),
         "pool_ready_s": round(pool_ready, 2), "page_exception": error,
+        # CPU seconds spent from opening the page to the plane drawn: the pool's workers (the
+        # points) and the server's own process (Streamlit, the job thread, the page's reruns)
+        "cpu_s": {k: round((cpu1[k] - cpu0[k]) / os.sysconf("SC_CLK_TCK"), 1) for k in cpu0},
         "job_nice": job_nice if job_nice is not None else os.environ.get("PRIVLAB_JOB_NICE", "10 (default)"),
         "server_log_errors": [ln for ln in log.splitlines() if "Traceback" in ln or "Error" in ln][:10],
         "load_start": load_start, "load_end": load_end, "loaded_machine": loaded,
@@ -165,4 +174,4 @@ if __name__ == "__main__":
     out = RESULTS / "compare_server.json"
     out.write_text(json.dumps(res, indent=1))
     print(json.dumps({k: res[k] for k in ("headline", "browser_job_s", "browser_open_to_plot_s",
-                                          "pool_ready_s", "load_start", "load_end")}, indent=1))
+                                          "pool_ready_s", "cpu_s", "load_start", "load_end")}))

@@ -35,9 +35,11 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any
 
-#: modules a worker imports before its first point (so no point pays them)
+#: modules a worker imports before its first point (so no point pays them): the engine, and
+#: what a first training step pulls in lazily (torch's optimisers import torch._dynamo, with
+#: sympy and triton: about 1.2 CPU-s; Opacus for DP-SGD 0.4 s), which every worker paid again
 WARM_MODULES = ("torch", "sklearn.linear_model", "core.experiments", "core.runs.attribute_privacy",
-                "core.runs.projection", "core.data")
+                "core.runs.projection", "core.data", "torch._dynamo", "opacus")
 START_ENV, POINT_ENV, PREWARM_ENV = ("PRIVLAB_POOL_START_S", "PRIVLAB_POINT_TIMEOUT_S",
                                      "PRIVLAB_PREWARM")
 
