@@ -181,8 +181,15 @@ def _server_figure(results_dir: Path) -> tuple[float | None, str]:
     except (OSError, ValueError):
         return None, ""
     val = (data.get("headline") or {}).get("compare_teaching_cold_s")
+    cpu, est = data.get("cpu_s") or {}, data.get("quiet_estimate_s")
+    workers = [v for k, v in sorted(cpu.items()) if k.startswith("worker_")]
+    spent = (f"CPU seconds meanwhile: pool workers {' + '.join(map(str, workers))}, server "
+             f"{cpu.get('server')}; with the cores to itself that is about {est} s (an estimate "
+             "from CPU time; on this shared machine each user session gets one share of the "
+             "cores, so the wall time follows the other sessions' load). ") if workers else ""
     return val, ("compare_teaching_cold_s: measured in a running Streamlit server "
-                 f"(benchmarks/compare_server_bench.py, compare_server.json): {data.get('notes', '')} ")
+                 f"(benchmarks/compare_server_bench.py, compare_server.json): {data.get('notes', '')} "
+                 + spent)
 
 
 COMPARE_NOTE = ("Compare: the page runs its preset as one run_comparison job on the server's "
@@ -274,7 +281,10 @@ if __name__ == "__main__":
         server_s, server_note = _server_figure(RESULTS)
         if server_s is not None:  # the Compare figure as the page runs it, in a server
             res["headline"]["compare_teaching_cold_s"] = server_s
-            res["notes"] = re.sub(r"Compare: .*?(?=default_cold_s:)", lambda _: COMPARE_NOTE + server_note,
+            note = ("Compare: the page runs its preset as one run_comparison job on the server's "
+                    "local pool; the compare row below is from the last full run of this "
+                    "benchmark (before the pool: its teaching_cold_s is the serial path). ")
+            res["notes"] = re.sub(r"Compare: .*?(?=default_cold_s:)", lambda _: note + server_note,
                                   res["notes"], count=1, flags=re.DOTALL)
         res.setdefault("merged_at", []).append(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         out.write_text(json.dumps(res, indent=1))
