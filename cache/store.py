@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from cache.cancel_file import cancel_token_for
 from cache.entry import CorruptEntry, encode, read_verified, remove_dir, write_atomic
 from cache.errors import IndexCorrupt, StoreError, io_error, writable
 from cache.export import write_table
@@ -376,8 +377,6 @@ class ResultStore:
     @property
     def point_worker(self):
         """The function pool and Ray workers run for one sweep point (core.runs.sweep)."""
-        from cache.sweep_worker import run_point
-
         return run_point
 
     def _clear_tmp(self, key: str) -> None:
@@ -446,3 +445,15 @@ def default_store(root: str | Path | None = None) -> ResultStore:
         if store is None:
             store = _STORES[path] = ResultStore(path)
         return store
+
+
+def run_point(root: str, config: dict[str, Any], cancel_path: str | None = None) -> dict[str, Any]:
+    """One sweep point in a pool or Ray worker: get or run ``config`` in the store at ``root``
+    (stored under its own key, exactly as a serial sweep or a plain run stores it) and return
+    only its small summary (:func:`core.sweeps.summarise`). When ``cancel_path`` appears the
+    point is cancelled and stores nothing (:func:`cache.cancel_file.cancel_token_for`)."""
+    from core.sweeps import summarise
+
+    with cancel_token_for(cancel_path) as token:
+        result = default_store(root).get_or_run(config, cancel=token)
+    return summarise(result)

@@ -4,9 +4,11 @@ defense that applies to an attack family on one utility–privacy plane.
 A :class:`ComparisonSpec` names a family (an experiment kind: ``attribute_privacy``,
 ``membership``, ``gradient_leakage``, any kind registered later), a data set, a utility metric
 and a privacy metric from :mod:`core.metric_schema`, and the defenses with their knob grids.
-:func:`run_comparison` runs one stored sweep per defense over seeds (``kind: sweep``,
-:mod:`core.runs.sweep`: only missing points run, on the sweep's executor) and reads each point
-back from the result store; the rest are pure functions over point arrays:
+:func:`run_comparison` expands one sweep per defense over seeds (``kind: sweep``), looks every
+point up in the result store once, runs the missing ones together on one executor
+(:func:`core.runs.sweep.run_points`, the one behind ``privlab sweep``: serial, the local pool
+or Ray) and reads each of them back once; :func:`read_comparison` assembles a comparison whose
+points are all stored, running nothing. The rest are pure functions over point arrays:
 
 - :func:`pareto_front`: the points no other point beats on both axes (more utility, less
   leakage), ties kept;
@@ -52,12 +54,11 @@ from core.parts import DEFENSES, DefensePart, baseline_for, is_baseline
 from core.progress import CancelToken, Progress, ProgressCallback, as_progress
 
 __all__ = [
-    "Comparison", "ComparisonSpec", "Curve", "DefenseSpec", "LevelMatch", "TuneResult",
-    "applicable_defenses", "beats_at_level", "block_variants", "comparison_sweeps",
+    "Comparison", "ComparisonSpec", "Curve", "DefenseSpec", "LevelMatch", "MissingPoints",
+    "TuneResult", "applicable_defenses", "beats_at_level", "block_variants", "comparison_sweeps",
     "default_grid", "dominance", "empty_grid_message", "equal_privacy_rows", "family_defaults",
     "match_attack_level", "matched_levels", "metric_choices", "pareto_front", "parse_grid",
-    "refusal", "run_comparison",
-    "utility_at_level",
+    "read_comparison", "refusal", "run_comparison", "utility_at_level",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -618,6 +619,8 @@ class Comparison:
     points_run: int
     points_cached: int
     seconds: float
+    #: the cache keys of the defenses' sweep configs (the comparison's identity; the sweeps
+    #: themselves are not stored, only their points)
     sweep_keys: list[str] = field(default_factory=list)
 
     @property
@@ -698,49 +701,111 @@ def _point_metrics(result: Any, names: Sequence[str]) -> list[float]:
     return out
 
 
+class MissingPoints(LookupError):
+    """:func:`read_comparison`: some of the comparison's points are not stored yet."""
+
+
+def _plan(spec: ComparisonSpec) -> tuple[list[tuple[DefenseSpec, list[Any]]],
+                                         list[tuple[DefenseSpec, str]], list[str]]:
+    """Each applicable defense with its sweep's points (:func:`core.sweeps.expand`: every
+    point validated before any runs, so bad input stores nothing), the refused defenses and
+    the sweeps' cache keys."""
+    from core.config import cache_key, parse_config
+    from core.sweeps import expand
+
+    sweeps, refused = comparison_sweeps(spec)
+    parsed = [(d, parse_config(cfg)) for d, cfg in sweeps]
+    return ([(d, expand(cfg)) for d, cfg in parsed], refused,
+            [cache_key(cfg) for _, cfg in parsed])
+
+
 def run_comparison(spec: ComparisonSpec, store: Any,
                    progress: Progress | ProgressCallback | None = None,
                    cancel: CancelToken | None = None) -> Comparison:
-    """Run (or read) one stored sweep per applicable defense and assemble the curves.
+    """Run the comparison's missing points and assemble the curves.
 
-    ``store`` is a result store (``cache.store.ResultStore``: ``get_or_run`` and ``get``);
-    each sweep runs only its missing points (on ``spec.executor``) and every point is read
-    back from the store to take the chosen metrics. Raises ValueError when the privacy or
-    utility metric is missing from the family's runs (naming what they do report)."""
+    Every point of every defense's sweep is looked up in ``store`` once (``peek``); the
+    missing ones (each key once) go together to one executor, ``spec.executor`` on
+    ``spec.workers`` (:func:`core.runs.sweep.run_points`, the one behind ``privlab sweep``),
+    and each is read back once (``get``) when it is stored. ``store`` is a result store
+    (``cache.store.ResultStore``: ``peek``, ``get``, ``get_or_run``; a pool or Ray needs its
+    ``root`` and ``point_worker``). Nothing of the comparison itself is stored: only its points.
+    Raises ValueError when the privacy or utility metric is missing from the family's runs
+    (naming what they do report)."""
+    from core.runs.sweep import Placement, run_points
+
     prog = as_progress(progress, cancel)
     t0 = time.perf_counter()
-    sweeps, refused = comparison_sweeps(spec)
-    from core.config import parse_config
+    plans, refused, sweep_keys = _plan(spec)
+    flat = [p for _, pts in plans for p in pts]
+    n = len(flat)
+    prog.update(0.0, f"comparison of {n} points: looking them up in the store")
+    by_key: dict[str, Any] = {}
+    for p in flat:
+        prog.check_cancel()
+        if p.key not in by_key:
+            by_key[p.key] = store.peek(p.config)
+    todo, queued = [], set()
+    for i, p in enumerate(flat):
+        if by_key[p.key] is None and p.key not in queued:  # each missing key runs once
+            queued.add(p.key)
+            todo.append((i, p))
+    summaries, _ = run_points(todo, store, prog, Placement(spec.executor, spec.workers),
+                              total=len(by_key), done=len(by_key) - len(todo))
+    computed = {p.key for i, p in todo if not summaries[i]["from_cache"]}
+    for _, p in todo:
+        by_key[p.key] = store.get(p.key)
+        if by_key[p.key] is None:
+            raise RuntimeError(f"point {p.label}: {p.key[:12]} vanished from the store")
+    cmp = _assemble(spec, plans, refused, by_key, computed)
+    cmp.seconds, cmp.sweep_keys = time.perf_counter() - t0, sweep_keys
+    prog.update(1.0, "comparison ready")
+    return cmp
 
-    for _, cfg in sweeps:  # every sweep valid before any runs: bad input stores nothing
-        parse_config(cfg)
+
+def read_comparison(spec: ComparisonSpec, store: Any) -> Comparison:
+    """The comparison from the points stored in ``store`` (one ``peek`` each); runs nothing.
+    Raises :class:`MissingPoints` when a point is not stored, ValueError as
+    :func:`run_comparison`."""
+    t0 = time.perf_counter()
+    plans, refused, sweep_keys = _plan(spec)
+    by_key: dict[str, Any] = {}
+    for _, pts in plans:
+        for p in pts:
+            if p.key not in by_key:
+                by_key[p.key] = store.peek(p.config)
+                if by_key[p.key] is None:
+                    raise MissingPoints(f"point {p.label} of {spec.family} on {spec.data} is "
+                                        "not stored")
+    cmp = _assemble(spec, plans, refused, by_key, set())
+    cmp.seconds, cmp.sweep_keys = time.perf_counter() - t0, sweep_keys
+    return cmp
+
+
+def _assemble(spec: ComparisonSpec, plans: list[tuple[DefenseSpec, list[Any]]],
+              refused: list[tuple[DefenseSpec, str]], by_key: Mapping[str, Any],
+              computed: set[str]) -> Comparison:
+    """The curves from each point's stored Result (``by_key``); ``computed``: the keys this
+    call ran (the rest came from the store)."""
     curves: list[Curve] = []
     run_n = cached_n = 0
-    sweep_keys = []
     metrics_seen: set[str] = set()
     first_metrics: dict[str, float] | None = None
-    for i, (d, cfg) in enumerate(sweeps):
-        sub = prog.sub(i / len(sweeps), (i + 1) / len(sweeps))
-        sub.update(0.0, f"{d.name}: sweep {i + 1} of {len(sweeps)}")
-        res = store.get_or_run(cfg, progress=sub, cancel=prog.cancel)
-        sweep_keys.append(res.key)
-        rows = res.info["rows"]
+    for d, pts in plans:
         part = DEFENSES.get(d.defense)
         kf = f"defense.{part.knob.field}" if d.swept else None
-        knobs = list(dict.fromkeys(r[kf] for r in rows)) if kf else [float("nan")]
-        seeds = list(dict.fromkeys(int(r["seed"]) for r in rows))
+        knobs = list(dict.fromkeys(p.values[kf] for p in pts)) if kf else [float("nan")]
+        seeds = list(dict.fromkeys(int(p.seed) for p in pts))
         shape = (len(knobs), len(seeds))
         arr = {n: np.full(shape, np.nan) for n in ("u", "a", "b", "lo", "hi")}
         keys = [["" for _ in seeds] for _ in knobs]
         budget = part.knob.budget_metric if part.knob is not None else None
-        for r in rows:
-            ki = knobs.index(r[kf]) if kf else 0
-            si = seeds.index(int(r["seed"]))
-            point = store.get(r["key"])
-            if point is None:
-                raise RuntimeError(f"{d.name}: point {r['key'][:12]} vanished from the store")
-            run_n += int(not r.get("from_cache", False) and not res.from_cache)
-            cached_n += int(bool(r.get("from_cache", False) or res.from_cache))
+        for p in pts:
+            ki = knobs.index(p.values[kf]) if kf else 0
+            si = seeds.index(int(p.seed))
+            point = by_key[p.key]
+            run_n += int(p.key in computed)
+            cached_n += int(p.key not in computed)
             metrics_seen.update(point.metrics)
             first_metrics = first_metrics or point.metrics
             arr["u"][ki, si], arr["a"][ki, si], arr["b"][ki, si] = _point_metrics(
@@ -748,7 +813,7 @@ def run_comparison(spec: ComparisonSpec, store: Any,
             iv = point.interval(spec.privacy)
             if iv is not None:
                 arr["lo"][ki, si], arr["hi"][ki, si] = iv
-            keys[ki][si] = r["key"]
+            keys[ki][si] = p.key
         curves.append(Curve(
             name="no defense" if is_baseline(d.defense) else d.name, defense=d.defense,
             params=dict(d.params), symbol=part.knob.symbol if part.knob else None,
@@ -762,12 +827,10 @@ def run_comparison(spec: ComparisonSpec, store: Any,
             raise ValueError(f"{what}: {spec.family} runs do not report {name!r}; they report "
                              f"{', '.join(have[:12])}")
     fm = first_metrics or {}
-    prog.update(1.0, "comparison ready")
     return Comparison(spec=spec, curves=curves, refused=[(d.name, why) for d, why in refused],
                       chance_leakage=S.chance_value(spec.privacy, fm),
                       chance_utility=S.chance_value(spec.utility, fm),
-                      points_run=run_n, points_cached=cached_n,
-                      seconds=time.perf_counter() - t0, sweep_keys=sweep_keys)
+                      points_run=run_n, points_cached=cached_n, seconds=0.0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ import streamlit as st
 from streamlit import config as st_config
 
 from cache.errors import StoreError
+from core.runs.pool import prewarm_in_background
 from dashboard.auth import gate, restrict_error_details
+from dashboard.jobs import default_nice
 from dashboard.sidebar import render_sidebar
 from dashboard.widgets import get_store
 
@@ -32,6 +34,10 @@ st.set_page_config(page_title="privlab", page_icon="🛡️", layout="wide")
 # server, loopback only otherwise; errors show no detail beyond loopback (dashboard.auth)
 restrict_error_details()
 gate()
+# the Compare page runs its points on the process's local pool: start its workers now, in the
+# background (once per process; PRIVLAB_PREWARM=0 turns it off), so a first comparison does
+# not pay their imports
+prewarm_in_background(nice=default_nice())
 try:  # a store the file system refuses (a full disk, permissions) is one line, not a traceback
     get_store()
 except StoreError as exc:

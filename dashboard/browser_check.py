@@ -63,10 +63,12 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> Non
 @contextlib.contextmanager
 def serve(cache_dir: Path, log: Path, *, host: str = "127.0.0.1",
           env_extra: dict[str, str] | None = None, drop: tuple[str, ...] = (),
-          timeout: float = 90.0) -> Iterator[str]:
-    """``streamlit run dashboard/server.py`` on a free port with ``PRIVLAB_CACHE_DIR`` =
-    ``cache_dir``, its output in ``log``; yields the loopback URL. No proxy (localhost)."""
-    port = free_port()
+          timeout: float = 90.0, port: int | None = None,
+          on_start: Callable[[subprocess.Popen], None] | None = None) -> Iterator[str]:
+    """``streamlit run dashboard/server.py`` on ``port`` (default: a free one) with
+    ``PRIVLAB_CACHE_DIR`` = ``cache_dir``, its output in ``log``; yields the loopback URL. No
+    proxy (localhost). ``on_start(process)`` is called once the server answers."""
+    port = port or free_port()
     env = dict(os.environ, PRIVLAB_CACHE_DIR=str(cache_dir), **(env_extra or {}))
     for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", *drop):
         env.pop(var, None)
@@ -81,6 +83,8 @@ def serve(cache_dir: Path, log: Path, *, host: str = "127.0.0.1",
         url = f"http://127.0.0.1:{port}"
         try:
             wait_healthy(url, proc, timeout)
+            if on_start is not None:
+                on_start(proc)
             yield url
         except Exception:
             print(log.read_text(errors="replace")[-4000:])

@@ -5,7 +5,8 @@ Streamlit's frontend that the server lives at the site's root (``window.__stream
 ``BACKEND_BASE_URL``). Without it, a page opened at its own address (``/membership``) first
 probes ``/membership/_stcore/health`` and ``/membership/_stcore/host-config``: two 404s in the
 browser's console on every direct visit, before the frontend falls back to the root. Nothing
-else changes: the same script, the same config, the password gate in ``app.py``.
+else changes: the same script, the same config, the password gate in ``app.py``. It also starts
+the process's local pool in the background (:func:`core.runs.pool.prewarm_in_background`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 
 import streamlit as st
 from starlette.middleware import Middleware
+
+from core.runs.pool import prewarm_in_background
+from dashboard.jobs import default_nice
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -72,4 +76,8 @@ class BaseUrlMiddleware:
         await self.app(scope, receive, send_patched)
 
 
+# the Compare page runs its points on the process's local pool: its workers start now, in the
+# background, rather than with the first comparison (PRIVLAB_PREWARM=0 turns it off; app.py
+# asks again, for servers started on app.py itself)
+prewarm_in_background(nice=default_nice())
 app = st.App("app.py", middleware=[Middleware(BaseUrlMiddleware)])

@@ -40,7 +40,8 @@ from dashboard.jobs import QUEUED, Job, Ticket, get_queue, ordinal
 
 __all__ = [
     "Job", "Ticket", "get_store", "is_data_error", "is_running", "peek", "queue_caption",
-    "run_many_with_progress", "run_with_progress", "running_jobs_panel", "typed", "validate",
+    "run_job_with_progress", "run_many_with_progress", "run_with_progress", "running_jobs_panel",
+    "typed", "validate",
 ]
 
 _JOBS = "_privlab_jobs"  # cache key -> Ticket of this session (waiting, running or just done)
@@ -415,27 +416,38 @@ def run_many_with_progress(
         cfgs.append(cfg)
     keys = [cache_key(c) for c in cfgs]
     key = "grid-" + hashlib.sha256("|".join(keys).encode()).hexdigest()
-    ticket = _jobs().get(key)
-    if ticket is None:
-        store = get_store()
+    store = get_store()
+    if key not in _jobs():
         cached = [_peek(store, c) for c in cfgs]
         if all(r is not None for r in cached):
             return cached
+
+    def work(j: Job) -> list[Result]:
+        out = []
+        n = len(cfgs)
+        for i, cfg in enumerate(cfgs):
+            j.token.raise_if_cancelled()
+
+            def cb(f: float, msg: str = "", i: int = i) -> None:
+                j.report((i + f) / n, f"point {i + 1}/{n}: {msg}")
+
+            out.append(store.get_or_run(cfg, progress=cb, cancel=j.token))
+        return out
+
+    return run_job_with_progress(key, work, label=label, start=start)
+
+
+def run_job_with_progress(key: str, work: Callable[[Job], Any], *, label: str,
+                          start: bool = True) -> Any | None:
+    """``work(job)`` as one job of the shared queue under ``key`` (two sessions asking for the
+    same key share it), with the page's progress bar and Cancel button; ``work`` reports
+    through ``job.report`` and stops when ``job.token`` is cancelled. The caller checks the
+    store first: this always queues (when ``start``). Returns the work's value, or None when
+    not started / waiting / cancelled / failed (the message is shown)."""
+    ticket = _jobs().get(key)
+    if ticket is None:
         if not _gate(key, label, start):
             return None
-
-        def work(j: Job) -> list[Result]:
-            out = []
-            n = len(cfgs)
-            for i, cfg in enumerate(cfgs):
-                j.token.raise_if_cancelled()
-
-                def cb(f: float, msg: str = "", i: int = i) -> None:
-                    j.report((i + f) / n, f"point {i + 1}/{n}: {msg}")
-
-                out.append(store.get_or_run(cfg, progress=cb, cancel=j.token))
-            return out
-
         ticket = _submit(key, label, work)
     return _await(ticket)
 

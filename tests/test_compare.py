@@ -274,3 +274,67 @@ def test_tiny_comparison_runs_then_reads_from_the_store(tmp_path):
     wrong = C.ComparisonSpec(**{**spec.__dict__, "privacy": "recon_best_psnr_median"})
     with pytest.raises(ValueError, match="membership runs do not report 'recon_best_psnr_median'"):
         C.run_comparison(wrong, store)
+
+
+def test_run_comparison_runs_only_missing_points_and_reads_each_point_once(tmp_path):
+    """One lookup per point, one run per missing point (no sweep is run or stored to read the
+    points back), one read per point it ran; a second call runs and reads nothing more."""
+    from collections import Counter
+
+    from cache.store import ResultStore
+    from core.config import cache_key, parse_config
+    from core.result import Result
+    from core.sweeps import expand
+
+    def fake(cfg, progress=None, cancel=None) -> Result:
+        kappa = getattr(cfg.defense, "kappa", 100.0)
+        return Result(kind="membership", config=cfg.model_dump(mode="json"), seed=cfg.seed,
+                      metrics={"utility_acc": 0.9 - 0.1 / kappa, "utility_majority": 0.1,
+                               "mia_auc_best": 0.5 + 0.1 * kappa / (kappa + 1)})
+
+    class Counting:
+        """The store, counting what run_comparison asks of it (its points run ``fake``)."""
+
+        def __init__(self, store: ResultStore) -> None:
+            self.store, self.calls, self.ran = store, Counter(), []
+
+        def peek(self, config):
+            self.calls["peek"] += 1
+            return self.store.peek(config)
+
+        def get(self, key, **kw):
+            self.calls["get"] += 1
+            return self.store.get(key, **kw)
+
+        def get_or_run(self, config, *, progress=None, cancel=None):
+            cfg = parse_config(config)
+            self.calls["get_or_run"] += 1
+            self.ran.append((cfg.kind, cache_key(cfg)))
+            return self.store.get_or_run(cfg, runner=fake, progress=progress, cancel=cancel)
+
+    spec = C.ComparisonSpec(
+        family="membership", data="digits", utility="utility_acc", privacy="mia_auc_best",
+        defenses=(C.DefenseSpec.of("channel", (1.0, 30.0)),), seeds=(0, 1),
+        base={"train": {"members": 60, "epochs": 1}})
+    points = [p for _, sw in C.comparison_sweeps(spec)[0] for p in expand(parse_config(sw))]
+    assert len(points) == 6  # the undefended point and κ 1, 30, each over two seeds
+    inner = ResultStore(tmp_path / "cache")
+    for p in points[:2]:  # the undefended points are stored already
+        inner.get_or_run(p.config, runner=fake)
+    store = Counting(inner)
+    cmp = C.run_comparison(spec, store)
+    missing = sorted(p.key for p in points[2:])
+    assert sorted(k for _, k in store.ran) == missing and {kind for kind, _ in store.ran} == {"membership"}
+    assert store.calls == Counter(peek=6, get_or_run=4, get=4)
+    assert (cmp.points_run, cmp.points_cached) == (4, 2)
+    assert inner.list(kind="sweep") == []  # only points are stored
+    assert cmp.curves[1].utility[1, 0] == pytest.approx(0.9 - 0.1 / 30)
+    store.calls.clear()
+    again = C.run_comparison(spec, store)
+    assert store.calls == Counter(peek=6) and (again.points_run, again.points_cached) == (0, 6)
+    np.testing.assert_array_equal(again.curves[1].leakage, cmp.curves[1].leakage)
+    read = C.read_comparison(spec, inner)
+    np.testing.assert_array_equal(read.curves[1].utility, cmp.curves[1].utility)
+    inner.delete(points[-1].key)
+    with pytest.raises(C.MissingPoints, match="not stored"):
+        C.read_comparison(spec, inner)

@@ -1,4 +1,4 @@
-"""Sweeps (kind ``sweep``; core/sweeps.py, core/runs/sweep.py, cache/sweep_worker.py): expansion,
+"""Sweeps (kind ``sweep``; core/sweeps.py, core/runs/sweep.py, core/runs/pool.py, cache/store.run_point): expansion,
 one-line errors naming the grid path, keys that exclude the executor, only missing points run,
 serial / local pool / Ray give the same rows, cancel keeps finished points, the CLI.
 
@@ -229,13 +229,14 @@ def test_prewarm_starts_every_worker_and_the_sweep_reuses_the_pool(serial_rows, 
     """A pool started ahead: all workers up with the engine imported; a local sweep then runs
     on that same pool, with the serial rows."""
     import core.runs.sweep as S
+    from core.runs.pool import current_pool
 
     S.shutdown_pool()
-    seconds = S.prewarm_pool(2, "cache.sweep_worker")
-    pool = S._POOL["pool"]
-    assert seconds > 0 and S._POOL["workers"] == 2 and len(pool._processes) == 2
+    seconds = S.prewarm_pool(2, "cache.store")
+    pool = current_pool()
+    assert seconds > 0 and pool.workers == 2 and len(pool.processes()) == 2
     r = ResultStore(tmp_path).get_or_run(sweep(executor="local", workers=2))
-    assert S._POOL["pool"] is pool and r.info["rows"] == serial_rows
+    assert current_pool() is pool and r.info["rows"] == serial_rows
 
 
 @pytest.mark.parametrize("executor", ["serial", "local"])
@@ -259,7 +260,7 @@ def test_cancel_keeps_finished_points_and_stores_no_sweep(executor, tmp_path):
 
 
 def test_worker_does_not_start_a_point_after_cancel(tmp_path):
-    from cache.sweep_worker import run_point
+    from cache.store import run_point
 
     flag = tmp_path / "cancel"
     flag.touch()

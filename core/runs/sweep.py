@@ -1,6 +1,9 @@
 """Runner for ``kind: sweep`` (DESIGN: Architecture / Sweeps): run the points of a grid that
 are missing from the store, serially, on a local process pool or on Ray, and tabulate them.
 
+:func:`run_points` is the executor behind both ``privlab sweep`` and the comparisons
+(:func:`core.compare.run_comparison`): it runs given points on one executor.
+
 Points go through the injected point store (:class:`core.sweeps.PointStore`, the result store
 handed in by ``cache.store.ResultStore.get_or_run``), so each point is stored under its own
 key the moment it finishes: a cancelled or failed sweep keeps its finished points and stores
@@ -8,8 +11,9 @@ nothing of its own. Pool and Ray workers run the store's ``point_worker`` (they 
 at its ``root`` themselves) and send back a small summary (:func:`core.sweeps.summarise`).
 
 - ``serial``: in this process, one point after another, with each point's own progress.
-- ``local``: :class:`~concurrent.futures.ProcessPoolExecutor` on forkserver (forking a process
-  that has threads, like the dashboard, is unsafe), one per process, kept warm across sweeps.
+- ``local``: the process's one pool (:mod:`core.runs.pool`: spawned workers, all started
+  before the first point under a clean ``__main__``, safe inside the Streamlit server), kept
+  warm across sweeps; every point has a deadline (:func:`core.runs.pool.point_timeout_s`).
 - ``ray``: ``ray.init`` once per process (``ray_address``, else ``$RAY_ADDRESS``, else a local
   Ray), one task per point with ``num_cpus=1``.
 """
@@ -17,33 +21,49 @@ at its ``root`` themselves) and send back a small summary (:func:`core.sweeps.su
 from __future__ import annotations
 
 import atexit
-import importlib
-import multiprocessing
 import os
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import replace
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from core.config import ConfigError, SweepConfig, cache_key, parse_config
 from core.progress import CancelToken, Progress, ProgressCallback
 from core.result import Result
+from core.runs.pool import (
+    WARM_MODULES,
+    LocalPool,
+    PoolError,
+    get_pool,
+    point_timeout_s,
+    usable_cores,
+)
+from core.runs.pool import shutdown_pool as _shutdown_pool
 from core.stages import Stages, StageStore
 from core.sweeps import Point, PointStore, columns_of, expand, point_row, summarise
-from core.threads import compute_threads
 
 #: how often the parent checks its cancel token while pool or Ray workers run
 POLL_S = 0.2
 #: how long a cancelled sweep waits for its running points to stop before giving up on them
 STOP_WAIT_S = 30.0
-#: modules a pool worker imports before its first point (so no point pays them)
-WARM_MODULES = ("torch", "sklearn.linear_model", "core.experiments", "core.runs.attribute_privacy",
-                "core.runs.projection", "core.data")
+__all__ = ["EXECUTORS", "WARM_MODULES", "MemoryPointStore", "Placement", "PoolError",
+           "local_pool", "prewarm_pool", "ray_init", "run_points", "run_sweep", "shutdown_pool",
+           "usable_cores"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where points run: ``executor`` (serial, local, ray), ``workers`` (None: the usable
+    cores for a pool, one task per point on Ray) and ``ray_address``."""
+
+    executor: str = "serial"
+    workers: int | None = None
+    ray_address: str | None = None
 
 
 def run_sweep(cfg: SweepConfig, progress: Progress, stages: Stages | None = None, *,
@@ -61,11 +81,11 @@ def run_sweep(cfg: SweepConfig, progress: Progress, stages: Stages | None = None
         hit = store.peek(p.config)
         if hit is not None:
             tracker.summaries[i] = {**summarise(hit), "from_cache": True}
-    tracker.done = len(tracker.summaries)
     todo = [(i, p) for i, p in enumerate(plan) if i not in tracker.summaries]
-    progress.update(tracker.done / n, f"{tracker.done} of {n} points stored; running "
-                    f"{len(todo)} ({cfg.executor})")
-    workers = EXECUTORS[cfg.executor](cfg, todo, store, tracker) if todo else 0
+    summaries, workers = run_points(todo, store, progress, Placement(cfg.executor, cfg.workers,
+                                                                     cfg.ray_address),
+                                    total=n, done=len(tracker.summaries))
+    tracker.summaries.update(summaries)
     rows = [point_row(p, tracker.summaries[i]) for i, p in enumerate(plan)]
     n_run = sum(not s["from_cache"] for s in tracker.summaries.values())
     seconds = time.perf_counter() - t0
@@ -75,6 +95,24 @@ def run_sweep(cfg: SweepConfig, progress: Progress, stages: Stages | None = None
             "executor": cfg.executor, "workers": workers}
     return Result(kind="sweep", config=cfg.model_dump(mode="json"), seed=cfg.seed, metrics=metrics,
                   info=info, timings={"total_s": seconds})
+
+
+def run_points(todo: list[tuple[int, Point]], store: PointStore, progress: Progress,
+               placement: Placement, *, total: int | None = None, done: int = 0
+               ) -> tuple[dict[int, dict[str, Any]], int]:
+    """Run ``todo`` ((index, point) pairs: the points missing from ``store``) on
+    ``placement``'s executor, each stored under its own key as it finishes. Progress counts
+    ``done`` points already stored out of ``total`` (default: ``done`` + the points to run).
+    Returns each index's summary (:func:`core.sweeps.summarise`) and the workers used."""
+    n = total if total is not None else done + len(todo)
+    tracker = _Tracker(progress, max(n, 1))
+    tracker.done = done
+    if not todo:
+        return {}, 0
+    progress.update(done / max(n, 1), f"{done} of {n} points stored; running {len(todo)} "
+                    f"({placement.executor})")
+    workers = EXECUTORS[placement.executor](placement, todo, store, tracker)
+    return tracker.summaries, workers
 
 
 class _Tracker:
@@ -110,7 +148,7 @@ class _Tracker:
 # executors: (cfg, [(index, point)], store, tracker) -> number of workers used
 
 
-def _serial(cfg: SweepConfig, todo: list[tuple[int, Point]], store: PointStore, tracker: _Tracker) -> int:
+def _serial(cfg: Placement, todo: list[tuple[int, Point]], store: PointStore, tracker: _Tracker) -> int:
     for i, p in todo:
         result = store.get_or_run(p.config, progress=tracker.point_progress(p),
                                   cancel=tracker.progress.cancel)
@@ -127,11 +165,12 @@ def _worker_of(store: PointStore, executor: str) -> tuple[Callable[..., dict[str
     return worker, str(root)
 
 
-def _local(cfg: SweepConfig, todo: list[tuple[int, Point]], store: PointStore, tracker: _Tracker) -> int:
+def _local(cfg: Placement, todo: list[tuple[int, Point]], store: PointStore, tracker: _Tracker) -> int:
     worker, root = _worker_of(store, "local")
     size = cfg.workers or usable_cores()
-    pool = local_pool(size, worker.__module__)  # processes start on demand: no cost to size it
+    pool = local_pool(size, worker.__module__)  # started (or reused) with every worker up
     workers = min(size, len(todo))
+    deadline_s = point_timeout_s()
     flag_dir = tempfile.mkdtemp(prefix="privlab-sweep-")
     flag = os.path.join(flag_dir, "cancel")
     queue, running = list(todo), {}
@@ -140,11 +179,22 @@ def _local(cfg: SweepConfig, todo: list[tuple[int, Point]], store: PointStore, t
             tracker.progress.check_cancel()
             while queue and len(running) < workers:  # this sweep's share of the shared pool
                 i, p = queue.pop(0)
-                running[pool.submit(worker, root, p.config.model_dump(mode="json"), flag)] = (i, p)
+                f = pool.submit(worker, root, p.config.model_dump(mode="json"), flag)
+                running[f] = (i, p, time.monotonic() + deadline_s)
             finished, _ = wait(list(running), timeout=POLL_S, return_when=FIRST_COMPLETED)
             for f in finished:
-                i, p = running.pop(f)
+                i, p, _ = running.pop(f)
                 tracker.finished(i, p, f.result())
+            now = time.monotonic()
+            late = next(((i, p) for i, p, d in running.values() if now > d), None)
+            if late is not None:
+                # a worker that never answers (stuck, not dead) would hold the sweep forever:
+                # its pool is killed, the sweep fails with one line
+                pool.kill(f"a point ran past {deadline_s:g} s")
+                running.clear()
+                raise PoolError(f"sweep point {late[1].label}: no answer from its pool worker "
+                                f"within {deadline_s:g} s (PRIVLAB_POINT_TIMEOUT_S); the pool "
+                                "was stopped, finished points are kept")
     except BaseException:
         Path(flag).touch()  # running points stop (storing nothing); finished ones are kept
         _drain(running)
@@ -160,7 +210,7 @@ def _drain(running: dict[Future, Any]) -> None:
     wait([f for f in running if not f.cancelled()], timeout=STOP_WAIT_S)
 
 
-def _ray(cfg: SweepConfig, todo: list[tuple[int, Point]], store: PointStore, tracker: _Tracker) -> int:
+def _ray(cfg: Placement, todo: list[tuple[int, Point]], store: PointStore, tracker: _Tracker) -> int:
     worker, root = _worker_of(store, "ray")
     ray = ray_init(cfg.ray_address)
     task = _remote(ray, worker)
@@ -193,7 +243,7 @@ def _ray(cfg: SweepConfig, todo: list[tuple[int, Point]], store: PointStore, tra
     return min(limit, len(todo))
 
 
-EXECUTORS: dict[str, Callable[[SweepConfig, list[tuple[int, Point]], PointStore, _Tracker], int]] = {
+EXECUTORS: dict[str, Callable[[Placement, list[tuple[int, Point]], PointStore, _Tracker], int]] = {
     "serial": _serial, "local": _local, "ray": _ray,
 }
 
@@ -201,75 +251,28 @@ EXECUTORS: dict[str, Callable[[SweepConfig, list[tuple[int, Point]], PointStore,
 # ---------------------------------------------------------------------------------------------
 # the process's pool and Ray connection
 
-_POOL_LOCK = threading.Lock()
-_POOL: dict[str, Any] = {}
 _RAY_LOCK = threading.Lock()
 _RAY_TASKS: dict[Callable[..., Any], Any] = {}
 
 
-def usable_cores() -> int:
-    """CPU cores this process may run on (its affinity mask, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def warm_worker(threads: int, modules: tuple[str, ...]) -> None:
-    """Pool initializer: one thread per worker (core.threads' budget; several workers share the
-    cores) and the engine imported before the first point."""
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, str(threads))
-    for m in modules:
-        importlib.import_module(m)
-
-
-def local_pool(workers: int, worker_module: str | None = None) -> ProcessPoolExecutor:
-    """The process's one pool, at least ``workers`` processes (started on demand, kept warm
-    across sweeps, shut down at exit); a broken or smaller one is replaced (a sweep still using
-    the old one finishes its points there)."""
-    with _POOL_LOCK:
-        pool = _POOL.get("pool")
-        if pool is not None and (_POOL["workers"] < workers or getattr(pool, "_broken", False)):
-            pool.shutdown(wait=False)
-            pool = None
-        if pool is None:
-            modules = WARM_MODULES + ((worker_module,) if worker_module else ())
-            ctx = multiprocessing.get_context("forkserver")
-            # the fork server imports the engine once and each worker forks from it, instead of
-            # every worker importing torch on its own (no effect once the server is running)
-            ctx.set_forkserver_preload(list(modules))
-            pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=warm_worker,
-                                       initargs=(compute_threads(), modules))
-            _POOL.update(pool=pool, workers=workers)
-        return pool
-
-
-def _ready() -> int:
-    return os.getpid()
+def local_pool(workers: int, worker_module: str | None = None) -> LocalPool:
+    """The process's one pool (:func:`core.runs.pool.get_pool`), at least ``workers``
+    processes, every one started with the engine (and ``worker_module``) imported."""
+    return get_pool(workers, WARM_MODULES + ((worker_module,) if worker_module else ()))
 
 
 def prewarm_pool(workers: int | None = None, worker_module: str | None = None) -> float:
     """Start the process's pool now, ``workers`` processes (default: the usable cores) with the
-    engine imported, so that the first local sweep does not pay
-    the start-up; returns the seconds it took (the lessons benchmark times the pool apart)."""
+    engine imported, so that the first local sweep does not pay the start-up; returns the
+    seconds it took (0 for a pool already up; the lessons benchmark times the pool apart)."""
     t0 = time.perf_counter()
-    n = workers or usable_cores()
-    pool = local_pool(n, worker_module)
-    # submitted before any worker is idle, the tasks start all n processes; each answers once
-    # its initializer (the engine's imports) has run
-    for f in [pool.submit(_ready) for _ in range(2 * n)]:
-        f.result()
+    local_pool(workers or usable_cores(), worker_module)
     return time.perf_counter() - t0
 
 
 def shutdown_pool() -> None:
     """Shut the process's pool down (at exit; tests)."""
-    with _POOL_LOCK:
-        pool = _POOL.pop("pool", None)
-        _POOL.pop("workers", None)
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+    _shutdown_pool()
 
 
 atexit.register(shutdown_pool)

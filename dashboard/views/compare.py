@@ -2,15 +2,19 @@
 
 ``controls()`` turns the widgets into a :class:`core.compare.ComparisonSpec` (a preset, or a
 family, data set, utility and privacy metric, defenses and their knob grids, seeds); the
-engine (:mod:`core.compare`) builds one stored sweep per defense, which run as one job of the
-shared queue (progress, cancel) and store every point; the comparison is then read back from
-the store and drawn: one curve per defense with seeds as error bars, the Pareto front, chance
+engine (:mod:`core.compare`) builds one sweep per defense; a comparison whose points are all
+stored is read at once, otherwise ``run_comparison`` runs as one job of the shared queue
+(progress, cancel) and submits the missing points to the process's local pool (started in the
+background when the server starts: :func:`core.runs.pool.prewarm_in_background`), storing
+each as it finishes. The comparison is drawn: one curve per defense with seeds as error bars, the Pareto front, chance
 and the no-defense point, a slider that scrubs the cached grid, the equal-privacy table, and
 exports (standalone HTML figure, CSV table). Defenses that do not apply are listed with the
 registry's reason.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import streamlit as st
 
@@ -31,7 +35,7 @@ from dashboard.components.inputs import inputs_ok, report_problem
 from dashboard.components.knob import knob_help, knob_label
 from dashboard.components.lesson import compare_lesson_panel
 from dashboard.sidebar import require_data
-from dashboard.widgets import get_store, run_many_with_progress, running_jobs_panel
+from dashboard.widgets import get_store, run_job_with_progress, running_jobs_panel
 
 CUSTOM = "custom"
 TEACHING = next(iter(C.PRESETS))
@@ -187,12 +191,11 @@ def controls() -> C.ComparisonSpec | None:
         return None
     base = dict(base_spec.base) if base_spec.family == family else {}
     s = state.settings()
-    # serial in the server's job thread: the local process pool hangs when started inside the
-    # Streamlit server (its workers sit idle and the job never ends; measured, not understood
-    # yet), so the page does not use it
+    # the missing points run on the process's local pool over the usable cores: its workers
+    # start under a clean __main__ (core.runs.pool), so the server's script is not re-run there
     return C.ComparisonSpec(family=family, data=data, utility=utility, privacy=privacy,
                             defenses=tuple(specs), seeds=tuple(range(s.seed, s.seed + seeds)),
-                            base=base)
+                            base=base, executor="local")
 
 
 def _datasets(family: str) -> list[str]:
@@ -213,10 +216,11 @@ def _datasets(family: str) -> list[str]:
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _comparison(_spec: C.ComparisonSpec, keys: tuple[str, ...], metrics: tuple[str, str]
                 ) -> C.Comparison:
-    """The comparison read back from the store once per set of stored sweeps (``keys``) and
-    pair of metrics:
-    scrubbing the slider or switching tables reruns the page without touching the store."""
-    return C.run_comparison(_spec, get_store())
+    """The comparison read from the store once per set of sweeps (``keys``) and pair of
+    metrics, when every point is stored (:class:`core.compare.MissingPoints` otherwise, which
+    is not cached): scrubbing the slider or switching tables reruns the page without touching
+    the store."""
+    return C.read_comparison(_spec, get_store())
 
 
 def show(cmp: C.Comparison) -> None:
@@ -227,7 +231,9 @@ def show(cmp: C.Comparison) -> None:
                              key="cmp_position") - 1
     fig = comparison_figure(cmp, position)
     st.plotly_chart(fig, width="stretch", key="cmp_plane")
-    st.caption(f"{cmp.points_cached + cmp.points_run} points ({cmp.points_run} computed now, "
+    now = f"{cmp.points_run} computed now in {cmp.seconds:.1f} s" if cmp.points_run else \
+        "0 computed now"
+    st.caption(f"{cmp.points_cached + cmp.points_run} points ({now}, "
                f"{cmp.points_cached} from the store) · lines join each defense's settings in knob "
                "order · bars: ± one standard deviation over seeds · dashed: the Pareto front "
                "(no other point has more utility and less leakage) · star: no defense.")
@@ -281,7 +287,17 @@ def show_last(why: str) -> None:
     spec, keys = last
     st.caption(f"{why} The plot and tables below are the last comparison run "
                f"({spec.data}, {display_name(spec.privacy)}), unchanged.")
-    show(_comparison(spec, keys, (spec.utility, spec.privacy)))
+    try:
+        last_cmp = _comparison(spec, keys, (spec.utility, spec.privacy))
+    except (C.MissingPoints, ValueError):  # its points were deleted meanwhile
+        return
+    show(last_cmp)
+
+
+@st.cache_resource(show_spinner=False)
+def _preset_keys(name: str) -> tuple[str, ...]:
+    """The sweep keys of preset ``name`` as shipped (where points run is not in a key)."""
+    return tuple(cache_key(parse_config(c)) for _, c in C.comparison_sweeps(C.PRESETS[name]())[0])
 
 
 spec = controls()
@@ -302,23 +318,30 @@ except ValueError as exc:  # ConfigError included: one line per problem
 for d, why in refused:
     st.warning(f"{d.name}: {why}")
 # the teaching preset as shipped starts by itself; a changed one waits for the button
-auto = st.session_state.get("cmp_preset") == TEACHING and \
-    configs == [c for _, c in C.comparison_sweeps(C.PRESETS[TEACHING]())[0]]
+auto = st.session_state.get("cmp_preset") == TEACHING and keys == _preset_keys(TEACHING)
 run_clicked = st.button("Run the comparison", type="primary", key="cmp_run")
-results = run_many_with_progress(configs, label=f"comparison on {spec.data}",
-                                 start=run_clicked or auto)
-if results is None:
+metrics = (spec.utility, spec.privacy)
+cmp: C.Comparison | None = None
+problem: ValueError | None = None
+try:
+    cmp = _comparison(spec, keys, metrics)
+except C.MissingPoints:
+    store = get_store()
+    job = "compare-" + hashlib.sha256("|".join(keys).encode()).hexdigest()
+    cmp = run_job_with_progress(
+        job, lambda j: C.run_comparison(spec, store, progress=j.report, cancel=j.token),
+        label=f"comparison on {spec.data}", start=run_clicked or auto)
+except ValueError as exc:  # a metric these runs do not report: one line, nothing stored
+    problem = exc
+if problem is not None:
+    st.error(f"Comparison: {problem}")
+elif cmp is None:
     st.info(f"{len(configs)} sweeps ({sum(len(c['seeds']) * max(1, len(next(iter(c['grid'].values()), [0]))) for c in configs)} "
             "points) not all stored yet. Press **Run the comparison**; every point is stored "
             "as it finishes, so a cancelled comparison keeps them.")
     show_last("These settings have not run yet.")
 else:
-    try:
-        cmp = _comparison(spec, keys, (spec.utility, spec.privacy))
-    except ValueError as exc:  # a metric these runs do not report: one line, nothing stored
-        st.error(f"Comparison: {exc}")
-    else:
-        st.session_state[LAST] = (spec, keys)
-        show(cmp)
-        compare_lesson_panel(cmp)
+    st.session_state[LAST] = (spec, keys)
+    show(cmp)
+    compare_lesson_panel(cmp)
 running_jobs_panel()
