@@ -138,8 +138,8 @@ def test_declared_resize():
 
 @pytest.mark.parametrize("call,match", [
     (lambda: build_model("resnet18", (1, 1, 12), 2, data="adult"),
-     r"^model\.arch: got 'resnet18'; it needs an image input \(3×32×32 or resized\), "
-     r"data 'adult' is tabular$"),
+     (r"^model\.arch: got 'resnet18'; it needs an image input \(3×32×32 or resized\), "
+     r"data 'adult' is tabular$")),
     (lambda: build_model("lenet5", (14,), 2),
      r"^model\.arch: got 'lenet5'; it needs an image input .*, the data is tabular$"),
     (lambda: build_model("resnet50", (3, 32, 32), 10),
