@@ -29,4 +29,5 @@ BENCHMARKS: dict[str, str] = {
     "lessons": "benchmarks.lessons_bench:main",
     "caveats": "benchmarks.caveats_bench:main",
     "browser": "benchmarks.browser_bench:main",
+    "models": "benchmarks.models_bench:main",
 }

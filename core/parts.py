@@ -428,7 +428,8 @@ def _object_path(obj: str | Callable[..., Any]) -> str:
 
 
 def describe() -> dict[str, list[dict[str, Any]]]:
-    """Every registered defense and attack as plain data (``privlab parts``)."""
+    """Every registered defense, attack and architecture as plain data (``privlab parts``;
+    the architectures without their costs, which :func:`describe_models` computes)."""
     defenses = []
     for name, d in DEFENSES.items():
         k = d.knob
