@@ -357,11 +357,13 @@ def _init_any(model_factory: Callable[[], nn.Module], seed: int, k: int, device)
 class StackedModels:
     """K trained models of one architecture: ``params`` and ``buffers`` (BatchNorm running
     statistics) name → (K, *shape), ``module`` the template the names belong to (its own
-    weights are unused), ``in_mask`` (K, n) the training rows of each."""
+    weights are unused), ``image_shape`` the shape each row is fed in, ``in_mask`` (K, n) the
+    training rows of each."""
 
     params: dict[str, Tensor]
     buffers: dict[str, Tensor]
     module: nn.Module
+    image_shape: tuple[int, ...]
     in_mask: np.ndarray
     seconds: float = 0.0
 
@@ -382,15 +384,20 @@ class StackedModels:
 
     @torch.no_grad()
     def outputs(self, X: Tensor, *, chunk: int = OUTPUT_CHUNK) -> Tensor:
-        """Logits (K, n, C) of every model on the rows X (n, ...) in eval mode (BatchNorm on
-        each model's own running statistics)."""
+        """Logits (K, n, C) of every model on the flat rows X (n, d) in eval mode (BatchNorm
+        on each model's own running statistics)."""
+        if not isinstance(X, Tensor) or X.dim() != 2 or X.shape[1] != int(np.prod(self.image_shape)):
+            shape = tuple(X.shape) if isinstance(X, Tensor) else type(X).__name__
+            raise ValueError(f"X: got {shape}; allowed: a float tensor of shape "
+                             f"(n, {int(np.prod(self.image_shape))})")
         check_int("chunk", chunk, 1)
         was = self.module.training
         self.module.eval()
         try:
             fwd = vmap(lambda p, b, x: functional_call(self.module, (p, b), (x,)),
                        in_dims=(0, 0, None))
-            out = [fwd(self.params, self.buffers, X[i:i + chunk]) for i in range(0, len(X), chunk)]
+            out = [fwd(self.params, self.buffers, as_images(X[i:i + chunk], self.image_shape))
+                   for i in range(0, len(X), chunk)]
         finally:
             self.module.train(was)
         return torch.cat(out, dim=1)
@@ -462,8 +469,8 @@ def train_stacked(
                                          epochs=int(epochs), batch_size=int(batch_size),
                                          lr=float(lr), optimizer=optimizer, seed=seed,
                                          progress=progress)
-    return StackedModels(params=params, buffers=buffers, module=models[0], in_mask=mask,
-                         seconds=time.perf_counter() - t0)
+    return StackedModels(params=params, buffers=buffers, module=models[0], image_shape=shape,
+                         in_mask=mask, seconds=time.perf_counter() - t0)
 
 
 def _train_stacked(models: list[nn.Module], X: Tensor, y: Tensor, mask: np.ndarray, *,
