@@ -87,3 +87,19 @@ def test_dropout_and_bad_input_are_one_line_errors():
     with pytest.raises(ValueError, match=r"^epochs: got 0"):
         train_stacked(lambda: build_model("lenet5", (1, 8, 8), 2), X, y, mask,
                       epochs=0, batch_size=10, lr=0.1)
+
+
+@pytest.mark.parametrize("arch", ["lenet5", "resnet10"])
+def test_float64_together_equals_one_by_one_exactly(arch):
+    # in float64 the rounding of grouped against separate convolutions vanishes: any
+    # difference left would be a logic error (batches, padding, grouping, Adam's step counts)
+    X, y = _data(50, 8, 3, seed=8)
+    X = X.double()
+    mask = shadow_splits(50, 3, seed=4)
+    kw = {"epochs": 2, "batch_size": 10, "lr": 1e-3, "optimizer": "adam", "seed": 2}
+    factory = lambda: build_model(arch, (1, 8, 8), 3, 0.0625).double()
+    a = train_stacked(factory, X, y, mask, batched=True, **kw)
+    b = train_stacked(factory, X, y, mask, batched=False, **kw)
+    assert max(float((a.params[n] - b.params[n]).abs().max()) for n in a.params) < 1e-10
+    assert max((float((a.buffers[n] - b.buffers[n]).abs().max()) for n in a.buffers),
+               default=0.0) < 1e-10
