@@ -496,7 +496,8 @@ class ArchitecturePart:
     title: str
     builder: str | Callable[..., Any]
     inputs: tuple[str, ...] = ("image",)
-    channels: tuple[int, ...] = (1, 3)
+    #: the image channel counts it takes (None: any)
+    channels: tuple[int, ...] | None = (1, 3)
     side: int | None = None
     resize: Literal["never", "smaller", "always"] = "never"
     adapt: bool = True
@@ -544,7 +545,7 @@ class ArchitecturePart:
             desc = "tabular" if kind == "tabular" else f"an image input ({'×'.join(map(str, shape))})"
             raise ValueError(f"model.arch: got {self.name!r}; it needs {self.needs()}, "
                              f"{what} is {desc}")
-        if kind == "image" and shape[0] not in self.channels:
+        if kind == "image" and self.channels is not None and shape[0] not in self.channels:
             raise ValueError(f"model.arch: got {self.name!r}; it takes "
                              f"{' or '.join(map(str, self.channels))} channels, {what} has "
                              f"{shape[0]}")
@@ -649,7 +650,8 @@ def describe_models(costs: bool = True) -> list[dict[str, Any]]:
         shape, classes = a.reference
         row: dict[str, Any] = {
             "name": name, "title": a.title, "inputs": list(a.inputs),
-            "channels": list(a.channels), "side": a.side, "resize": a.resize,
+            "channels": None if a.channels is None else list(a.channels), "side": a.side,
+            "resize": a.resize,
             "roles": list(a.roles), "widths": list(a.widths), "cpu_width": a.cpu_width,
             "reference": {"in_shape": list(shape), "n_classes": classes},
             "paper_params": dict(a.paper_params), "source": a.source,

@@ -20,6 +20,6 @@ def build(shape, n_classes, *, width, role):
 
 ARCHITECTURES.register("mlp", ArchitecturePart(
     name="mlp", title="MLP (64 sigmoid units)", builder=f"{__name__}:build",
-    inputs=("image", "tabular"), channels=(1, 3, 4), adapt=False, order=10,
+    inputs=("image", "tabular"), channels=None, adapt=False, order=10,
     reference=((1, 8, 8), 10), source="privlab's default (core.nn.ImageMLP)",
     description="Flattened input → 64 sigmoid hidden units → classes; tabular rows and images."))
