@@ -469,14 +469,49 @@ def cmd_papers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _parts_models(args: argparse.Namespace) -> int:
+    """``privlab parts --family models``: every registered architecture, its inputs, widths,
+    parameters and forward cost at its reference input (full and CPU width)."""
+    from core.parts import describe_models
+
+    models = describe_models(costs=True)
+    if args.json:
+        _json_out({"models": models})
+        return EXIT_OK
+
+    def mega(n: int) -> str:
+        return f"{n / 1e6:.3f} M" if n >= 1e5 else f"{n:,}"
+
+    rows = []
+    for m in models:
+        ref = m["reference"]
+        rows.append({
+            "model": m["name"], "title": m["title"], "inputs": ", ".join(m["inputs"]),
+            "resize": "-" if m["side"] is None else f"{m['resize']} to {m['side']}",
+            "roles": ", ".join(m["roles"]),
+            "reference": "×".join(map(str, ref["in_shape"])) + f", {ref['n_classes']} classes",
+            "params": mega(m["params"]["classifier"]),
+            "MFLOPs/fwd": f"{m['forward_flops'] / 1e6:.2f}",
+            "CPU width": f"{m['cpu_width']:g}",
+            "params at CPU width": mega(m["params_cpu_width"]["classifier"])})
+    print(_table(rows, list(rows[0]) if rows else ["model"]))
+    for m in models:
+        if len(m["roles"]) > 1:
+            print(f"  {m['name']}: " + "; ".join(f"{r} {mega(n)}" for r, n in m["params"].items()))
+    return EXIT_OK
+
+
 def cmd_parts(args: argparse.Namespace) -> int:
     """Every registered defense and attack: family, release, knob, threat model."""
     from core.parts import FAMILIES, describe
 
+    if args.family == "models":
+        return _parts_models(args)
     parts = describe()
     if args.family is not None:
         if args.family not in FAMILIES:
-            raise UsageError(f"--family: got {args.family!r}; allowed: {', '.join(FAMILIES)}")
+            raise UsageError(f"--family: got {args.family!r}; allowed: "
+                             f"{', '.join(FAMILIES)}, models")
         parts = {"defenses": [d for d in parts["defenses"] if args.family in d["families"]],
                  "attacks": [a for a in parts["attacks"] if a["family"] == args.family]}
     if args.json:
@@ -723,7 +758,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("parts", help="every registered defense and attack: family, release, "
                         "knob and threat model")
-    sp.add_argument("--family", default=None, metavar="F", help="only this attack family")
+    sp.add_argument("--family", default=None, metavar="F",
+                    help="only this attack family, or 'models' for the architectures")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_parts)
 

@@ -529,7 +529,8 @@ def _object_path(obj: str | Callable[..., Any]) -> str:
 
 
 def describe() -> dict[str, list[dict[str, Any]]]:
-    """Every registered defense and attack as plain data (``privlab parts``)."""
+    """Every registered defense, attack and architecture as plain data (``privlab parts``;
+    the architectures without their costs, which :func:`describe_models` computes)."""
     defenses = []
     for name, d in DEFENSES.items():
         k = d.knob
@@ -549,4 +550,220 @@ def describe() -> dict[str, list[dict[str, Any]]]:
                 "threat": a.threat.as_dict(), "metrics": list(a.metric_names()),
                 "function": _object_path(a.function)}
                for name, a in ATTACKS.items()]
-    return {"defenses": defenses, "attacks": attacks}
+    return {"defenses": defenses, "attacks": attacks, "models": describe_models(costs=False)}
+
+
+# -- architectures ----------------------------------------------------------------------------
+
+#: the kinds of input an architecture may accept
+INPUT_KINDS = ("image", "tabular")
+
+
+def input_kind(in_shape: Iterable[int]) -> tuple[str, tuple[int, int, int]]:
+    """(``"tabular"`` or ``"image"``, (C, H, W)) of a data set's input shape: (d,) and the
+    runners' (1, 1, d) are tabular rows, any other (C, H, W) an image; else a one-line
+    ValueError."""
+    try:
+        shape = tuple(int(s) for s in in_shape)
+    except (TypeError, ValueError):
+        shape = ()
+    if len(shape) == 1 and shape[0] >= 1:
+        return "tabular", (1, 1, shape[0])
+    if len(shape) == 3 and min(shape) >= 1:
+        return ("tabular" if shape[:2] == (1, 1) else "image"), shape  # type: ignore[return-value]
+    raise ValueError(f"in_shape: got {tuple(in_shape) if isinstance(in_shape, Iterable) else in_shape!r}; "
+                     "allowed: (d,) for tabular rows or (C, H, W) for images, every side >= 1")
+
+
+@dataclass(frozen=True)
+class ArchitecturePart:
+    """A registered model architecture (DESIGN: nn.py, models/): how to build it, what input it
+    takes and what it costs.
+
+    ``builder(shape, n_classes, *, width, role) -> nn.Module`` (``"module:attr"``, imported on
+    use) builds one of its :attr:`roles` for images of ``shape`` = (C, H, W) *as the network
+    sees them* (after the declared resize); :func:`core.models.build_model` puts the
+    :class:`core.models.common.ImageInput` (flat rows → images, the resize) in front of the
+    roles that read images (:attr:`image_roles`) when :attr:`adapt`. ``"classifier"`` is the
+    model a runner trains (encoder and utility head for the papers' split networks).
+
+    ``side`` / ``resize``: the image side the network is made for and when a data set's images
+    are bilinearly resized to it ("never", "smaller": only a smaller side grows, "always").
+    ``widths`` the [low, high] of the width multiplier, ``cpu_width`` the narrower copy of the
+    same family a CPU run uses (stated on screen, :meth:`width_label`). ``reference``: the
+    (input shape, classes) its parameter count and cost are quoted at; ``paper_params``:
+    (role, count) the source states for that reference (checked by the tests and the
+    ``models`` benchmark)."""
+
+    name: str
+    title: str
+    builder: str | Callable[..., Any]
+    inputs: tuple[str, ...] = ("image",)
+    #: the image channel counts it takes (None: any)
+    channels: tuple[int, ...] | None = (1, 3)
+    side: int | None = None
+    resize: Literal["never", "smaller", "always"] = "never"
+    adapt: bool = True
+    roles: tuple[str, ...] = ("classifier",)
+    image_roles: tuple[str, ...] = ("classifier", "encoder")
+    widths: tuple[float, float] = (0.0625, 4.0)
+    cpu_width: float = 1.0
+    reference: tuple[tuple[int, ...], int] = ((3, 32, 32), 10)
+    paper_params: tuple[tuple[str, int], ...] = ()
+    source: str = ""
+    description: str = ""
+    order: int = 1000
+
+    def __post_init__(self) -> None:
+        bad = [k for k in self.inputs if k not in INPUT_KINDS]
+        if bad or not self.inputs:
+            raise ValueError(f"inputs of architecture {self.name!r}: got {list(self.inputs)}; "
+                             f"allowed: a non-empty subset of {', '.join(INPUT_KINDS)}")
+        if not self.roles or self.roles[0] != "classifier":
+            raise ValueError(f"roles of architecture {self.name!r}: got {list(self.roles)}; "
+                             "the first role must be 'classifier'")
+        lo, hi = self.widths
+        if not 0 < lo <= self.cpu_width <= hi:
+            raise ValueError(f"cpu_width of architecture {self.name!r}: got {self.cpu_width}; "
+                             f"allowed: [{lo:g}, {hi:g}]")
+
+    # -- checks (light: a config validator calls them) -----------------------------------------
+
+    def needs(self) -> str:
+        """What input it needs, in words."""
+        if "image" not in self.inputs:
+            return "tabular rows"
+        c = self.reference[0][0] if len(self.reference[0]) == 3 else 3
+        if self.side is None:
+            return "an image input (C×H×W)"
+        return (f"an image input ({c}×{self.side}×{self.side}"
+                + (" or resized)" if self.resize != "never" else ")"))
+
+    def check_input(self, in_shape: Iterable[int], data: str | None = None) -> tuple[int, int, int]:
+        """(C, H, W) of ``in_shape`` if this architecture takes it, else the one-line
+        ValueError naming the architecture and the data."""
+        kind, shape = input_kind(in_shape)
+        what = f"data {data!r}" if data else "the data"
+        if kind not in self.inputs:
+            desc = "tabular" if kind == "tabular" else f"an image input ({'×'.join(map(str, shape))})"
+            raise ValueError(f"model.arch: got {self.name!r}; it needs {self.needs()}, "
+                             f"{what} is {desc}")
+        if kind == "image" and self.channels is not None and shape[0] not in self.channels:
+            raise ValueError(f"model.arch: got {self.name!r}; it takes "
+                             f"{' or '.join(map(str, self.channels))} channels, {what} has "
+                             f"{shape[0]}")
+        return shape
+
+    def check_width(self, width: float) -> float:
+        lo, hi = self.widths
+        try:
+            w = float(width)
+        except (TypeError, ValueError):
+            w = float("nan")
+        if not lo <= w <= hi:
+            raise ValueError(f"model.width: got {width!r}; allowed: [{lo:g}, {hi:g}] for "
+                             f"{self.name!r}")
+        return w
+
+    def check_role(self, role: str) -> str:
+        if role not in self.roles:
+            raise ValueError(f"model.role: got {role!r}; allowed for {self.name!r}: "
+                             f"{', '.join(self.roles)}")
+        return role
+
+    def net_shape(self, shape: tuple[int, int, int]) -> tuple[int, int, int]:
+        """(C, H, W) the network sees for data of ``shape`` (after the declared resize)."""
+        c, h, w = shape
+        if self.side is None or self.resize == "never" or (c, h) == (1, 1):
+            return shape
+        if self.resize == "always":
+            return c, self.side, self.side
+        return c, max(h, self.side), max(w, self.side)
+
+    def transform(self, in_shape: Iterable[int]) -> str:
+        """The transform applied to data of ``in_shape`` before the network, in words."""
+        shape = self.check_input(in_shape)
+        net = self.net_shape(shape)
+        if net == shape:
+            return "none"
+        return (f"bilinear resize {shape[1]}×{shape[2]} → {net[1]}×{net[2]}")
+
+    def width_label(self, width: float) -> str:
+        """How a page states the width it runs (a CPU run uses a narrower copy)."""
+        w = self.check_width(width)
+        if w == 1.0:
+            return f"{self.title} (full width)"
+        return f"{self.title} at width {w:g} (a narrower copy of the same family)"
+
+    # -- torch side (imported on use) ----------------------------------------------------------
+
+    def build(self, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
+              role: str = "classifier", seed: Any = None, data: str | None = None):
+        from core.models import build_model
+
+        return build_model(self, in_shape, n_classes, width, role=role, seed=seed, data=data)
+
+    def param_count(self, in_shape: Iterable[int] | None = None, n_classes: int | None = None,
+                    width: float = 1.0, *, role: str = "classifier") -> int:
+        """Trainable parameters (the network built on the meta device: no memory, no init)."""
+        from core.models import param_count
+
+        shape, classes = self.reference if in_shape is None else (in_shape, n_classes)
+        return param_count(self, shape, classes or self.reference[1], width, role=role)
+
+    def forward_flops(self, in_shape: Iterable[int] | None = None, n_classes: int | None = None,
+                      width: float = 1.0, *, role: str = "classifier") -> int:
+        """Cost model: forward FLOPs per input (a multiply-add is 2), counted by
+        ``torch.utils.flop_counter`` on the meta device; a training step costs about 3×."""
+        from core.models import forward_flops
+
+        shape, classes = self.reference if in_shape is None else (in_shape, n_classes)
+        return forward_flops(self, shape, classes or self.reference[1], width, role=role)
+
+
+ARCHITECTURES: Registry[ArchitecturePart] = Registry("architecture", loader=_CATALOG,
+                                                     order=lambda a: a.order)
+
+
+def architecture(name: str) -> ArchitecturePart:
+    """The registered architecture ``name``; unknown: one line naming the field ``model.arch``."""
+    if name not in ARCHITECTURES:
+        raise ValueError(f"model.arch: got {name!r}; allowed: {', '.join(ARCHITECTURES)}")
+    return ARCHITECTURES.get(name)
+
+
+def architectures_for(in_shape: Iterable[int]) -> list[str]:
+    """The registered architectures that take data of ``in_shape``."""
+    out = []
+    for name, a in ARCHITECTURES.items():
+        try:
+            a.check_input(in_shape)
+        except ValueError:
+            continue
+        out.append(name)
+    return out
+
+
+def describe_models(costs: bool = True) -> list[dict[str, Any]]:
+    """Every registered architecture as plain data (``privlab parts --family models``); with
+    ``costs``, its parameter count and forward FLOPs per role at its reference input, full and
+    CPU width (meta-device builds: torch is imported)."""
+    rows = []
+    for name, a in ARCHITECTURES.items():
+        shape, classes = a.reference
+        row: dict[str, Any] = {
+            "name": name, "title": a.title, "inputs": list(a.inputs),
+            "channels": None if a.channels is None else list(a.channels), "side": a.side,
+            "resize": a.resize,
+            "roles": list(a.roles), "widths": list(a.widths), "cpu_width": a.cpu_width,
+            "reference": {"in_shape": list(shape), "n_classes": classes},
+            "paper_params": dict(a.paper_params), "source": a.source,
+            "builder": _object_path(a.builder)}
+        if costs:
+            row["params"] = {r: a.param_count(role=r) for r in a.roles}
+            row["params_cpu_width"] = {r: a.param_count(width=a.cpu_width, role=r)
+                                       for r in a.roles}
+            row["forward_flops"] = a.forward_flops()
+            row["forward_flops_cpu_width"] = a.forward_flops(width=a.cpu_width)
+        rows.append(row)
+    return rows

@@ -325,3 +325,224 @@ def _adam_step(leaves: list[Tensor], grads: list[Tensor], m1: list[Tensor], m2: 
             e2.copy_(torch.where(a, e2 * b2 + (1 - b2) * g * g, e2))
             denom = (e2.sqrt() / bc2_sqrt.view(shape)).add_(ADAM_EPS)
             p.sub_(torch.where(a, step.view(shape) * e1 / denom, 0.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# any architecture (convolutions, BatchNorm): K models trained together over stacked state
+
+
+def _batch_coupled(module: nn.Module) -> bool:
+    """True when a row's output depends on the other rows of its batch in training (BatchNorm's
+    batch statistics): such models cannot take padded batches."""
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules())
+
+
+def _init_any(model_factory: Callable[[], nn.Module], seed: int, k: int, device) -> nn.Module:
+    """Model k's initial weights (buffers allowed): ``init_module_`` from
+    ``torch_stream(s_k, "init")`` (a network with BatchNorm declares its rule through
+    ``seeded_init_``, as every :mod:`core.models` network does)."""
+    m = model_factory()
+    if not isinstance(m, nn.Module):
+        raise TypeError(f"model_factory: returned {type(m).__name__}; allowed: an nn.Module")
+    drop = [n for n, d in m.named_modules()
+            if isinstance(d, nn.modules.dropout._DropoutNd) and d.p > 0]
+    if drop:
+        raise ValueError(f"model_factory: module has dropout ({drop[0]}); allowed: modules "
+                         "without random layers (K models together would draw other masks "
+                         "than one by one)")
+    return init_module_(m, torch_stream(shadow_seed(seed, k), "init")).to(device)
+
+
+@dataclass(kw_only=True)
+class StackedModels:
+    """K trained models of one architecture: ``params`` and ``buffers`` (BatchNorm running
+    statistics) name → (K, *shape), ``module`` the template the names belong to (its own
+    weights are unused), ``image_shape`` the shape each row is fed in, ``in_mask`` (K, n) the
+    training rows of each."""
+
+    params: dict[str, Tensor]
+    buffers: dict[str, Tensor]
+    module: nn.Module
+    image_shape: tuple[int, ...]
+    in_mask: np.ndarray
+    seconds: float = 0.0
+
+    @property
+    def n_models(self) -> int:
+        return int(next(iter(self.params.values())).shape[0])
+
+    def model(self, k: int) -> nn.Module:
+        """A plain module holding model k's weights and buffers (a copy)."""
+        check_int("k", k, 0, self.n_models - 1)
+        import copy
+
+        m = copy.deepcopy(self.module)
+        with torch.no_grad():
+            for n, t in (*m.named_parameters(), *m.named_buffers()):
+                t.copy_((self.params | self.buffers)[n][k])
+        return m
+
+    @torch.no_grad()
+    def outputs(self, X: Tensor, *, chunk: int = OUTPUT_CHUNK) -> Tensor:
+        """Logits (K, n, C) of every model on the flat rows X (n, d) in eval mode (BatchNorm
+        on each model's own running statistics)."""
+        if not isinstance(X, Tensor) or X.dim() != 2 or X.shape[1] != int(np.prod(self.image_shape)):
+            shape = tuple(X.shape) if isinstance(X, Tensor) else type(X).__name__
+            raise ValueError(f"X: got {shape}; allowed: a float tensor of shape "
+                             f"(n, {int(np.prod(self.image_shape))})")
+        check_int("chunk", chunk, 1)
+        was = self.module.training
+        self.module.eval()
+        try:
+            fwd = vmap(lambda p, b, x: functional_call(self.module, (p, b), (x,)),
+                       in_dims=(0, 0, None))
+            out = [fwd(self.params, self.buffers, as_images(X[i:i + chunk], self.image_shape))
+                   for i in range(0, len(X), chunk)]
+        finally:
+            self.module.train(was)
+        return torch.cat(out, dim=1)
+
+    def predict(self, X: Tensor) -> Tensor:
+        """Class probabilities (K, n, C) of every model on the rows X."""
+        return torch.softmax(self.outputs(X), dim=-1)
+
+
+def train_stacked(
+    model_factory: Callable[[], nn.Module],
+    X: Tensor,
+    y: Tensor,
+    in_mask: np.ndarray,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    optimizer: str = "sgd",
+    seed: int = 0,
+    image_shape: tuple[int, ...] | None = None,
+    batched: bool = True,
+    progress: Progress | None = None,
+) -> StackedModels:
+    """Train K = len(in_mask) models of any architecture (convolutions, BatchNorm), model k on
+    the rows ``in_mask[k]`` of (X (n, d), y (n,)), each as ``train_central`` would: initial
+    weights from ``torch_stream(s_k, "init")``, per-epoch order from ``torch_stream(s_k,
+    "train", "order")``, batches of ``batch_size`` with a smaller last one, mean cross-entropy,
+    SGD or Adam (s_k = :func:`shadow_seed`). For shadow, reference and audit models alike.
+
+    ``batched`` trains the K together over stacked state (``torch.func.stack_module_state``,
+    ``vmap(functional_call)``: a convolution with K stacked kernels runs as one grouped
+    convolution) with one backward through the sum of the K per-model mean losses and a
+    per-model update. Each model keeps its own BatchNorm running statistics (stacked buffers,
+    updated in place inside vmap). Batch statistics couple a batch's rows, so a model with
+    BatchNorm never sees padding: at a step where the models' batch sizes differ (the last
+    batch of an epoch when training sets differ in size) the models are run in groups of equal
+    batch size; a model without BatchNorm takes padded batches whose padding weighs 0, as
+    :func:`train_shadows` does. ``batched=False`` calls ``train_central`` K times (the
+    reference; equal up to float rounding). ``image_shape``: the shape the model receives each
+    row in (default (d,): flat rows, which every :mod:`core.models` network takes). Models with
+    dropout are refused (vmap would draw other masks than a one-by-one run)."""
+    if image_shape is None:
+        image_shape = tuple(X.shape[1:]) if isinstance(X, Tensor) else ()
+    shape = tuple(int(s) for s in image_shape)
+    check_data(X, y, shape)
+    mask = _check_mask(in_mask, len(X))
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    check_range("lr", lr, 0.0, lo_open=True)
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    t0 = time.perf_counter()
+    K = mask.shape[0]
+    models = [_init_any(model_factory, seed, k, X.device) for k in range(K)]
+    if not batched:
+        dev_mask = torch.as_tensor(mask, device=X.device)
+        for k, m in enumerate(models):
+            rows = dev_mask[k]
+            train_central(m, X[rows], y[rows], image_shape=shape,
+                          epochs=epochs, batch_size=batch_size, lr=lr, optimizer=optimizer,
+                          seed=shadow_seed(seed, k),
+                          progress=None if progress is None else progress.sub(k / K, (k + 1) / K))
+        params = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models])
+                  for n, _ in models[0].named_parameters()}
+        buffers = {n: torch.stack([dict(m.named_buffers())[n] for m in models])
+                   for n, _ in models[0].named_buffers()}
+    else:
+        params, buffers = _train_stacked(models, X.reshape(len(X), *shape), y, mask,
+                                         epochs=int(epochs), batch_size=int(batch_size),
+                                         lr=float(lr), optimizer=optimizer, seed=seed,
+                                         progress=progress)
+    return StackedModels(params=params, buffers=buffers, module=models[0], image_shape=shape,
+                         in_mask=mask, seconds=time.perf_counter() - t0)
+
+
+def _train_stacked(models: list[nn.Module], X: Tensor, y: Tensor, mask: np.ndarray, *,
+                   epochs: int, batch_size: int, lr: float, optimizer: str, seed: int,
+                   progress: Progress | None) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+    from torch.func import stack_module_state
+
+    K, b, dev = len(models), batch_size, X.device
+    template = models[0]
+    template.train()
+    coupled = _batch_coupled(template)
+    stacked_p, stacked_b = stack_module_state(models)
+    names = list(stacked_p)
+    leaves = [stacked_p[n].detach().clone().requires_grad_(True) for n in names]
+    buffers = {n: v.detach().clone() for n, v in stacked_b.items()}
+    rows = [torch.as_tensor(np.flatnonzero(mask[k])) for k in range(K)]
+    steps = max(-(-len(r) // b) for r in rows)
+    gens = [torch_stream(shadow_seed(seed, k), "train", "order") for k in range(K)]
+    adam = optimizer == "adam"
+    if adam:
+        m1 = [torch.zeros_like(p) for p in leaves]
+        m2 = [torch.zeros_like(p) for p in leaves]
+        t = torch.zeros(K, dtype=torch.float64, device=dev)
+    fwd = vmap(lambda p, bf, xb: functional_call(template, (p, bf), (xb,)))
+    every = max(1, steps // 5)
+    for ep in range(epochs):
+        idx, valid = _epoch_index(rows, gens, steps, b, dev)
+        for j in range(steps):
+            ij, vj = idx[j], valid[j]
+            counts = vj.sum(1)
+            active = counts > 0
+            params = dict(zip(names, leaves))
+            if not coupled:
+                w = vj.to(X.dtype) / counts.clamp(min=1).unsqueeze(1).to(X.dtype)
+                logits = fwd(params, buffers, X[ij])
+                ce = F.cross_entropy(logits.reshape(K * b, -1), y[ij].view(-1), reduction="none")
+                loss = (ce * w.view(-1)).sum()
+            else:
+                loss = _grouped_loss(fwd, params, buffers, X, y, ij, counts)
+            grads = torch.autograd.grad(loss, leaves)
+            with torch.no_grad():
+                if adam:
+                    _adam_step(leaves, list(grads), m1, m2, t, active, lr)
+                else:  # a model without a batch this step has a zero gradient: no step
+                    torch._foreach_add_(leaves, list(grads), alpha=-lr)
+            if progress is not None and (j + 1) % every == 0:
+                progress.update((ep + (j + 1) / steps) / epochs,
+                                f"epoch {ep + 1}/{epochs}: step {j + 1}/{steps}")
+        if progress is not None:
+            progress.update((ep + 1) / epochs, f"epoch {ep + 1}/{epochs} done")
+    return {n: v.detach() for n, v in zip(names, leaves)}, buffers
+
+
+def _grouped_loss(fwd, params: dict[str, Tensor], buffers: dict[str, Tensor], X: Tensor,
+                  y: Tensor, ij: Tensor, counts: Tensor) -> Tensor:
+    """Sum over models of each one's mean cross-entropy on its own batch (the first
+    ``counts[k]`` rows of ``ij[k]``), running models of equal batch size together so that no
+    BatchNorm sees a padding row; each group's running statistics are written back."""
+    sizes = torch.unique(counts[counts > 0]).tolist()
+    total = 0.0
+    for size in sizes:
+        ks = torch.nonzero(counts == size).view(-1)
+        rows = ij[ks, :size]
+        whole = len(ks) == len(counts)
+        p = params if whole else {n: v[ks] for n, v in params.items()}
+        bf = buffers if whole else {n: v[ks] for n, v in buffers.items()}
+        logits = fwd(p, bf, X[rows])
+        ce = F.cross_entropy(logits.reshape(len(ks) * size, -1), y[rows].reshape(-1),
+                             reduction="sum")
+        total = total + ce / size
+        if not whole:
+            with torch.no_grad():
+                for n, v in bf.items():
+                    buffers[n][ks] = v
+    return total

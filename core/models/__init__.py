@@ -1,0 +1,95 @@
+"""The registered architectures' networks (one module per family) and the one way to build
+them: :func:`build_model`, with :func:`param_count` and :func:`forward_flops` (the cost model).
+
+The declarations live in :mod:`core.catalog` (``arch_*.py``, registered in
+:data:`core.parts.ARCHITECTURES`); this package holds the torch modules they build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+from core.checks import check_int
+from core.models.common import Adapted, ImageInput
+
+__all__ = ["build_model", "forward_flops", "param_count", "role_input_shape"]
+
+
+def _part(arch: Any):
+    from core.parts import ArchitecturePart, architecture
+
+    return arch if isinstance(arch, ArchitecturePart) else architecture(str(arch))
+
+
+def build_model(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
+                role: str = "classifier", seed: int | torch.Generator | None = None,
+                data: str | None = None) -> nn.Module:
+    """A fresh ``arch`` (a registered name or part) network for data of ``in_shape`` ((d,) or
+    (1, 1, d) tabular rows, (C, H, W) images) and ``n_classes`` classes, at ``width`` × its
+    widths, playing ``role`` (``"classifier"``: the model a runner trains). The image roles
+    take flat rows or images and apply the declared resize. ``seed``: initialised by
+    :func:`core.nn.seeded` from it (an int or a generator); None: the family's rule from the
+    global RNG. ``data`` names the data set in errors. Every error is one line naming the
+    field (``model.arch``, ``model.width``, ``model.role``, ``n_classes``)."""
+    part = _part(arch)
+    shape = part.check_input(in_shape, data)
+    w = part.check_width(width)
+    part.check_role(role)
+    n_classes = check_int("n_classes", n_classes, 2)
+    from core.registry import load_object
+
+    # an adapted network is built for the images it sees (after the resize); one that adapts
+    # its input itself (LeNet-5's resize, the MLP's flattening) for the data's own shape
+    net_shape = part.net_shape(shape) if part.adapt else shape
+    net = load_object(part.builder)(net_shape, n_classes, width=w, role=role)
+    if part.adapt and role in part.image_roles:
+        net = Adapted(ImageInput(shape, part.side, part.resize), net)
+    if seed is not None:
+        from core.nn import seeded
+
+        net = seeded(net, seed)
+    return net
+
+
+def param_count(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
+                role: str = "classifier") -> int:
+    """Trainable parameters of :func:`build_model`'s network, built on the meta device."""
+    with torch.device("meta"):
+        net = build_model(arch, in_shape, n_classes, width, role=role)
+    return sum(p.numel() for p in net.parameters() if p.requires_grad)
+
+
+def role_input_shape(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
+                     role: str = "classifier") -> tuple[int, ...]:
+    """The shape of one input of ``role`` (without the batch dimension): flat rows for the
+    image roles, the encoder's output (r) for the networks on representations."""
+    part = _part(arch)
+    shape = part.check_input(in_shape)
+    if role in part.image_roles:
+        return (shape[0] * shape[1] * shape[2],)
+    with torch.device("meta"):
+        enc = build_model(part, shape, n_classes, width, role="encoder").eval()
+        with torch.no_grad():
+            r = enc(torch.empty(2, shape[0] * shape[1] * shape[2]))
+    return tuple(r.shape[1:])
+
+
+def forward_flops(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
+                  role: str = "classifier") -> int:
+    """Forward FLOPs for one input (a multiply-add counts 2), counted by
+    ``torch.utils.flop_counter.FlopCounterMode`` on the meta device in eval mode (batch 2,
+    halved: BatchNorm needs no batch statistics in eval mode, a batch of 2 keeps every layer
+    on its batched path)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    x_shape = role_input_shape(arch, in_shape, n_classes, width, role=role)
+    with torch.device("meta"):
+        net = build_model(arch, in_shape, n_classes, width, role=role).eval()
+        x = torch.empty(2, *x_shape)
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            net(x)
+    return int(counter.get_total_flops()) // 2
