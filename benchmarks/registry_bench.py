@@ -138,7 +138,10 @@ def defense_name_literals_outside_parts(root: Path = ROOT) -> list[str]:
     implements that very attack (the module of its ``AttackPart.function``), where the word is
     the attack's own option; the same word anywhere else counts, and a defense name counts
     everywhere (a defense's module names it through its block)."""
+    from core.parts import ARCHITECTURES
+
     attacks, defenses = registered_names()
+    defenses = defenses | set(ARCHITECTURES.names())  # never exempt, like a defense's name
     own = _implemented_words() if root == ROOT else {}
     out = []
     for tree_name in NAME_LITERAL_TREES:

@@ -28,6 +28,9 @@ from core.metrics import attack_scores, cross_entropy_nats, prior_proba
 if TYPE_CHECKING:  # the output type only: protocol imports nothing from here at run time
     from core.attacks.protocol import AttackOutput
 
+#: the fresh attackers' models (the registered ``logreg`` and ``mlp`` attacks run them)
+FRESH_MODELS = ("logreg", "mlp")
+
 
 @dataclass
 class AttackOutcome:
@@ -292,8 +295,8 @@ def fresh_attacker_proba(
         raise ValueError(f"R_aux: got shape {Ra.shape}; expected (n_aux, d) with n_aux = {ua.size}")
     if Rt.ndim != 2 or Rt.shape[1] != Ra.shape[1]:
         raise ValueError(f"R_test: got shape {Rt.shape}; expected (n_test, {Ra.shape[1]})")
-    if model not in ("logreg", "mlp"):
-        raise ValueError(f"model: got {model!r}; allowed: logreg, mlp")
+    if model not in FRESH_MODELS:
+        raise ValueError(f"model: got {model!r}; allowed: {', '.join(FRESH_MODELS)}")
     check_int("max_train", max_train, 2)
     if class_weight not in CLASS_WEIGHTS:
         raise ValueError(f"class_weight: got {class_weight!r}; allowed: 'prior_shift', 'balanced', None")
