@@ -471,6 +471,11 @@ def edits_to_add_attack() -> tuple[int | None, dict[str, Any]]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
+    from benchmarks.declaration_counts import (
+        edits_to_add,
+        knob_range_declarations,
+    )
+
     branches = name_branches()
     protocol = runners_on_protocol()
     mixers = seed_mixer_sites()
@@ -480,6 +485,12 @@ def main(quick: bool = False) -> dict[str, Any]:
     cycles = import_cycle_list()
     edits, seen = edits_to_add_attack()
     literals = defense_name_literals_outside_parts()
+    defense_edits, defense_files = edits_to_add("core/catalog/relaxloss.py")
+    signal_edits, signal_files = edits_to_add("core/catalog/label_only.py")
+    knob_places = knob_range_declarations()
+    scaffolds = page_run_scaffold_list()
+    runner, runner_lines = longest_runner_function()
+    validations = validations_per_page_run()
     headline = {
         "runners_using_protocol": sum(protocol.values()),
         "runners_scoring_attacks": len(protocol),
@@ -489,24 +500,42 @@ def main(quick: bool = False) -> dict[str, Any]:
         "seed_mixers": 1 + len(mixers),
         "range_checkers": 1 + len(checkers),
         "layer_violations": len(layers),
+        "edits_to_add_defense": defense_edits,
+        "edits_to_add_attack_new_signal": signal_edits,
+        "knob_range_declarations_max": max(len(v) for v in knob_places.values()),
+        "validations_per_run": validations,
+        "defense_name_literals_outside_parts": len(literals),
+        "page_run_scaffolds": len(scaffolds),
         "upward_imports": len(upward),
         "import_cycles": len(cycles),
-        "defense_name_literals_outside_parts": len(literals),
+        "longest_runner_function_lines": runner_lines,
     }
     rows = [{"figure": k, "value": v} for k, v in headline.items()]
-    notes = ("counted by AST walks of the source (benchmarks/registry_bench.py); seed_mixers "
-             "and range_checkers count core/seeds.py and core/checks.py as the one each. "
-             f"Private range checkers besides core/checks.py: {len(checkers)}.")
+    notes = ("counted by AST walks of the source (benchmarks/registry_bench.py, "
+             "benchmarks/declaration_counts.py) and git history; seed_mixers and range_checkers "
+             "count core/seeds.py and core/checks.py as the one each. "
+             f"Private range checkers besides core/checks.py: {len(checkers)}. "
+             "edits_to_add_defense / _attack_new_signal: files outside tests/ and benchmarks/ "
+             "changed by every commit that touched core/catalog/relaxloss.py / label_only.py. "
+             "validations_per_run: validations of the run's config in the script run where Run "
+             "is clicked on the Membership page (AppTest, tiny settings). "
+             f"longest_runner_function_lines: {runner}.")
     return {"name": "registry", "headline": headline, "rows": rows, "notes": notes,
             "targets": {"runners_using_protocol": "= runners_scoring_attacks",
                         "attack_name_branches": 0, "defense_kind_branches": 0,
                         "edits_to_add_attack": 1, "seed_mixers": 1, "range_checkers": 1,
-                        "layer_violations": 0, "upward_imports": 0, "import_cycles": 0,
-                        "defense_name_literals_outside_parts": 0},
+                        "layer_violations": 0, "edits_to_add_defense": 1,
+                        "edits_to_add_attack_new_signal": 1, "knob_range_declarations_max": 1,
+                        "validations_per_run": 1, "defense_name_literals_outside_parts": 0,
+                        "page_run_scaffolds": 1, "upward_imports": 0, "import_cycles": 0,
+                        "longest_runner_function_lines": "< 100"},
             "details": {"runners": protocol, "branches": branches, "seed_mixer_sites": mixers,
                         "range_checker_functions": checkers, "layer_violations": layers,
                         "upward_imports": upward, "import_cycles": cycles,
-                        "name_literals": literals, "temporary_attack": seen}}
+                        "name_literals": literals, "temporary_attack": seen,
+                        "defense_files": defense_files, "signal_attack_files": signal_files,
+                        "knob_range_places": knob_places, "page_run_scaffolds": scaffolds,
+                        "longest_runner_function": runner}}
 
 
 # ---------------------------------------------------------------------------------------------
