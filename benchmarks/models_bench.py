@@ -145,6 +145,7 @@ def _step_rate(arch: str, width: float, device: torch.device, steps: int) -> flo
 
 
 def main(quick: bool = False) -> dict[str, Any]:
+    from core.models import forward_flops, param_count
     from core.parts import ARCHITECTURES
 
     before = torch.get_num_threads()
@@ -164,17 +165,17 @@ def main(quick: bool = False) -> dict[str, Any]:
         cpu: dict[str, dict[str, float]] = {}
         steps = 1 if quick else 2
         for name, a in ARCHITECTURES.items():
-            flops = a.forward_flops((3, 32, 32), 10)
+            flops = forward_flops(a, (3, 32, 32), 10)
             widths = [1.0] + ([a.cpu_width] if a.cpu_width != 1.0 else [])
             cpu[name] = {}
             for w in widths:
                 load = _load()
                 rate = _step_rate(name, w, torch.device("cpu"), steps)
-                f = flops if w == 1.0 else a.forward_flops((3, 32, 32), 10, w)
+                f = flops if w == 1.0 else forward_flops(a, (3, 32, 32), 10, w)
                 key = "width_1" if w == 1.0 else f"width_{w:g}"
                 cpu[name][key] = round(rate, 1)
                 rows.append({"part": "cpu_images_per_s", "arch": name, "width": w,
-                             "params": a.param_count((3, 32, 32), 10, w),
+                             "params": param_count(a, (3, 32, 32), 10, w),
                              "forward_mflops": round(f / 1e6, 2), "images_per_s": round(rate, 1),
                              "gflops_per_s": round(3 * f * rate / 1e9, 2), "load": load})
         cuda, peak, reason = None, None, NO_GPU
@@ -187,7 +188,7 @@ def main(quick: bool = False) -> dict[str, Any]:
                 rate = _step_rate(name, 1.0, dev, 20)
                 cuda[name] = round(rate, 1)
                 if peak_rate:
-                    fracs.append(3 * a.forward_flops((3, 32, 32), 10) * rate / peak_rate)
+                    fracs.append(3 * forward_flops(a, (3, 32, 32), 10) * rate / peak_rate)
             peak = round(max(fracs), 4) if fracs else None
             reason = None if fracs else f"FP32 peak of {dname} unknown"
     finally:

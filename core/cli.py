@@ -472,9 +472,9 @@ def cmd_papers(args: argparse.Namespace) -> int:
 def _parts_models(args: argparse.Namespace) -> int:
     """``privlab parts --family models``: every registered architecture, its inputs, widths,
     parameters and forward cost at its reference input (full and CPU width)."""
-    from core.parts import describe_models
+    from core.models import describe_costs
 
-    models = describe_models(costs=True)
+    models = describe_costs()
     if args.json:
         _json_out({"models": models})
         return EXIT_OK

@@ -550,7 +550,7 @@ def describe() -> dict[str, list[dict[str, Any]]]:
                 "threat": a.threat.as_dict(), "metrics": list(a.metric_names()),
                 "function": _object_path(a.function)}
                for name, a in ATTACKS.items()]
-    return {"defenses": defenses, "attacks": attacks, "models": describe_models(costs=False)}
+    return {"defenses": defenses, "attacks": attacks, "models": describe_models()}
 
 
 # -- architectures ----------------------------------------------------------------------------
@@ -695,31 +695,6 @@ class ArchitecturePart:
             return f"{self.title} (full width)"
         return f"{self.title} at width {w:g} (a narrower copy of the same family)"
 
-    # -- torch side (imported on use) ----------------------------------------------------------
-
-    def build(self, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
-              role: str = "classifier", seed: Any = None, data: str | None = None):
-        from core.models import build_model
-
-        return build_model(self, in_shape, n_classes, width, role=role, seed=seed, data=data)
-
-    def param_count(self, in_shape: Iterable[int] | None = None, n_classes: int | None = None,
-                    width: float = 1.0, *, role: str = "classifier") -> int:
-        """Trainable parameters (the network built on the meta device: no memory, no init)."""
-        from core.models import param_count
-
-        shape, classes = self.reference if in_shape is None else (in_shape, n_classes)
-        return param_count(self, shape, classes or self.reference[1], width, role=role)
-
-    def forward_flops(self, in_shape: Iterable[int] | None = None, n_classes: int | None = None,
-                      width: float = 1.0, *, role: str = "classifier") -> int:
-        """Cost model: forward FLOPs per input (a multiply-add is 2), counted by
-        ``torch.utils.flop_counter`` on the meta device; a training step costs about 3×."""
-        from core.models import forward_flops
-
-        shape, classes = self.reference if in_shape is None else (in_shape, n_classes)
-        return forward_flops(self, shape, classes or self.reference[1], width, role=role)
-
 
 ARCHITECTURES: Registry[ArchitecturePart] = Registry("architecture", loader=_CATALOG,
                                                      order=lambda a: a.order)
@@ -744,10 +719,9 @@ def architectures_for(in_shape: Iterable[int]) -> list[str]:
     return out
 
 
-def describe_models(costs: bool = True) -> list[dict[str, Any]]:
-    """Every registered architecture as plain data (``privlab parts --family models``); with
-    ``costs``, its parameter count and forward FLOPs per role at its reference input, full and
-    CPU width (meta-device builds: torch is imported)."""
+def describe_models() -> list[dict[str, Any]]:
+    """Every registered architecture as plain data (``privlab parts``); its parameter counts
+    and FLOPs need torch (:func:`core.models.describe_costs` adds them)."""
     rows = []
     for name, a in ARCHITECTURES.items():
         shape, classes = a.reference
@@ -759,11 +733,5 @@ def describe_models(costs: bool = True) -> list[dict[str, Any]]:
             "reference": {"in_shape": list(shape), "n_classes": classes},
             "paper_params": dict(a.paper_params), "source": a.source,
             "builder": _object_path(a.builder)}
-        if costs:
-            row["params"] = {r: a.param_count(role=r) for r in a.roles}
-            row["params_cpu_width"] = {r: a.param_count(width=a.cpu_width, role=r)
-                                       for r in a.roles}
-            row["forward_flops"] = a.forward_flops()
-            row["forward_flops_cpu_width"] = a.forward_flops(width=a.cpu_width)
         rows.append(row)
     return rows

@@ -27,14 +27,14 @@ PAPER_COUNTS = [
 @pytest.mark.parametrize("arch,shape,role,count", PAPER_COUNTS)
 def test_paper_parameter_counts(arch, shape, role, count):
     assert param_count(arch, shape, 10, role=role) == count
-    assert ARCHITECTURES.get(arch).param_count(shape, 10, role=role) == count
+    assert param_count(ARCHITECTURES.get(arch), shape, 10, role=role) == count
 
 
 def test_declared_paper_counts_hold():
     declared = [(a.name, r, n) for a in ARCHITECTURES.values() for r, n in a.paper_params]
     assert len(declared) >= 6
     for name, role, n in declared:
-        assert architecture(name).param_count(role=role) == n, (name, role)
+        assert param_count(architecture(name), *architecture(name).reference, role=role) == n, (name, role)
 
 
 def test_at_least_eight_registered():
@@ -75,8 +75,8 @@ def test_narrow_width_is_smaller_and_costs_less():
     for name, a in ARCHITECTURES.items():
         if a.cpu_width < 1:
             # channel widths enter the weights and the convolutions' cost squared
-            assert a.param_count(width=a.cpu_width) < a.cpu_width * a.param_count(), name
-            assert a.forward_flops(width=a.cpu_width) < a.cpu_width * a.forward_flops(), name
+            assert param_count(a, *a.reference, a.cpu_width) < a.cpu_width * param_count(a, *a.reference), name
+            assert forward_flops(a, *a.reference, a.cpu_width) < a.cpu_width * forward_flops(a, *a.reference), name
             assert "narrower copy" in a.width_label(a.cpu_width)
 
 

@@ -117,9 +117,13 @@ RESULT_PAGES = ("attribute_privacy", "membership", "property", "reconstruction",
 
 
 def test_every_page_that_runs_something_closes_with_the_tail():
+    """Through the one page-run scaffold (run_panel draws page_tail), or page_tail itself on a
+    page that runs without a Run button (Data)."""
+    scaffold = (ROOT / "dashboard" / "components" / "run_panel.py").read_text(encoding="utf-8")
+    assert "page_tail(" in scaffold
     for name in RESULT_PAGES:
         text = (ROOT / "dashboard" / "views" / f"{name}.py").read_text(encoding="utf-8")
-        assert text.count("page_tail(") == 1, name
+        assert text.count("page_tail(") + text.count("run_panel(") == 1, name
         assert "config_and_metrics(" not in text and 'info.get("notes"' not in text, name
 
 

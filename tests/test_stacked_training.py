@@ -12,6 +12,14 @@ from core.models import build_model
 from core.shadow_training import shadow_splits, train_stacked
 
 
+@pytest.fixture
+def float64():
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(before)
+
+
 def _data(n: int, side: int, classes: int, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     X = torch.rand(n, side * side, generator=g)
@@ -48,9 +56,11 @@ def test_lenet5_together_equals_one_by_one(optimizer, lr):
 
 
 @pytest.mark.parametrize("optimizer,lr", [("sgd", 0.05), ("adam", 1e-3)])
-def test_batchnorm_resnet_together_equals_one_by_one(optimizer, lr):
+def test_batchnorm_resnet_together_equals_one_by_one(optimizer, lr, float64):
     # BatchNorm: models grouped by batch size at the steps where sizes differ, running
-    # statistics per model
+    # statistics per model. In float64: BatchNorm over batches of 10 amplifies float32 rounding
+    # (summation order differs with the thread count) to 1e-2 in two epochs, which would hide
+    # the equality this test is about
     X, y = _data(50, 8, 3, seed=2)
     mask = shadow_splits(50, 3, seed=4)
     sizes = mask.sum(1)

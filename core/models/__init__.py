@@ -16,7 +16,7 @@ from torch import nn
 from core.checks import check_int
 from core.models.common import Adapted, ImageInput
 
-__all__ = ["build_model", "forward_flops", "param_count", "role_input_shape"]
+__all__ = ["build_model", "describe_costs", "forward_flops", "param_count", "role_input_shape"]
 
 
 def _part(arch: Any):
@@ -93,3 +93,21 @@ def forward_flops(arch: Any, in_shape: Iterable[int], n_classes: int, width: flo
         with FlopCounterMode(display=False) as counter, torch.no_grad():
             net(x)
     return int(counter.get_total_flops()) // 2
+
+
+def describe_costs() -> list[dict[str, Any]]:
+    """:func:`core.parts.describe_models` with each architecture's parameter count per role and
+    forward FLOPs at its reference input, full and CPU width (``privlab parts --family
+    models``; meta-device builds)."""
+    from core.parts import describe_models
+
+    rows = describe_models()
+    for row in rows:
+        a = _part(row["name"])
+        shape, classes = a.reference
+        row["params"] = {r: param_count(a, shape, classes, role=r) for r in a.roles}
+        row["params_cpu_width"] = {r: param_count(a, shape, classes, a.cpu_width, role=r)
+                                   for r in a.roles}
+        row["forward_flops"] = forward_flops(a, shape, classes)
+        row["forward_flops_cpu_width"] = forward_flops(a, shape, classes, a.cpu_width)
+    return rows
