@@ -280,7 +280,7 @@ class End:
     estimates: dict[str, Estimate | None]
     chance: dict[str, float | None]
     #: the strongest attacker the runs name (the page's rule: the engine's pick by its
-    #: headline metric), None when the runs name none or the seeds disagree
+    #: headline metric; "a or b" when the seeds pick differently), None when none is named
     strongest: str | None = None
 
 
@@ -370,10 +370,11 @@ STRONGEST_KEYS = ("best_attacker", "best_attack", "best_inverter", "strongest_at
 
 
 def _strongest(results: Sequence[Any]) -> str | None:
-    """The strongest attacker the runs name (None: none named, or the seeds disagree)."""
-    names = {str(v) for r in results for k in STRONGEST_KEYS
-             if (v := (getattr(r, "info", None) or {}).get(k))}
-    return names.pop() if len(names) == 1 else None
+    """The strongest attacker the runs name (``"logreg or mlp"`` when the seeds' picks
+    differ; None: none named)."""
+    names = sorted({str(v) for r in results for k in STRONGEST_KEYS
+                    if (v := (getattr(r, "info", None) or {}).get(k))})
+    return " or ".join(names) if names else None
 
 
 @dataclass
