@@ -8,6 +8,12 @@ sweep and its reference runs, then the lesson read back); the lesson: the main p
 and utility at both ends of the knob with 95 % intervals and whether the move exceeds them.
 The Compare page's teaching preset (:func:`core.compare.teaching_spec`) runs cold and cached.
 
+``--pages P ...`` (without ``--quick``) reruns only those teaching pages (not Compare) and
+merges their rows and details into the stored lessons.json (:func:`merge_pages`). Each page's
+details hold its figures table and the lesson's number check (:func:`core.teaching.
+check_numbers`); the README tour is written from this file (``python -m
+benchmarks.readme_tour``).
+
 ``--quick``: one seed and only the two ends of each teaching grid (the lesson's intervals are
 then the runs' own). Headline figures this benchmark does not measure (DLG / iDLG on
 LeNet-sigmoid, caveat keys, browser checks) are merged from ``benchmarks/results/

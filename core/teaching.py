@@ -11,6 +11,12 @@ paper claims (:data:`CLAIMS`: the direction each paper claims, nothing measured)
 says so with both numbers. :func:`compare_lesson` does the same for the Compare page's
 teaching preset (a :class:`core.compare.Comparison`).
 
+One source of figures: :func:`figures` (:func:`compare_figures` on Compare) reads the stored
+points once; the lesson's sentences (:func:`lesson_from`) and the figures table the page shows
+beside them (:meth:`Figures.rows`) are both written from it, the main measure being the page's
+strongest attacker (its headline attack, :data:`core.metric_schema.HEADLINES`), and
+:func:`check_numbers` finds any number of a lesson the table does not show.
+
 Pure functions over Results: a page or a benchmark hands in ``get(config) -> Result | None``
 (the store's ``peek``); nothing here runs or stores.
 """
