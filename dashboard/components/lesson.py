@@ -1,7 +1,8 @@
 """A page's lesson, measured: the sentences :func:`core.teaching.lesson_from` makes from the
 page's figures (:func:`core.teaching.figures`, read from its stored teaching sweep), the table
-of those figures (every number of a sentence is one of them), and a "Run the teaching sweep" button that queues
-the sweep (and its reference runs) as one job of the shared queue, with progress and cancel
+of those figures (every number of a sentence is one of them), and a "Run the teaching sweep"
+button that queues the sweep (and its reference runs) as one job of the shared queue, with
+progress and cancel
 (:func:`dashboard.widgets.run_many_with_progress`; every point is stored on its own). Once the
 sweep is stored, the lesson comes from the store at once.
 
