@@ -12,6 +12,12 @@ on a warm local pool, as the page runs it, with the serial run as reference;
 Streamlit server, :mod:`benchmarks.compare_server_bench`) when that exists, here or with
 ``--merge``.
 
+``--pages P ...`` (without ``--quick``) reruns only those teaching pages (not Compare) and
+merges their rows and details into the stored lessons.json (:func:`merge_pages`). Each page's
+details hold its figures table and the lesson's number check (:func:`core.teaching.
+check_numbers`); the README tour is written from this file (``python -m
+benchmarks.readme_tour``).
+
 ``--quick``: one seed and only the two ends of each teaching grid (the lesson's intervals are
 then the runs' own). Headline figures this benchmark does not measure (DLG / iDLG on
 LeNet-sigmoid, caveat keys, browser checks) are merged from ``benchmarks/results/
@@ -117,10 +123,12 @@ def page_row(page: str, store, quick: bool) -> tuple[dict[str, Any], dict[str, A
     def sweep():
         for c in spec.job_configs(dim):
             store.get_or_run(c)
-        return teaching.lesson(spec, store.peek, dim)
+        return teaching.figures(spec, store.peek, dim)
 
-    les, t_cold = _timed(sweep)
-    les, t_cached = _timed(sweep)
+    fig, t_cold = _timed(sweep)
+    fig, t_cached = _timed(sweep)
+    les = teaching.lesson_from(spec, fig)
+    checked, bad = teaching.check_numbers(les.sentences, fig.rows())
     print(f"  {page}: teaching sweep cold {t_cold:.1f} s, cached {t_cached:.3f} s", flush=True)
     for s in les.sentences:
         print(f"    {s}", flush=True)
@@ -128,10 +136,15 @@ def page_row(page: str, store, quick: bool) -> tuple[dict[str, Any], dict[str, A
            "default_run_total_s": round(float(r.timings.get("total_s", cold)), 2),
            "teaching_points": les.total, "teaching_cold_s": round(t_cold, 2),
            "teaching_cached_s": round(t_cached, 4), "lesson_ready": les.ready,
-           "exceeds_intervals": les.exceeds}
+           "exceeds_intervals": les.exceeds, "lesson_numbers_checked": checked,
+           "lesson_number_mismatches": len(bad)}
+    if page == "membership":  # the page's first run: the strongest undefended attack
+        row["default_best_auc"] = round(float(r.metrics["mia_auc_best"]), 4)
+        row["default_best_auc_interval"] = [round(float(x), 4)
+                                            for x in r.interval("mia_auc_best")]
     detail = {"default_timings": {k: round(float(v), 3) for k, v in r.timings.items()},
               "teaching_grid": list(spec.values(dim)), "seeds": list(spec.seeds),
-              "lesson": les.summary(spec)}
+              "lesson": les.summary(spec), "figures": fig.rows(), "number_mismatches": bad}
     return row, detail
 
 
@@ -157,6 +170,8 @@ def compare_row(store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
           flush=True)
     cmp2, cached = _timed(lambda: compare.run_comparison(spec, store))
     les = teaching.compare_lesson(cmp2)
+    rows = teaching.compare_figures(cmp2).rows()
+    checked, bad = teaching.check_numbers(les.sentences, rows)
     print(f"  compare: teaching preset cold {cold:.1f} s on the pool, cached {cached:.3f} s",
           flush=True)
     for s in les.sentences:
@@ -166,9 +181,11 @@ def compare_row(store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
            "pool_speedup_vs_serial": round(serial_cold / cold, 2) if cold else None,
            "teaching_points": cmp_.points_run + cmp_.points_cached,
            "teaching_cold_s": round(cold, 2), "teaching_cached_s": round(cached, 4),
-           "lesson_ready": les.ready, "exceeds_intervals": les.exceeds}
+           "lesson_ready": les.ready, "exceeds_intervals": les.exceeds,
+           "lesson_numbers_checked": checked, "lesson_number_mismatches": len(bad)}
     return row, {"lesson": {"sentences": les.sentences, "contradictions": les.contradictions,
                             "exceeds_intervals": les.exceeds},
+                 "figures": rows, "number_mismatches": bad, "comparison": cmp2.to_dict(),
                  "note": "Compare's default is its teaching preset: default = teaching."}
 
 
@@ -262,6 +279,37 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
                         "idlg_lenet_sigmoid_psnr_median_32": ">= 30"}}
 
 
+def merge_pages(path: Path, pages: tuple[str, ...]) -> dict[str, Any]:
+    """Rerun ``pages`` (not Compare) in an empty store and merge their rows and details into
+    the stored ``path``; the headline figures they feed are recomputed from the merged rows and
+    the run's load is recorded under ``reruns``."""
+    from cache.store import ResultStore
+
+    res = json.loads(path.read_text())
+    load_start = _load()
+    _warm()
+    with tempfile.TemporaryDirectory(prefix="privlab_lessons_") as tmp:
+        store = ResultStore(Path(tmp) / "store")
+        for page in pages:
+            row, det = page_row(page, store, quick=False)
+            res["rows"] = [row if r["page"] == page else r for r in res["rows"]]
+            res["details"][page] = det
+    rows = res["rows"]
+    colds = [r["default_cold_s"] for r in rows if r["page"] != "compare" and "default_cold_s" in r]
+    ratio = ((res["details"].get("membership") or {}).get("lesson") or {}).get(
+        "utility_ratio_above_majority")
+    res["headline"].update({
+        "pages_with_lesson": sum(bool(r.get("lesson_ready")) for r in rows),
+        "default_cold_s_max": round(max(colds), 2) if colds else None,
+        "default_cold_s_median": round(statistics.median(colds), 2) if colds else None,
+        "dpsgd_utility_ratio_best_eps_le_8": None if ratio is None else round(ratio, 3)})
+    res.setdefault("reruns", []).append({
+        "pages": list(pages), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_start": load_start, "load_end": _load()})
+    path.write_text(json.dumps(res, indent=1))
+    return res
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -289,6 +337,10 @@ if __name__ == "__main__":
         res.setdefault("merged_at", []).append(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         out.write_text(json.dumps(res, indent=1))
         print(json.dumps(res["headline"], indent=1))
+        raise SystemExit(0)
+    if args.pages and not args.quick:  # rerun these pages only, merged into lessons.json
+        out = RESULTS / "lessons.json"
+        print(json.dumps(merge_pages(out, tuple(args.pages))["headline"], indent=1))
         raise SystemExit(0)
     res = main(quick=args.quick, pages=tuple(args.pages) if args.pages else None)
     out = RESULTS / ("lessons.quick.json" if args.quick else "lessons.json")

@@ -11,6 +11,12 @@ paper claims (:data:`CLAIMS`: the direction each paper claims, nothing measured)
 says so with both numbers. :func:`compare_lesson` does the same for the Compare page's
 teaching preset (a :class:`core.compare.Comparison`).
 
+One source of figures: :func:`figures` (:func:`compare_figures` on Compare) reads the stored
+points once; the lesson's sentences (:func:`lesson_from`) and the figures table the page shows
+beside them (:meth:`Figures.rows`) are both written from it, the main measure being the page's
+strongest attacker (its headline attack, :data:`core.metric_schema.HEADLINES`), and
+:func:`check_numbers` finds any number of a lesson the table does not show.
+
 Pure functions over Results: a page or a benchmark hands in ``get(config) -> Result | None``
 (the store's ``peek``); nothing here runs or stores.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -239,13 +246,13 @@ CLAIMS: dict[str, tuple[Claim, ...]] = {
     "attribute_privacy": (
         Claim("TAPPFL", "attack_in_training_bacc", "chance",
               "TAPPFL claims its in-training adversary is pushed to chance as λ grows", "tappfl"),
-        Claim("TAPPFL", "attack_mlp_bacc", "down",
+        Claim("TAPPFL", "attack_auc_best", "down",
               "TAPPFL claims attribute privacy against inference attacks as λ grows", "tappfl")),
     "membership": (
         Claim("DP-SGD (Abadi et al.)", "mia_auc_best", "down",
               "DP theory bounds membership inference more tightly at smaller ε", "dp_sgd"),),
     "property": (
-        Claim("Inf2Guard", "property_mlp_bacc", "down",
+        Claim("Inf2Guard", "property_acc_best", "down",
               "Inf2Guard claims its defense protects against property inference by fresh "
               "attackers at every λ > 0", "inf2guard_property"),),
     "reconstruction": (
@@ -278,6 +285,9 @@ class End:
     knob: float
     estimates: dict[str, Estimate | None]
     chance: dict[str, float | None]
+    #: the strongest attacker the runs name (the page's rule: the engine's pick by its
+    #: headline metric; "a or b" when the seeds pick differently), None when none is named
+    strongest: str | None = None
 
 
 @dataclass
@@ -361,11 +371,92 @@ def _move(words: str, a: Estimate, b: Estimate, ca: float | None, cb: float | No
             f"{b.text()}{tail_b}): no measurable move"), False
 
 
-def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
-           dim: int | None = None) -> Lesson:
-    """The measured lesson of ``spec`` from the stored points (``get(config)``: the store's
-    ``peek``). Both ends of the grid need at least one seed stored; otherwise the lesson says
-    how many points are missing and ``ready`` is False."""
+#: the ``info`` keys under which each kind's runs name their strongest attacker
+STRONGEST_KEYS = ("best_attacker", "best_attack", "best_inverter", "strongest_attack")
+
+
+def _strongest(results: Sequence[Any]) -> str | None:
+    """The strongest attacker the runs name (``"logreg or mlp"`` when the seeds' picks
+    differ; None: none named)."""
+    names = sorted({str(v) for r in results for k in STRONGEST_KEYS
+                    if (v := (getattr(r, "info", None) or {}).get(k))})
+    return " or ".join(names) if names else None
+
+
+@dataclass
+class Figures:
+    """The figures a page's lesson and its figures table both read (one source): the two ends
+    of the knob (:class:`End`: each measure's seed mean with its 95 % interval, chance, the
+    strongest attacker), the utility cost between them, the undefended reference and the best
+    share of it kept above the majority class, and how many sweep points are stored."""
+
+    page: str
+    symbol: str
+    measures: tuple[Measure, ...]
+    utility: Measure
+    ends: tuple[End, End] | None
+    missing: int
+    total: int
+    #: the undefended reference's utility and majority-class rate (None: no reference stored)
+    reference: Estimate | None = None
+    majority: float | None = None
+    #: the best (acc − majority) / (undefended − majority) over the stored grid and its knob
+    ratio: float | None = None
+    ratio_at: float | None = None
+
+    @property
+    def main(self) -> Measure:
+        return self.measures[0]
+
+    def cost(self) -> float | None:
+        """Utility at the less private end minus at the more private end (None: not stored)."""
+        if self.ends is None:
+            return None
+        ua, ub = (e.estimates.get(self.utility.metric) for e in self.ends)
+        return None if ua is None or ub is None else ua.value - ub.value
+
+    def rows(self) -> list[dict[str, str]]:
+        """The figures as the page's table shows them: one row per measure with its value at
+        both ends (:meth:`Estimate.text`, the lesson's format), chance and the strongest
+        attacker; then the utility cost, the reference and the stored points."""
+        if self.ends is None:
+            return [{"figure": "teaching sweep points not stored", "value": f"{self.missing} "
+                     f"of {self.total}"}]
+        a, b = self.ends
+        ka, kb = (f"{self.symbol} = {_fmt_knob(e.knob)}" for e in self.ends)
+        rows = []
+        for m in (*self.measures, self.utility):
+            ea, eb = a.estimates.get(m.metric), b.estimates.get(m.metric)
+            if ea is None and eb is None:
+                continue
+            ch = b.chance.get(m.metric)
+            row = {"figure": m.words, ka: ea.text() if ea else "—", kb: eb.text() if eb else "—",
+                   "chance": "" if ch is None else f"{ch:.2f}"}
+            if m is self.main:
+                row["strongest attacker"] = " → ".join(s or "—" for s in (a.strongest,
+                                                                           b.strongest))
+            rows.append(row)
+        cost = self.cost()
+        if cost is not None:
+            rows.append({"figure": f"utility {'cost' if cost > 0 else 'gain'}",
+                         ka: "", kb: f"{abs(cost):.2f}"})
+        if self.reference is not None and self.majority is not None:
+            rows.append({"figure": f"undefended {self.utility.words}",
+                         "value": self.reference.text(), "chance": f"{self.majority:.2f}"})
+        if self.ratio is not None:
+            rows.append({"figure": "best share of it kept above the majority class",
+                         "value": f"{self.ratio:.0%} ({self.symbol} = "
+                                  f"{_fmt_knob(self.ratio_at)})"})
+        if self.missing:
+            rows.append({"figure": "teaching sweep points not stored",
+                         "value": f"{self.missing} of {self.total}"})
+        return rows
+
+
+def figures(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
+            dim: int | None = None) -> Figures:
+    """The page's figures from the stored points of ``spec`` (``get(config)``: the store's
+    ``peek``): what :func:`lesson` says and the page's figures table shows."""
     knob = spec.knob
     values = spec.values(dim)
     by_value: dict[float, list[Any]] = {}
@@ -381,20 +472,65 @@ def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
     refs = [r for c in spec.reference_configs() if (r := get(c)) is not None]
     total += len(spec.reference_configs())
     missing += len(spec.reference_configs()) - len(refs)
+    out = Figures(spec.page, knob.symbol, tuple(spec.privacy), spec.utility, None, missing, total)
     # least private end first: the knob moves toward privacy
     order = sorted(values, reverse=knob.more_private == "lower")
     have = [v for v in order if by_value.get(v)]
     if len(have) < 2:
+        return out
+    names = [m.metric for m in (*spec.privacy, spec.utility)]
+    out.ends = tuple(End(v, {n: estimate_of(by_value[v], n) for n in names},
+                         {n: _chance(by_value[v], n) for n in names}, _strongest(by_value[v]))
+                     for v in (have[0], have[-1]))
+    if refs:
+        _reference(out, spec, by_value, refs, values)
+    return out
+
+
+def _reference(fig: Figures, spec: TeachingSweep, by_value: Mapping[float, list[Any]],
+               refs: Sequence[Any], values: Sequence[float]) -> None:
+    """The best utility kept relative to the undefended reference above the majority class,
+    ((acc − majority) / (undefended − majority)), over the stored grid points."""
+    util = spec.utility.metric
+    ref = estimate_of(refs, util)
+    maj = [m for r in refs if (m := _metric(r, "utility_majority")) is not None]
+    if ref is None or not maj:
+        return
+    m = sum(maj) / len(maj)
+    fig.reference, fig.majority = ref, m
+    if ref.value - m <= 0:
+        return
+    for v in values:
+        e = estimate_of(by_value.get(v, []), util)
+        if e is None:
+            continue
+        r = (e.value - m) / (ref.value - m)
+        if fig.ratio is None or r > fig.ratio:
+            fig.ratio, fig.ratio_at = r, v
+
+
+def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
+           dim: int | None = None) -> Lesson:
+    """The measured lesson of ``spec`` from the stored points (``get(config)``: the store's
+    ``peek``), every number read from :func:`figures`. Both ends of the grid need at least one
+    seed stored; otherwise the lesson says how many points are missing and ``ready`` is
+    False."""
+    return lesson_from(spec, figures(spec, get, dim))
+
+
+def lesson_from(spec: TeachingSweep, fig: Figures) -> Lesson:
+    """The sentences of :func:`lesson` from the page's :class:`Figures`."""
+    knob = spec.knob
+    missing, total = fig.missing, fig.total
+    if fig.ends is None:
         word = "point" if missing == 1 else "points"
         on = f" ({knob.symbol} on {spec.variant_words})" if spec.variant_words else ""
         msg = (f"The teaching sweep{on} is not stored yet ({missing} of {total} {word} missing): "
                "run it to measure this page's lesson.")
         return Lesson(spec.page, [msg], None, None, [], missing, total)
-    lo_v, hi_v = have[0], have[-1]
-    names = [m.metric for m in (*spec.privacy, spec.utility)]
-    ends = tuple(End(v, {n: estimate_of(by_value[v], n) for n in names},
-                     {n: _chance(by_value[v], n) for n in names}) for v in (lo_v, hi_v))
+    ends = fig.ends
     a, b = ends
+    lo_v, hi_v = a.knob, b.knob
     sym = knob.symbol
     verb_from = f"moving {sym} from {_fmt_knob(lo_v)} to {_fmt_knob(hi_v)} (more private)"
     if knob.more_private == "higher":
@@ -410,11 +546,16 @@ def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
     if ea is None or eb is None:
         sentences.append(f"The runs report no {main.words} ({main.metric}).")
     else:
-        text, exceeds = _move(main.words, ea, eb, a.chance[main.metric], b.chance[main.metric],
+        words = main.words
+        if a.strongest or b.strongest:  # name the attacker the figures table names
+            who = (a.strongest if a.strongest == b.strongest else
+                   " → ".join(s or "—" for s in (a.strongest, b.strongest)))
+            words += f" ({who})"
+        text, exceeds = _move(words, ea, eb, a.chance[main.metric], b.chance[main.metric],
                               verb_from)
         ua, ub = a.estimates[spec.utility.metric], b.estimates[spec.utility.metric]
-        if ua is not None and ub is not None:
-            cost = ua.value - ub.value
+        cost = fig.cost()
+        if cost is not None:
             what = "costs" if cost > 0 else "gains"
             if not (ua.has_interval and ub.has_interval):
                 how = ", one seed: no interval"
@@ -434,46 +575,17 @@ def lesson(spec: TeachingSweep, get: Callable[[Mapping[str, Any]], Any | None],
             how = "within the intervals" if xa.overlaps(xb) else "beyond the intervals"
         sentences.append(f"At {sym} = {_fmt_knob(hi_v)}, {m.words} reads {xb.text()}{at} "
                          f"(at {sym} = {_fmt_knob(lo_v)}: {xa.text()}; {how}).")
-    ratio = None
-    if refs:
-        ratio, ref_text = _reference_text(spec, by_value, refs, values)
-        if ref_text:
-            sentences.append(ref_text)
+    if fig.reference is not None and fig.majority is not None and fig.ratio is not None:
+        sentences.append(f"Undefended, {spec.utility.words} is {fig.reference.text()} (majority "
+                         f"class {fig.majority:.2f}); the defense keeps at best {fig.ratio:.0%} "
+                         f"of it above the majority class ({sym} = {_fmt_knob(fig.ratio_at)}).")
     words = {m.metric: m.words for m in spec.privacy}
     contradictions = _contradictions(spec.page, ends, sym, lo_v, hi_v, words, spec.defense)
     sentences += contradictions
     if missing:
         sentences.append(f"({missing} of {total} points of the teaching sweep not stored yet: "
                          "the intervals narrow as the sweep completes.)")
-    return Lesson(spec.page, sentences, ends, exceeds, contradictions, missing, total, ratio)
-
-
-def _reference_text(spec: TeachingSweep, by_value: Mapping[float, list[Any]],
-                    refs: Sequence[Any], values: Sequence[float]) -> tuple[float | None, str]:
-    """The best utility kept relative to the undefended reference above the majority class,
-    ((acc − majority) / (undefended − majority)), over the stored grid points."""
-    util = spec.utility.metric
-    ref = estimate_of(refs, util)
-    maj = [_metric(r, "utility_majority") for r in refs]
-    maj = [m for m in maj if m is not None]
-    if ref is None or not maj:
-        return None, ""
-    m = sum(maj) / len(maj)
-    if ref.value - m <= 0:
-        return None, ""
-    best, at = None, None
-    for v in values:
-        e = estimate_of(by_value.get(v, []), util)
-        if e is None:
-            continue
-        r = (e.value - m) / (ref.value - m)
-        if best is None or r > best:
-            best, at = r, v
-    if best is None:
-        return None, ""
-    return best, (f"Undefended, {spec.utility.words} is {ref.text()} (majority class {m:.2f}); "
-                  f"the defense keeps at best {best:.0%} of it above the majority class "
-                  f"({spec.knob.symbol} = {_fmt_knob(at)}).")
+    return Lesson(spec.page, sentences, ends, exceeds, contradictions, missing, total, fig.ratio)
 
 
 def _contradictions(page: str, ends: tuple[End, End], sym: str, lo_v: float,
@@ -504,67 +616,197 @@ def _contradictions(page: str, ends: tuple[End, End], sym: str, lo_v: float,
     return out
 
 
-def compare_lesson(comparison: Any) -> Lesson:
-    """The Compare page's lesson from a :class:`core.compare.Comparison`: each defense's
-    privacy metric and utility at both ends of its grid (seed means with :func:`estimate`'s 95 %
-    intervals: the larger of the runs' own bootstrap variance and the seeds' spread, normal
-    quantile; utility from the seeds' spread alone), a move counted only when the two ends'
-    intervals do not overlap; the utility at matched attack levels of Inf2Guard against DP-SGD
-    (:data:`CLAIMS`)."""
-    spec = comparison.spec
-    pname = spec.privacy
-    sentences, contradictions = [], []
-    exceeds_any: bool | None = None
-    first_ends: tuple[End, End] | None = None
+@dataclass(frozen=True)
+class CurveEnds:
+    """One defended curve of a comparison at both ends of its grid (least private first):
+    seed means with 95 % intervals of the privacy metric (``leak``) and utility."""
+
+    name: str
+    symbol: str
+    knob: tuple[float, float]
+    leak: tuple[Estimate, Estimate]
+    utility: tuple[Estimate, Estimate]
+
+
+@dataclass(frozen=True)
+class LevelPick:
+    """The equal-privacy row a lesson reads: the strictest attack level (of the page's table,
+    :meth:`core.compare.Comparison.table`) that both defenses of a claim reach, each one's
+    utility there (seed means, as the table shows them) and the knob setting it is read at,
+    and whether a defense reaches the level only at the least private end of its grid (for
+    Inf2Guard λ = 0: no defense at all)."""
+
+    level: float
+    who: str
+    over: str
+    u_who: float
+    u_over: float
+    knob_who: float | None
+    knob_over: float | None
+    #: defenses whose utility at the level is read at the least private end of their grid
+    at_end: tuple[str, ...]
+    #: the symbols and least-private knob values of both (for the sentence)
+    ends: dict[str, tuple[str, float]]
+    #: names of the defenses that reach some stricter level of the table alone
+    stricter_alone: tuple[str, ...] = ()
+    #: those of :attr:`at_end` that reach the level at no other setting of their grid
+    only_end: tuple[str, ...] = ()
+
+
+@dataclass
+class CompareFigures:
+    """The figures the Compare page's lesson and its figures table read: :class:`CurveEnds`
+    per defended curve and the equal-privacy :class:`LevelPick` of the first utility claim the
+    parts declare (Inf2Guard over DP-SGD)."""
+
+    curves: list[CurveEnds]
+    pick: LevelPick | None
+    words: str
+
+    def rows(self) -> list[dict[str, str]]:
+        rows = []
+        for c in self.curves:
+            rows.append({"figure": c.name, "knob": f"{c.symbol} {_fmt_knob(c.knob[0])} → "
+                         f"{_fmt_knob(c.knob[1])}",
+                         self.words: f"{c.leak[0].text()} → {c.leak[1].text()}",
+                         "utility": f"{c.utility[0].text()} → {c.utility[1].text()}"})
+        p = self.pick
+        if p is not None:
+            for name, u, k in ((p.who, p.u_who, p.knob_who), (p.over, p.u_over, p.knob_over)):
+                sym = p.ends[name][0]
+                rows.append({"figure": f"{name} at attack level ≤ {_fmt_level(p.level)}",
+                             "knob": "" if k is None else f"{sym} = {_fmt_knob(k)}",
+                             self.words: "", "utility": f"{u:.3f}"})
+        return rows
+
+
+def _fmt_level(level: float) -> str:
+    """An equal-privacy level as the page's table prints it (rounded to 4 decimals)."""
+    return f"{round(float(level), 4):g}"
+
+
+def _curve_ends(c: Any, knob: Knob) -> CurveEnds | None:
+    idx = sorted(range(len(c.knob)), key=lambda i: c.knob[i], reverse=knob.more_private == "lower")
+    i0, i1 = idx[0], idx[-1]
+
+    def est(arr, i, lo=None, hi=None):
+        row = [float(x) for x in arr[i]]
+        ivs = [None if lo is None or not (math.isfinite(lo[i][j]) and math.isfinite(hi[i][j]))
+               else (float(lo[i][j]), float(hi[i][j])) for j in range(len(row))]
+        return estimate(row, ivs)
+
+    la, lb = est(c.leakage, i0, c.leak_lo, c.leak_hi), est(c.leakage, i1, c.leak_lo, c.leak_hi)
+    ua, ub = est(c.utility, i0), est(c.utility, i1)
+    if None in (la, lb, ua, ub):
+        return None
+    return CurveEnds(c.name, c.symbol, (float(c.knob[i0]), float(c.knob[i1])), (la, lb), (ua, ub))
+
+
+def _least_private(c: Any) -> float:
+    knob = DEFENSES.get(c.defense).knob
+    vals = [float(k) for k in c.knob]
+    return max(vals) if knob.more_private == "lower" else min(vals)
+
+
+def _level_pick(comparison: Any, a: Any, b: Any) -> LevelPick | None:
+    """The strictest level of the page's equal-privacy table both ``a`` and ``b`` reach
+    (its rows run from the strictest level up), read from the table's own rows."""
+    rows = comparison.table()
+    both = [r for r in rows if r.get(a.name) is not None and r.get(b.name) is not None]
+    if not both:
+        return None
+    row = both[0]
+    lvl = float(row["level"])
+    knobs, at_end, only = {}, [], []
+    for c in (a, b):
+        knobs[c.name] = c.at_level(lvl).knob
+        reach = [float(k) for k, v in zip(c.knob, c.leakage_mean, strict=True)
+                 if math.isfinite(float(v)) and float(v) <= lvl]
+        if knobs[c.name] == _least_private(c):  # the table's utility is its weakest setting's
+            at_end.append(c.name)
+            if reach == [_least_private(c)]:
+                only.append(c.name)
+    stricter = [r for r in rows if float(r["level"]) < lvl]
+    alone = tuple(c.name for c in (a, b) if any(r.get(c.name) is not None for r in stricter))
+    return LevelPick(lvl, a.name, b.name, float(row[a.name]), float(row[b.name]),
+                     knobs[a.name], knobs[b.name], tuple(at_end),
+                     {c.name: (c.symbol, _least_private(c)) for c in (a, b)}, alone, tuple(only))
+
+
+def compare_figures(comparison: Any) -> CompareFigures:
+    """The Compare page's figures (:class:`CompareFigures`) from a
+    :class:`core.compare.Comparison`: each defense's privacy metric and utility at both ends
+    of its grid (seed means with :func:`estimate`'s 95 % intervals: the larger of the runs' own
+    bootstrap variance and the seeds' spread, normal quantile; utility from the seeds' spread
+    alone) and the equal-privacy row of the first utility claim the parts declare."""
+    pname = comparison.spec.privacy
+    words = ("the strongest attack's AUC" if pname.endswith("auc_best")
+             else metric_schema.get(pname).description)
+    curves = []
     for c in comparison.defended:
         if c.knob_field is None or len(c.knob) < 2:
             continue
-        knob = DEFENSES.get(c.defense).knob
-        idx = sorted(range(len(c.knob)), key=lambda i: c.knob[i],
-                     reverse=knob.more_private == "lower")
-        i0, i1 = idx[0], idx[-1]
-
-        def est(arr, i, lo=None, hi=None):
-            row = [float(x) for x in arr[i]]
-            ivs = [None if lo is None or not (math.isfinite(lo[i][j]) and math.isfinite(hi[i][j]))
-                   else (float(lo[i][j]), float(hi[i][j])) for j in range(len(row))]
-            return estimate(row, ivs)
-
-        la, lb = est(c.leakage, i0, c.leak_lo, c.leak_hi), est(c.leakage, i1, c.leak_lo, c.leak_hi)
-        ua, ub = est(c.utility, i0), est(c.utility, i1)
-        if None in (la, lb, ua, ub):
-            continue
-        words = ("the strongest attack's AUC" if pname.endswith("auc_best")
-                 else metric_schema.get(pname).description)
-        text, moved = _move(words, la, lb, comparison.chance_leakage,
-                            comparison.chance_leakage,
-                            f"{c.name}: {c.symbol} {_fmt_knob(c.knob[i0])} → "
-                            f"{_fmt_knob(c.knob[i1])}")
-        exceeds_any = bool(exceeds_any) or moved
-        sentences.append(f"{text}; utility {ua.text()} → {ub.text()}.")
-        if first_ends is None:
-            first_ends = (End(float(c.knob[i0]), {pname: la, spec.utility: ua}, {}),
-                          End(float(c.knob[i1]), {pname: lb, spec.utility: ub}, {}))
-    # the utility claims the parts declare (Inf2Guard over DP-SGD), the first that applies
+        ends = _curve_ends(c, DEFENSES.get(c.defense).knob)
+        if ends is not None:
+            curves.append(ends)
     claims = [(c, o) for c in comparison.defended
               for other in DEFENSES.get(c.defense).outperforms
               for o in comparison.defended if o.defense == other]
-    for inf, dp in claims[:1]:
-        who, over = DEFENSES.get(inf.defense).short, DEFENSES.get(dp.defense).short
-        for row in comparison.table():
-            u_inf, u_dp = row.get(inf.name), row.get(dp.name)
-            if u_inf is None or u_dp is None:
-                continue
-            lvl = row["level"]
-            if u_dp > u_inf:
-                contradictions.append(
-                    f"This contradicts {who}: it claims more utility than {over} at equal "
-                    f"attack success, but at AUC ≤ {lvl:.2f} {over} keeps {u_dp:.3f} and "
-                    f"{who} {u_inf:.3f} (seed means).")
-            else:
-                sentences.append(f"At AUC ≤ {lvl:.2f}, {who} keeps {u_inf:.3f} utility, "
-                                 f"{over} {u_dp:.3f} (seed means), as {who} claims.")
-            break
+    pick = _level_pick(comparison, *claims[0]) if claims else None
+    return CompareFigures(curves, pick, words)
+
+
+def compare_lesson(comparison: Any) -> Lesson:
+    """The Compare page's lesson, every number read from :func:`compare_figures`: each
+    defense's move between the ends of its grid (a move counted only when the two ends'
+    intervals do not overlap), then the utility claim (:data:`CLAIMS`: Inf2Guard over DP-SGD)
+    read at the strictest attack level of the equal-privacy table both defenses reach; when one
+    reaches it only at the least private end of its grid (Inf2Guard at λ = 0: no defense), the
+    lesson says that row does not test the claim."""
+    fig = compare_figures(comparison)
+    sentences, contradictions = [], []
+    exceeds_any: bool | None = None
+    first_ends: tuple[End, End] | None = None
+    pname, uname = comparison.spec.privacy, comparison.spec.utility
+    for c in fig.curves:
+        (la, lb), (ua, ub) = c.leak, c.utility
+        text, moved = _move(fig.words, la, lb, comparison.chance_leakage,
+                            comparison.chance_leakage,
+                            f"{c.name}: {c.symbol} {_fmt_knob(c.knob[0])} → {_fmt_knob(c.knob[1])}")
+        exceeds_any = bool(exceeds_any) or moved
+        sentences.append(f"{text}; utility {ua.text()} → {ub.text()}.")
+        if first_ends is None:
+            first_ends = (End(c.knob[0], {pname: la, uname: ua}, {}),
+                          End(c.knob[1], {pname: lb, uname: ub}, {}))
+    p = fig.pick
+    if p is not None:
+        short = {n: DEFENSES.get(next(c.defense for c in comparison.defended if c.name == n)).short
+                 for n in (p.who, p.over)}
+        who, over = short[p.who], short[p.over]
+        lvl = _fmt_level(p.level)
+
+        def at(name: str, k: float | None) -> str:
+            return "" if k is None else f" ({p.ends[name][0]} = {_fmt_knob(k)})"
+
+        keeps = (f"at attack level ≤ {lvl}, the strictest level of the equal-privacy table both "
+                 f"reach, {who} keeps {p.u_who:.3f} utility{at(p.who, p.knob_who)} and {over} "
+                 f"{p.u_over:.3f}{at(p.over, p.knob_over)} (seed means)")
+        alone = [short[n] for n in p.stricter_alone]
+        stricter = (f"; at the stricter levels only {' and '.join(alone)} gets there"
+                    if len(alone) == 1 else "")
+        if p.who in p.at_end:  # the claimant's figure there is its weakest setting's
+            names = " and ".join(
+                f"{short[n]}{' only' if n in p.only_end else ''} at its least private end "
+                f"({p.ends[n][0]} = {_fmt_knob(p.ends[n][1])})" for n in p.at_end)
+            sentences.append(f"{keeps[0].upper()}{keeps[1:]}: the table reads {names}, so this "
+                             f"row does not test {who}'s claim of more utility than {over} at "
+                             f"equal attack success{stricter}.")
+        elif p.u_over > p.u_who:
+            contradictions.append(
+                f"This contradicts {who}: it claims more utility than {over} at equal attack "
+                f"success, but {keeps}{stricter}.")
+        else:
+            sentences.append(f"{keeps[0].upper()}{keeps[1:]}, as {who} claims{stricter}.")
     if not sentences and not contradictions:
         sentences = ["The comparison has no defense with two knob values stored yet."]
     return Lesson("compare", sentences + contradictions, first_ends, exceeds_any,
@@ -592,12 +834,15 @@ def _specs() -> dict[str, TeachingSweep]:
         "attribute_privacy": TeachingSweep(
             "attribute_privacy", "Attribute privacy", "tappfl", "attribute_privacy",
             _attribute_base(),
-            (Measure("attack_in_training_bacc", "the in-training adversary's balanced accuracy"),
-             Measure("attack_mlp_bacc", "a fresh MLP's balanced accuracy")), acc),
+            (Measure("attack_auc_best", "the strongest attacker's AUC"),
+             Measure("attack_in_training_bacc", "the in-training adversary's balanced accuracy")),
+            acc),
         "membership": TeachingSweep(
             "membership", "Membership", "dp_sgd", "membership",
             {"kind": "membership", "data": {"name": "digits"}, "defense": {"kind": "none"},
-             "train": {"members": 500, "epochs": 60},
+             # few members, trained long: the undefended model overfits, so the strongest
+             # attack reads a threat a class can see before DP-SGD lowers it
+             "train": {"members": 150, "epochs": 300},
              "attack": {"attackers": ["loss", "lira_offline", "lira_online", "rmia"],
                         "shadows": 8, "rmia_references": 2, "targets": 8},
              "projection_points": 300},
@@ -611,9 +856,9 @@ def _specs() -> dict[str, TeachingSweep]:
              "subsets": {"n_values": 4, "size_min": 8, "size_max": 64, "train_per_bin": 150,
                          "aux_per_bin": 150, "test_per_bin": 75},
              "train": {"epochs": 15}, "projection_points": 200},
-            (Measure("property_in_training_bacc", "the in-training property adversary's "
-                     "balanced accuracy"),
-             Measure("property_mlp_bacc", "a fresh MLP on shadow subsets")), acc),
+            (Measure("property_acc_best", "the strongest property attack's accuracy"),
+             Measure("property_in_training_bacc", "the in-training property adversary's "
+                     "balanced accuracy")), acc),
         "reconstruction": TeachingSweep(
             "reconstruction", "Reconstruction (gradient leakage)", "channel", "gradient_leakage",
             {"kind": "gradient_leakage", "data": {"name": "digits"},
@@ -697,3 +942,32 @@ def data_dim(config: Mapping[str, Any]) -> int:
     import numpy as np
 
     return int(np.asarray(ds.X).shape[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# every number of a lesson is one of its page's figures
+
+#: a number as a lesson prints it (a value, an interval half-width, a knob value, a count, a
+#: share in %); "95 %" in "the 95 % intervals" names the interval, it is no figure
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[+-]?\d+)?%?")
+_NAMING = re.compile(r"95 % interval")
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers in ``text`` as printed (``"0.64"``, ``"103%"``, ``"1e+03"``)."""
+    return _NUMBER.findall(_NAMING.sub("", text))
+
+
+def check_numbers(sentences: Sequence[str], rows: Sequence[Mapping[str, Any]]
+                  ) -> tuple[int, list[str]]:
+    """Every number of a lesson's ``sentences`` against its page's figures table ``rows``
+    (:meth:`Figures.rows` / :meth:`CompareFigures.rows`, headers included): how many numbers
+    were checked, and ``"number in: sentence"`` for each one the table does not show."""
+    shown = set(numbers(" ".join(f"{k} {v}" for row in rows for k, v in row.items())))
+    checked, bad = 0, []
+    for s in sentences:
+        for n in numbers(s):
+            checked += 1
+            if n not in shown:
+                bad.append(f"{n} in: {s}")
+    return checked, bad

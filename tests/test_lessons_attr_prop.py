@@ -1,11 +1,10 @@
-"""The Attribute and Property pages' lessons are generated from stored results (issue #20):
-every number in the sentence comes from the Results given, none is typed in."""
+"""The Property benchmark's fresh-attacker finding is generated from stored results: every
+number in the sentence comes from the Results given, none is typed in."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from core.runs.attribute_privacy import teaching_lesson
 from core.runs.property import fresh_attacker_finding
 
 
@@ -15,23 +14,6 @@ def _r(metrics, intervals=None, info=None):
 
 def _iv(lo, hi):
     return {"lo": lo, "hi": hi, "n": 100}
-
-
-def test_attribute_lesson_reads_both_ends_and_says_whether_the_move_beats_the_intervals():
-    a = _r({"attack_auc_best": 0.93, "attack_in_training_bacc": 0.66, "utility_acc": 0.95,
-            "chance": 0.5}, {"attack_auc_best": _iv(0.91, 0.95),
-                             "attack_in_training_bacc": _iv(0.61, 0.69)})
-    b = _r({"attack_auc_best": 0.71, "attack_in_training_bacc": 0.50, "utility_acc": 0.90,
-            "chance": 0.5}, {"attack_auc_best": _iv(0.66, 0.76)}, {"best_attacker": "mlp"})
-    out = teaching_lesson({0.0: a, 0.5: None, 1.0: b}, "λ")
-    assert out["beyond_intervals"] and out["auc"] == [0.93, 0.71]
-    for s in ("0.93 [0.91, 0.95]", "0.71 [0.66, 0.76]", "0.950", "0.900", "from 0 to 1", "mlp"):
-        assert s in out["text"], s
-    b.metrics["attack_auc_best"], b.intervals["attack_auc_best"] = 0.92, _iv(0.90, 0.94)
-    out = teaching_lesson({0.0: a, 1.0: b}, "λ")
-    assert not out["beyond_intervals"] and "within" in out["text"]
-    assert "fools the adversary it trains against" in out["text"]  # Ψ fell, the AUC did not
-    assert teaching_lesson({0.0: a}, "λ") is None
 
 
 def test_property_finding_says_when_the_defense_makes_fresh_attackers_stronger():

@@ -32,3 +32,19 @@ def test_the_page_default_is_the_teaching_default(kind):
     assert p.config is not None, f"the {kind} page built no config"
     diff = default_differences(PAGES[kind], p.config)
     assert not diff, f"page vs teaching default: {diff}"
+
+
+def test_the_membership_default_measured_is_todays_and_shows_a_threat():
+    """benchmarks/results/membership_default.json measured the page's current default (so its
+    figures in trust.json still describe the page), and that default has a visible threat: the
+    strongest undefended attack at AUC >= 0.65 with its whole interval above chance."""
+    import json
+
+    from benchmarks import membership_default as M
+    from core.teaching import default_config
+
+    doc = json.loads(M.OUT.read_text())
+    assert doc["config"] == default_config("membership"), "rerun python -m benchmarks.membership_default"
+    first = doc["runs"][0]
+    assert first["best_auc"] >= 0.65 and first["best_auc_interval"][0] > 0.5
+    assert doc["headline"]["membership_default_cold_s"] == min(r["cold_s"] for r in doc["runs"])

@@ -28,8 +28,9 @@ class DPSGDDefense(Block):
     on batches of 64 reached accuracy 0.21 under DP-SGD at z = 1 (ε ≈ 21), where this recipe
     keeps at least 0.9 of the undefended accuracy above the majority rate at ε = 8 (0.91 on
     mnist5k with 500 members over 5 seeds, benchmarks/dpsgd_recipe.py; 0.94 on the Compare
-    teaching preset over 3 seeds; the Membership page's digits default in lessons.json). Shadow and reference models repeat it, as they repeat the
-    target's training. ``None`` in a recipe field means "the train block's value" (DP-SGD
+    teaching preset over 3 seeds). With few members it keeps less: the Membership page's
+    digits default (150 members) keeps 0.78 at ε = 8 (lessons.json). Shadow and reference
+    models repeat it, as they repeat the target's training. ``None`` in a recipe field means "the train block's value" (DP-SGD
     trained the undefended model's way; ``sample_rate: null`` takes the train block's batch
     size)."""
 

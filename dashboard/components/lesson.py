@@ -1,6 +1,8 @@
-"""A page's lesson, measured (issue #20, item 1): the sentences :func:`core.teaching.lesson`
-makes from the page's stored teaching sweep, and a "Run the teaching sweep" button that queues
-the sweep (and its reference runs) as one job of the shared queue, with progress and cancel
+"""A page's lesson, measured: the sentences :func:`core.teaching.lesson_from` makes from the
+page's figures (:func:`core.teaching.figures`, read from its stored teaching sweep), the table
+of those figures (every number of a sentence is one of them), and a "Run the teaching sweep"
+button that queues the sweep (and its reference runs) as one job of the shared queue, with
+progress and cancel
 (:func:`dashboard.widgets.run_many_with_progress`; every point is stored on its own). Once the
 sweep is stored, the lesson comes from the store at once.
 
@@ -15,7 +17,15 @@ from typing import Any
 
 import streamlit as st
 
-from core.teaching import Lesson, TeachingSweep, compare_lesson, lesson, teaching_sweep
+from core.teaching import (
+    Lesson,
+    TeachingSweep,
+    compare_figures,
+    compare_lesson,
+    figures,
+    lesson_from,
+    teaching_sweep,
+)
 
 
 def _peek(config: Mapping[str, Any]):
@@ -33,6 +43,15 @@ def _sentences(les: Lesson) -> None:
             st.warning(s, icon=":material/report:")
         else:
             st.markdown(s)
+
+
+def figures_table(rows: list[dict[str, str]]) -> None:
+    """The figures the lesson's sentences read, as a table (the same values, the same format:
+    :meth:`core.teaching.Figures.rows`)."""
+    import pandas as pd
+
+    with st.expander("The figures this lesson reads", icon=":material/table:"):
+        st.table(pd.DataFrame(rows).fillna("").set_index("figure"))
 
 
 def sweep_button(spec: TeachingSweep, *, key: str, dim: int | None = None,
@@ -64,7 +83,7 @@ def lesson_panel(page: str, config: Mapping[str, Any] | None = None, *, key: str
     with the teaching-sweep button. Returns the Lesson (None when the page has no sweep)."""
     try:
         spec = teaching_sweep(page, config)
-        les = lesson(spec, _peek, dim)
+        fig = figures(spec, _peek, dim)
     except ValueError as exc:  # no knob on this setting, or a config the sweep cannot take
         st.caption(f"No teaching sweep for these settings: {exc}")
         return None
@@ -72,9 +91,12 @@ def lesson_panel(page: str, config: Mapping[str, Any] | None = None, *, key: str
         st.markdown(f"**{title}** · measured from the teaching sweep "
                     f"({spec.knob.symbol}: {spec.knob.label}"
                     + (f", on {spec.variant_words}" if spec.variant_words else "") + ")")
-        if sweep_button(spec, key=key, dim=dim, missing=les.missing) and les.missing:
-            les = lesson(spec, _peek, dim)
+        if sweep_button(spec, key=key, dim=dim, missing=fig.missing) and fig.missing:
+            fig = figures(spec, _peek, dim)
+        les = lesson_from(spec, fig)
         _sentences(les)
+        if fig.ends is not None:
+            figures_table(fig.rows())
     return les
 
 
@@ -85,4 +107,7 @@ def compare_lesson_panel(comparison: Any, *, title: str = "What this comparison 
     with st.container(border=True):
         st.markdown(f"**{title}** · measured from the stored sweeps")
         _sentences(les)
+        rows = compare_figures(comparison).rows()
+        if rows:
+            figures_table(rows)
     return les

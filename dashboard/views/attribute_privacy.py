@@ -27,7 +27,6 @@ from core.parts import (
     config_names,
     is_baseline,
 )
-from core.runs.attribute_privacy import teaching_lesson
 from core.tradeoff import nearest_point, tradeoff_points
 from dashboard import state
 from dashboard.components import (
@@ -308,11 +307,6 @@ def tradeoff_section(config: dict[str, Any], result, grid_results: dict[float, A
     st.caption("Utility on x, attack AUC on y, with 95 % intervals. The strongest attacker "
                "is the engine's pick among the attackers on the release (by AUC); the "
                "in-training adversary is what TAPPFL optimises against.")
-    if knob is not None:
-        lesson = teaching_lesson({g: r for g, r in by_knob.items()
-                                  if g in knob.for_family(KIND).teaching_grid()}, knob.symbol)
-        if lesson is not None:
-            (st.info if lesson["beyond_intervals"] else st.warning)(lesson["text"])
     if knob is not None:
         missing = [g for g in knob.for_family(KIND).teaching_grid() if grid_results.get(g) is None]
         if missing:

@@ -18,7 +18,6 @@ import streamlit as st
 
 from core.config import PropertySubsetSpec, PropertyTrainSpec
 from core.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
-from core.runs.property import fresh_attacker_finding
 from core.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import projection_pair, result_caption
@@ -277,10 +276,6 @@ def tradeoff_section(config: dict[str, Any], result) -> None:
                f"current λ, the cross λ = 0 (no defense) with its strongest attack. The "
                f"majority-class utility is {fmt(metric(result, 'utility_majority'))}: a point left "
                "of it predicts no better than the majority class.")
-    fresh = [a for a in ("mlp", "logreg") if a in config["attack"]["attackers"]]
-    finding = fresh_attacker_finding(got, fresh[0]) if fresh else None
-    if finding is not None:
-        (st.info if finding["kind"] == "defended" else st.warning)(finding["text"])
 
 
 def curves_section(result) -> None:
