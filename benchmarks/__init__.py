@@ -33,4 +33,5 @@ BENCHMARKS: dict[str, str] = {
     "browser": "benchmarks.browser_bench:main",
     "relaxloss": "benchmarks.relaxloss_bench:main",
     "models": "benchmarks.models_bench:main",
+    "audit_cache": "benchmarks.audit_cache_bench:main",
 }
