@@ -213,6 +213,14 @@ class ModelSpec(_Model):
         return architecture(self.arch)
 
 
+def check_default_model(model: ModelSpec, kind: str) -> None:
+    """One line for a kind whose runner trains its own MLP encoder and does not take
+    ``model`` yet: any model but the default is refused, naming the arch and the kind."""
+    if model != ModelSpec():
+        raise ValueError(f"model.arch: got {model.arch!r} at width {model.width:g}; {kind} "
+                         f"trains its own MLP encoder (allowed: {ModelSpec().arch!r} at width 1)")
+
+
 def check_model_data(model: ModelSpec, data_name: str) -> None:
     """Validation-time check that ``model.arch`` takes the kind of data ``data_name`` holds
     (a conv net on tabular rows is one line naming both); the channel count is checked when
@@ -339,6 +347,7 @@ class AttributePrivacyConfig(_Experiment):
     @model_validator(mode="after")
     def _check_combination(self) -> AttributePrivacyConfig:
         check_model_data(self.model, self.data.name)
+        check_default_model(self.model, self.kind)
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 
@@ -798,6 +807,7 @@ class PropertyConfig(_Experiment):
     @model_validator(mode="after")
     def _check_combination(self) -> PropertyConfig:
         check_model_data(self.model, self.data.name)
+        check_default_model(self.model, self.kind)
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 
@@ -882,6 +892,7 @@ class ReprReconstructionConfig(_Experiment):
             raise ValueError(f"data.name: got {self.data.name!r}; reconstruction needs an image "
                              f"data set ({', '.join(sorted(IMAGE_DATASETS))} or a registered "
                              "image folder)")
+        check_default_model(self.model, self.kind)
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 
