@@ -221,6 +221,18 @@ def check_default_model(model: ModelSpec, kind: str) -> None:
                          f"trains its own MLP encoder (allowed: {ModelSpec().arch!r} at width 1)")
 
 
+def check_encoder_model(model: ModelSpec, kind: str) -> None:
+    """One line for a kind that trains ``model``'s ``encoder`` role when the architecture
+    declares none (the default model keeps the kind's own MLP encoder)."""
+    from core.parts import ARCHITECTURES
+
+    if model != ModelSpec() and "encoder" not in model.part.roles:
+        with_encoder = [n for n, a in ARCHITECTURES.items() if "encoder" in a.roles]
+        raise ValueError(f"model.arch: got {model.arch!r}; {kind} trains an encoder and "
+                         f"{model.arch!r} declares none (allowed: {ModelSpec().arch!r}, "
+                         f"{', '.join(with_encoder)})")
+
+
 def check_model_data(model: ModelSpec, data_name: str) -> None:
     """Validation-time check that ``model.arch`` takes the kind of data ``data_name`` holds
     (a conv net on tabular rows is one line naming both); the channel count is checked when
@@ -807,7 +819,7 @@ class PropertyConfig(_Experiment):
     @model_validator(mode="after")
     def _check_combination(self) -> PropertyConfig:
         check_model_data(self.model, self.data.name)
-        check_default_model(self.model, self.kind)
+        check_encoder_model(self.model, self.kind)
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 

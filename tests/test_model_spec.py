@@ -23,6 +23,12 @@ GRADIENT = {"kind": "gradient_leakage", "data": {"name": "digits"},
             "train": {"epochs": 1, "batch_size": 64},
             "attack": {"attackers": ["idlg"], "targets": 2, "iterations": 3,
                        "model_inversion": False}}
+PROPERTY = {"kind": "property", "data": {"name": "digits", "private_attribute": "parity"},
+            "defense": {"tradeoff_lambda": 0.5},
+            "subsets": {"size_min": 8, "size_max": 40, "train_per_bin": 20, "aux_per_bin": 20,
+                        "test_per_bin": 10},
+            "train": {"epochs": 1, "pretrain_epochs": 1},
+            "attack": {"attackers": ["in_training", "logreg"]}, "projection_points": 0}
 LENET = {"arch": "lenet5", "width": 0.25}
 
 
@@ -58,13 +64,17 @@ def test_conv_on_tabular_and_unwired_kinds_are_one_line():
                                           r"is tabular$"):
         parse_config({"kind": "attribute_privacy", "data": {"name": "synthetic"},
                       "model": {"arch": "resnet10"}})
-    for kind, data in (("property", {"name": "digits", "private_attribute": "parity"}),
-                       ("repr_reconstruction", {"name": "digits"}),
+    for kind, data in (("repr_reconstruction", {"name": "digits"}),
                        ("attribute_privacy", {"name": "digits", "private_attribute": "parity"})):
         with pytest.raises(ConfigError) as exc:
             parse_config({"kind": kind, "data": data, "model": LENET})
         assert str(exc.value) == (f"model.arch: got 'lenet5' at width 0.25; {kind} trains its "
                                   "own MLP encoder (allowed: 'mlp' at width 1)")
+    with_encoder = ", ".join(n for n, a in ARCHITECTURES.items() if "encoder" in a.roles)
+    with pytest.raises(ConfigError) as exc:
+        parse_config({**PROPERTY, "model": {"arch": "resnet10"}})
+    assert str(exc.value) == ("model.arch: got 'resnet10'; property trains an encoder and "
+                              f"'resnet10' declares none (allowed: 'mlp', {with_encoder})")
     with pytest.raises(ConfigError, match=r"^model.arch: got 'lenet5' at width 0.25 with "
                                           r"train.model 'lenet_sigmoid'; name the network once"):
         parse_config({**GRADIENT, "train": {"model": "lenet_sigmoid"}, "model": LENET})
@@ -171,3 +181,18 @@ def test_gradient_leakage_inverts_lenet5():
     r = run({**GRADIENT, "model": LENET})
     _finite_metrics(r, "utility_acc", "recon_idlg_mse")
     assert r.config["model"] == LENET
+
+
+def test_property_trains_an_architectures_encoder():
+    from core.runs import property_stages as P
+
+    spec = {"arch": "inf2guard_dra", "width": 0.0625}
+    r = run({**PROPERTY, "model": spec})
+    _finite_metrics(r, "utility_acc", "property_in_training_acc", "property_logreg_acc")
+    cfg = parse_config({**PROPERTY, "model": spec})
+    enc, head, adv = P.build_networks(cfg, 64, 10, (1, 8, 8))
+    r_dim = enc(torch.rand(3, 64)).shape[1]
+    assert head(torch.rand(3, r_dim)).shape == (3, 10)
+    assert adv(torch.rand(3, r_dim)).shape == (3, PROPERTY["subsets"].get("n_values", 4))
+    assert "model" in P.train_part(cfg, "cpu")
+    assert "model" not in P.train_part(parse_config(PROPERTY), "cpu")
