@@ -187,8 +187,9 @@ def test_property_trains_an_architectures_encoder():
     from core.runs import property_stages as P
 
     spec = {"arch": "inf2guard_dra", "width": 0.0625}
-    r = run({**PROPERTY, "model": spec})
-    _finite_metrics(r, "utility_acc", "property_in_training_acc", "property_logreg_acc")
+    for model in (spec, LENET):
+        r = run({**PROPERTY, "model": model})
+        _finite_metrics(r, "utility_acc", "property_in_training_acc", "property_logreg_acc")
     cfg = parse_config({**PROPERTY, "model": spec})
     enc, head, adv = P.build_networks(cfg, 64, 10, (1, 8, 8))
     r_dim = enc(torch.rand(3, 64)).shape[1]
@@ -196,3 +197,14 @@ def test_property_trains_an_architectures_encoder():
     assert adv(torch.rand(3, r_dim)).shape == (3, PROPERTY["subsets"].get("n_values", 4))
     assert "model" in P.train_part(cfg, "cpu")
     assert "model" not in P.train_part(parse_config(PROPERTY), "cpu")
+
+
+def test_image_runner_probe_counts_the_refusals():
+    from benchmarks.models_bench import IMAGE_RUNNERS, image_runners_accepting_arch
+
+    accepting, total, refused = image_runners_accepting_arch(run=False)
+    assert total == len(IMAGE_RUNNERS) == 5
+    assert accepting == total - len(refused)
+    assert {"membership", "gradient_leakage", "property"}.isdisjoint(refused)
+    assert all("\n" not in why and why.startswith("model.arch: got 'lenet5'")
+               for why in refused.values())
