@@ -904,7 +904,7 @@ class ReprReconstructionConfig(_Experiment):
             raise ValueError(f"data.name: got {self.data.name!r}; reconstruction needs an image "
                              f"data set ({', '.join(sorted(IMAGE_DATASETS))} or a registered "
                              "image folder)")
-        check_default_model(self.model, self.kind)
+        check_encoder_model(self.model, self.kind)
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 

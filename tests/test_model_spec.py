@@ -29,6 +29,10 @@ PROPERTY = {"kind": "property", "data": {"name": "digits", "private_attribute": 
                         "test_per_bin": 10},
             "train": {"epochs": 1, "pretrain_epochs": 1},
             "attack": {"attackers": ["in_training", "logreg"]}, "projection_points": 0}
+REPR = {"kind": "repr_reconstruction", "data": {"name": "digits"},
+        "defense": {"channel": "learned", "epsilon": 1.0},
+        "train": {"epochs": 1, "max_train": 200},
+        "attack": {"targets": 4, "fresh_epochs": 2, "inversion_iterations": 5}}
 LENET = {"arch": "lenet5", "width": 0.25}
 
 
@@ -64,17 +68,17 @@ def test_conv_on_tabular_and_unwired_kinds_are_one_line():
                                           r"is tabular$"):
         parse_config({"kind": "attribute_privacy", "data": {"name": "synthetic"},
                       "model": {"arch": "resnet10"}})
-    for kind, data in (("repr_reconstruction", {"name": "digits"}),
-                       ("attribute_privacy", {"name": "digits", "private_attribute": "parity"})):
-        with pytest.raises(ConfigError) as exc:
-            parse_config({"kind": kind, "data": data, "model": LENET})
-        assert str(exc.value) == (f"model.arch: got 'lenet5' at width 0.25; {kind} trains its "
-                                  "own MLP encoder (allowed: 'mlp' at width 1)")
-    with_encoder = ", ".join(n for n, a in ARCHITECTURES.items() if "encoder" in a.roles)
     with pytest.raises(ConfigError) as exc:
-        parse_config({**PROPERTY, "model": {"arch": "resnet10"}})
-    assert str(exc.value) == ("model.arch: got 'resnet10'; property trains an encoder and "
-                              f"'resnet10' declares none (allowed: 'mlp', {with_encoder})")
+        parse_config({"kind": "attribute_privacy", "model": LENET,
+                      "data": {"name": "digits", "private_attribute": "parity"}})
+    assert str(exc.value) == ("model.arch: got 'lenet5' at width 0.25; attribute_privacy trains "
+                              "its own MLP encoder (allowed: 'mlp' at width 1)")
+    with_encoder = ", ".join(n for n, a in ARCHITECTURES.items() if "encoder" in a.roles)
+    for kind, base in (("property", PROPERTY), ("repr_reconstruction", REPR)):
+        with pytest.raises(ConfigError) as exc:
+            parse_config({**base, "model": {"arch": "resnet10"}})
+        assert str(exc.value) == (f"model.arch: got 'resnet10'; {kind} trains an encoder and "
+                                  f"'resnet10' declares none (allowed: 'mlp', {with_encoder})")
     with pytest.raises(ConfigError, match=r"^model.arch: got 'lenet5' at width 0.25 with "
                                           r"train.model 'lenet_sigmoid'; name the network once"):
         parse_config({**GRADIENT, "train": {"model": "lenet_sigmoid"}, "model": LENET})
@@ -205,6 +209,14 @@ def test_image_runner_probe_counts_the_refusals():
     accepting, total, refused = image_runners_accepting_arch(run=False)
     assert total == len(IMAGE_RUNNERS) == 5
     assert accepting == total - len(refused)
-    assert {"membership", "gradient_leakage", "property"}.isdisjoint(refused)
+    assert {"membership", "gradient_leakage", "property", "repr_reconstruction"}.isdisjoint(
+        refused)
     assert all("\n" not in why and why.startswith("model.arch: got 'lenet5'")
                for why in refused.values())
+
+
+def test_repr_reconstruction_bounds_an_architectures_encoder():
+    r = run({**REPR, "model": LENET})
+    _finite_metrics(r, "utility_acc", "recon_decoder_in_training_mse", "recon_inversion_mse")
+    # r is LeNet-5's 84-unit penultimate layer at width 0.25
+    assert r.metrics["representation_dim"] == 21
