@@ -1,7 +1,8 @@
 """``model: {arch, width}`` in the image runners: one-line validation errors, the default model
-is today's network (same parameters, same initialisation), and the membership and gradient
-leakage runners run a conv net (LeNet-5 at width 0.25; ResNet-10 under DP-SGD with BatchNorm
-replaced by GroupNorm; Inf2Guard's own roles) on digits."""
+is today's network (same parameters, same initialisation, same stage keys), and the runners
+run a conv net on digits: membership (LeNet-5 at width 0.25 with shadows; ResNet-10 under
+DP-SGD with BatchNorm replaced by GroupNorm; Inf2Guard's own roles), gradient leakage
+(LeNet-5), property and representation reconstruction (an architecture's encoder role)."""
 
 from __future__ import annotations
 
