@@ -144,6 +144,71 @@ def _step_rate(arch: str, width: float, device: torch.device, steps: int) -> flo
     return BATCH * steps / (time.perf_counter() - t0)
 
 
+#: the experiment kinds whose runner trains a network on images (the issue's image runners)
+IMAGE_RUNNERS = ("attribute_privacy", "membership", "property", "repr_reconstruction",
+                 "gradient_leakage")
+#: the architecture each image runner is asked to take, and the tiny settings it runs with
+PROBE_MODEL = {"arch": "lenet5", "width": 0.25}
+_PROBE_DATA = {"name": "digits", "private_attribute": "parity"}
+PROBES: dict[str, dict[str, Any]] = {
+    "attribute_privacy": {"data": _PROBE_DATA, "pretrain_epochs": 0, "projection_points": 0,
+                          "fl": {"num_devices": 2, "fraction_fit": 1.0, "rounds": 1},
+                          "attack": {"attackers": ["logreg"]}},
+    "membership": {"data": {"name": "digits"}, "projection_points": 0,
+                   "train": {"members": 40, "epochs": 1, "batch_size": 32},
+                   "attack": {"shadows": 2, "rmia_references": 1, "attackers": ["loss"]}},
+    "property": {"data": _PROBE_DATA, "projection_points": 0,
+                 "subsets": {"size_min": 8, "size_max": 20, "train_per_bin": 5,
+                             "aux_per_bin": 5, "test_per_bin": 5},
+                 "train": {"epochs": 1, "pretrain_epochs": 0},
+                 "attack": {"attackers": ["in_training"]}},
+    "repr_reconstruction": {"data": {"name": "digits"},
+                            "train": {"epochs": 1, "max_train": 100},
+                            "attack": {"targets": 2, "attackers": ["decoder_in_training"]}},
+    "gradient_leakage": {"data": {"name": "digits"}, "train": {"epochs": 1},
+                         "attack": {"attackers": ["idlg"], "targets": 1, "iterations": 1,
+                                    "model_inversion": False}},
+}
+
+
+def image_runners_accepting_arch(run: bool = True) -> tuple[int, int, dict[str, str]]:
+    """(image runners that take ``model: {arch: lenet5, width: 0.25}``, image runners, why
+    each refusing one refuses): each kind's tiny probe config validated by
+    :func:`core.config.parse_config` with :data:`PROBE_MODEL` and, with ``run``, run (a
+    refusal at either step counts against it, its one-line message kept)."""
+    from core.config import parse_config
+    from core.experiments import run as run_config
+
+    refused: dict[str, str] = {}
+    for kind in IMAGE_RUNNERS:
+        try:
+            cfg = parse_config({"kind": kind, **PROBES[kind], "model": PROBE_MODEL})
+            if run:
+                run_config(cfg)
+        except ValueError as err:
+            refused[kind] = str(err).splitlines()[0]
+    return len(IMAGE_RUNNERS) - len(refused), len(IMAGE_RUNNERS), refused
+
+
+def merge_arch_headline(path: str = "benchmarks/results/models.json") -> dict[str, Any]:
+    """Add ``image_runners_accepting_arch`` / ``image_runners`` to models.json's headline
+    (and the refusals to its details) without rerunning the timed parts."""
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        out = json.load(f)
+    load = _load()
+    accepting, total, refused = image_runners_accepting_arch()
+    out["headline"]["image_runners_accepting_arch"] = accepting
+    out["headline"]["image_runners"] = total
+    out.setdefault("details", {})["image_runners_refusing_arch"] = refused
+    out["details"]["image_runners_probe"] = {"model": PROBE_MODEL, "load": load}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1, ensure_ascii=True)
+        f.write("\n")
+    return out
+
+
 def main(quick: bool = False) -> dict[str, Any]:
     from core.models import forward_flops, param_count
     from core.parts import ARCHITECTURES
@@ -229,6 +294,9 @@ def main(quick: bool = False) -> dict[str, Any]:
 if __name__ == "__main__":
     import sys
 
+    if "--merge-arch" in sys.argv:
+        print(merge_arch_headline()["headline"])
+        raise SystemExit(0)
     out = main(quick="--quick" in sys.argv)
     print(out["headline"])
     print(out["notes"])

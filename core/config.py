@@ -184,6 +184,65 @@ class DataSpec(_Model):
         return self
 
 
+class ModelSpec(_Model):
+    """The network a runner trains (:data:`core.parts.ARCHITECTURES`, built by
+    :func:`core.models.build_model`): ``arch`` a registered architecture, ``width`` its width
+    multiplier within the range the architecture declares. The default (``mlp`` at width 1) is
+    the model every image runner trained before architectures were a choice."""
+
+    arch: str = Field("mlp", description="a registered architecture (privlab parts --family "
+                                         "models)")
+    width: float = Field(1.0, description="width multiplier, within the architecture's range")
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        from core.parts import architecture
+
+        try:
+            architecture(self.arch).check_width(self.width)
+        except ValueError as err:
+            # the part's messages name ``model.<field>``; the enclosing block adds ``model.``
+            raise ValueError(str(err).removeprefix("model.")) from None
+        return self
+
+    @property
+    def part(self) -> Any:
+        """The registered :class:`core.parts.ArchitecturePart`."""
+        from core.parts import architecture
+
+        return architecture(self.arch)
+
+
+def check_default_model(model: ModelSpec, kind: str) -> None:
+    """One line for a kind whose runner trains its own MLP encoder and does not take
+    ``model`` yet: any model but the default is refused, naming the arch and the kind."""
+    if model != ModelSpec():
+        raise ValueError(f"model.arch: got {model.arch!r} at width {model.width:g}; {kind} "
+                         f"trains its own MLP encoder (allowed: {ModelSpec().arch!r} at width 1)")
+
+
+def check_encoder_model(model: ModelSpec, kind: str) -> None:
+    """One line for a kind that trains ``model``'s ``encoder`` role when the architecture
+    declares none (the default model keeps the kind's own MLP encoder)."""
+    from core.parts import ARCHITECTURES
+
+    if model != ModelSpec() and "encoder" not in model.part.roles:
+        with_encoder = [n for n, a in ARCHITECTURES.items() if "encoder" in a.roles]
+        raise ValueError(f"model.arch: got {model.arch!r}; {kind} trains an encoder and "
+                         f"{model.arch!r} declares none (allowed: {ModelSpec().arch!r}, "
+                         f"{', '.join(with_encoder)})")
+
+
+def check_model_data(model: ModelSpec, data_name: str) -> None:
+    """Validation-time check that ``model.arch`` takes the kind of data ``data_name`` holds
+    (a conv net on tabular rows is one line naming both); the channel count is checked when
+    the data are loaded."""
+    from core.data.registry import get_info
+
+    if get_info(data_name).kind == "tabular":
+        model.part.check_input((1, 1, 2), data=data_name)
+
+
 class _Experiment(_Model):
     seed: Annotated[int, Ge(0), Le(2**31 - 1)] = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -264,6 +323,7 @@ class AttributePrivacyConfig(_Experiment):
 
     kind: Literal["attribute_privacy"] = "attribute_privacy"
     data: DataSpec = DataSpec()
+    model: ModelSpec = ModelSpec()
     defense: FederatedDefense = _block("tappfl")()
     adversary_steps: Annotated[int, Ge(1), Le(20)] = Field(
         1, description="in-training attribute-adversary (Ψ) steps per extractor (Θ) step"
@@ -298,6 +358,8 @@ class AttributePrivacyConfig(_Experiment):
 
     @model_validator(mode="after")
     def _check_combination(self) -> AttributePrivacyConfig:
+        check_model_data(self.model, self.data.name)
+        check_default_model(self.model, self.kind)
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 
@@ -396,6 +458,7 @@ class GradientLeakageConfig(_Experiment):
 
     kind: Literal["gradient_leakage"] = "gradient_leakage"
     data: DataSpec = DataSpec(name="digits")
+    model: ModelSpec = ModelSpec()
     defense: GradientDefense = _block("channel")()
     train: ImageTrainSpec = ImageTrainSpec()
     attack: InversionSpecCfg = InversionSpecCfg()
@@ -409,8 +472,19 @@ class GradientLeakageConfig(_Experiment):
             raise ValueError(f"data.name: got {self.data.name!r}; gradient leakage needs an "
                              f"image data set ({', '.join(sorted(IMAGE_DATASETS))} or a "
                              "registered image folder)")
+        if self.image_model is not None and self.model != ModelSpec():
+            raise ValueError(f"model.arch: got {self.model.arch!r} at width {self.model.width:g} "
+                             f"with train.model {self.train.model!r}; name the network once "
+                             "(train.model: mlp, or model left at its default)")
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
+
+    @property
+    def image_model(self) -> str | None:
+        """``train.model`` where it names a network of :data:`core.nn.IMAGE_MODELS` other
+        than its default (DLG's LeNet-sigmoid, LeNet-5): the victim; None: ``model`` is."""
+        default = ImageTrainSpec.model_fields["model"].default
+        return None if self.train.model == default else self.train.model
 
 
 # ---------------------------------------------------------------------------------------------
@@ -477,6 +551,7 @@ class MembershipConfig(_Experiment):
 
     kind: Literal["membership"] = "membership"
     data: DataSpec = DataSpec(name="mnist5k")
+    model: ModelSpec = ModelSpec()
     defense: MembershipDefense = Field(default_factory=lambda: DEFENSES.get(baseline_for("membership")).config())
     train: MembershipTrainSpec = MembershipTrainSpec()
     attack: MembershipAttackSpec = MembershipAttackSpec()
@@ -486,6 +561,7 @@ class MembershipConfig(_Experiment):
 
     @model_validator(mode="after")
     def _check_combination(self) -> MembershipConfig:
+        check_model_data(self.model, self.data.name)
         # the representation attacks accept representation releases: only Inf2Guard's
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
@@ -732,6 +808,7 @@ class PropertyConfig(_Experiment):
 
     kind: Literal["property"] = "property"
     data: DataSpec = DataSpec(name="adult")
+    model: ModelSpec = ModelSpec()
     defense: PropertyDefense = _block("inf2guard_property")()
     subsets: PropertySubsetSpec = PropertySubsetSpec()
     train: PropertyTrainSpec = PropertyTrainSpec()
@@ -741,6 +818,8 @@ class PropertyConfig(_Experiment):
 
     @model_validator(mode="after")
     def _check_combination(self) -> PropertyConfig:
+        check_model_data(self.model, self.data.name)
+        check_encoder_model(self.model, self.kind)
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 
@@ -811,6 +890,7 @@ class ReprReconstructionConfig(_Experiment):
 
     kind: Literal["repr_reconstruction"] = "repr_reconstruction"
     data: DataSpec = DataSpec(name="digits")
+    model: ModelSpec = ModelSpec()
     defense: ReprDefense = _block("inf2guard_dra")()
     train: ReprTrainSpec = ReprTrainSpec()
     attack: ReprAttackSpec = ReprAttackSpec()
@@ -824,6 +904,7 @@ class ReprReconstructionConfig(_Experiment):
             raise ValueError(f"data.name: got {self.data.name!r}; reconstruction needs an image "
                              f"data set ({', '.join(sorted(IMAGE_DATASETS))} or a registered "
                              "image folder)")
+        check_encoder_model(self.model, self.kind)
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 

@@ -16,6 +16,9 @@ nothing it has to branch on:
   gives (K, n) and plain training's also offers ``probs(X)`` (K, n, C) and ``predictor(k)``
   (one model's query interface, what a signal is computed on:
   :class:`core.defenses.central.BatchedShadows`);
+- ``prepare(model) -> model``: the network as the procedure can train it, applied by the
+  runner to every fresh model so that the model it keeps is the one trained (DP-SGD's
+  BatchNorm → GroupNorm); the model itself for every other defense;
 - ``perturb`` (x_flat, generator) -> x̃ with ``noise_mode``: the data-space release transform
   each device applies inside a federated loop (the κ channel);
 - ``channel(meta) -> (z, S) | None``: the uploaded-gradient channel of one observed step
@@ -76,6 +79,10 @@ class InformationBound:
     notes: list[str] = field(default_factory=list)
 
 
+def _as_is(model: Any) -> Any:
+    return model
+
+
 def _no_report(meta: Mapping[str, Any], *, steps: int = 0, batch_size: int | None = None) -> Report:
     return Report()
 
@@ -87,6 +94,7 @@ class DefenseBuild:
     name: str
     train: Callable[..., Trained]
     train_many: Callable[..., Any] | None = None
+    prepare: Callable[[Any], Any] = _as_is
     perturb: Callable[[Any, Any], Any] | None = None
     noise_mode: str = "redraw"
     #: the training settings the procedure runs in ("central", "fedavg"); the first is used

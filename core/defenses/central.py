@@ -89,11 +89,17 @@ def build_plain(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
     """No defense: plain training; K shadow models train together over stacked weights."""
 
     def train_many(model_factory, X, y, in_mask, *, seed: int) -> BatchedShadows:
-        from core.shadow_training import train_shadows
+        from core.models.common import has_conv
+        from core.shadow_training import train_shadows, train_stacked
 
-        return BatchedShadows(train_shadows(
-            model_factory, X, y, in_mask, image_shape=image_shape, epochs=train.epochs,
-            batch_size=train.batch_size, lr=train.lr, optimizer=train.optimizer, seed=seed))
+        kw = {"epochs": train.epochs, "batch_size": train.batch_size, "lr": train.lr,
+              "optimizer": train.optimizer, "seed": seed}
+        if has_conv(model_factory()):
+            # convolutions and BatchNorm: K models as grouped convolutions, each on the flat
+            # rows every core.models network takes
+            return BatchedShadows(train_stacked(model_factory, X, y, in_mask, **kw))
+        return BatchedShadows(train_shadows(model_factory, X, y, in_mask,
+                                            image_shape=image_shape, **kw))
 
     return DefenseBuild("none", train=_central(train, image_shape), train_many=train_many)
 
@@ -151,8 +157,9 @@ def build_dpsgd(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
 
     def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
                  canary=None) -> Trained:
-        from core.defenses.dpsgd import train_dpsgd
+        from core.defenses.dpsgd import dp_compatible, train_dpsgd
 
+        model = dp_compatible(model)  # BatchNorm -> GroupNorm (Opacus' fix)
         # DP-SGD's own recipe (core.catalog.dp_sgd.DPSGDDefense.training: a None field takes the
         # train block's value); shadows repeat it as they repeat the target's training
         res = train_dpsgd(model, X, y, image_shape=image_shape, seed=seed, X_test=X_test,
@@ -190,14 +197,43 @@ def build_dpsgd(block: Any, *, image_shape: tuple[int, ...], train: Any, **_: An
         per_step = batch_size / (2 * z * z)
         return InformationBound(per_round=steps_observed * per_step, total=steps * per_step)
 
+    from core.defenses.dpsgd import dp_compatible
+
     return DefenseBuild("dp_sgd", train=train_fn, settings=("central",), channel=channel,
-                        report=report, bound=bound)
+                        report=report, bound=bound, prepare=dp_compatible)
+
+
+#: the roles an architecture declares when it carries Inf2Guard's membership game
+INF2GUARD_ROLES = ("encoder", "utility", "membership")
+
+
+def inf2guard_networks(model: Any, image_shape: tuple[int, ...], n_classes: int):
+    """The game's networks from ``model`` (a ``ModelSpec``) when its architecture declares
+    :data:`INF2GUARD_ROLES` (Inf2Guard's ResNet-18 pieces), else None (the MLP game)."""
+    if model is None or not set(INF2GUARD_ROLES) <= set(model.part.roles):
+        return None
+    from core.defenses.inf2guard import TwoLogits
+    from core.models import build_model
+
+    def networks(gen: torch.Generator):
+        enc, head, adv = (build_model(model.arch, image_shape, n_classes, model.width, role=r,
+                                      seed=gen) for r in INF2GUARD_ROLES)
+        return enc, head, TwoLogits(adv)
+
+    return networks
 
 
 def build_inf2guard(block: Any, *, n_classes: int, train: Any, reference: torch.Tensor,
+                    image_shape: tuple[int, ...] = (), model: Any = None,
                     **_: Any) -> DefenseBuild:
     """Inf2Guard (Algorithm 1): pre-training on a quarter of the epochs, then the game of Eq. 6
-    against a membership adversary that also sees the ``reference`` non-members D0."""
+    against a membership adversary that also sees the ``reference`` non-members D0. The
+    networks are ``model``'s roles where its architecture declares them, else the MLP game's."""
+    networks = inf2guard_networks(model, image_shape, n_classes)
+    notes = []
+    if networks is None and model is not None and model != type(model)():
+        notes.append(f"Inf2Guard trains its own MLP encoder, head and adversary: model.arch "
+                     f"{model.arch!r} declares no {'/'.join(INF2GUARD_ROLES)} roles")
 
     def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
                  canary=None) -> Trained:
@@ -208,9 +244,9 @@ def build_inf2guard(block: Any, *, n_classes: int, train: Any, reference: torch.
                             tradeoff_lambda=block.tradeoff_lambda,
                             epochs=max(1, train.epochs - pre), pretrain_epochs=pre,
                             batch_size=train.batch_size, lr=train.lr, seed=seed,
-                            progress=progress, canary=canary)
+                            progress=progress, canary=canary, networks=networks)
         return Trained(lambda Z: torch.softmax(m.logits(Z), -1), m, m.representations,
                        m.membership_proba, curves=m.curves)
 
-    return DefenseBuild("inf2guard", train=train_fn,
+    return DefenseBuild("inf2guard", train=train_fn, notes=notes,
                         metrics={"tradeoff_lambda": float(block.tradeoff_lambda)})

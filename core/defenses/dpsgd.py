@@ -137,6 +137,39 @@ def check_opacus_compatible(model: nn.Module) -> None:
                          "(use GroupNorm, opacus.validators.ModuleValidator.fix)")
 
 
+class _FreshOutput(nn.Module):
+    """``layer(x)`` returned as a fresh tensor: Opacus' per-sample hooks hand a layer's output
+    on as a view, which a residual block's in-place ``out += identity`` may not modify."""
+
+    def __init__(self, layer: nn.Module) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.layer(x).clone()
+
+
+def dp_compatible(model: nn.Module) -> nn.Module:
+    """``model`` as Opacus can train it: a network with BatchNorm (whose batch statistics mix
+    the rows, so no per-sample gradient exists) gets GroupNorm in its place, as
+    ``opacus.validators.ModuleValidator.fix`` does, each behind :class:`_FreshOutput`, and
+    in-place activations compute out of place (same values); a model without BatchNorm is
+    returned unchanged."""
+    from opacus.validators import ModuleValidator
+
+    if not ModuleValidator.validate(model, strict=False):
+        return model
+    dev = next(model.parameters()).device
+    model = ModuleValidator.fix(model).to(dev)
+    for name, m in list(model.named_modules()):
+        if getattr(m, "inplace", False) is True:
+            m.inplace = False
+        if isinstance(m, nn.GroupNorm):
+            parent, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(parent) if parent else model, leaf, _FreshOutput(m))
+    return model
+
+
 def _check_dp_args(max_grad_norm: float, delta: float, noise_multiplier: float | None,
                    target_epsilon: float | None, accountant: str) -> None:
     # the block's own rules (ranges, exactly one of z and target ε), declared once there

@@ -21,6 +21,7 @@ learning rates). Every random choice comes from local generators seeded by ``see
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,8 +48,9 @@ class Inf2GuardModel:
 
     @torch.no_grad()
     def representations(self, X: Tensor) -> Tensor:
+        """r = f(x), one row per input (a conv encoder's feature maps flattened)."""
         self.encoder.eval()
-        return self.encoder(X)
+        return self.encoder(X).flatten(1)
 
     @torch.no_grad()
     def logits(self, X: Tensor) -> Tensor:
@@ -65,6 +67,24 @@ class Inf2GuardModel:
         return torch.softmax(self.adversary(self.encoder(X)), -1)[:, 1]
 
 
+class TwoLogits(torch.nn.Module):
+    """A one-logit membership network z as the game's two-class adversary: logits (0, z), so
+    softmax gives Pr(member) = σ(z) and the cross-entropy is the binary one."""
+
+    def __init__(self, net: torch.nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, r: Tensor) -> Tensor:
+        z = self.net(r).reshape(len(r), 1)
+        return torch.cat([torch.zeros_like(z), z], dim=1)
+
+
+#: ``networks(generator) -> (encoder f, utility head h, adversary g)``: the game's networks
+#: initialised from the run's generator, in that order
+Networks = Callable[[torch.Generator], tuple[torch.nn.Module, torch.nn.Module, torch.nn.Module]]
+
+
 def _batches(n: int, batch_size: int, gen: torch.Generator, device) -> list[Tensor]:
     order = torch.randperm(n, generator=gen).to(device)
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
@@ -76,7 +96,8 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
                     adversary_lr: float = 3e-3, hidden_dim: int = 128,
                     representation_dim: int = 64, adversary_hidden: int = 64, seed: int = 0,
                     progress: Progress | None = None,
-                    canary: GradientCanary | None = None) -> Inf2GuardModel:
+                    canary: GradientCanary | None = None,
+                    networks: Networks | None = None) -> Inf2GuardModel:
     """Algorithm 1 (spec 004 §2.1) with Adam; returns the trained networks and per-epoch
     curves (``utility_ce``, ``adversary_ce``, ``adversary_acc`` on its training batches).
 
@@ -84,7 +105,9 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
     on the released model's parameters (encoder, then head), entering each encoder/head step
     where one member's utility gradient would: term / B in pre-training (B members per batch),
     (1 − λ)·term / B₁ in the game (B₁ members in the batch), each canary taking part with a
-    member row's rate (B / rows per epoch)."""
+    member row's rate (B / rows per epoch). ``networks``: the game's networks from a
+    registered architecture's roles (:class:`TwoLogits` around a one-logit adversary); None:
+    the MLP encoder, head and adversary of ``hidden_dim`` / ``representation_dim``."""
     check_field(Inf2GuardDefense, "tradeoff_lambda", tradeoff_lambda)
     check_int("epochs", epochs, 0, 10_000)
     check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
@@ -99,9 +122,13 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
     dev = X_members.device
     d = int(np.prod(X_members.shape[1:]))
     gen = torch.Generator().manual_seed(int(seed))
-    enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim), gen).to(dev)
-    head = seeded(lambda: TaskHead(representation_dim, n_classes), gen).to(dev)
-    adv = seeded(lambda: AttributeAdversary(representation_dim, 2, hidden=adversary_hidden), gen).to(dev)
+    if networks is None:
+        enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim), gen).to(dev)
+        head = seeded(lambda: TaskHead(representation_dim, n_classes), gen).to(dev)
+        adv = seeded(lambda: AttributeAdversary(representation_dim, 2, hidden=adversary_hidden),
+                     gen).to(dev)
+    else:
+        enc, head, adv = (m.to(dev) for m in networks(gen))
     Xm, Xn = X_members.reshape(len(X_members), -1), X_nonmembers.reshape(len(X_nonmembers), -1)
     X_all = torch.cat([Xm, Xn])
     u_all = torch.cat([torch.ones(len(Xm), dtype=torch.long, device=dev),

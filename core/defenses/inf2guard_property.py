@@ -85,13 +85,15 @@ def train_inf2guard_property(
     aggregation: str = "mean", epochs: int = 20, pretrain_epochs: int = 3,
     batch_subsets: int = 32, lr: float = 1e-3, adversary_lr: float = 3e-3,
     hidden_dim: int = 64, representation_dim: int = 32, adversary_hidden: int = 64,
-    seed: int = 0, progress: Progress | None = None,
+    seed: int = 0, progress: Progress | None = None, networks=None,
 ) -> PropertyGuardModel:
     """Algorithm 2 (spec 004 §2.2) with Adam on the subsets ``subsets`` of the rows of ``X``
     (the whole data set; ``subsets.index`` points into it) with task labels ``y``.
 
     Returns the trained networks and per-epoch curves (``utility_ce``, ``adversary_ce``,
-    ``adversary_acc`` on its training batches)."""
+    ``adversary_acc`` on its training batches). ``networks(generator) -> (encoder, head,
+    adversary)``: networks of another architecture (an encoder role), initialised from the
+    run's generator in that order; None: the MLP encoder of ``hidden_dim``."""
     check_field(Inf2GuardPropertyDefense, "tradeoff_lambda", tradeoff_lambda)
     check_int("epochs", epochs, 0, 10_000)
     check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
@@ -106,10 +108,14 @@ def train_inf2guard_property(
     d = int(Xf.shape[1])
     K = len(subsets.ratios)
     gen = torch.Generator().manual_seed(int(seed))
-    enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim), gen).to(dev)
-    head = seeded(lambda: TaskHead(representation_dim, n_classes), gen).to(dev)
-    adv = seeded(lambda: PropertyAdversary(representation_dim, K, hidden=adversary_hidden),
-                 gen).to(dev)
+    if networks is None:
+        enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim),
+                     gen).to(dev)
+        head = seeded(lambda: TaskHead(representation_dim, n_classes), gen).to(dev)
+        adv = seeded(lambda: PropertyAdversary(representation_dim, K, hidden=adversary_hidden),
+                     gen).to(dev)
+    else:
+        enc, head, adv = (m.to(dev) for m in networks(gen))
     index = torch.as_tensor(subsets.index, device=dev)
     mask = torch.as_tensor(subsets.mask, device=dev)
     u = torch.as_tensor(subsets.labels, dtype=torch.long, device=dev)

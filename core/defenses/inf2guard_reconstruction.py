@@ -58,15 +58,18 @@ def beta_of(tradeoff_lambda: float, alpha: float) -> float:
 
 
 class BoundedEncoder(nn.Module):
-    """r = tanh(f_Θ(x)) with f_Θ the shared MLP encoder of :mod:`core.nn` (r ∈ [−1, 1]^k)."""
+    """r = tanh(f_Θ(x)) with f_Θ the shared MLP encoder of :mod:`core.nn` (r ∈ [−1, 1]^k), or
+    ``body``: another network on the flat rows whose output has ``rep_dim`` entries per row
+    (an architecture's encoder role, :func:`core.models.build_encoder`)."""
 
-    def __init__(self, in_dim: int, hidden: int, rep_dim: int) -> None:
+    def __init__(self, in_dim: int, hidden: int, rep_dim: int,
+                 body: nn.Module | None = None) -> None:
         super().__init__()
-        self.body = Encoder(in_dim, hidden=hidden, rep_dim=rep_dim)
+        self.body = Encoder(in_dim, hidden=hidden, rep_dim=rep_dim) if body is None else body
         self.rep_dim = rep_dim
 
     def forward(self, x: Tensor) -> Tensor:
-        return torch.tanh(self.body(x.reshape(len(x), -1)))
+        return torch.tanh(self.body(x.reshape(len(x), -1)).reshape(len(x), -1))
 
 
 def log_one_minus_tanh2(u: Tensor) -> Tensor:
@@ -211,10 +214,15 @@ class DRAModel:
 def build_networks(in_dim: int, n_classes: int, *, channel: str, epsilon: float,
                    hidden_dim: int = 256, representation_dim: int = 64,
                    decoder_hidden: int = 256, clip_norm: float = 4.0, dp_delta: float = 1e-5,
-                   seed: int = 0) -> DRAModel:
-    """Fresh networks, initialised from one generator seeded by ``seed``."""
+                   seed: int = 0, encoder=None) -> DRAModel:
+    """Fresh networks, initialised from one generator seeded by ``seed``. ``encoder() ->
+    (network, r's dimension)``: the body of the bounded encoder (an architecture's encoder
+    role; ``representation_dim`` and ``hidden_dim`` then unused); None: the MLP."""
     gen = torch.Generator().manual_seed(int(seed))
-    enc = seeded(lambda: BoundedEncoder(in_dim, hidden_dim, representation_dim), gen)
+    body = None
+    if encoder is not None:
+        body, representation_dim = encoder()
+    enc = seeded(lambda: BoundedEncoder(in_dim, hidden_dim, representation_dim, body), gen)
     head = seeded(lambda: TaskHead(representation_dim, n_classes), gen)
     dec = seeded(lambda: Decoder(representation_dim, in_dim, hidden=decoder_hidden), gen)
     pert = Perturbation(representation_dim, channel, epsilon, clip_norm=clip_norm, dp_delta=dp_delta)
@@ -227,7 +235,7 @@ def train_inf2guard_dra(X: Tensor, y: Tensor, *, n_classes: int, channel: str = 
                         batch_size: int = 64, lr: float = 1e-3, hidden_dim: int = 256,
                         representation_dim: int = 64, decoder_hidden: int = 256,
                         clip_norm: float = 4.0, dp_delta: float = 1e-5, seed: int = 0,
-                        progress: Progress | None = None) -> DRAModel:
+                        progress: Progress | None = None, encoder=None) -> DRAModel:
     """Algorithm 4 (with Algorithm 3 for the learned channel) on rows ``X`` (n, d) in [0, 1]
     and labels ``y``; returns the trained networks and per-epoch curves (``utility_ce`` on the
     noisy representation, ``decoder_mse`` of Ψ, ``noise_entropy`` in nats per coordinate)."""
@@ -244,7 +252,7 @@ def train_inf2guard_dra(X: Tensor, y: Tensor, *, n_classes: int, channel: str = 
     m = build_networks(Xf.shape[1], n_classes, channel=channel, epsilon=epsilon,
                        hidden_dim=hidden_dim, representation_dim=representation_dim,
                        decoder_hidden=decoder_hidden, clip_norm=clip_norm, dp_delta=dp_delta,
-                       seed=seed)
+                       seed=seed, encoder=encoder)
     for mod in (m.encoder, m.head, m.decoder, m.perturbation):
         mod.to(dev).train()
     gen = torch_stream(seed, "inf2guard_dra", "train")

@@ -7,6 +7,7 @@ The declarations live in :mod:`core.catalog` (``arch_*.py``, registered in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,7 +17,8 @@ from torch import nn
 from core.checks import check_int
 from core.models.common import Adapted, ImageInput
 
-__all__ = ["build_model", "describe_costs", "forward_flops", "param_count", "role_input_shape"]
+__all__ = ["build_encoder", "build_model", "describe_costs", "forward_flops", "param_count",
+           "role_input_shape"]
 
 
 def _part(arch: Any):
@@ -53,6 +55,16 @@ def build_model(arch: Any, in_shape: Iterable[int], n_classes: int, width: float
 
         net = seeded(net, seed)
     return net
+
+
+def build_encoder(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
+                  data: str | None = None) -> tuple[nn.Module, int]:
+    """``arch``'s ``encoder`` role with its output flattened (one r row per input, what the
+    representation runners aggregate, perturb and attack) and r's dimension. Unseeded: the
+    caller seeds it (:func:`core.nn.seeded`)."""
+    enc = build_model(arch, in_shape, n_classes, width, role="encoder", data=data)
+    r_shape = role_input_shape(arch, in_shape, n_classes, width, role="utility")
+    return nn.Sequential(enc, nn.Flatten()), int(math.prod(r_shape))
 
 
 def param_count(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,

@@ -134,3 +134,9 @@ class SeededInit(nn.Module):
     def seeded_init_(self, generator: torch.Generator | None) -> SeededInit:
         init_tree_(self, generator, self.init_rule)
         return self
+
+
+def has_conv(module: nn.Module) -> bool:
+    """True when ``module`` holds a convolution (K such models stacked run as one grouped
+    convolution, which pays on a GPU and not on a CPU)."""
+    return any(isinstance(m, nn.modules.conv._ConvNd) for m in module.modules())

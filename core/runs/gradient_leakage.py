@@ -140,10 +140,8 @@ def _train_victim(cfg: GradientLeakageConfig, ds, shape: tuple[int, ...], n_clas
     """The victim model from its own initialisation rule (LeNet-sigmoid: DLG's U(−0.5, 0.5))
     on the run's seed stream, trained under the defense (the ``train`` stage) and loaded:
     (model, its initial weights, the train stage's output, its key)."""
-    from core.nn import image_classifier, seeded
-
     gen = torch_stream(cfg.seed, FAMILY, "model_init")
-    model = seeded(lambda: image_classifier(cfg.train.model, shape, n_classes), gen).to(dev)
+    model = S.victim(cfg, shape, n_classes, build, gen).to(dev)
     init_weights = {n: p.detach().clone() for n, p in model.state_dict().items()}
     trained, train_key = stages.get(
         "train", S.train_part(cfg, dev.type),
@@ -179,7 +177,6 @@ def _audit(cfg: GradientLeakageConfig, ds, X: np.ndarray, y: np.ndarray,
            notes: list[str]) -> None:
     """The one-run audit (a stage; off by default): the defense's procedure, centrally on the
     train split, once more with canaries; black-box canary records from the aux split."""
-    from core.nn import image_classifier, seeded
     from core.runs.audit_stage import run_audit_stage
 
     progress.update(0.49, f"auditing {cfg.defense.kind} ({cfg.audit.canaries} canaries)")
@@ -192,9 +189,8 @@ def _audit(cfg: GradientLeakageConfig, ds, X: np.ndarray, y: np.ndarray,
                   for s_ in ("train", "aux"))
     audit = run_audit_stage(
         cfg.audit, build, cfg.defense, stages, S.train_part(cfg, dev.type),
-        model_factory=lambda: seeded(
-            lambda: image_classifier(cfg.train.model, shape, n_classes),
-            torch.Generator().manual_seed(int(cfg.seed))).to(dev),
+        model_factory=lambda: S.victim(cfg, shape, n_classes, build,
+                                       torch.Generator().manual_seed(int(cfg.seed))).to(dev),
         X=Xt[tr_t], y=yt_all[tr_t], records=(Xt[ax_t], yt_all[ax_t]), n_classes=n_classes,
         seed=cfg.seed, claimed=metrics.get("epsilon_accountant"))
     metrics.update(audit.metrics)
@@ -217,7 +213,9 @@ def _uploads(cfg: GradientLeakageConfig, ds, model, init_weights: dict[str, torc
     params = {n: p.detach() for n, p in (init_weights.items() if fresh else
                                          {n: t.to(dev) for n, t in trained.weights["model"].items()}.items())}
     params = {n: v for n, v in params.items() if n in dict(model.named_parameters())}
-    model_key = f"init:{cfg.train.model}:{cfg.seed}" if fresh else train_key
+    arch = "" if cfg.image_model is not None or not S.model_part(cfg) else (
+        f":{cfg.model.arch}@{cfg.model.width:g}")
+    model_key = f"init:{cfg.train.model}{arch}:{cfg.seed}" if fresh else train_key
     rows, labels = S.select_targets(ds, cfg)
     x = torch.as_tensor(ds.images(rows.reshape(-1)).reshape(*rows.shape, *shape), device=dev)
     yt = torch.as_tensor(labels, device=dev)

@@ -38,11 +38,37 @@ def data_part(cfg: GradientLeakageConfig) -> dict[str, Any]:
     return {"data": cfg.data.model_dump(mode="json"), "seed": cfg.seed}
 
 
+def model_part(cfg: GradientLeakageConfig) -> dict[str, Any]:
+    """``model`` where it is not the default (the default keeps the keys stored runs have)."""
+    if cfg.model == type(cfg.model)():
+        return {}
+    return {"model": cfg.model.model_dump(mode="json")}
+
+
 def train_part(cfg: GradientLeakageConfig, device: str) -> dict[str, Any]:
     """What determines the trained model: data, seed, defense, training (not the attack)."""
     return {**data_part(cfg), "kind": cfg.kind, "device": device,
             "defense": cfg.defense.model_dump(mode="json"),
-            "train": cfg.train.model_dump(mode="json")}
+            "train": cfg.train.model_dump(mode="json"), **model_part(cfg)}
+
+
+def victim(cfg: GradientLeakageConfig, shape: tuple[int, ...], n_classes: int,
+           build: DefenseBuild, seed: int | torch.Generator) -> torch.nn.Module:
+    """The victim network initialised from ``seed`` (its family's rule: LeNet-sigmoid's is
+    DLG's U(−0.5, 0.5)), as the defense's procedure trains it: ``train.model`` where it names
+    one (:attr:`GradientLeakageConfig.image_model`), else ``model`` through
+    :func:`core.models.build_model`."""
+    from core.models import build_model
+    from core.nn import image_classifier, seeded
+
+    name = cfg.image_model
+    if name is not None:
+        net = seeded(lambda: image_classifier(name, shape, n_classes), seed)
+    else:
+        m = cfg.model
+        net = seeded(lambda: build_model(m.arch, shape, n_classes, m.width,
+                                         data=cfg.data.name), seed)
+    return build.prepare(net)
 
 
 def observe_part(cfg: GradientLeakageConfig, model_key: str) -> dict[str, Any]:

@@ -70,14 +70,25 @@ class Context:
     parts: dict[str, Any]
     signals: tuple[str, ...] = ()
 
-    def train(self, rows: np.ndarray, seed: int):
-        """The defense's procedure on ``rows`` (the target's, and each shadow's)."""
-        from core.nn import image_classifier, seeded
+    def factory(self):
+        """A fresh ``cfg.model`` network (the global RNG's initialisation; the callers seed
+        it): :func:`core.models.build_model` for the data's shape and classes."""
+        from core.models import build_model
+
+        m = self.cfg.model
+        return build_model(m.arch, self.shape, self.n_classes, m.width, data=self.cfg.data.name)
+
+    def model(self, seed: int):
+        """``cfg.model`` initialised from ``torch_stream(seed, "init")`` on the run's device
+        (the target's, each shadow's, the audit's), as the defense's procedure trains it."""
+        from core.nn import seeded
         from core.seeds import torch_stream
 
-        model = seeded(lambda: image_classifier("mlp", self.shape, self.n_classes),
-                       torch_stream(seed, "init")).to(self.dev)
-        return self.build.train(model, self.X[rows], self.y[rows], seed=seed)
+        return self.build.prepare(seeded(self.factory, torch_stream(seed, "init")).to(self.dev))
+
+    def train(self, rows: np.ndarray, seed: int):
+        """The defense's procedure on ``rows`` (the target's, and each shadow's)."""
+        return self.build.train(self.model(seed), self.X[rows], self.y[rows], seed=seed)
 
     def keyed(self, part: dict[str, Any]) -> dict[str, Any]:
         """A model stage's key part: the signal names join it only when there are any, so the
@@ -118,12 +129,17 @@ def context(cfg: MembershipConfig, progress: Progress) -> Context:
     d0 = np.sort(stream(cfg.seed, "membership", "reference").choice(
         ax, size=min(len(ax), cfg.train.members), replace=False))
     z_rows = np.setdiff1d(ax, d0) if len(ax) > len(d0) else ax
+    # a mismatch of model and data (channels) is one line before anything trains
+    cfg.model.part.check_input(shape, cfg.data.name)
     build = build_defense(
         FAMILY, cfg.defense, image_shape=shape, n_classes=n_classes, train=cfg.train,
-        spectrum=lambda: image_spectrum(np.asarray(ds.X)[ds.split("train")]), reference=X[d0])
+        spectrum=lambda: image_spectrum(np.asarray(ds.X)[ds.split("train")]), reference=X[d0],
+        model=cfg.model)
     part = {"data": cfg.data.model_dump(mode="json"), "seed": cfg.seed, "device": dev.type,
             "defense": cfg.defense.model_dump(mode="json"),
             "train": cfg.train.model_dump(mode="json")}
+    if cfg.model != type(cfg.model)():  # the default model keeps the keys stored runs have
+        part["model"] = cfg.model.model_dump(mode="json")
     parts = {a: attack_part(a, FAMILY) for a in cfg.attack.attackers}
     signals = tuple(sorted({s for p in parts.values() for s in p.signals}))
     return Context(cfg, ds, shape, n_classes, dev, X, y, pool, member, te, z_rows, build,
@@ -170,9 +186,7 @@ def utility_metrics(ctx: Context, A: dict[str, np.ndarray]) -> dict[str, float]:
 def audit_stage(ctx: Context, stages: Stages, progress: Progress, claimed: float | None):
     """The one-run audit (a stage; off by default): the defense's procedure once more on the
     members, with canaries; black-box canary records come from train rows outside the pool."""
-    from core.nn import image_classifier, seeded
     from core.runs.audit_stage import run_audit_stage
-    from core.seeds import torch_stream
 
     cfg = ctx.cfg
     progress.update(0.15, f"auditing {cfg.defense.kind} ({cfg.audit.canaries} canaries)")
@@ -180,8 +194,7 @@ def audit_stage(ctx: Context, stages: Stages, progress: Progress, claimed: float
     rows = ctx.pool[ctx.member]
     return run_audit_stage(
         cfg.audit, ctx.build, cfg.defense, stages, ctx.part,
-        model_factory=lambda: seeded(lambda: image_classifier("mlp", ctx.shape, ctx.n_classes),
-                                     torch_stream(cfg.seed, "init")).to(ctx.dev),
+        model_factory=lambda: ctx.model(cfg.seed),
         X=ctx.X[rows], y=ctx.y[rows], records=(ctx.X[outside], ctx.y[outside]),
         n_classes=ctx.n_classes, seed=cfg.seed, claimed=claimed)
 
@@ -203,10 +216,19 @@ def _stacked_signals(per_model: list[dict[str, np.ndarray]]) -> dict[str, np.nda
     return {k: np.stack([m[k] for m in per_model]) for k in (per_model[0] if per_model else {})}
 
 
+def stack_shadows(model: torch.nn.Module, dev: torch.device) -> bool:
+    """Whether K shadow models train together over stacked weights: always for a network
+    without convolutions (the MLP); a conv net only on CUDA, where the K grouped convolutions
+    fill the device (on a CPU, 8 LeNet-5 stacked ran at 0.74× of one by one:
+    benchmarks/results/models.json)."""
+    from core.models.common import has_conv
+
+    return dev.type == "cuda" or not has_conv(model)
+
+
 def _shadow_models(ctx: Context, in_mask: np.ndarray, sub: Progress) -> StageOutput:
     """K shadow models, the defense's procedure on halves of the pool (batched where the
     defense has a batched form): their true-class probabilities and declared signals."""
-    from core.nn import image_classifier
     from core.seeds import derive
 
     cfg, X, y, pool, z_rows = ctx.cfg, ctx.X, ctx.y, ctx.pool, ctx.z_rows
@@ -214,9 +236,8 @@ def _shadow_models(ctx: Context, in_mask: np.ndarray, sub: Progress) -> StageOut
     sub.update(0.0, f"training {K} shadow models")
     seed_k = [derive(cfg.seed, "shadow", k, bits=63) for k in range(K)]
     sigs: list[dict[str, np.ndarray]] = []
-    if ctx.build.train_many is not None:
-        many = ctx.build.train_many(lambda: image_classifier("mlp", ctx.shape, ctx.n_classes),
-                                    X[pool], y[pool], in_mask, seed=cfg.seed)
+    if ctx.build.train_many is not None and stack_shadows(ctx.factory(), ctx.dev):
+        many = ctx.build.train_many(ctx.factory, X[pool], y[pool], in_mask, seed=cfg.seed)
         pp = many(X[pool], y[pool]).T.double().cpu().numpy()  # (n, K)
         pz = many(X[z_rows], y[z_rows]).T.double().cpu().numpy()
         if ctx.signals:

@@ -63,10 +63,13 @@ def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None 
     X = torch.tensor(np.asarray(d.ds.X), dtype=torch.float32, device=dev)
     y = torch.tensor(np.asarray(d.ds.y), dtype=torch.int64, device=dev)
     n_classes = len(d.ds.label_names)
+    shape = tuple(d.ds.image_shape) if d.ds.image_shape else (1, 1, int(X.shape[1]))
     trained, train_key = stages.get(
         "train", S.train_part(cfg, dev.type),
-        lambda: S.train_stage(cfg, X, y, d.subs["train"], n_classes, progress.sub(0.04, 0.75)))
-    rel, release_key = _release(cfg, d, X, n_classes, trained, train_key, dev, stages, progress)
+        lambda: S.train_stage(cfg, X, y, d.subs["train"], n_classes, progress.sub(0.04, 0.75),
+                              shape))
+    rel, release_key = _release(cfg, d, X, n_classes, trained, train_key, dev, stages, progress,
+                                shape)
     metrics = _utility_and_subsets(cfg, d, rel)
     intervals, attack_info, ces = _attacks(cfg, d, rel, release_key, stages, progress, metrics)
     best = _strongest(cfg, metrics, intervals)
@@ -106,12 +109,12 @@ def _load(cfg: PropertyConfig, progress: Progress) -> _Data:
 
 
 def _release(cfg: PropertyConfig, d: _Data, X: torch.Tensor, n_classes: int,
-             trained: StageOutput, train_key: str, dev, stages: Stages, progress: Progress
-             ) -> tuple[StageOutput, str]:
+             trained: StageOutput, train_key: str, dev, stages: Stages, progress: Progress,
+             shape: tuple[int, ...] | None = None) -> tuple[StageOutput, str]:
     """The trained networks rebuilt from the train stage's weights and the release stage
     (keyed by the trained model and the subsets): (release, its key)."""
     progress.update(0.76, "releasing representations")
-    nets = S.build_networks(cfg, X.shape[1], n_classes)
+    nets = S.build_networks(cfg, X.shape[1], n_classes, shape)
     for net, name in zip(nets, ("encoder", "head", "adversary"), strict=True):
         net.load_state_dict(trained.weights[name])
         net.to(dev).eval()

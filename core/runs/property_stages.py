@@ -53,33 +53,54 @@ def train_part(cfg: PropertyConfig, device: str) -> dict[str, Any]:
     """What determines the trained networks (the train stage's key)."""
     d = cfg.model_dump(mode="json")
     s = d["subsets"]
-    return {"kind": cfg.kind, "device": device, "data": d["data"], "seed": cfg.seed,
+    part = {"kind": cfg.kind, "device": device, "data": d["data"], "seed": cfg.seed,
             "defense": d["defense"], "train": d["train"],
             "subsets": {k: s[k] for k in ("n_values", "property_value", "size_min", "size_max",
                                           "train_per_bin")}}
+    if cfg.model != type(cfg.model)():  # the default model keeps the keys stored runs have
+        part["model"] = d["model"]
+    return part
 
 
-def build_networks(cfg: PropertyConfig, d_in: int, n_classes: int):
-    """Encoder, task head and the in-training property adversary, untrained."""
+def build_networks(cfg: PropertyConfig, d_in: int, n_classes: int,
+                   shape: tuple[int, ...] | None = None):
+    """Encoder, task head and the in-training property adversary, untrained: the MLP encoder
+    of ``train.hidden_dim`` / ``representation_dim`` for the default model, else ``model``'s
+    encoder role on data of ``shape`` (r flattened; the head and adversary read its width)."""
     from core.nn import Encoder, PropertyAdversary, TaskHead
 
     t = cfg.train
-    return (Encoder(d_in, hidden=t.hidden_dim, rep_dim=t.representation_dim),
-            TaskHead(t.representation_dim, n_classes),
-            PropertyAdversary(t.representation_dim, cfg.subsets.n_values, hidden=64))
+    if cfg.model == type(cfg.model)():
+        enc, r_dim = Encoder(d_in, hidden=t.hidden_dim, rep_dim=t.representation_dim), None
+    else:
+        from core.models import build_encoder
+
+        m = cfg.model
+        enc, r_dim = build_encoder(m.arch, shape or (1, 1, d_in), n_classes, m.width,
+                                   data=cfg.data.name)
+    r_dim = r_dim or t.representation_dim
+    return (enc, TaskHead(r_dim, n_classes),
+            PropertyAdversary(r_dim, cfg.subsets.n_values, hidden=64))
 
 
 def train_stage(cfg: PropertyConfig, X: torch.Tensor, y: torch.Tensor, sub: Subsets,
-                n_classes: int, progress: Progress) -> StageOutput:
+                n_classes: int, progress: Progress,
+                shape: tuple[int, ...] | None = None) -> StageOutput:
     from core.defenses.inf2guard_property import train_inf2guard_property
+    from core.nn import seeded
 
+    networks = None
+    if cfg.model != type(cfg.model)():
+        def networks(gen):
+            return tuple(seeded(net, gen)
+                         for net in build_networks(cfg, X.shape[1], n_classes, shape))
     t = cfg.train
     m = train_inf2guard_property(
         X, y, sub, n_classes=n_classes, tradeoff_lambda=cfg.defense.tradeoff_lambda,
         aggregation=cfg.defense.aggregation, epochs=t.epochs, pretrain_epochs=t.pretrain_epochs,
         batch_subsets=t.batch_subsets, lr=t.lr, adversary_lr=t.adversary_lr,
         hidden_dim=t.hidden_dim, representation_dim=t.representation_dim, adversary_hidden=64,
-        seed=cfg.seed, progress=progress)
+        seed=cfg.seed, progress=progress, networks=networks)
     cpu = {n: {k: v.detach().cpu() for k, v in net.state_dict().items()}
            for n, net in (("encoder", m.encoder), ("head", m.head), ("adversary", m.adversary))}
     return StageOutput(meta={"curves": m.curves, "seconds_train": m.seconds}, weights=cpu)

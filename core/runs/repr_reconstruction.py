@@ -35,15 +35,29 @@ FAMILY = "repr_reconstruction"
 
 def _train_part(cfg: ReprReconstructionConfig, device: str) -> dict[str, Any]:
     d = cfg.model_dump(mode="json")
-    return {"kind": cfg.kind, "device": device, "seed": cfg.seed,
-            **{k: d[k] for k in ("data", "defense", "train")}}
+    # the default model keeps the keys stored runs have
+    keys = ("data", "defense", "train") + (("model",) if cfg.model != type(cfg.model)() else ())
+    return {"kind": cfg.kind, "device": device, "seed": cfg.seed, **{k: d[k] for k in keys}}
 
 
-def _net_kwargs(cfg: ReprReconstructionConfig) -> dict[str, Any]:
+def _encoder(cfg: ReprReconstructionConfig, shape: tuple[int, ...], n_classes: int):
+    """``model``'s encoder role (flattened) and r's width, for a model other than the default;
+    None: the MLP encoder of ``train.hidden_dim`` / ``representation_dim``."""
+    if cfg.model == type(cfg.model)():
+        return None
+    from core.models import build_encoder
+
+    m = cfg.model
+    return lambda: build_encoder(m.arch, shape, n_classes, m.width, data=cfg.data.name)
+
+
+def _net_kwargs(cfg: ReprReconstructionConfig, shape: tuple[int, ...] = (),
+                n_classes: int = 2) -> dict[str, Any]:
     t, d = cfg.train, cfg.defense
     return {"channel": d.channel, "epsilon": d.epsilon, "hidden_dim": t.hidden_dim,
             "representation_dim": t.representation_dim, "decoder_hidden": t.decoder_hidden,
-            "clip_norm": d.dp_clip_norm, "dp_delta": d.dp_delta}
+            "clip_norm": d.dp_clip_norm, "dp_delta": d.dp_delta,
+            "encoder": _encoder(cfg, shape, n_classes)}
 
 
 def _rows(ds, cfg: ReprReconstructionConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -86,7 +100,7 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
     trained, train_key = stages.get("rr_train", _train_part(cfg, str(d.dev)),
                                     lambda: _train(cfg, d, progress.sub(0.03, 0.55)))
     model = D.load_model(trained.weights, d.dim, d.n_classes, device=d.dev, seed=cfg.seed,
-                         **_net_kwargs(cfg))
+                         **_net_kwargs(cfg, d.shape, d.n_classes))
     progress.update(0.56, "releasing r + δ")
     Z_tg, R_tr, metrics = _release(cfg, d, model, trained)
     noise = _noise(cfg, model.perturbation, metrics)
@@ -131,7 +145,7 @@ def _train(cfg: ReprReconstructionConfig, d: _Data, progress: Progress) -> Stage
         mc_samples=dfn.mc_samples, epochs=t.epochs, batch_size=t.batch_size, lr=t.lr,
         hidden_dim=t.hidden_dim, representation_dim=t.representation_dim,
         decoder_hidden=t.decoder_hidden, clip_norm=dfn.dp_clip_norm, dp_delta=dfn.dp_delta,
-        seed=cfg.seed, progress=progress)
+        seed=cfg.seed, progress=progress, encoder=_encoder(cfg, d.shape, d.n_classes))
     return StageOutput(meta={"curves": m.curves, "seconds_train": m.seconds},
                        weights=D.state_of(m))
 
@@ -153,13 +167,13 @@ def _release(cfg: ReprReconstructionConfig, d: _Data, model, trained: StageOutpu
         acc_clean = float((model.head(model.representations(X[te])).argmax(-1) == y[te])
                           .float().mean())
     y_np = np.asarray(d.ds.y)
-    dfn, t = cfg.defense, cfg.train
+    dfn = cfg.defense
     metrics: dict[str, float] = {
         "utility_acc": acc, "utility_acc_clean": acc_clean,
         "utility_majority": float(np.bincount(y_np[te]).max() / len(te)),
         "perturbation_scale": float(dfn.epsilon), "tradeoff_lambda": float(dfn.tradeoff_lambda),
         "entropy_beta": D.beta_of(dfn.tradeoff_lambda, dfn.entropy_alpha),
-        "representation_dim": float(t.representation_dim), "data_dim": float(d.dim),
+        "representation_dim": float(R_tr.shape[1]), "data_dim": float(d.dim),
         "recon_targets": float(len(tg)),
         "seconds_train": float(trained.meta["seconds_train"]),
     }
