@@ -99,6 +99,29 @@ def format_value(v: float | None, digits: int = 3, *, unit: str | None = None) -
     return f"{s} {unit}" if unit else s
 
 
+#: a parenthesis right after one of these opens a formula's operand, not an aside
+_OPERATORS = ("−", "-", "+", "=", "/", "·", "×", "≤", "≥", "<", ">")
+
+
+def _headline(description: str) -> str:
+    """``description`` up to its first top-level ";" or aside " (…)": separators inside a
+    formula's parentheses (``I(u; r)``) or a parenthesis that is an operand
+    (``1 − (H − 1)/…``) never cut it."""
+    depth = 0
+    for i, ch in enumerate(description):
+        if ch == "(":
+            aside = (depth == 0 and i > 8 and description[i - 1] == " "
+                     and not description[:i].rstrip().endswith(_OPERATORS))
+            if aside:
+                return description[:i - 1]
+            depth += 1
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        elif ch == ";" and depth == 0:
+            return description[:i]
+    return description
+
+
 def display_name(name: str) -> str:
     """The name a page shows for metric ``name``: its schema description up to the first ";"
     or parenthesis, with its unit where the unit says something (never the raw key)."""
@@ -107,9 +130,7 @@ def display_name(name: str) -> str:
     if not metric_schema.is_registered(name):
         return name.replace("_", " ")
     spec = metric_schema.get(name)
-    text = spec.description.split(";")[0]
-    cut = text.find(" (")
-    text = text[:cut] if cut > 8 else text
+    text = _headline(spec.description)
     text = text[:1].upper() + text[1:]
     unit = spec.unit if spec.unit not in _SILENT_UNITS else ""
     return f"{text} ({unit})" if unit and unit.lower() not in text.lower() else text
