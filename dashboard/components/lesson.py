@@ -73,7 +73,12 @@ def lesson_panel(page: str, config: Mapping[str, Any] | None = None, *, key: str
                     f"({spec.knob.symbol}: {spec.knob.label}"
                     + (f", on {spec.variant_words}" if spec.variant_words else "") + ")")
         if sweep_button(spec, key=key, dim=dim, missing=les.missing) and les.missing:
-            les = lesson(spec, _peek, dim)
+            fresh = lesson(spec, _peek, dim)
+            if fresh.missing != les.missing:
+                # the button above was drawn before the job ended: draw the page again so that
+                # its "(k of n points missing)" reads the store, like the lesson does
+                st.rerun()
+            les = fresh
         _sentences(les)
     return les
 
