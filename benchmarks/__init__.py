@@ -32,4 +32,5 @@ BENCHMARKS: dict[str, str] = {
     "caveats": "benchmarks.caveats_bench:main",
     "browser": "benchmarks.browser_bench:main",
     "relaxloss": "benchmarks.relaxloss_bench:main",
+    "widget_sweep": "benchmarks.widget_sweep_bench:main",
 }

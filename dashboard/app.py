@@ -16,6 +16,7 @@ from streamlit import config as st_config
 from cache.errors import StoreError
 from dashboard.auth import gate, restrict_error_details
 from dashboard.sidebar import render_sidebar
+from dashboard.style import apply_style
 from dashboard.widgets import get_store
 
 # Streamlit runs a full gc.collect(2) after every script run. With torch, scikit-learn and
@@ -28,6 +29,7 @@ if not st_config.is_manually_set("runner.postScriptGC") and st_config.get_option
     st_config.set_option("runner.postScriptGC", False, "dashboard/app.py")
 
 st.set_page_config(page_title="privlab", page_icon="🛡️", layout="wide")
+apply_style()  # labels, chips and tables wrap instead of being cut
 # before the sidebar and any page: a password (PRIVLAB_PASSWORD) or OIDC login on a shared
 # server, loopback only otherwise; errors show no detail beyond loopback (dashboard.auth)
 restrict_error_details()

@@ -9,7 +9,8 @@ result store; its widgets are enumerated at the page's default, and each is set 
 - a number box (:func:`dashboard.components.inputs.number_ui`): the ends of the range the
   config declares (an open end moved inside by a small step, an unbounded one set to
   :data:`FAR`), a middle value, an empty entry and a non-number;
-- a selectbox / radio: every option; a multiselect: none, each option alone, all;
+- a selectbox / radio / segmented control: every option; a multiselect: none, each option
+  alone, all;
 - a checkbox / toggle: both states; a free text box: empty and a text matching nothing;
 
 then the page is drawn again and one *case* is recorded: an exception (``at.exception``), a
@@ -25,10 +26,14 @@ drawn. Sweeps, audits and teaching sweeps are never started.
 
 Rules (documented here once, applied by the test and the benchmark):
 
-- *non-finite*: ``nan``, ``NaN``, ``inf``, ``Infinity`` as whole words, and ``∞`` unless it is
-  the DP budget ε = ∞ (no DP guarantee: within a few characters after an ε) or the open end
-  of a range written as an interval (``, ∞)``, ``≤ ∞``); dataframe cells are checked as
-  numbers (``np.isfinite``) and as text.
+- *non-finite*: ``nan``, ``NaN``, ``inf``, ``Infinity`` as whole words (not prose such as
+  "NaN/inf entries"), and ``∞`` unless it is the DP budget ε = ∞ (no DP guarantee: within a
+  few characters after an ε), the open end of a range written as an interval (``, ∞)``,
+  ``≤ ∞``), a norm's name (ℓ∞) or a legend saying what ∞ means (``∞: clipping only``);
+  dataframe and table cells are checked as numbers (``np.isfinite``) and as text.
+- *raw identifier*: a registered metric key, attack, defense or family name with an
+  underscore where a title exists, in the text and table cells; inline code (a CLI command,
+  a result file's path) is exempt.
 - *missing section*: a numeric widget (slider, select slider, number box) moved inside its
   declared range never removes a section; a choice (selectbox, radio, multiselect, checkbox,
   toggle, free text) may, on purpose (a defense without a knob has no tradeoff section), so
@@ -44,7 +49,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -53,7 +58,7 @@ PAGES = ("views/home.py", "views/data.py", "views/attribute_privacy.py", "views/
          "views/property.py", "views/reconstruction.py", "views/repr_reconstruction.py",
          "views/fisher_information.py", "views/compare.py", "views/history.py")
 KINDS = ("slider", "select_slider", "text_input", "selectbox", "radio", "multiselect",
-         "checkbox", "toggle")
+         "checkbox", "toggle", "button_group")
 NUMERIC = {"slider", "select_slider", "number"}
 #: the value typed into a number box whose range has no upper end
 FAR = 1e6
@@ -61,8 +66,8 @@ FAR = 1e6
 RUN_SUFFIX = "_run"
 _TEXT = "__text"
 
-_WORD = re.compile(r"(?<![\w.])(nan|NaN|NAN|inf|Inf|INF|-inf|Infinity|-Infinity)(?![\w])")
-_INF = re.compile(r"∞")
+_WORD = re.compile(r"(?<![\w./])(nan|NaN|NAN|inf|Inf|INF|-inf|Infinity|-Infinity)(?![\w/])")
+_INF = re.compile(r"(?<![ℓL‖])∞(?!\s*:)")
 _EPS_BEFORE = re.compile(r"ε\s*[₀-₉]*\s*(=|:|→|->)?\s*$")
 _RANGE_BEFORE = re.compile(r"(,|≤|<|→|to)\s*$")
 
@@ -119,6 +124,20 @@ def nonfinite_on_screen(at: Any) -> list[str]:
     return found
 
 
+def raw_identifiers(at: Any) -> list[str]:
+    """Registered identifiers in the page's text and table cells where a title exists
+    (:func:`dashboard.components._format.raw_identifiers_visible`)."""
+    from dashboard.components._format import raw_identifiers_visible
+
+    text = [page_text(at)]
+    for d in [*at.dataframe, *at.table]:
+        with contextlib.suppress(Exception):
+            text.append(d.value.astype(str).to_string())
+    # inline code (`privlab run … defense.kind=dp_sgd`, a result file's path) is what a
+    # user types or opens: the identifier is the point there
+    return raw_identifiers_visible(re.sub(r"`[^`]*`", " ", "\n".join(text)))
+
+
 def sections(at: Any) -> list[str]:
     return [str(h.value) for kind in ("header", "subheader") for h in at.get(kind)]
 
@@ -143,7 +162,7 @@ def _labels_pass_through() -> Iterator[None]:
     ``format_func`` to it)."""
     from streamlit.testing.v1 import element_tree as et
 
-    classes = [et.Selectbox, et.Radio, et.Multiselect, et.SelectSlider]
+    classes = [et.Selectbox, et.Radio, et.Multiselect, et.SelectSlider, et.ButtonGroup]
     saved = {c: c.__dict__["format_func"] for c in classes}
 
     def wrap(prop: property) -> property:
@@ -202,6 +221,15 @@ def _mid(lo: Any, hi: Any, step: Any) -> Any:
     return lo + round((hi - lo) / 2 / s) * s
 
 
+def ends_of(values: list[tuple[str, Any]], kind: str) -> list[tuple[str, Any]]:
+    """The test-sized share of :func:`widget_values`: a number's declared ends, a choice's
+    first and last option (a multiselect: none and all)."""
+    if kind in NUMERIC or kind == "text_input":
+        picked = [v for v in values if v[0] in ("min", "max", "far")]
+        return picked or values[:1]
+    return values if len(values) <= 2 else [values[0], values[-1]]
+
+
 def widget_values(w: Any, kind: str, ranges: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """(case label, value) for widget ``w`` (rule in the module docstring)."""
     if kind == "slider":
@@ -222,6 +250,10 @@ def widget_values(w: Any, kind: str, ranges: Mapping[str, Any]) -> list[tuple[st
         opts = list(w.options)
         out = [("none", [])] + [(f"only {o}", [Label(o)]) for o in opts]
         return out + ([("all", [Label(o) for o in opts])] if len(opts) > 1 else [])
+    if kind == "button_group":  # segmented control / pills: every option (one at a time)
+        opts = [o.content for o in w.proto.options]
+        single = not isinstance(w.value, (list, tuple))
+        return [(f"option {o}", Label(o) if single else [Label(o)]) for o in opts]
     if kind in ("checkbox", "toggle"):
         return [("on", True), ("off", False)]
     if kind == "text_input":
@@ -248,14 +280,16 @@ class TinyRuns:
     """``dashboard.widgets.run_with_progress`` runs a page's config shrunk by
     :data:`caveat_check.TINY` in this process (no queue), remembered per config; sweeps and
     projections go through the real function (sweeps only when a sweep button is pressed,
-    which this pass never does)."""
+    which this pass never does). ``run=False``: nothing starts at all."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, run: bool = True) -> None:
+        #: False: nothing runs (a page that runs on opening shows its idle state)
+        self.run = run
         self.results: dict[str, Any] = {}
         self.runs = 0
         self.errors: list[str] = []
 
-    def __enter__(self) -> TinyRuns:
+    def __enter__(self) -> Self:
         import dashboard.widgets as w
 
         self._saved = w.run_with_progress
@@ -267,6 +301,7 @@ class TinyRuns:
 
             c = config if isinstance(config, Mapping) else config.model_dump(mode="json")
             kind = c.get("kind")
+            start = start and self.run
             if kind not in TINY:
                 return real(config, label=label, start=start, slot=slot)
             import json
@@ -289,7 +324,7 @@ class TinyRuns:
             self.runs += 1
             try:
                 result = run(cfg, stages=MemoryStageStore())
-            except Exception as exc:  # a run failing at a valid setting is a finding
+            except Exception as exc:  # noqa: BLE001 - a run failing at a valid setting is a finding
                 self.errors.append(f"{kind}: {type(exc).__name__}: {exc}")
                 import streamlit as st
 
@@ -322,6 +357,7 @@ class Case:
     exception: str | None = None
     nonfinite: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    raw_ids: list[str] = field(default_factory=list)
     ran: bool = False
 
     @property
@@ -363,7 +399,7 @@ def _run_button(at: Any) -> Any:
     return None
 
 
-CHOICES = {"selectbox", "radio", "multiselect", "checkbox", "toggle"}
+CHOICES = {"selectbox", "radio", "multiselect", "checkbox", "toggle", "button_group"}
 INVALID = ("empty", "not a number")
 
 
@@ -382,7 +418,7 @@ def _drive(page: str, prefix: list[tuple[str, str, Any]], targets: list[tuple[st
            opts: dict[str, Any]) -> None:
     """Each of ``targets`` through its values on the page with ``prefix`` made; a choice that
     reveals widgets not seen yet (a defense's knob) has them driven too, under that choice."""
-    timeout, run_every, max_values = opts["timeout"], opts["run_every"], opts["max_values"]
+    timeout, run_every, ends = opts["timeout"], opts["run_every"], opts["ends"]
     progress, max_depth = opts["progress"], opts["depth"]
     at = _open_with(page, prefix, timeout)
     for kind, key in targets:
@@ -390,10 +426,10 @@ def _drive(page: str, prefix: list[tuple[str, str, Any]], targets: list[tuple[st
         if w is None:
             continue
         ranges = _number_ranges(at)
-        values = widget_values(w, kind, ranges)
-        if max_values is not None:
-            values = values[:max_values]
         ckind = _kind_of(w, kind, ranges)
+        values = widget_values(w, kind, ranges)
+        if ends:
+            values = ends_of(values, ckind)
         where = " · ".join(f"{k}={v}" for _, k, v in prefix)
         for label, value in values:
             t0 = time.perf_counter()
@@ -411,12 +447,13 @@ def _drive(page: str, prefix: list[tuple[str, str, Any]], targets: list[tuple[st
                     if b is not None:
                         b.click().run()
                         case.ran = True
-            except Exception as exc:  # AppTest itself refused (a timeout, a bad value)
+            except Exception as exc:  # noqa: BLE001 - AppTest refused (a timeout, a bad value)
                 case.exception = f"{type(exc).__name__}: {exc}"
             if at.exception and case.exception is None:
                 case.exception = str(at.exception[0].value)[:500]
             case.nonfinite = nonfinite_on_screen(at)
             case.missing = missing_sections(base_sections, at)
+            case.raw_ids = raw_identifiers(at)
             case.seconds = time.perf_counter() - t0
             cases.append(case)
             if progress is not None:
@@ -436,12 +473,13 @@ def _drive(page: str, prefix: list[tuple[str, str, Any]], targets: list[tuple[st
 
 def sweep_page(page: str, *, timeout: float = 180, run_every: int = 0,
                only: set[str] | None = None, sidebar: bool | None = None,
-               max_values: int | None = None, depth: int = 1,
+               ends: bool = False, depth: int = 1,
                progress: Any = None) -> list[Case]:
     """Every keyed widget of ``page`` through its values (module docstring); ``run_every``:
     click Run (with tiny settings) on every n-th case of a page that has one (0: never);
     ``only``: keys to sweep at the default (None: all); ``sidebar``: sweep the sidebar too
-    (default: on Home); ``max_values``: at most this many values per widget (ends first);
+    (default: on Home); ``ends``: only the declared ends and the first and last options
+    (:func:`ends_of`);
     ``depth``: how many choices deep widgets a choice reveals are driven (0: the default's
     widgets only)."""
     sidebar = page == PAGES[0] if sidebar is None else sidebar
@@ -456,14 +494,14 @@ def sweep_page(page: str, *, timeout: float = 180, run_every: int = 0,
         targets = [(k, n) for k, n in targets if n in only]
     cases: list[Case] = []
     _drive(page, [], targets, seen, 0, base_sections, cases,
-           {"timeout": timeout, "run_every": run_every, "max_values": max_values,
+           {"timeout": timeout, "run_every": run_every, "ends": ends,
             "progress": progress, "depth": depth})
     return cases
 
 
-def sweep(pages: tuple[str, ...] = PAGES, **kw: Any) -> list[Case]:
+def sweep(pages: tuple[str, ...] = PAGES, *, run: bool = True, **kw: Any) -> list[Case]:
     """:func:`sweep_page` over ``pages`` inside :class:`TinyRuns` (runs are tiny)."""
-    with _labels_pass_through(), TinyRuns() as tiny:
+    with _labels_pass_through(), TinyRuns(run=run) as tiny:
         out = []
         for p in pages:
             out += sweep_page(p, **kw)
@@ -477,6 +515,7 @@ def summary(cases: list[Case]) -> dict[str, Any]:
             "widget_exceptions": sum(c.exception is not None for c in cases),
             "nonfinite_on_screen": sum(bool(c.nonfinite) for c in cases),
             "missing_sections": sum(bool(c.missing_counted) for c in cases),
+            "raw_identifiers_cases": sum(bool(c.raw_ids) for c in cases),
             "runs_clicked": sum(c.ran for c in cases)}
 
 
