@@ -33,11 +33,19 @@ def notes(result: Any) -> None:
         st.caption(f"note: {note}")
 
 
+def kind_title(kind: str) -> str:
+    """An experiment kind in words: its attack family's title where one is registered."""
+    from core.parts import FAMILIES
+
+    return FAMILIES.get(kind).title if kind in FAMILIES else kind.replace("_", " ")
+
+
 def history_box(kind: str, *, key: str, current: str | None = None,
                 limit: int = HISTORY_ROWS) -> None:
     """The latest ``limit`` stored runs of ``kind`` (``current``: the key of the run shown,
     marked), in a box opened on request, and a link to the History page."""
-    if not (box := deferred(f"Earlier runs of this kind ({kind})", key=f"{key}_show_history",
+    if not (box := deferred(f"Earlier runs of this kind ({kind_title(kind)})",
+                            key=f"{key}_show_history",
                             icon=":material/history:")):
         return
     from dashboard.widgets import get_store
