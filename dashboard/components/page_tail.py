@@ -29,8 +29,10 @@ HISTORY_ROWS = 8
 
 def notes(result: Any) -> None:
     """The run's notes, one caption each."""
-    for note in result.info.get("notes", []):
-        st.caption(f"note: {note}")
+    from dashboard.components._format import titled
+
+    for note in result.info.get("notes", []):  # parts by title: the CLI keeps the names
+        st.caption(f"note: {titled(str(note), getattr(result, 'kind', None))}")
 
 
 def kind_title(kind: str) -> str:

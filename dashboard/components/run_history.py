@@ -35,14 +35,19 @@ def stored_kinds(kind: str) -> list[str]:
 
 
 def defense_summary(block: Any) -> str:
-    """``tappfl λ=0.5``, ``dp_gaussian ε=1``, ``none``: the defense and its knob."""
+    """``TAPPFL λ=0.5``, ``DP-Gaussian on uploads ε=1``, ``none``: the defense by its title
+    (without its parenthesised detail) and its knob."""
+    import re
+
     if not isinstance(block, dict):
         return str(block)
     kind = str(block.get("kind", "?"))
-    knob = DEFENSES.get(kind).knob if kind in DEFENSES else None
+    part = DEFENSES.get(kind) if kind in DEFENSES else None
+    name = (re.sub(r"\s*\([^)]*\)", "", part.title).strip() or kind) if part else kind
+    knob = part.knob if part is not None else None
     if knob is not None and isinstance(block.get(knob.field), int | float):
-        return f"{kind} {knob.symbol}={block[knob.field]:g}"
-    return kind
+        return f"{name} {knob.symbol}={block[knob.field]:g}"
+    return name
 
 
 def setting(kind: str, cfg: dict) -> str:
@@ -59,7 +64,11 @@ def setting(kind: str, cfg: dict) -> str:
         base = cfg.get("base", {})
         grid = cfg.get("grid", {})
         what = ", ".join(f"{p} ({len(v)})" for p, v in grid.items()) or "seeds only"
-        return (f"{base.get('kind', '?')} · {defense_summary(base.get('defense', ''))} · "
+        from core.parts import FAMILIES
+
+        bk = current_kind(str(base.get("kind", "?")))
+        bk = FAMILIES.get(bk).title if bk in FAMILIES else bk
+        return (f"{bk} · {defense_summary(base.get('defense', ''))} · "
                 f"over {what} × {len(cfg.get('seeds', []))} seeds")
     if isinstance(cfg.get("defense"), dict):
         return defense_summary(cfg["defense"])

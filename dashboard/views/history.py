@@ -216,6 +216,11 @@ def pair_section(store, records: list) -> None:
         st.markdown(f"**Config diff** ({len(diff)} field{'' if len(diff) == 1 else 's'} "
                     f"differ{'s' if len(diff) == 1 else ''})")
         if diff:
+            from dashboard.components._format import titled
+
+            # values by title (the field column keeps the config's path a user types)
+            kind = current_kind(ra.kind) if ra.kind == rb.kind else None
+            diff = [{**r, "A": titled(r["A"], kind), "B": titled(r["B"], kind)} for r in diff]
             st.dataframe(diff, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(diff)))
         else:
             st.caption("Same config (another engine or seed-free field only).")
