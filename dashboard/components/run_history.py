@@ -89,6 +89,11 @@ def defense_name(cfg: dict) -> str:
     return str(block) if block else "none"
 
 
+def defense_title(name: str) -> str:
+    """A defense kind by its registered title (``dp_sgd`` -> "DP-SGD (Opacus)")."""
+    return DEFENSES.get(name).title if name in DEFENSES else name
+
+
 def main_metrics(kind: str) -> list[str]:
     """The kind's headline utility and attack metric names, then its extra columns."""
     kind = current_kind(kind)
@@ -134,7 +139,7 @@ def run_row(rec) -> dict[str, Any]:
         "engine": engine_label(rec.engine_version),
         "seconds": None if rec.seconds is None else round(rec.seconds, 2),
         "data set": data_name(cfg),
-        "defense": defense_name(cfg),
+        "defense": defense_title(defense_name(cfg)),
         "settings": setting(rec.kind, rec.config),
         "main metrics": " · ".join(f"{short_name(m)} {format_value(rec.metrics.get(m))}"
                                    for m in main_metrics(rec.kind) if m in rec.metrics),
