@@ -192,6 +192,11 @@ def titled(text: str, family: str | None = None) -> str:
     names.update({n: d.title for n, d in DEFENSES.items()})
     if family is not None:
         names.update({a.key: a.title for _, a in ATTACKS.items() if a.family == family})
+    else:  # no family: the config names only one attack has (in_training has several)
+        by_key: dict[str, set[str]] = {}
+        for a in ATTACKS.values():
+            by_key.setdefault(a.key, set()).add(a.title)
+        names.update({k: t.pop() for k, t in by_key.items() if len(t) == 1})
     for n in sorted((n for n in names if "_" in n), key=len, reverse=True):
         text = re.sub(rf"(?<![\w.]){re.escape(n)}(?![\w])", names[n], text)
     return text
