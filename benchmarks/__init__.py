@@ -34,4 +34,5 @@ BENCHMARKS: dict[str, str] = {
     "relaxloss": "benchmarks.relaxloss_bench:main",
     "models": "benchmarks.models_bench:main",
     "audit_cache": "benchmarks.audit_cache_bench:main",
+    "widget_sweep": "benchmarks.widget_sweep_bench:main",
 }

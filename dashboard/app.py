@@ -18,6 +18,7 @@ from core.runs.pool import prewarm_in_background
 from dashboard.auth import gate, restrict_error_details
 from dashboard.jobs import default_nice
 from dashboard.sidebar import render_sidebar
+from dashboard.style import apply_style
 from dashboard.widgets import get_store
 
 # Streamlit runs a full gc.collect(2) after every script run. With torch, scikit-learn and
@@ -30,6 +31,7 @@ if not st_config.is_manually_set("runner.postScriptGC") and st_config.get_option
     st_config.set_option("runner.postScriptGC", False, "dashboard/app.py")
 
 st.set_page_config(page_title="privlab", page_icon="🛡️", layout="wide")
+apply_style()  # labels, chips and tables wrap instead of being cut
 # before the sidebar and any page: a password (PRIVLAB_PASSWORD) or OIDC login on a shared
 # server, loopback only otherwise; errors show no detail beyond loopback (dashboard.auth)
 restrict_error_details()

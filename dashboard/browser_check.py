@@ -175,6 +175,54 @@ def raw_keys(page) -> list[str]:
     return raw_metric_keys_visible(visible_text(page))
 
 
+#: where a cut label hides words: widget labels, metric tiles, table cells and headers, the
+#: multiselect's chips, tab titles, buttons, captions
+OVERFLOW_SELECTORS = (
+    '[data-testid="stWidgetLabel"]', '[data-testid="stMetricLabel"]',
+    '[data-testid="stMetricValue"]', '[data-testid="stTable"] th',
+    '[data-testid="stTable"] td', '[data-baseweb="tag"]', '[data-baseweb="tab"]',
+    '[data-testid="stCaptionContainer"]', '[data-testid="stBaseButton-secondary"]',
+    '[data-testid="stBaseButton-primary"]', '[data-testid="stExpander"] summary',
+    '[data-testid="stMultiSelect"]', '[data-testid="stTable"]', '[data-testid="stSidebarNav"]',
+    '[data-testid="stPageLink"]')
+
+_OVERFLOW_JS = """(sels) => {
+  const out = [];
+  const seen = new Set();
+  for (const root of document.querySelectorAll(sels.join(','))) {
+    for (const el of [root, ...root.querySelectorAll('*')]) {
+      if (seen.has(el) || !el.offsetParent) continue;
+      seen.add(el);
+      const cs = getComputedStyle(el);
+      // a box that cuts its text, or scrolls it sideways out of sight (chips, wide tables)
+      const clips = cs.textOverflow === 'ellipsis'
+        || ['hidden', 'clip', 'auto', 'scroll'].includes(cs.overflowX);
+      if (clips && el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1
+          && (el.innerText || '').trim()) {
+        out.push((el.innerText || '').trim().slice(0, 80));
+      }
+    }
+  }
+  return out;
+}"""
+
+
+def overflowing(page) -> list[str]:
+    """Texts cut by their box (``scrollWidth > clientWidth + 1`` on an element that clips or
+    scrolls sideways: ``text-overflow: ellipsis``, overflow-x hidden / clip / auto / scroll) in :data:`OVERFLOW_SELECTORS`, at the
+    page's current viewport (the pass uses 1280 px)."""
+    return sorted(set(page.evaluate(_OVERFLOW_JS, list(OVERFLOW_SELECTORS))))
+
+
+def raw_identifiers(page) -> list[str]:
+    """Registered identifiers (metric keys, attack, defense and family names) where a title
+    exists, in the visible text, tables included
+    (:func:`dashboard.components._format.raw_identifiers_visible`)."""
+    from dashboard.components._format import raw_identifiers_visible
+
+    return raw_identifiers_visible(visible_text(page))
+
+
 def lesson_text(page) -> str | None:
     """The lesson panel's text (the innermost bordered block under its title), or None."""
     for title in LESSON_TITLES:
@@ -328,3 +376,35 @@ def run_teaching_sweep(page, *, timeout_ms: int) -> str | None:
             return sentence
         page.wait_for_timeout(500)
     return None
+
+
+def text_fit(page, width: int = 1280) -> dict[str, list[str]]:
+    """At ``width`` px: the texts cut by their box (:func:`overflowing`) and the registered
+    identifiers shown where a title exists (:func:`raw_identifiers`)."""
+    page.set_viewport_size({"width": width, "height": 1000})
+    page.wait_for_timeout(800)
+    return {"overflowing": overflowing(page), "raw_identifiers": raw_identifiers(page)}
+
+
+def fit_pass(browser, server: str, checks: tuple[PageCheck, ...] = PAGES, *,
+             run: bool = True, timeout_ms: int = 300_000) -> list[dict[str, Any]]:
+    """Every page at 1280 px, after its default run where it has one (``run``; a run that
+    does not finish within ``timeout_ms`` is recorded and the page measured as it stands):
+    :func:`text_fit` per page, with any exception box."""
+    rows = []
+    for check in checks:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        row: dict[str, Any] = {"page": check.name}
+        try:
+            if run and check.run is not None:
+                row["seconds"] = round(open_and_run(page, server, check,
+                                                    timeout_ms=timeout_ms)["seconds"], 1)
+            else:
+                open_page(page, server, check)
+        except Exception as exc:  # noqa: BLE001 - recorded in its row, the other pages go on
+            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        row.update(text_fit(page))
+        row["exception"] = exception_text(page)
+        rows.append(row)
+        page.close()
+    return rows

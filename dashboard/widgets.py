@@ -313,7 +313,10 @@ def validate(config: Any, *, label: str = "settings") -> Any | None:
     try:
         return typed(config)
     except ConfigError as exc:
-        st.error(f"{label}: invalid settings: {exc}\n\nNothing was stored.")
+        from dashboard.components._format import titled
+
+        kind = config.get("kind") if isinstance(config, Mapping) else getattr(config, "kind", None)
+        st.error(f"{label}: invalid settings: {titled(str(exc), kind)}\n\nNothing was stored.")
         return None
 
 

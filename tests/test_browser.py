@@ -77,6 +77,7 @@ def test_landing_and_data_projection_render(browser, server):
     assert sidebar.get_by_text("Data set").first.is_visible()
     _no_exception(page)
     assert B.raw_keys(page) == [], B.raw_keys(page)
+    assert B.text_fit(page, 1280) == {"overflowing": [], "raw_identifiers": []}
     _screenshot(page, ARTIFACTS / "landing.png")
 
     page.goto(server + "/data", wait_until="domcontentloaded")
@@ -192,6 +193,9 @@ def test_page_runs_its_default_and_reads_cleanly(browser, server, name):
         page.get_by_role("tab", name="η by example").click()
     raw = B.raw_keys(page)
     assert raw == [], f"raw metric keys visible on {name}: {raw}"
+    fit = B.text_fit(page, 1280)  # labels wrap at 1280 px; titles, not identifiers
+    assert fit["overflowing"] == [], f"texts cut on {name}: {fit['overflowing']}"
+    assert fit["raw_identifiers"] == [], f"identifiers on {name}: {fit['raw_identifiers']}"
     _screenshot(page, ARTIFACTS / f"{check.shot}.png")
     watch.assert_quiet()
     page.close()

@@ -123,6 +123,19 @@ def test_format_value_and_raw_keys():
     assert raw_metric_keys_visible("Test accuracy 0.85; TPR at 0.1 % FPR 0.01") == []
 
 
+def test_display_names_keep_formulas_whole():
+    """A caveat names its numbers by display name: a formula's parenthesis or the ";" inside
+    I(u; r) must not cut the name ("K-ary bound 1 −")."""
+    from core import metric_schema
+    from dashboard.components._format import display_name
+
+    assert display_name("bound_pia_fano").startswith("K-ary bound 1 − (H − 1)/log₂(K − 1)")
+    for spec in metric_schema.all_specs():
+        name = display_name(spec.name)
+        assert name.count("(") == name.count(")"), (spec.name, name)
+        assert not name.rstrip().endswith(("−", "-", "+", "=", "/", ",", "(")), (spec.name, name)
+
+
 def test_log_axes_read_powers_of_ten():
     from dashboard import plots
 

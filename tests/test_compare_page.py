@@ -222,7 +222,7 @@ def test_history_filters_diffs_and_exports(store, preset):
     assert len(at.get("download_button")) == 3  # CSV, JSON, the selected run
     at.multiselect(key="history_defense").set_value(["dp_sgd"]).run()
     table = at.dataframe[0].value
-    assert set(table["defense"]) == {"dp_sgd"} and set(table["kind"]) == {"membership", "sweep"}
+    assert set(table["defense"]) == {"DP-SGD (Opacus)"} and set(table["kind"]) == {"membership", "sweep"}
     assert len(table) == 5  # 2 knob values × 2 seeds, and their sweep
     at.multiselect(key="history_defense").set_value([]).run()
     at.multiselect(key="history_data").set_value(["digits"]).run()

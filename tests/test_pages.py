@@ -529,7 +529,7 @@ def test_history_shows_an_old_shape_config(store):
     assert not at.exception and not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value.set_index("key")
     assert table.loc[key[:12], "kind"] == "attribute_privacy"
-    assert table.loc[key[:12], "settings"].startswith("tappfl λ=0.25 · 10 devices × 3 rounds")
+    assert table.loc[key[:12], "settings"].startswith("TAPPFL λ=0.25 · 10 devices × 3 rounds")
     assert table.loc[key[:12], "engine"] == "older engine"
     at.selectbox(key="history_kind").set_value("attribute_privacy").run()
     assert list(at.dataframe[0].value["key"]) == [key[:12]]

@@ -150,7 +150,7 @@ def test_section_renders_the_three_counts_and_a_narrow_table(tmp_path):
     assert [s.value for s in at.subheader] == ["Paper check"]
     assert [m.label for m in at.metric] == ["holds", "does not hold", "not resolved"]
     assert [m.value for m in at.metric][:2] == ["1", "1"]
-    paper_df, own_df = at.dataframe[0].value, at.dataframe[1].value
+    paper_df, own_df = at.table[0].value, at.table[1].value
     assert tuple(paper_df.columns) == COLUMNS and len(COLUMNS) <= 5  # fits 1280 px
     assert len(paper_df) == sum(c.origin == "paper" for c in CLAIMS)
     assert len(own_df) == sum(c.origin == "own" for c in CLAIMS)

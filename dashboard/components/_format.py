@@ -99,6 +99,29 @@ def format_value(v: float | None, digits: int = 3, *, unit: str | None = None) -
     return f"{s} {unit}" if unit else s
 
 
+#: a parenthesis right after one of these opens a formula's operand, not an aside
+_OPERATORS = ("−", "-", "+", "=", "/", "·", "×", "≤", "≥", "<", ">")
+
+
+def _headline(description: str) -> str:
+    """``description`` up to its first top-level ";" or aside " (…)": separators inside a
+    formula's parentheses (``I(u; r)``) or a parenthesis that is an operand
+    (``1 − (H − 1)/…``) never cut it."""
+    depth = 0
+    for i, ch in enumerate(description):
+        if ch == "(":
+            aside = (depth == 0 and i > 8 and description[i - 1] == " "
+                     and not description[:i].rstrip().endswith(_OPERATORS))
+            if aside:
+                return description[:i - 1]
+            depth += 1
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        elif ch == ";" and depth == 0:
+            return description[:i]
+    return description
+
+
 def display_name(name: str) -> str:
     """The name a page shows for metric ``name``: its schema description up to the first ";"
     or parenthesis, with its unit where the unit says something (never the raw key)."""
@@ -107,9 +130,7 @@ def display_name(name: str) -> str:
     if not metric_schema.is_registered(name):
         return name.replace("_", " ")
     spec = metric_schema.get(name)
-    text = spec.description.split(";")[0]
-    cut = text.find(" (")
-    text = text[:cut] if cut > 8 else text
+    text = _headline(spec.description)
     text = text[:1].upper() + text[1:]
     unit = spec.unit if spec.unit not in _SILENT_UNITS else ""
     return f"{text} ({unit})" if unit and unit.lower() not in text.lower() else text
@@ -133,3 +154,49 @@ def raw_metric_keys_visible(text: str) -> list[str]:
         if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", text):
             found.append(n)
     return sorted(found)
+
+
+def _identifiers() -> list[str]:
+    """Registered part names that have a title (attacks by registry and config name, defenses,
+    attack families) and that a reader cannot take for a word (an underscore)."""
+    from core.parts import ATTACKS, DEFENSES, FAMILIES
+
+    names = {n for n, _ in FAMILIES.items()} | {n for n, _ in DEFENSES.items()}
+    for n, a in ATTACKS.items():
+        names |= {n, a.key}
+    return sorted((n for n in names if "_" in n), key=len, reverse=True)
+
+
+def raw_identifiers_visible(text: str) -> list[str]:
+    """Registered identifiers shown where a title exists: the metric keys of
+    :func:`raw_metric_keys_visible` and the part names of :func:`_identifiers` occurring as
+    whole tokens in ``text`` (a page's visible text, its tables' cells included)."""
+    import re
+
+    found = set(raw_metric_keys_visible(text))
+    for n in _identifiers():
+        if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", text):
+            found.add(n)
+    return sorted(found)
+
+
+def titled(text: str, family: str | None = None) -> str:
+    """``text`` (a config error, a note) with registered part names replaced by their titles:
+    ``family``'s attack config names (``lira_offline`` → "LiRA (offline)"), defense and family
+    names. A page shows titles; the CLI keeps the names a user types."""
+    import re
+
+    from core.parts import ATTACKS, DEFENSES, FAMILIES
+
+    names: dict[str, str] = {n: f.title for n, f in FAMILIES.items()}
+    names.update({n: d.title for n, d in DEFENSES.items()})
+    if family is not None:
+        names.update({a.key: a.title for _, a in ATTACKS.items() if a.family == family})
+    else:  # no family: the config names only one attack has (in_training has several)
+        by_key: dict[str, set[str]] = {}
+        for a in ATTACKS.values():
+            by_key.setdefault(a.key, set()).add(a.title)
+        names.update({k: t.pop() for k, t in by_key.items() if len(t) == 1})
+    for n in sorted((n for n in names if "_" in n), key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.]){re.escape(n)}(?![\w])", names[n], text)
+    return text

@@ -127,7 +127,10 @@ def table_frame(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> pd.Data
             verdict = verdict.replace(n, short_name(n))
         row["dominance test"] = verdict
         out.append(row)
-    return pd.DataFrame(out)
+    # the columns are named even without a row (no defense picked): the page indexes by level
+    columns = ["attack level ≤", *dict.fromkeys(short_name(n) for n in names), "best",
+               "dominance test"]
+    return pd.DataFrame(out, columns=columns)
 
 
 def points_frame(cmp) -> pd.DataFrame:

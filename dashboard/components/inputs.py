@@ -24,12 +24,15 @@ import streamlit as st
 
 from core.checks import field_range, range_error, range_text
 
-__all__ = ["blocked_reason", "input_errors", "inputs_ok", "number_ui", "parse_number",
+__all__ = ["RANGES", "blocked_reason", "input_errors", "inputs_ok", "number_ui", "parse_number",
            "report_problem", "stop_if_invalid", "text_key"]
 
 _ERRORS = "_privlab_input_errors"  # key -> (what, message, blocks the config) of a problem
 _LAST = "__last"  # st.session_state[key + _LAST] = (text shown, value parsed from it)
 _TEXT = "__text"  # the text box's widget key
+#: st.session_state[RANGES][key] = the range a number box accepts (dashboard.widget_sweep reads
+#: it to type the declared ends)
+RANGES = "_privlab_number_ranges"
 
 
 def text_key(key: str) -> str:
@@ -177,6 +180,7 @@ def number_ui(label: str, *, key: str, default: float,
     text_help = range_text(**rng, note=f"or 0 = {zero}" if zero else "")
     text_help = text_help[0].upper() + text_help[1:]
     help = f"{help} {text_help}." if help else f"{text_help}."
+    ss.setdefault(RANGES, {})[key] = dict(rng, zero=zero)
     text = where.text_input(label, key=tkey, help=help, disabled=disabled)
     parsed, message = parse_number(str(text), name, zero=zero, **rng)
     ss[key], ss[lkey] = parsed, (str(text), parsed)

@@ -92,7 +92,12 @@ def lesson_panel(page: str, config: Mapping[str, Any] | None = None, *, key: str
                     f"({spec.knob.symbol}: {spec.knob.label}"
                     + (f", on {spec.variant_words}" if spec.variant_words else "") + ")")
         if sweep_button(spec, key=key, dim=dim, missing=fig.missing) and fig.missing:
-            fig = figures(spec, _peek, dim)
+            fresh = figures(spec, _peek, dim)
+            if fresh.missing != fig.missing:
+                # the button above was drawn before the job ended: draw the page again so that
+                # its "(k of n points missing)" reads the store, like the lesson does
+                st.rerun()
+            fig = fresh
         les = lesson_from(spec, fig)
         _sentences(les)
         if fig.ends is not None:

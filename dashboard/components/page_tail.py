@@ -29,15 +29,25 @@ HISTORY_ROWS = 8
 
 def notes(result: Any) -> None:
     """The run's notes, one caption each."""
-    for note in result.info.get("notes", []):
-        st.caption(f"note: {note}")
+    from dashboard.components._format import titled
+
+    for note in result.info.get("notes", []):  # parts by title: the CLI keeps the names
+        st.caption(f"note: {titled(str(note), getattr(result, 'kind', None))}")
+
+
+def kind_title(kind: str) -> str:
+    """An experiment kind in words: its attack family's title where one is registered."""
+    from core.parts import FAMILIES
+
+    return FAMILIES.get(kind).title if kind in FAMILIES else kind.replace("_", " ")
 
 
 def history_box(kind: str, *, key: str, current: str | None = None,
                 limit: int = HISTORY_ROWS) -> None:
     """The latest ``limit`` stored runs of ``kind`` (``current``: the key of the run shown,
     marked), in a box opened on request, and a link to the History page."""
-    if not (box := deferred(f"Earlier runs of this kind ({kind})", key=f"{key}_show_history",
+    if not (box := deferred(f"Earlier runs of this kind ({kind_title(kind)})",
+                            key=f"{key}_show_history",
                             icon=":material/history:")):
         return
     from dashboard.widgets import get_store

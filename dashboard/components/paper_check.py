@@ -1,8 +1,8 @@
 """The "Paper check" section: each paper's claims beside ours, with a verdict decided by the
 95 % interval of the compared difference at the largest scale measured (:mod:`core.papers`).
 
-Reads only stored benchmark files (no run). The table keeps five short columns so that it
-fits a 1280 px window; the quote, every scale's reading, the sources and the paper-scale
+Reads only stored benchmark files (no run). The table keeps five short columns whose cells
+wrap, so that it fits a 1280 px window; the quote, every scale's reading, the sources and the paper-scale
 preset (CUDA, not run here: a CPU time estimate, marked as such) are in the expander below.
 """
 
@@ -45,17 +45,6 @@ def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     } for r in rows], columns=list(COLUMNS))
 
 
-# pixel widths that sum to the content width of a 1280 px window with the sidebar open
-_CONFIG = {
-    "verdict": st.column_config.TextColumn("verdict", width=95),
-    "paper": st.column_config.TextColumn("paper", width=80),
-    "claim": st.column_config.TextColumn("claim", width=245),
-    "ours (largest scale measured)": st.column_config.TextColumn(
-        "ours (largest scale measured)", width=270,
-        help="Δ = test − base with its 95 % interval, then the two ends; no interval: why"),
-    "paper's source": st.column_config.TextColumn("paper's source", width=120),
-}
-
 
 def _stored_runs() -> list[dict[str, Any]]:
     """Preset runs in the result store (none when the store cannot be read: the table still
@@ -82,16 +71,17 @@ def paper_check_section(root: Path | None = None, *, cuda: bool | None = None) -
         papers.counts_sentence(head) + ". A claim holds when the whole 95 % interval of the "
         "compared difference is on the paper's side, does not hold when it is wholly on the "
         "other side, and is not resolved otherwise or where a result file holds only a point; "
-        "the largest scale measured decides. Our numbers are read from the stored benchmark "
+        "the largest scale measured decides; 'ours' reads Δ = test − base with its 95 % "
+        "interval, then the two ends (no interval: why). Our numbers are read from the stored benchmark "
         "results; the papers' are quoted from their own tables and figures.")
     paper_rows = [r for r in rows if r["origin"] == papers.PAPER]
     own_rows = [r for r in rows if r["origin"] == papers.OWN]
-    st.dataframe(table_frame(paper_rows), hide_index=True, width="stretch",
-                 column_config=_CONFIG)
+    # a static table: its cells wrap, so every column and every word stays on screen at
+    # 1280 px (a scrolling grid cut the claims and hid the last columns)
+    st.table(table_frame(paper_rows), hide_index=True, border="horizontal")
     if own_rows:
         st.markdown("**Our own findings** (no paper makes these claims)")
-        st.dataframe(table_frame(own_rows), hide_index=True, width="stretch",
-                     column_config=_CONFIG)
+        st.table(table_frame(own_rows), hide_index=True, border="horizontal")
     estimates = [r for r in rows if r["ours_largest"].get("estimate")]
     if estimates:
         st.caption(

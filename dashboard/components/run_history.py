@@ -35,14 +35,19 @@ def stored_kinds(kind: str) -> list[str]:
 
 
 def defense_summary(block: Any) -> str:
-    """``tappfl λ=0.5``, ``dp_gaussian ε=1``, ``none``: the defense and its knob."""
+    """``TAPPFL λ=0.5``, ``DP-Gaussian on uploads ε=1``, ``none``: the defense by its title
+    (without its parenthesised detail) and its knob."""
+    import re
+
     if not isinstance(block, dict):
         return str(block)
     kind = str(block.get("kind", "?"))
-    knob = DEFENSES.get(kind).knob if kind in DEFENSES else None
+    part = DEFENSES.get(kind) if kind in DEFENSES else None
+    name = (re.sub(r"\s*\([^)]*\)", "", part.title).strip() or kind) if part else kind
+    knob = part.knob if part is not None else None
     if knob is not None and isinstance(block.get(knob.field), int | float):
-        return f"{kind} {knob.symbol}={block[knob.field]:g}"
-    return kind
+        return f"{name} {knob.symbol}={block[knob.field]:g}"
+    return name
 
 
 def setting(kind: str, cfg: dict) -> str:
@@ -59,7 +64,11 @@ def setting(kind: str, cfg: dict) -> str:
         base = cfg.get("base", {})
         grid = cfg.get("grid", {})
         what = ", ".join(f"{p} ({len(v)})" for p, v in grid.items()) or "seeds only"
-        return (f"{base.get('kind', '?')} · {defense_summary(base.get('defense', ''))} · "
+        from core.parts import FAMILIES
+
+        bk = current_kind(str(base.get("kind", "?")))
+        bk = FAMILIES.get(bk).title if bk in FAMILIES else bk
+        return (f"{bk} · {defense_summary(base.get('defense', ''))} · "
                 f"over {what} × {len(cfg.get('seeds', []))} seeds")
     if isinstance(cfg.get("defense"), dict):
         return defense_summary(cfg["defense"])
@@ -78,6 +87,11 @@ def defense_name(cfg: dict) -> str:
     if isinstance(block, dict):
         return str(block.get("kind", "none"))
     return str(block) if block else "none"
+
+
+def defense_title(name: str) -> str:
+    """A defense kind by its registered title (``dp_sgd`` -> "DP-SGD (Opacus)")."""
+    return DEFENSES.get(name).title if name in DEFENSES else name
 
 
 def main_metrics(kind: str) -> list[str]:
@@ -125,7 +139,7 @@ def run_row(rec) -> dict[str, Any]:
         "engine": engine_label(rec.engine_version),
         "seconds": None if rec.seconds is None else round(rec.seconds, 2),
         "data set": data_name(cfg),
-        "defense": defense_name(cfg),
+        "defense": defense_title(defense_name(cfg)),
         "settings": setting(rec.kind, rec.config),
         "main metrics": " · ".join(f"{short_name(m)} {format_value(rec.metrics.get(m))}"
                                    for m in main_metrics(rec.kind) if m in rec.metrics),

@@ -82,7 +82,11 @@ def data_ui() -> dict[str, Any]:
     data: dict[str, Any] = {"name": name}
     if name in ("digits", "mnist5k"):
         a = c2.selectbox("Class 0", list(range(10)), key="fi_class_a")
-        b = c3.selectbox("Class 1", list(range(10)), key="fi_class_b")
+        # the second class never offers the first's digit (the config needs two different)
+        others = [c for c in range(10) if c != a]
+        if st.session_state.get("fi_class_b") not in others:
+            st.session_state["fi_class_b"] = others[0]
+        b = c3.selectbox("Class 1", others, key="fi_class_b")
         data["classes"] = [int(a), int(b)]
     elif name == "adult":
         data["adult_view"] = c2.selectbox(

@@ -34,6 +34,7 @@ from dashboard.components.run_history import (
     current_kind,
     data_name,
     defense_name,
+    defense_title,
     records_of,
     run_row,
     setting,
@@ -92,7 +93,8 @@ g1, g2, g3 = st.columns([1, 1, 1])
 data_filter = g1.multiselect("Data set", sorted({data_name(c) for c in _migrated} - {""}),
                              key="history_data", placeholder="any")
 defense_filter = g2.multiselect("Defense", sorted({defense_name(c) for c in _migrated}),
-                                key="history_defense", placeholder="any")
+                                key="history_defense", placeholder="any",
+                                format_func=defense_title)
 _days = sorted(d for d in (created_date(r) for r in records) if d is not None)
 date_filter = g3.date_input("Created between", value=(_days[0], _days[-1]) if _days else (),
                             key="history_dates") if _days else None
@@ -216,6 +218,15 @@ def pair_section(store, records: list) -> None:
         st.markdown(f"**Config diff** ({len(diff)} field{'' if len(diff) == 1 else 's'} "
                     f"differ{'s' if len(diff) == 1 else ''})")
         if diff:
+            from dashboard.components._format import titled
+
+            # values by title (the field column keeps the config's path a user types)
+            # a sweep's attacks are its base's kind's
+            fams = {current_kind(r.kind if r.kind != "sweep"
+                                 else str((r.config.get("base") or {}).get("kind", "")))
+                    for r in (ra, rb)}
+            kind = fams.pop() if len(fams) == 1 else None
+            diff = [{**r, "A": titled(r["A"], kind), "B": titled(r["B"], kind)} for r in diff]
             st.dataframe(diff, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(diff)))
         else:
             st.caption("Same config (another engine or seed-free field only).")

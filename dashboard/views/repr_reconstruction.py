@@ -251,7 +251,7 @@ def attack_rows(result) -> list[dict[str, str]]:
     rows = []
     for a in result.config["attack"]["attackers"]:
         part = ATTACKS.get(a)
-        rows.append({"attack": part.title, "role": part.role,
+        rows.append({"attack": part.title, "role": part.role.replace("_", "-"),  # a word
                      "SSIM": fmt_with_interval(result, f"recon_{a}_ssim", 3),
                      "PSNR (dB)": fmt_with_interval(result, f"recon_{a}_psnr", 2),
                      "MSE": fmt_with_interval(result, f"recon_{a}_mse", 4)})
