@@ -37,6 +37,24 @@ from dashboard.components.lesson import compare_lesson_panel
 from dashboard.sidebar import require_data
 from dashboard.widgets import get_store, run_job_with_progress, running_jobs_panel
 
+
+def _family_title(family: str) -> str:
+    """An attack family by its registered title (its name is an identifier)."""
+    from core.parts import FAMILIES
+
+    return FAMILIES.get(family).title if family in FAMILIES else family
+
+
+def _cell(value: float) -> float | str:
+    """A scrub-table cell: the seed mean to 4 digits, or "not reported" where the defense does
+    not report the metric (a κ channel's capacity on a DP-SGD point: NaN in the means)."""
+    import math
+
+    v = float(value)
+    if math.isnan(v):
+        return "not reported"
+    return round(v, 4) if math.isfinite(v) else ("∞" if v > 0 else "−∞")
+
 CUSTOM = "custom"
 TEACHING = next(iter(C.PRESETS))
 
@@ -125,7 +143,8 @@ def controls() -> C.ComparisonSpec | None:
         apply_preset(preset)
     base_spec = C.PRESETS[st.session_state.get("_cmp_applied", TEACHING)]()
     c1, c2, c3, c4 = st.columns(4)
-    family = c1.selectbox("Attack family", families(), key="cmp_family")
+    family = c1.selectbox("Attack family", families(), key="cmp_family",
+                          format_func=_family_title)
     datasets = _datasets(family)
     if st.session_state.get("cmp_data") not in datasets:
         st.session_state["cmp_data"] = datasets[0]
@@ -184,7 +203,8 @@ def controls() -> C.ComparisonSpec | None:
     seeds = st.slider("Seeds per point", 1, 5, key="cmp_seeds")
     refused_names = [n for n in DEFENSES.names() if C.refusal(family, n) is not None]
     if refused_names:
-        with st.expander(f"{len(refused_names)} registered defenses do not apply to {family}"):
+        with st.expander(f"{len(refused_names)} registered defenses do not apply to "
+                         f"{_family_title(family)}"):
             for n in refused_names:
                 st.caption(f"**{DEFENSES.get(n).title}**: {C.refusal(family, n)}")
     if bad:
@@ -242,8 +262,8 @@ def show(cmp: C.Comparison) -> None:
         for c in cmp.defended:
             j = min(position, len(c.knob) - 1)
             rows.append({"defense": c.name, "knob": f"{c.symbol} = {c.knob[j]:g}",
-                         display_name(cmp.spec.utility): round(float(c.utility_mean[j]), 4),
-                         display_name(cmp.spec.privacy): round(float(c.leakage_mean[j]), 4)})
+                         display_name(cmp.spec.utility): _cell(c.utility_mean[j]),
+                         display_name(cmp.spec.privacy): _cell(c.leakage_mean[j])})
         # a static table wraps the metrics' long display names (a data grid cut the last off)
         st.table(rows)
     st.subheader("Utility at equal privacy")
