@@ -307,10 +307,17 @@ def refusal(family: str, defense: str) -> str | None:
         return None
     if family not in _families():
         return f"no defense is registered for the family {family!r} (families: {', '.join(_families())})"
-    theirs = sorted({DEFENSES.get(n).release_for(family) for n in applicable_defenses(family)})
-    where = "; ".join(f"{f} (it releases {part.release_for(f)})" for f in part.families)
-    return (f"{part.title} does not apply to {family}: it is registered for {where}, while "
-            f"{family}'s attacks observe {' / '.join(theirs)} releases")
+    from core.parts import FAMILIES
+
+    def title(f: str) -> str:  # a family and a release by name as a reader says them
+        return FAMILIES.get(f).title if f in FAMILIES else f
+
+    theirs = sorted({DEFENSES.get(n).release_for(family).replace("_", " ")
+                     for n in applicable_defenses(family)})
+    where = "; ".join(f"{title(f)} (it releases {part.release_for(f).replace('_', ' ')}s)"
+                      for f in part.families)
+    return (f"{part.title} does not apply to {title(family)}: it is registered for {where}, "
+            f"while the attacks of {title(family)} observe {' / '.join(theirs)} releases")
 
 
 def family_defaults(family: str) -> dict[str, Any]:

@@ -164,7 +164,7 @@ def test_refusal_comes_from_the_registry():
     assert C.refusal("membership", "dp_sgd") is None
     why = C.refusal("membership", "dp_gaussian")
     assert why is not None and "\n" not in why
-    assert "does not apply to membership" in why and "attribute_privacy" in why
+    assert "does not apply to membership inference" in why and "attribute inference" in why
     assert "representation" in why and "model" in why  # its release vs the plane's
     assert "not a registered defense" in C.refusal("membership", "nope")
     assert "no defense is registered" in C.refusal("no_such_family", "dp_sgd")
@@ -178,7 +178,7 @@ def test_comparison_sweeps_refuse_what_does_not_apply_and_add_the_undefended_poi
         seeds=(0, 1), base={"train": {"members": 50}})
     sweeps, refused = C.comparison_sweeps(spec)
     assert [d.defense for d, _ in sweeps] == ["none", "dp_sgd", "channel"]
-    assert [(d.defense, "does not apply to membership" in why) for d, why in refused] == \
+    assert [(d.defense, "does not apply to membership inference" in why) for d, why in refused] == \
         [("tappfl", True)]
     none, dp, ch = (cfg for _, cfg in sweeps)
     assert none["grid"] == {} and none["seeds"] == [0, 1]

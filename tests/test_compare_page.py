@@ -150,7 +150,7 @@ def test_compare_page_lists_refused_defenses_and_does_not_run_without_a_click(st
     at.selectbox(key="cmp_family").set_value("attribute_privacy").run()
     assert not at.exception
     text = " ".join(c.value for c in at.caption)
-    assert "Inf2Guard (λ)" in text and "does not apply to attribute_privacy" in text
+    assert "Inf2Guard (λ)" in text and "does not apply to attribute inference on released representations" in text
     assert "tappfl" in at.multiselect(key="cmp_defenses").options[0] or \
         "TAPPFL" in str(at.multiselect(key="cmp_defenses").options)
     assert "Run the comparison" in " ".join(i.value for i in at.info)
