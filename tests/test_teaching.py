@@ -13,6 +13,7 @@ from core.config import parse_config
 from core.parts import DEFENSES
 from core.result import Result
 from core.sweeps import expand
+from dashboard.components._format import titled
 from tests.test_pages import store  # noqa: F401  (fixture)
 
 
@@ -204,7 +205,7 @@ def test_fil_page_lesson_box_then_teaching_sweep_as_one_job(store):  # noqa: F81
     assert not at.exception and not at.error
     text = " ".join(m.value for m in at.markdown)
     les = teaching.lesson(spec, store.peek)
-    assert les.ready and les.sentences[0] in text
+    assert les.ready and titled(les.sentences[0]) in text  # the page names parts by title
     assert next(b for b in at.button if b.key == "fi_teaching_sweep").disabled
 
 

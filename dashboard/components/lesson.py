@@ -38,11 +38,15 @@ def _peek(config: Mapping[str, Any]):
 
 
 def _sentences(les: Lesson) -> None:
+    """The lesson's sentences, parts named by their titles (the engine's sentences keep the
+    registered names, which the number check and the README read)."""
+    from dashboard.components._format import titled
+
     for s in les.sentences:
         if s in les.contradictions:
-            st.warning(s, icon=":material/report:")
+            st.warning(titled(s), icon=":material/report:")
         else:
-            st.markdown(s)
+            st.markdown(titled(s))
 
 
 def figures_table(rows: list[dict[str, str]]) -> None:
@@ -50,8 +54,11 @@ def figures_table(rows: list[dict[str, str]]) -> None:
     :meth:`core.teaching.Figures.rows`)."""
     import pandas as pd
 
+    from dashboard.components._format import titled
+
+    shown = [{k: titled(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
     with st.expander("The figures this lesson reads", icon=":material/table:"):
-        st.table(pd.DataFrame(rows).fillna("").set_index("figure"))
+        st.table(pd.DataFrame(shown).fillna("").set_index("figure"))
 
 
 def sweep_button(spec: TeachingSweep, *, key: str, dim: int | None = None,
