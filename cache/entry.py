@@ -28,6 +28,8 @@ RESULT_FILE = "result.json"
 ARTIFACTS_FILE = "artifacts.npz"
 #: the entry's own record of its files' sha256 (written with them, before the rename)
 MANIFEST_FILE = "sha256.json"
+#: an imported run's origin (cache.bundle), beside its files, so a rebuilt index keeps it
+ORIGIN_FILE = "origin.json"
 
 
 class CorruptEntry(Exception):
@@ -92,8 +94,10 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(enc: EncodedResult, final_dir: Path, tmp_root: Path, key: str) -> None:
-    """Write the files into ``tmp_root/<key>.<pid>.<rand>``, fsync, rename to ``final_dir``.
+def write_atomic(enc: EncodedResult, final_dir: Path, tmp_root: Path, key: str,
+                 origin: bytes | None = None) -> None:
+    """Write the files into ``tmp_root/<key>.<pid>.<rand>``, fsync, rename to ``final_dir``
+    (``origin``: an imported run's :data:`ORIGIN_FILE`, written with them).
 
     The caller holds the key's lock; a stale ``final_dir`` (already judged corrupt) is removed
     first because a directory can only be renamed onto a missing path. An OSError (full disk,
@@ -105,6 +109,8 @@ def write_atomic(enc: EncodedResult, final_dir: Path, tmp_root: Path, key: str) 
         _write_synced(tmp / RESULT_FILE, enc.result_json)
         _write_synced(tmp / ARTIFACTS_FILE, enc.artifacts_npz)
         _write_synced(tmp / MANIFEST_FILE, enc.manifest())
+        if origin is not None:
+            _write_synced(tmp / ORIGIN_FILE, origin)
         _fsync_dir(tmp)
         if final_dir.exists():
             remove_dir(final_dir, tmp_root)
@@ -166,6 +172,16 @@ def _decode(meta_bytes: bytes, npz_bytes: bytes, key: str) -> Result:
         raise CorruptEntry(f"{key[:12]}: artifact names do not match {RESULT_FILE}")
     result.from_cache = True
     return result
+
+
+def read_origin(entry_dir: Path) -> dict | None:
+    """An imported entry's origin (:data:`ORIGIN_FILE`); None when it has none or it is
+    unreadable (the origin is a note, never a reason to refuse the run)."""
+    try:
+        value = json.loads((entry_dir / ORIGIN_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def read_self_verified(entry_dir: Path, key: str) -> tuple[Result, str, str, dict]:

@@ -36,13 +36,14 @@ CREATE TABLE IF NOT EXISTS runs (
     sha_result     TEXT NOT NULL,
     sha_artifacts  TEXT NOT NULL,
     label          TEXT NOT NULL DEFAULT '',
-    last_used      REAL
+    last_used      REAL,
+    origin         TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_kind_created ON runs(kind, created);
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created);
 """
 #: columns added after the first schema: (name, SQL type), added by ALTER TABLE on open
-ADDED_COLUMNS = (("last_used", "REAL"),)
+ADDED_COLUMNS = (("last_used", "REAL"), ("origin", "TEXT"))
 BUSY_TIMEOUT_MS = 30_000
 MIN_PREFIX = 6
 _HEX = set("0123456789abcdef")
@@ -60,6 +61,9 @@ class RunRecord:
     config: dict[str, Any]
     label: str = ""
     engine_version: str = ""
+    #: where an imported run came from (:mod:`cache.bundle`: bundle file name, date, original
+    #: engine, read-only); None for a run computed here
+    origin: dict[str, Any] | None = None
 
 
 @dataclass
@@ -75,6 +79,7 @@ class IndexRow:
     sha_artifacts: str
     label: str = ""
     last_used: float | None = None  # unix time of the last hit; None: set to now by put()
+    origin: dict[str, Any] | None = None  # an imported run's origin (RunRecord.origin)
 
 
 def check_key_or_prefix(key: str) -> str:
@@ -87,6 +92,17 @@ def check_key_or_prefix(key: str) -> str:
             f"key: got {key!r}; allowed: a run key or a unique prefix of {MIN_PREFIX} to 64 hex characters"
         )
     return k
+
+
+def _origin(text: str | None) -> dict[str, Any] | None:
+    """An index row's origin column read back (None: computed here, or unreadable)."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 class RunIndex:
@@ -223,7 +239,8 @@ class RunIndex:
         return rows[0][0] if rows else None
 
     def records(self, kind: str | None = None, limit: int | None = None) -> list[RunRecord]:
-        sql = "SELECT key, kind, created, seconds, metrics, config, label, engine_version FROM runs"
+        sql = ("SELECT key, kind, created, seconds, metrics, config, label, engine_version, "
+               "origin FROM runs")
         args: list[Any] = []
         if kind is not None:
             sql += " WHERE kind = ?"
@@ -238,6 +255,7 @@ class RunIndex:
                 key=r["key"], kind=r["kind"], created=r["created"], seconds=r["seconds"],
                 metrics=json.loads(r["metrics"]), config=json.loads(r["config"]),
                 label=r["label"], engine_version=r["engine_version"],
+                origin=_origin(r["origin"]),
             )
             for r in self._q(sql, args)
         ]
@@ -278,12 +296,13 @@ class RunIndex:
         metrics_json = json.dumps(row.metrics, sort_keys=True)
         self._write(
             "INSERT OR REPLACE INTO runs (key, kind, created, seconds, engine_version, config, "
-            "metrics, sha_result, sha_artifacts, label, last_used) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "metrics, sha_result, sha_artifacts, label, last_used, origin) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.key, row.kind, row.created, row.seconds, row.engine_version,
                 config_json, metrics_json, row.sha_result, row.sha_artifacts, row.label,
                 time.time() if row.last_used is None else float(row.last_used),
+                None if row.origin is None else json.dumps(row.origin, sort_keys=True),
             ),
             needed=len(config_json) + len(metrics_json) + 4096,  # the row and a WAL page
         )

@@ -4,7 +4,8 @@ index), and adopt single entries whose row is missing.
 An entry ``runs/<key[:2]>/<key>/`` is indexed again when it matches its own ``sha256.json``
 (entries written before the manifest existed: when it decodes completely; the npz's zip CRCs
 still check the arrays), its ``result.json`` parses and its stored key matches its directory.
-Checksums are recomputed, ``created`` comes from the file's mtime, labels are lost. An entry
+Checksums are recomputed, ``created`` comes from the file's mtime, labels are lost (an imported
+run's origin is kept: it has its own file). An entry
 that fails is left where it is, unindexed: ``privlab verify --repair`` removes it, and a run of
 its config recomputes it. Nothing is deleted here, so an I/O error during a rebuild loses
 nothing.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cache.entry import RESULT_FILE, CorruptEntry, read_self_verified
+from cache.entry import RESULT_FILE, CorruptEntry, read_origin, read_self_verified
 from cache.errors import StoreIOError
 from cache.index import IndexRow, RunIndex
 
@@ -40,7 +41,7 @@ def adopt(index: RunIndex, entry_dir: Path) -> None:
             key=key, kind=res.kind, created=mtime.isoformat(timespec="milliseconds"),
             seconds=res.timings.get("total_s"), engine_version=res.engine_version,
             config=res.config, metrics=meta.get("metrics", {}),
-            sha_result=sha_r, sha_artifacts=sha_a,
+            sha_result=sha_r, sha_artifacts=sha_a, origin=read_origin(entry_dir),
         )
     )
 

@@ -26,6 +26,7 @@ damaged, lost or emptied index is rebuilt from the entries on disk, so history s
 from __future__ import annotations
 
 import errno
+import json
 import math
 import os
 import shutil
@@ -341,21 +342,27 @@ class ResultStore:
         result.seed = cfg.seed
         result.metrics = {k: float(v) for k, v in result.metrics.items()}
         result.artifacts = {k: np.asarray(v) for k, v in result.artifacts.items()}
+        self._write_entry(key, result, float(result.timings.get("total_s", seconds)))
+
+    def _write_entry(self, key: str, result: Result, seconds: float | None,
+                     origin: dict[str, Any] | None = None) -> None:
+        """Write ``result``'s files, then its index row (caller holds the key's lock)."""
         enc = encode(result)
         free = _free(self.root)
         if free is not None and free < enc.size:  # refuse before writing a byte
             raise io_error(OSError(errno.ENOSPC, "no space left on device"),
                            f"write run {key[:12]}", self.entry_dir(key), needed=enc.size,
                            root=self.root, free=free)
-        write_atomic(enc, self.entry_dir(key), self.tmp_dir, key)
+        origin_bytes = None if origin is None else json.dumps(origin, sort_keys=True).encode()
+        write_atomic(enc, self.entry_dir(key), self.tmp_dir, key, origin_bytes)
         meta_metrics = {k: (None if math.isnan(float(v)) else float(v)) for k, v in result.metrics.items()}
         try:
             self.index.put(
                 IndexRow(
-                    key=key, kind=cfg.kind, created=_now_iso(),
-                    seconds=float(result.timings.get("total_s", seconds)),
+                    key=key, kind=result.kind, created=_now_iso(), seconds=seconds,
                     engine_version=result.engine_version, config=result.config,
                     metrics=meta_metrics, sha_result=enc.sha_result, sha_artifacts=enc.sha_artifacts,
+                    origin=origin,
                 )
             )
         except StoreError:
@@ -366,6 +373,24 @@ class ResultStore:
             except StoreError:
                 pass
             raise
+
+    def import_result(self, result: Result, *, origin: dict[str, Any]) -> bool:
+        """Store a Result made elsewhere (a bundle, :mod:`cache.bundle`) under its own key,
+        exactly as recorded there (config, engine, metrics, arrays), with ``origin`` in its
+        index row and beside its files; False when the key is stored already (kept as it is).
+        The caller has checked the key against the config; StoreIOError as :meth:`get_or_run`."""
+        key = check_key_or_prefix(result.key or "")
+        if len(key) != 64:
+            raise ValueError(f"key: got {key!r}; an imported run needs its full 64-hex key")
+        self._check_writable(f"import run {key[:12]}")
+        with self._lock(self._lock_path(key), f"lock run {key[:12]}"):
+            if self._repair_locked(key) is not None:
+                return False
+            self._clear_tmp(key)
+            seconds = result.timings.get("total_s")
+            self._write_entry(key, result, None if seconds is None else float(seconds),
+                              dict(origin))
+        return True
 
     def _points_stored(self, result: Result) -> bool:
         """A stored sweep is served only while every point it lists is stored: one whose points
