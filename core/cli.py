@@ -10,6 +10,9 @@
     privlab show KEY [--json]
     privlab delete KEY
     privlab export PATH [--format csv|json] [--kind K] [--force]
+    privlab bundle KEY -o NAME.zip [--no-figures] [--force]
+    privlab bundle --comparison SPEC.yaml -o NAME.zip [--no-figures] [--force]
+    privlab import NAME.zip [--read-only] [--json]
     privlab datasets [--json]
     privlab parts [--family F] [--json]
     privlab papers [--json] [--preset ID]
@@ -398,6 +401,43 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_bundle(args: argparse.Namespace) -> int:
+    """A run, a sweep or a comparison as one zip (:func:`cache.bundle.write_bundle`)."""
+    from cache.bundle import load_spec, write_bundle
+
+    if (args.key is None) == (args.comparison is None):
+        raise UsageError("bundle: give a run or sweep KEY, or --comparison SPEC.yaml (one of them)")
+    out = Path(args.output).expanduser()
+    if out.exists() and not args.force:
+        raise UsageError(f"bundle: {out} exists; give --force to overwrite it")
+    target = args.key if args.comparison is None else load_spec(args.comparison)
+    figures = not args.no_figures
+    if figures:
+        import dashboard.bundle_figures  # noqa: F401 -- registers the dashboard's figures
+    info = write_bundle(target, out, store=_store(args), figures=figures)
+    print(f"wrote {info.sentence}")
+    for note in info.notes:
+        print(f"{PROG}: note: {_one_line(note)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Runs from a bundle into the store (:func:`cache.bundle.import_bundle`)."""
+    from cache.bundle import import_bundle
+
+    report = import_bundle(args.path, store=_store(args), read_only=args.read_only)
+    if args.json:
+        _json_out({"source": report.source, "kind": report.kind, "keys": report.keys,
+                   "imported": report.imported, "already": report.already,
+                   "read_only": report.read_only, "engine": report.engine,
+                   "notes": report.notes})
+    else:
+        print(report.sentence)
+        for note in report.notes:
+            print(f"{PROG}: note: {_one_line(note)}", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_datasets(args: argparse.Namespace) -> int:
     from core.data import describe_datasets
 
@@ -751,6 +791,27 @@ def build_parser() -> argparse.ArgumentParser:
                     help="replace an existing file (a symbolic link is replaced, never followed)")
     cache_dir(sp)
     sp.set_defaults(func=cmd_export)
+
+    sp = sub.add_parser("bundle", help="write a stored run, sweep or comparison as one zip "
+                        "(configs, results, arrays, figures, checksums)")
+    sp.add_argument("key", metavar="KEY", nargs="?", default=None,
+                    help="a run or sweep key, or a unique prefix")
+    sp.add_argument("--comparison", metavar="SPEC", default=None,
+                    help="a comparison spec (YAML or JSON) whose points are stored")
+    sp.add_argument("-o", "--output", metavar="NAME.zip", required=True)
+    sp.add_argument("--no-figures", action="store_true", help="leave the figures out")
+    sp.add_argument("--force", action="store_true", help="replace an existing file")
+    cache_dir(sp)
+    sp.set_defaults(func=cmd_bundle)
+
+    sp = sub.add_parser("import", help="add the runs of a bundle to the store (checksums, "
+                        "engine and keys checked first)")
+    sp.add_argument("path", metavar="NAME.zip")
+    sp.add_argument("--read-only", action="store_true",
+                    help="accept a bundle of another engine: its runs become read-only history")
+    sp.add_argument("--json", action="store_true")
+    cache_dir(sp)
+    sp.set_defaults(func=cmd_import)
 
     sp = sub.add_parser("datasets", help="the data sets and whether they are available")
     sp.add_argument("--json", action="store_true")

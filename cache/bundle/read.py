@@ -49,8 +49,8 @@ class ImportReport:
 
     @property
     def sentence(self) -> str:
-        how = (f" read-only (written by engine {self.engine}, not this one: shown in History, "
-               "never served as a cached run)" if self.read_only else "")
+        how = (f" read-only (engine {self.engine}, not this one: shown in History, never "
+               "served as a cached run)" if self.read_only else "")
         kept = f"; {len(self.already)} already stored" if self.already else ""
         return (f"{self.source}: imported {len(self.imported)} runs of a {self.kind} bundle"
                 f"{how}{kept}")
@@ -185,13 +185,15 @@ def import_bundle(path: str | Path | bytes | IO[bytes], *, store: Any,
     runs = [_run(files, e) for e in man["runs"] if isinstance(e, Mapping)]
     if len(runs) != len(man["runs"]):
         raise BundleError(f"bundle: {M.MANIFEST} lists a run that is not a mapping")
-    same = engine.get("fingerprint") == engine_fingerprint() and \
-        all(r.engine_version == engine_id() for r in runs)
+    others = sorted({r.engine_version for r in runs if r.engine_version != engine_id()})
+    if engine.get("fingerprint") != engine_fingerprint():
+        others = sorted(set(others) | {str(engine.get("id", "?"))})
+    same = not others
     notes: list[str] = []
     if not same and not read_only:
-        raise BundleError(f"bundle: {source} was written by engine {engine.get('id', '?')}, "
-                          f"this is {engine_id()}; import it with --read-only (read_only=True) "
-                          "to keep its runs as read-only history")
+        raise BundleError(f"bundle: {source} holds runs of engine {', '.join(others)}, this is "
+                          f"{engine_id()}; import it with --read-only (read_only=True) to keep "
+                          "its runs as read-only history")
     if same and read_only:
         notes.append("same engine: the runs were imported as normal runs")
     for r in runs:
@@ -226,4 +228,5 @@ def import_bundle(path: str | Path | bytes | IO[bytes], *, store: Any,
         spec = yaml.safe_load(files[M.SPEC])
     return ImportReport(source=source, kind=man["kind"], keys=list(man.get("keys", [])),
                         imported=imported, already=already, read_only=not same,
-                        engine=str(engine.get("id", "?")), spec=spec, notes=notes)
+                        engine=", ".join(others) or str(engine.get("id", "?")), spec=spec,
+                        notes=notes)

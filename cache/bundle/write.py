@@ -184,6 +184,12 @@ def write_bundle(target: Any, path: str | Path | IO[bytes], *, store: Any,
     c, files, fig_names, notes = bundle_files(target, store=store, figures=figures,
                                               extras=extras)
     extra_names = sorted((extras or {}).keys())
+    runs = ([c.main] if c.main is not None else []) + list(c.points.values())
+    old = sorted({r.engine_version for r in runs if r.engine_version != engine_id()})
+    if old:
+        notes.append(f"{sum(r.engine_version in old for r in runs)} of {len(runs)} runs were "
+                     f"computed by another engine ({', '.join(old)}); importing the bundle "
+                     "will need --read-only")
     man = _manifest(c, files, fig_names, extra_names, created, notes)
     stamp = datetime.fromisoformat(created).timetuple()[:6]
     buf = io.BytesIO()

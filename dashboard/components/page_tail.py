@@ -4,7 +4,7 @@ panels, the same way everywhere.
 - the run's caveats in full (each also flagged beside its number,
   :mod:`dashboard.components.caveats`) and its notes, as the run reported them;
 - the config and every metric with its interval (drawn only when opened);
-- the run to take away: the Result as JSON, and (``config`` given) the config as YAML / a CLI
+- the run to take away: the Result as JSON, the bundle (.zip), and (``config`` given) the config as YAML / a CLI
   command (:func:`dashboard.components.copy_run.copy_run`);
 - the latest stored runs of this kind, the shown one marked, with a link to History (drawn
   only when opened: it reads the store's index).
@@ -17,6 +17,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.components.bundle_button import bundle_button
 from dashboard.components.caveats import caveat_list
 from dashboard.components.copy_run import copy_run
 from dashboard.components.deferred import deferred
@@ -82,6 +83,7 @@ def page_tail(result: Any | None, kind: str, *, key: str,
                            file_name=f"privlab_{kind}_{(result.key or 'run')[:12]}.json",
                            mime="application/json", key=f"{key}_download_json",
                            icon=":material/download:")
+        bundle_button(result.key, key=key)
     if config is not None:
         copy_run(config)
     history_box(kind, key=key, current=None if result is None else result.key)

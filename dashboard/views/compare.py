@@ -25,6 +25,7 @@ from core.experiments import RUNNERS
 from core.parts import DEFENSES, is_baseline
 from dashboard import state
 from dashboard.components._format import display_name
+from dashboard.components.bundle_button import bundle_button
 from dashboard.components.compare_plot import (
     comparison_figure,
     figure_html,
@@ -285,6 +286,7 @@ def show(cmp: C.Comparison) -> None:
                        file_name="compare_points.csv", mime="text/csv", key="cmp_points_csv")
     d3.download_button("Figure (standalone HTML)", lambda: figure_html(fig),
                        file_name="compare.html", mime="text/html", key="cmp_html")
+    bundle_button(cmp.spec, key="cmp")
     with st.expander("Every point"):
         st.dataframe(points_frame(cmp), hide_index=True, width="stretch")
     for name, why in cmp.refused:

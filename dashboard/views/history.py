@@ -21,6 +21,7 @@ from cache.export import write_table
 from core.fingerprint import same_engine
 from core.migrations import migrate
 from dashboard.components import copy_run, metrics_frame
+from dashboard.components.bundle_button import add_origin_column, bundle_button, origin_caption
 from dashboard.components.compare_plot import figure_html
 from dashboard.components.history_diff import (
     config_diff,
@@ -110,7 +111,7 @@ if not records:
             "the projection on the Data & projections page).")
     st.stop()
 
-table = pd.DataFrame([run_row(r) for r in records])
+table = add_origin_column(pd.DataFrame([run_row(r) for r in records]), records)
 if not table["label"].astype(bool).any():  # no run has a label: no empty column
     table = table.drop(columns=["label"])
 # a fixed height scrolls inside the table, its header row staying visible
@@ -140,6 +141,7 @@ result = store.get(key)
 if not same_engine(rec.engine_version):
     st.caption(f"Run {key[:12]} was computed by an older engine ({rec.engine_version or 'unknown'}"
                "); rerun to refresh.")
+origin_caption(rec)
 copy_run(rec.config)
 left, right = st.columns(2)
 with left:
@@ -159,6 +161,7 @@ with right:
 if result is not None:
     st.download_button("Download this run (JSON)", result.to_json(), file_name=f"{key[:12]}.json",
                        mime="application/json", key="history_one_json")
+    bundle_button(key, key="history_one")
     if result.curves:
         st.caption("curves: " + ", ".join(f"{short_name(k, 40)} ({len(v)} points)"
                                           for k, v in result.curves.items()))
