@@ -288,6 +288,8 @@ def test_another_engine_is_refused_then_imported_read_only_and_marked(tmp_path, 
     with pytest.warns(RuntimeWarning, match="rebuilt it from 1 stored runs"):
         rebuilt = ResultStore(empty.root)
     assert rebuilt.list()[0].origin == rec.origin
+    check = rebuilt.verify()
+    assert check.clean and check.entries_ok == 1  # an imported entry is a sound entry
 
     from dashboard.components.bundle_button import origin_text
 

@@ -124,7 +124,7 @@ def test_compare_page_draws_the_plane_table_and_exports_from_the_store(store, pr
     assert all(t.get("mode") in ("lines+markers", "markers") for t in fig["data"]
                if t.get("name", "").startswith(("Inf2Guard", "DP-SGD", "κ channel", "no def")))
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Table (CSV)", "Points (CSV)", "Figure (standalone HTML)"]
+    assert labels == ["Table (CSV)", "Points (CSV)", "Figure (standalone HTML)", "Bundle (.zip)"]
     # scrub the cached grid: the marked points move, nothing runs or is stored
     before = chart(at, "cmp_plane")["data"][-1]
     at.slider(key="cmp_position").set_value(2).run()
@@ -219,7 +219,7 @@ def test_history_filters_diffs_and_exports(store, preset):
     assert not at.exception and not at.error
     table = at.dataframe[0].value
     assert {"membership", "sweep", "projection"} <= set(table["kind"])
-    assert len(at.get("download_button")) == 3  # CSV, JSON, the selected run
+    assert len(at.get("download_button")) == 4  # CSV, JSON, the selected run and its bundle
     at.multiselect(key="history_defense").set_value(["dp_sgd"]).run()
     table = at.dataframe[0].value
     assert set(table["defense"]) == {"DP-SGD (Opacus)"} and set(table["kind"]) == {"membership", "sweep"}

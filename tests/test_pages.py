@@ -330,7 +330,7 @@ def test_history_page_lists_inspects_exports_and_deletes(store):
     table = at.dataframe[0].value
     assert set(table["kind"]) == {"projection", "attribute_privacy"}
     assert set(table["engine"]) == {"current"}
-    assert len(at.get("download_button")) == 3
+    assert len(at.get("download_button")) == 4  # CSV, JSON, the selected run and its bundle
     assert at.json, "config of the selected run not shown"
     at.selectbox(key="history_kind").set_value("attribute_privacy").run()
     assert set(at.dataframe[0].value["kind"]) == {"attribute_privacy"}
