@@ -363,3 +363,32 @@ def test_cli_bundle_and_import(filled, tmp_path, capsys):
     assert main(["import", str(bad), "--cache-dir", str(tmp_path / "d3")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "config.yaml does not match its checksum" in err
+
+
+def test_the_dashboard_builds_a_bundle_once_per_target(monkeypatch):
+    """Two clicks (two sessions at once, or one after the other) build one bundle."""
+    import threading
+    import time
+
+    import cache.bundle
+    from dashboard.components import bundle_button as B
+
+    calls = []
+
+    def fake(target, buf, *, store):
+        calls.append(target)
+        time.sleep(0.3)  # long enough for the other clicks to arrive while it builds
+        buf.write(b"zip of " + target.encode())
+
+    monkeypatch.setattr(cache.bundle, "write_bundle", fake)
+    monkeypatch.setattr(B, "_BUILT", type(B._BUILT)())
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(B.bundle_bytes("ab" * 32)))
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [b"zip of " + b"ab" * 32] * 3 and calls == ["ab" * 32]
+    B.bundle_bytes("cd" * 32)
+    assert calls == ["ab" * 32, "cd" * 32]

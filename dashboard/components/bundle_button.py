@@ -19,6 +19,7 @@ import streamlit as st
 #: bundles kept for a repeated click (a few MB each)
 KEEP = 4
 _BUILT: OrderedDict[tuple, bytes] = OrderedDict()
+_BUILDING: dict[tuple, threading.Lock] = {}
 _LOCK = threading.Lock()
 
 
@@ -40,16 +41,19 @@ def bundle_bytes(target: Any) -> bytes:
 
     ident = _identity(target)
     with _LOCK:
-        if ident in _BUILT:
-            _BUILT.move_to_end(ident)
-            return _BUILT[ident]
-    buf = io.BytesIO()
-    write_bundle(target, buf, store=get_store())
-    data = buf.getvalue()
-    with _LOCK:
-        _BUILT[ident] = data
-        while len(_BUILT) > KEEP:
-            _BUILT.popitem(last=False)
+        building = _BUILDING.setdefault(ident, threading.Lock())
+    with building:  # two clicks on one target (two sessions): one build, both get it
+        with _LOCK:
+            if ident in _BUILT:
+                _BUILT.move_to_end(ident)
+                return _BUILT[ident]
+        buf = io.BytesIO()
+        write_bundle(target, buf, store=get_store())
+        data = buf.getvalue()
+        with _LOCK:
+            _BUILT[ident] = data
+            while len(_BUILT) > KEEP:
+                _BUILDING.pop(_BUILT.popitem(last=False)[0], None)
     return data
 
 
