@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -408,11 +409,17 @@ def execute(nb: Any, *, store: Any = None, timeout: int = 600, cwd: str | Path |
     if store is not None:
         env["PRIVLAB_CACHE_DIR"] = str(store.root)
     nb = copy.deepcopy(nb)
+    sockets = tempfile.mkdtemp(prefix="privlab-kernel-")
     # IPC sockets: local only, and ipykernel warns (into the last cell's output) about TCP
     # without encryption
     km = KernelManager(kernel_name="python3", kernel_spec_manager=_ThisPython(), transport="ipc",
-                       ip=str(Path(tempfile.mkdtemp(prefix="privlab-kernel-")) / "kernel"))
+                       ip=str(Path(sockets) / "kernel"))
     client = NotebookClient(nb, km=km, timeout=timeout,
                             resources={"metadata": {"path": str(cwd or Path.cwd())}})
-    client.execute(env=env)
+    try:
+        client.execute(env=env)
+    finally:  # nbclient leaves a kernel manager it was handed running
+        if km.has_kernel:
+            km.shutdown_kernel(now=False)
+        shutil.rmtree(sockets, ignore_errors=True)
     return nb
