@@ -171,6 +171,10 @@ def _yaml_literal(name: str, data: Any) -> str:
 
 
 _IMPORTS = "import plotly.graph_objects as go\n\nimport privlab"
+_IMAGE_IMPORTS = ("import numpy as np\nimport plotly.graph_objects as go\n"
+                  "from plotly.subplots import make_subplots\n\nimport privlab")
+#: artifacts holding the images an attack reconstructs, shown first when present
+_ORIGINALS = ("targets", "originals", "noisy")
 
 _ROC = '''\
 # every attacker's ROC (the run's roc_<attacker>_fpr / _tpr arrays)
@@ -190,12 +194,40 @@ _CURVES = '''\
 x_name = next((n for n in ("round", "epoch", "iteration", "step") if n in result.curves), None)
 fig = go.Figure()
 for name, ys in result.curves.items():
-    if name == x_name or name.startswith("seconds"):
+    if name == x_name or "seconds" in name:  # timings are no result
         continue
     xs = result.curves[x_name] if x_name else []
     xs = xs if len(xs) == len(ys) else list(range(1, len(ys) + 1))
     fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=name)
 fig.update_layout(title="Curves", xaxis_title=x_name or "step")
+fig'''
+
+_EMBEDDING = '''\
+# the 2-D embedding, coloured by the task label
+emb = result.artifacts["embedding"]
+fig = go.Figure(go.Scatter(x=emb[:, 0], y=emb[:, 1], mode="markers",
+                           marker={"color": result.artifacts["label"], "size": 5,
+                                   "colorscale": "Viridis", "showscale": True}))
+fig.update_layout(title="Embedding coloured by the task label")
+fig'''
+
+_IMAGES = f'''\
+# the originals beside each attack's reconstructions (first 8 of each; pixels in [0, 1])
+def strip(images):
+    """Up to 8 images (n, C, H, W) side by side as one RGB array."""
+    tiles = [np.repeat(im[:1], 3, 0) if im.shape[0] == 1 else im[:3]
+             for im in np.clip(np.asarray(images[:8], dtype=float), 0, 1)]
+    return np.concatenate([np.transpose(t, (1, 2, 0)) for t in tiles], axis=1)
+
+
+shown = [n for n in {_ORIGINALS!r} if n in result.artifacts]
+shown += sorted(n for n in result.artifacts
+                if n.startswith("recon_") and result.artifacts[n].ndim == 4)
+fig = make_subplots(rows=len(shown), cols=1, subplot_titles=shown, vertical_spacing=0.04)
+for row, name in enumerate(shown, start=1):
+    fig.add_trace(go.Image(z=np.round(strip(result.artifacts[name]) * 255).astype(np.uint8)),
+                  row=row, col=1)
+fig.update_layout(title="Reconstructions", height=120 * len(shown) + 80)
 fig'''
 
 _SWEEP_PLOT = '''\
@@ -279,11 +311,18 @@ def _run_cells(result: Result) -> list[tuple[str, str]]:
         ("markdown", "## Headline numbers"),
         ("code", _HEADLINE.format(var="result")),
     ]
+    arts = result.artifacts
     figures = []
-    if any(k.startswith("roc_") and k.endswith("_fpr") for k in result.artifacts):
+    if any(k.startswith("roc_") and k.endswith("_fpr") for k in arts):
         figures.append(("code", _ROC))
     if len(result.curves) > 1:
         figures.append(("code", _CURVES))
+    emb = arts.get("embedding")
+    if emb is not None and emb.ndim == 2 and emb.shape[1] >= 2 and "label" in arts:
+        figures.append(("code", _EMBEDDING))
+    if any(k.startswith("recon_") and v.ndim == 4 for k, v in arts.items()):
+        figures.append(("code", _IMAGES))
+        cells[1] = ("code", _IMAGE_IMPORTS)
     if figures:
         cells += [("markdown", "## Figures"), *figures]
     return cells + [("markdown", "## Check"),

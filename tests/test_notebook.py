@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 import nbformat
+import numpy as np
 import pytest
 import yaml
 from test_public_api import LAM, SPEC, TINY
@@ -129,3 +130,32 @@ def test_a_comparison_notebook_needs_its_points_stored_then_checks_them(
     assert ns["FROM_STORE"] and len(ns["EXPECTED"]) == 2 * len(cmp.points())
     assert "headline numbers equal (read from the store)" in capsys.readouterr().out
     assert [t.name for t in ns["fig"].data] == [c.name for c in cmp.curves]
+
+
+def test_projection_and_reconstruction_runs_redraw_their_embedding_and_images(
+        store, monkeypatch, capsys):
+    proj = privlab.run({"kind": "projection", "data": {"name": "digits"}, "method": "pca",
+                        "max_points": 200}, store=store)
+    ns = _run_script(script_for(proj, store=store), store, monkeypatch)
+    assert ns["fig"].layout.title.text == "Embedding coloured by the task label"
+    assert len(ns["fig"].data[0].x) == len(proj.artifacts["embedding"])
+
+    # a stored reconstruction run (its arrays made up here: the notebook only reads the store)
+    from core.result import Result
+
+    rng = np.random.default_rng(0)
+    images = {"targets": rng.random((3, 1, 8, 8)), "recon_idlg": rng.random((3, 1, 8, 8))}
+
+    def made_up(cfg, progress=None, cancel=None) -> Result:
+        return Result(kind="gradient_leakage", config=cfg.model_dump(mode="json"), seed=cfg.seed,
+                      metrics={"utility_acc": 0.5, "recon_best_psnr_median": 10.0},
+                      artifacts=images)
+
+    gl = store.get_or_run({"kind": "gradient_leakage", "data": {"name": "digits"}},
+                          runner=made_up)
+    nb = notebook_for(gl.key, store=store)
+    assert _imports(nb) <= ALLOWED_IMPORTS
+    ns = _run_script(script_for(gl.key, store=store), store, monkeypatch)
+    assert [a.text for a in ns["fig"].layout.annotations] == ["targets", "recon_idlg"]
+    assert ns["fig"].data[0].z.shape == (8, 3 * 8, 3)  # three 8×8 tiles side by side, RGB
+    assert "headline numbers equal" in capsys.readouterr().out
