@@ -13,8 +13,8 @@ store, and take them with you (notebooks, bundles, reports).
     privlab.notebook(result, "run.ipynb")                           # recreates and checks it
 
 A config is a mapping, a YAML/JSON file path, YAML text, or a validated config model; every
-call goes through the result store (``store=None``: :func:`cache.store.default_store`, i.e.
-``$PRIVLAB_CACHE_DIR`` else the user cache dir): a stored result comes back at once, a missing
+call goes through the result store (``store=``: a store or its directory; None:
+:func:`cache.store.default_store`, i.e. ``$PRIVLAB_CACHE_DIR`` else the user cache dir): a stored result comes back at once, a missing
 one is computed and stored. This module only delegates: the engine is :mod:`core`, the store
 :mod:`cache`.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from core.compare import Comparison, ComparisonSpec, DefenseSpec, MissingPoints
 from core.config import ConfigError
@@ -38,10 +38,16 @@ __all__ = [
     "presets", "report", "run", "runs", "script", "store", "sweep", "validate",
 ]
 
+if TYPE_CHECKING:
+    from cache.index import RunRecord
+    from cache.store import ResultStore
+
 Progress = Callable[[float, str], None]
+#: where results are read and stored: a store, its directory, or None for the default store
+Store: TypeAlias = "ResultStore | str | Path | None"
 
 
-def store(root: str | Path | None = None) -> Any:
+def store(root: str | Path | None = None) -> ResultStore:
     """The result store at ``root`` (default ``$PRIVLAB_CACHE_DIR``, else the user cache dir),
     one per path per process: a :class:`cache.store.ResultStore`."""
     from cache.store import default_store
@@ -49,7 +55,7 @@ def store(root: str | Path | None = None) -> Any:
     return default_store(root)
 
 
-def _store(s: Any) -> Any:
+def _store(s: Store) -> ResultStore:
     return store() if s is None else s if not isinstance(s, str | Path) else store(s)
 
 
@@ -78,13 +84,13 @@ def validate(config: Any) -> Any:
     return parse_config(_parsed(config, "config"))
 
 
-def run(config: Any, *, store: Any = None, progress: Progress | None = None) -> Result:
+def run(config: Any, *, store: Store = None, progress: Progress | None = None) -> Result:
     """One experiment through the store: the stored Result (``from_cache=True``) or a new one,
     computed and stored. ``progress(fraction, message)`` is called while it runs."""
     return _store(store).get_or_run(validate(config), progress=progress)
 
 
-def sweep(config: Any, *, store: Any = None, executor: str | None = None,
+def sweep(config: Any, *, store: Store = None, executor: str | None = None,
           workers: int | None = None, progress: Progress | None = None) -> SweepTable:
     """A ``kind: sweep`` config's points through the store (only missing points run), as its
     table. ``executor`` ``serial`` | ``local`` (a process pool) | ``ray`` and ``workers``
@@ -99,7 +105,7 @@ def sweep(config: Any, *, store: Any = None, executor: str | None = None,
     return SweepTable(_store(store).get_or_run(cfg, progress=progress))
 
 
-def compare(spec: ComparisonSpec | Mapping[str, Any] | str | Path, *, store: Any = None,
+def compare(spec: ComparisonSpec | Mapping[str, Any] | str | Path, *, store: Store = None,
             executor: str | None = None, workers: int | None = None,
             progress: Progress | None = None) -> Comparison:
     """Defenses side by side on one utility-privacy plane (:func:`core.compare.run_comparison`):
@@ -116,7 +122,7 @@ def compare(spec: ComparisonSpec | Mapping[str, Any] | str | Path, *, store: Any
     return run_comparison(spec, _store(store), progress=progress)
 
 
-def load(key: str, *, store: Any = None) -> Result:
+def load(key: str, *, store: Store = None) -> Result:
     """The stored Result of a key or a unique key prefix (at least 6 hex characters);
     LookupError when none is stored."""
     result = _store(store).get(key)
@@ -125,12 +131,13 @@ def load(key: str, *, store: Any = None) -> Result:
     return result
 
 
-def runs(kind: str | None = None, *, limit: int | None = None, store: Any = None) -> list[Any]:
+def runs(kind: str | None = None, *, limit: int | None = None,
+         store: Store = None) -> list[RunRecord]:
     """The stored runs' index rows (key, kind, created, metrics, ...), newest first."""
     return _store(store).list(kind=kind, limit=limit)
 
 
-def notebook(target: Any, path: str | Path | None = None, *, store: Any = None,
+def notebook(target: Any, path: str | Path | None = None, *, store: Store = None,
              execute: bool = False) -> Any:
     """A notebook recreating ``target`` (a Result, a sweep, a Comparison, a key or a
     ComparisonSpec; :func:`core.notebook.notebook_for`), executed headless when ``execute``,
@@ -149,7 +156,7 @@ def notebook(target: Any, path: str | Path | None = None, *, store: Any = None,
     return nb
 
 
-def script(target: Any, *, store: Any = None) -> str:
+def script(target: Any, *, store: Store = None) -> str:
     """The notebook of :func:`notebook` as a ``# %%`` Python script."""
     from core.notebook import script_for
 
@@ -165,13 +172,13 @@ def _optional(module: str, name: str, what: str) -> Callable[..., Any]:
         raise RuntimeError(f"{what} are not available in this privlab") from None
 
 
-def bundle(target: Any, path: str | Path, *, store: Any = None, **kw: Any) -> Any:
+def bundle(target: Any, path: str | Path, *, store: Store = None, **kw: Any) -> Any:
     """Write ``target`` as a self-checking bundle at ``path`` (``core.bundle.write_bundle``)."""
     write_bundle = _optional("core.bundle", "write_bundle", "bundles")
     return write_bundle(target_of(target), path, store=_store(store), **kw)
 
 
-def report(target: Any, *, store: Any = None, **kw: Any) -> Any:
+def report(target: Any, *, store: Store = None, **kw: Any) -> Any:
     """The privacy report of ``target`` (``core.report.build_report``): ``.html``,
     ``.numbers``, ``.to_pdf(path)``."""
     build_report = _optional("core.report", "build_report", "reports")
