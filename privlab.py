@@ -34,8 +34,9 @@ from core.sweeps import SweepTable
 
 __all__ = [
     "Comparison", "ComparisonSpec", "ConfigError", "DefenseSpec", "MissingPoints", "Number",
-    "Result", "SweepTable", "bundle", "compare", "headline", "load", "notebook", "parts",
-    "presets", "report", "run", "runs", "script", "store", "sweep", "validate",
+    "Result", "SweepTable", "bundle", "compare", "headline", "import_bundle", "load",
+    "notebook", "parts", "presets", "report", "run", "runs", "script", "store", "sweep",
+    "validate",
 ]
 
 if TYPE_CHECKING:
@@ -163,25 +164,53 @@ def script(target: Any, *, store: Store = None) -> str:
     return script_for(target_of(target), store=_store(store))
 
 
-def _optional(module: str, name: str, what: str) -> Callable[..., Any]:
+def _optional(modules: tuple[str, ...], name: str, what: str) -> Callable[..., Any]:
+    """``name`` from the first of ``modules`` that provides it (imported only when used)."""
     import importlib
 
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        raise RuntimeError(f"{what} are not available in this privlab") from None
+    for module in modules:
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+    raise RuntimeError(f"{what} are not available in this privlab")
 
 
-def bundle(target: Any, path: str | Path, *, store: Store = None, **kw: Any) -> Any:
-    """Write ``target`` as a self-checking bundle at ``path`` (``core.bundle.write_bundle``)."""
-    write_bundle = _optional("core.bundle", "write_bundle", "bundles")
-    return write_bundle(target_of(target), path, store=_store(store), **kw)
+#: where bundles are written and read (the result store's package)
+_BUNDLES = ("cache.bundle", "core.bundle")
+
+
+def bundle(target: Any, path: str | Path, *, store: Store = None, notebook: bool = True,
+           **kw: Any) -> Any:
+    """Write ``target`` (a Result, a sweep, a Comparison, a key or a ComparisonSpec) as a
+    self-checking bundle at ``path`` (``write_bundle``: manifest, checksums, runs, figures),
+    with its notebook and script (``notebook.ipynb``, ``notebook.py``) unless ``notebook`` is
+    False; ``kw``: ``write_bundle``'s options (``figures``, ``extras``)."""
+    write_bundle = _optional(_BUNDLES, "write_bundle", "bundles")
+    s, t = _store(store), target_of(target)
+    extras = dict(kw.pop("extras", None) or {})
+    if notebook:
+        import nbformat
+
+        from core.notebook import notebook_for, to_script
+
+        nb = notebook_for(t, store=s)
+        extras = {"notebook.ipynb": nbformat.writes(nb).encode(),
+                  "notebook.py": to_script(nb).encode(), **extras}
+    return write_bundle(t, path, store=s, extras=extras or None, **kw)
+
+
+def import_bundle(path: str | Path | bytes, *, store: Store = None, **kw: Any) -> Any:
+    """Import a bundle into the store after checking every checksum, the engine and each key
+    (``import_bundle``; ``read_only=True`` to read one written by another engine)."""
+    read = _optional(_BUNDLES, "import_bundle", "bundles")
+    return read(path, store=_store(store), **kw)
 
 
 def report(target: Any, *, store: Store = None, **kw: Any) -> Any:
     """The privacy report of ``target`` (``core.report.build_report``): ``.html``,
-    ``.numbers``, ``.to_pdf(path)``."""
-    build_report = _optional("core.report", "build_report", "reports")
+    ``.recommendation``, ``.numbers``, ``.to_pdf(path)``; ``kw``: ``level``, ``sections``."""
+    build_report = _optional(("core.report",), "build_report", "reports")
     return build_report(target_of(target), store=_store(store), **kw)
 
 

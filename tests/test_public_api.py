@@ -115,18 +115,25 @@ def test_headline_of_a_run_is_its_kinds_headline_with_intervals(tiny):
 
 
 def test_bundle_and_report_delegate_or_say_they_are_missing(tiny, store, monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "core.bundle", None)  # import fails
-    monkeypatch.setitem(sys.modules, "core.report", None)
+    for module in ("cache.bundle", "core.bundle", "core.report"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails
     with pytest.raises(RuntimeError, match="^bundles are not available"):
         privlab.bundle(tiny, tmp_path / "b.zip", store=store)
+    with pytest.raises(RuntimeError, match="^bundles are not available"):
+        privlab.import_bundle(tmp_path / "b.zip", store=store)
     with pytest.raises(RuntimeError, match="^reports are not available"):
         privlab.report(tiny, store=store)
     calls = []
-    fake = types.ModuleType("core.bundle")
+    fake = types.ModuleType("bundle")
     fake.write_bundle = lambda target, path, **kw: calls.append((target, path, kw)) or "info"
-    monkeypatch.setitem(sys.modules, "core.bundle", fake)
+    monkeypatch.setitem(sys.modules, "cache.bundle", fake)
     assert privlab.bundle(tiny, tmp_path / "b.zip", store=store, figures=False) == "info"
-    assert calls == [(tiny.key, tmp_path / "b.zip", {"store": store, "figures": False})]
+    (target, path, kw), = calls
+    assert (target, path, kw["store"], kw["figures"]) == (tiny.key, tmp_path / "b.zip", store, False)
+    assert sorted(kw["extras"]) == ["notebook.ipynb", "notebook.py"]  # its notebook travels along
+    assert b"privlab.run(CONFIG)" in kw["extras"]["notebook.py"]
+    privlab.bundle(tiny, tmp_path / "c.zip", store=store, notebook=False)
+    assert calls[-1][2]["extras"] is None
 
 
 def test_parts_and_presets():
