@@ -108,18 +108,21 @@ def sweep(config: Any, *, store: Store = None, executor: str | None = None,
 
 def compare(spec: ComparisonSpec | Mapping[str, Any] | str | Path, *, store: Store = None,
             executor: str | None = None, workers: int | None = None,
-            progress: Progress | None = None) -> Comparison:
+            progress: Progress | None = None, compute: bool = True) -> Comparison:
     """Defenses side by side on one utility-privacy plane (:func:`core.compare.run_comparison`):
     ``spec`` a :class:`ComparisonSpec`, its mapping (family, data, utility, privacy,
     defenses, seeds, base) or that mapping as YAML text or a file; only points missing from
-    the store run."""
-    from core.compare import run_comparison, spec_from_dict
+    the store run. ``compute=False`` runs nothing (:func:`core.compare.read_comparison`;
+    :class:`MissingPoints` when a point is not stored)."""
+    from core.compare import read_comparison, run_comparison, spec_from_dict
 
     if not isinstance(spec, ComparisonSpec):
         spec = spec_from_dict(_parsed(spec, "comparison"))
     where = {k: v for k, v in (("executor", executor), ("workers", workers)) if v is not None}
     if where:
         spec = dataclasses.replace(spec, **where)
+    if not compute:
+        return read_comparison(spec, _store(store))
     return run_comparison(spec, _store(store), progress=progress)
 
 

@@ -92,6 +92,10 @@ def test_compare_takes_a_mapping_and_reads_its_points_back(store):
     again = privlab.compare(yaml.safe_dump(SPEC), store=store, executor="serial")
     assert again.points_run == 0 and again.points_cached == cmp.points_run + cmp.points_cached
     assert privlab.headline(again) == privlab.headline(cmp)
+    stored = privlab.compare(SPEC, store=store, compute=False)
+    assert stored.points_run == 0 and privlab.headline(stored) == privlab.headline(cmp)
+    with pytest.raises(privlab.MissingPoints):
+        privlab.compare({**SPEC, "seeds": [5]}, store=store, compute=False)
     with pytest.raises(ValueError, match="comparison: unknown field 'colour'"):
         privlab.compare({**SPEC, "colour": 1}, store=store)
 
