@@ -12,11 +12,11 @@ store, and take them with you (notebooks, bundles, reports).
     again = privlab.load(result.key[:12])
     privlab.notebook(result, "run.ipynb")                           # recreates and checks it
 
-A config is a mapping, a YAML/JSON file path, YAML text, or a validated config model; every
+A config is a mapping, a YAML/JSON file path, YAML text, or a validated config model. Every
 call goes through the result store (``store=``: a store or its directory; None:
-:func:`cache.store.default_store`, i.e. ``$PRIVLAB_CACHE_DIR`` else the user cache dir): a stored result comes back at once, a missing
-one is computed and stored. This module only delegates: the engine is :mod:`core`, the store
-:mod:`cache`.
+:func:`cache.store.default_store`, i.e. ``$PRIVLAB_CACHE_DIR`` else the user cache dir): a
+stored result comes back at once, a missing one is computed and stored. This module only
+delegates: the engine is :mod:`core`, the store :mod:`cache`.
 """
 
 from __future__ import annotations
