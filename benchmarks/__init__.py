@@ -36,4 +36,5 @@ BENCHMARKS: dict[str, str] = {
     "audit_cache": "benchmarks.audit_cache_bench:main",
     "widget_sweep": "benchmarks.widget_sweep_bench:main",
     "bundle": "benchmarks.bundle_bench:main",
+    "notebook": "benchmarks.notebook_bench:main",
 }

@@ -456,6 +456,52 @@ class ComparisonSpec:
     workers: int | None = None
 
 
+#: the fields of a comparison spec as plain data (:func:`spec_to_dict`), in this order
+SPEC_FIELDS = ("family", "data", "utility", "privacy", "defenses", "seeds", "base", "executor",
+               "workers")
+_DEFENSE_FIELDS = ("defense", "params", "grid", "label")
+
+
+def spec_to_dict(spec: ComparisonSpec) -> dict[str, Any]:
+    """A spec as plain JSON/YAML data (what a notebook or a bundle writes down);
+    :func:`spec_from_dict` reads it back to an equal spec."""
+    return {"family": spec.family, "data": spec.data, "utility": spec.utility,
+            "privacy": spec.privacy,
+            "defenses": [{"defense": d.defense, "params": dict(d.params),
+                          "grid": None if d.grid is None else list(d.grid), "label": d.label}
+                         for d in spec.defenses],
+            "seeds": [int(s) for s in spec.seeds], "base": copy.deepcopy(dict(spec.base)),
+            "executor": spec.executor, "workers": spec.workers}
+
+
+def spec_from_dict(data: Mapping[str, Any]) -> ComparisonSpec:
+    """The spec of :func:`spec_to_dict`'s mapping; an unknown or missing field is a one-line
+    ValueError naming it (the metrics and defenses are checked when the comparison runs)."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"comparison: got {type(data).__name__}; expected a mapping with "
+                        f"{', '.join(SPEC_FIELDS[:5])}")
+    extra = [k for k in data if k not in SPEC_FIELDS]
+    if extra:
+        raise ValueError(f"comparison: unknown field {extra[0]!r}; allowed: {', '.join(SPEC_FIELDS)}")
+    missing = [k for k in SPEC_FIELDS[:5] if k not in data]
+    if missing:
+        raise ValueError(f"comparison: {missing[0]}: required field is missing")
+    defenses = []
+    for i, d in enumerate(data["defenses"] or ()):
+        d = {"defense": d} if isinstance(d, str) else d
+        bad = [k for k in d if k not in _DEFENSE_FIELDS] if isinstance(d, Mapping) else ["?"]
+        if bad or "defense" not in d:
+            raise ValueError(f"comparison: defenses[{i}]: expected a defense name or a mapping "
+                             f"of {', '.join(_DEFENSE_FIELDS)}")
+        defenses.append(DefenseSpec.of(d["defense"], d.get("grid"), d.get("label"),
+                                       **dict(d.get("params") or {})))
+    rest = {k: data[k] for k in ("executor", "workers") if data.get(k) is not None}
+    return ComparisonSpec(family=data["family"], data=data["data"], utility=data["utility"],
+                          privacy=data["privacy"], defenses=tuple(defenses),
+                          seeds=tuple(int(s) for s in data.get("seeds", (0,))),
+                          base=copy.deepcopy(dict(data.get("base") or {})), **rest)
+
+
 def _merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(a)
     for k, v in b.items():

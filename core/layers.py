@@ -10,7 +10,10 @@ the config; the FL loop is generic over its objective).
 Which layer a module is in: :data:`LAYERS`, the longest matching prefix wins. Decided from the
 code rather than the folder names alone:
 
-- ``core.cli`` is an entry point beside the pages (it reads and writes the store);
+- ``core.cli`` is an entry point beside the pages (it reads and writes the store), and so is
+  ``privlab`` (the public Python module at the repository root);
+- ``core.notebook`` (notebooks recreating a stored run, sweep or comparison) reads
+  comparisons as ``core.compare`` does, so it sits with the runs;
 - ``cache`` is the result store, on the runs' level: it calls :func:`core.experiments.run`;
 - ``core.fil`` (per-example Fisher information, the FIL defense's and attacks' mathematics)
   sits with the bounds it is built on;
@@ -39,8 +42,9 @@ from pathlib import Path
 
 #: (layer, module prefixes), highest first; the longest matching prefix decides
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("pages", ("dashboard", "core.cli")),
-    ("runs", ("core.runs", "core.experiments", "core.compare", "core.teaching", "cache")),
+    ("pages", ("dashboard", "core.cli", "privlab")),
+    ("runs", ("core.runs", "core.experiments", "core.compare", "core.teaching", "core.notebook",
+              "cache")),
     ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil",
                "core.catalog")),
     ("numerics", ("core",)),
@@ -56,6 +60,8 @@ RULES: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
 #: the folders scanned (relative to the repository root); this module, whose tables name every
 #: layer, is not
 PACKAGES = ("core", "cache", "dashboard")
+#: single-file modules at the repository root, scanned too
+MODULES = ("privlab.py",)
 _SELF = "core/layers.py"
 
 _RANK = {name: i for i, (name, _) in enumerate(LAYERS)}  # 0 = highest
@@ -157,8 +163,9 @@ def edges(source: str, package: str, filename: str = "<source>"
 
 
 def _sources(root: Path) -> list[Path]:
-    return sorted(p for pkg in PACKAGES if (root / pkg).is_dir()
-                  for p in (root / pkg).rglob("*.py"))
+    return sorted([p for pkg in PACKAGES if (root / pkg).is_dir()
+                   for p in (root / pkg).rglob("*.py")]
+                  + [root / m for m in MODULES if (root / m).is_file()])
 
 
 def violation_records(root: str | Path | None = None) -> list[Violation]:

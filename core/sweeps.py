@@ -16,6 +16,7 @@ import io
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -100,3 +101,48 @@ def rows_to_csv(rows: list[dict[str, Any]], columns: list[str] | None = None) ->
         w.writerow(["" if (v := r.get(c)) is None or (isinstance(v, float) and math.isnan(v))
                     else json.dumps(v) if isinstance(v, dict | list) else v for c in cols])
     return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class SweepTable:
+    """A stored ``kind: sweep`` Result read as its table: one row per point (knob values,
+    seed, key, ``from_cache``, the base kind's headline metrics with ``_lo`` / ``_hi``)."""
+
+    result: Result
+
+    @property
+    def key(self) -> str | None:
+        return self.result.key
+
+    @property
+    def grid(self) -> list[str]:
+        """The grid's dotted paths (the knob columns)."""
+        return list((self.result.config or {}).get("grid", {}))
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return list(self.result.info.get("rows", []))
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.result.info.get("columns") or columns_of(self.rows, self.grid))
+
+    @property
+    def metric_names(self) -> list[str]:
+        """The rows' metric columns (no knob, seed, key, flag or interval column)."""
+        fixed = {*self.grid, *FIXED_COLUMNS}
+        return [c for c in self.columns if c not in fixed and not c.endswith(("_lo", "_hi"))]
+
+    @property
+    def points_run(self) -> int:
+        """Points this call computed (0: every point came from the store)."""
+        return 0 if self.result.from_cache else int(self.result.metrics.get("points_run", 0))
+
+    def to_csv(self) -> str:
+        return rows_to_csv(self.rows, self.columns)
+
+    def to_frame(self) -> Any:
+        """The rows as a pandas DataFrame, columns in table order."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=self.columns)
