@@ -38,6 +38,7 @@ from core.report.rules import (
     rule_text,
     verdict,
 )
+from core.report.rules import _family_title as _family_title
 
 __all__ = ["PrivacyReport", "Recommendation", "Verdict", "build_report", "recommend"]
 
@@ -50,6 +51,26 @@ STAT_TITLES = {"acc": "accuracy", "bacc": "balanced acc", "auc": "AUC", "adv": "
                "frac_l2_ge_eta": "share ℓ2 ≥ η", "frac_linf_ge_eta": "share ℓ∞ ≥ η"}
 #: the privacy-budget metrics (the accountant's ε, the release's ε, the audit)
 BUDGET_GROUPS = ("defense", "audit")
+
+
+#: short titles of the headline metrics a table column or an axis shows
+METRIC_TITLES = {"utility_acc": "utility (test accuracy)", "mia_auc_best": "strongest AUC",
+                 "attack_auc_best": "strongest AUC", "fil_utility_acc": "utility (test accuracy)"}
+
+
+def metric_title(name: str) -> str:
+    """A metric as a column or an axis names it: a short title, else its schema description up
+    to the first ";", ":" or " (" (never the raw key where the schema has it)."""
+    from core import metric_schema as S
+
+    if name in METRIC_TITLES:
+        return METRIC_TITLES[name]
+    if not S.is_registered(name):
+        return name.replace("_", " ")
+    text = S.get(name).description
+    for sep in (";", ":", " ("):
+        text = text.split(sep, 1)[0]
+    return text
 
 
 @dataclass
@@ -107,12 +128,6 @@ class _Target:
     comparison: Any = None
 
 
-def _family_title(kind: str) -> str:
-    from core.parts import FAMILIES
-
-    return FAMILIES.get(kind).title if kind in FAMILIES else kind.replace("_", " ")
-
-
 def _defense_text(result: Any) -> str:
     from core.parts import DEFENSES
 
@@ -140,10 +155,18 @@ def _get(store: Any, key: str) -> Any:
 
 
 def _resolve(target: Any, store: Any) -> _Target:
-    from core.compare import ComparisonSpec, read_comparison
+    from core.compare import Comparison, ComparisonSpec, read_comparison
+    from core.result import Result
 
-    if isinstance(target, ComparisonSpec):
-        cmp = read_comparison(target, store)
+    if isinstance(target, Result) and target.kind != "sweep" and target.key:
+        # a page that holds the run hands it in (it is the stored one: it has its key)
+        return _Target("Privacy report", f"{_run_label(target)}; run {target.key[:12]}",
+                       [(target.key[:12], "", target)])
+
+    if isinstance(target, Comparison | ComparisonSpec):
+        # a page that holds the assembled comparison hands it in: it is not read twice
+        cmp = target if isinstance(target, Comparison) else read_comparison(target, store)
+        target = cmp.spec
         runs = []
         for c in cmp.curves:
             for i, k in enumerate(c.knob):
@@ -183,7 +206,9 @@ def _resolve(target: Any, store: Any) -> _Target:
 
 
 def recommend(target: Any, *, store: Any, level: float = 0.05) -> Recommendation:
-    """The release recommendation alone (no HTML): cheap enough for a page to show at once."""
+    """The release recommendation alone (no HTML): cheap enough for a page to show at once.
+    ``target`` as :func:`build_report`'s, or the stored Result or the assembled
+    :class:`core.compare.Comparison` a page already holds."""
     return _recommend(_resolve(target, store), _check_level(level))
 
 
@@ -203,13 +228,13 @@ def _recommend(t: _Target, level: float) -> Recommendation:
     rule = rules[0] if rules else NO_RULE
     if len(verdicts) == 1:
         v = verdicts[0]
-        return Recommendation(level, rule, rule_text(rule, level), SACRO_RULE_TEXT, verdicts,
-                              None, v.sentence, v.release, list(v.reason))
+        return Recommendation(level, rule, rule_text(rule, level, v.kind), SACRO_RULE_TEXT,
+                              verdicts, None, v.sentence, v.release, list(v.reason))
     best = best_point(verdicts)
     decided = [v for v in verdicts if v.release is not None]
     if best is not None:
         parts: list[Any] = [(f"Release {best.label}: the point with the most utility ("
-                            f"{best.utility_name} "), best.utility, (") among the "
+                            f"{metric_title(best.utility_name or '')} "), best.utility, (") among the "
                             f"{sum(bool(v.release) for v in verdicts)} of {len(verdicts)} "
                             "points that meet the rule.")]
         release: bool | None = True
@@ -219,8 +244,9 @@ def _recommend(t: _Target, level: float) -> Recommendation:
     else:
         parts = ["No release rule applies to these points (see each verdict)."]
         release = None
-    return Recommendation(level, rule, rule_text(rule, level), SACRO_RULE_TEXT, verdicts, best,
-                          plain(parts), release, parts)
+    kind = verdicts[0].kind if verdicts else None
+    return Recommendation(level, rule, rule_text(rule, level, kind), SACRO_RULE_TEXT, verdicts,
+                          best, plain(parts), release, parts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,13 +311,17 @@ def _points_table(page: Page, rec: Recommendation) -> None:
                         else "")])
     what = {"tpr": "largest upper bound on TPR @ 1 % FPR", "auc": "largest lower end of the "
             "AUC interval"}.get(rec.rule, "rule's number")
-    util = next((v.utility_name for v in rec.points if v.utility_name), "utility")
+    util = next((metric_title(v.utility_name) for v in rec.points if v.utility_name),
+                "utility")
     page.table(["point", util, what, "verdict", "SACRO-ML"], rows,
                [False, True, True, False, False])
-    for v in rec.points:
-        for note in v.notes[:1]:
-            page.add(f'<p class="note">{esc(v.label)}: {page.parts(note)}</p>')
-            break
+    # the same note on every point (one data set, one split): printed once
+    notes = [(v, n) for v in rec.points for n in v.notes[:1]]
+    if notes and len({plain(n) for _, n in notes}) == 1:
+        page.add(f'<p class="note">Every point: {page.parts(notes[0][1])}</p>')
+    else:
+        for v, n in notes:
+            page.add(f'<p class="note">{esc(v.label)}: {page.parts(n)}</p>')
 
 
 def _budget(page: Page, result: Any) -> None:
@@ -366,7 +396,9 @@ def _rule_inputs(page: Page, v: Verdict) -> None:
     for c in v.checks:
         rows.append([
             esc(c.title),
-            page.num(c.n_auc()) if c.auc is not None else "",
+            page.with_interval(c.n_auc(), c.n_auc_lo() if c.auc_lo is not None else None,
+                               c.n_auc_hi() if c.auc_hi is not None else None)
+            if c.auc is not None else "",
             page.num(c.n_p()) if c.p is not None else "",
             page.num(c.n_tpr()) if c.tpr is not None else "",
             (page.num(c.n_tpr_hi()) + ('<span class="iv"> stored</span>'
@@ -375,9 +407,11 @@ def _rule_inputs(page: Page, v: Verdict) -> None:
             if c.tpr_hi is not None else "",
             (page.num(c.n_pos_num()) + " / " + page.num(c.n_neg_num()))
             if c.n_pos is not None else ""])
-    page.table(["attack", "AUC", "SACRO-ML p (AUC > 0.5)", "TPR @ 1 % FPR",
-                "upper 95 % bound", "members / non-members scored"], rows,
-               [False, True, True, True, True, True])
+    header = ["attack", "AUC [95 %]", "SACRO-ML p", "TPR @ 1 % FPR", "upper 95 % bound",
+              "members / non-members"]
+    keep = [i for i in range(len(header)) if i == 0 or any(r[i] for r in rows)]
+    page.table([header[i] for i in keep], [[r[i] for i in keep] for r in rows],
+               [i > 0 for i in keep])
     page.p("p: one-sided normal test of AUC > 0.5 with the AUC's null variance from the scored "
            "counts (SACRO-ML's P_HIGHER_AUC). Upper bound: the stored interval where the run "
            "has one, else (exact) the Clopper–Pearson interval of the stored rate over the "
@@ -395,7 +429,8 @@ def _roc(page: Page, result: Any) -> None:
     if not curves:
         return
     n_neg = [c.n_neg for c in verdict(result, level=0.5).checks if c.n_neg]
-    page.figure(roc_figure(curves, min_fpr=1.0 / max(n_neg, default=1000)))
+    # from half the smallest step the rule's 1 % FPR line still shows on the log axis
+    page.figure(roc_figure(curves, min_fpr=min(0.5 / max(n_neg, default=1000), 0.005)))
 
 
 def _cards(page: Page, parts: list[Any]) -> None:
@@ -448,7 +483,8 @@ def _run_body(page: Page, result: Any, v: Verdict, *, heading: str | None) -> No
     page.p(f"{_run_label(result)}; seed {result.seed}; run {(result.key or '')[:12]}; engine "
            f"{result.engine_version}.", "note")
     if v.utility is not None:
-        page.add(f"<p>Utility ({esc(v.utility_name)}): {page.num(v.utility)}</p>")
+        page.add(f"<p>{esc(metric_title(v.utility_name or '').capitalize())}: "
+                 f"{page.num(v.utility)}</p>")
     _budget(page, result)
     page.h(3, "Attacks")
     _attacks(page, result, cavs)
@@ -470,7 +506,8 @@ def _plane(page: Page, t: _Target, rec: Recommendation) -> None:
         pts.append({"curve": curve, "label": label, "utility": float(u), "leakage": float(a),
                     "release": bool(v.release)})
     if pts:
-        page.figure(plane_figure(pts, utility=spec.utility, privacy=spec.privacy))
+        page.figure(plane_figure(pts, utility=metric_title(spec.utility),
+                                 privacy=metric_title(spec.privacy)))
 
 
 def build_report(target: Any, *, store: Any, level: float = 0.05,

@@ -41,7 +41,8 @@ th, td { border-bottom: 1px solid var(--line); padding: 4px 6px; text-align: lef
          vertical-align: top; }
 th { background: #f3f5f8; font-weight: 600; }
 tr { break-inside: avoid; }
-td.n, th.n { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+td.n { white-space: nowrap; }
 .iv { color: var(--mute); font-size: 11.5px; }
 .flag { color: var(--bad); font-size: 11px; vertical-align: super; }
 .cards { display: grid; grid-template-columns: 1fr 1fr; gap: 10px; }

@@ -322,8 +322,8 @@ def verdict(result: Any, *, level: float, label: str | None = None) -> Verdict:
     elif v.rule == "auc":
         _auc_rule(v)
     else:
-        what = NO_RULE_WHAT.get(result.kind, "no attack success with a TPR or an AUC")
-        v.reason = [NO_RULE_TEXT.format(what=what)]
+        v.reason = [(f"No release rule applies to {_family_title(result.kind)}: see the rule "
+                    "box.")]
     _sacro(v)
     return v
 
@@ -373,13 +373,20 @@ def _auc_rule(v: Verdict) -> None:
                     "] entirely above chance 0.5."]
 
 
-def rule_text(rule: str, level: float) -> str:
-    """The rule ``rule`` written out."""
+def _family_title(kind: str) -> str:
+    from core.parts import FAMILIES
+
+    return FAMILIES.get(kind).title if kind in FAMILIES else kind.replace("_", " ")
+
+
+def rule_text(rule: str, level: float, kind: str | None = None) -> str:
+    """The rule ``rule`` written out (``kind``: the family a rule-less verdict is about)."""
     if rule == "tpr":
         return TPR_RULE_TEXT.format(level=fmt(level))
     if rule == "auc":
         return AUC_RULE_TEXT
-    return "No release rule applies to this family (see the verdict)."
+    return NO_RULE_TEXT.format(what=NO_RULE_WHAT.get(kind or "", "no attack success with a "
+                                                                 "TPR or an AUC"))
 
 
 def best_point(verdicts: list[Verdict]) -> Verdict | None:
