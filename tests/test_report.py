@@ -201,3 +201,81 @@ def test_no_request_leaves_the_page_and_the_pdf_has_pages(run, comparison, store
     # the counter sees a request that leaves the page
     planted = rep.html.replace("</body>", '<img src="https://example.invalid/x.png"></body>')
     assert external_requests(planted) == ["https://example.invalid/x.png"]
+
+
+def test_membership_page_shows_the_recommendation_and_the_report_box(tmp_path, monkeypatch):
+    from tests.test_pages import open_page
+
+    monkeypatch.setenv("PRIVLAB_CACHE_DIR", str(tmp_path / "cache"))
+    at = open_page("views/membership.py")
+    at.selectbox(key="mi_dataset").set_value("digits").run()
+    for field, value in (("members", 60), ("epochs", 5), ("refs", 1), ("targets", 1),
+                         ("shadows", 2)):
+        at.text_input(key=f"mi_{field}__text").set_value(str(value)).run()
+    at.button(key="mi_run").click().run(timeout=240)
+    assert not at.exception, at.exception
+    said = [m.value for m in at.markdown if "Release recommendation" in m.value]
+    assert len(said) == 1 and ("Do not release" in said[0] or "Release:" in said[0])
+    box = next(e for e in at.expander if e.label == "Privacy report (HTML / PDF)")
+    assert not box.proto.expanded
+    at.session_state["mi_report_open"] = True
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    ids = [str(b.proto.id) for b in at.get("download_button")]
+    assert any("mi_report_html" in i for i in ids) and any("mi_report_pdf" in i for i in ids)
+
+
+def test_the_compare_hook_shows_one_sentence_for_the_comparison(comparison, store, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("PRIVLAB_CACHE_DIR", str(store.root))
+
+    def page() -> None:
+        from benchmarks.report_bench import tiny_comparison
+        from core.compare import read_comparison
+        from dashboard.components.report_button import report_button
+        from dashboard.widgets import get_store
+
+        report_button(read_comparison(tiny_comparison(), get_store()), key="cmp")
+
+    at = AppTest.from_function(page, default_timeout=60).run()
+    assert not at.exception, at.exception
+    said = [m.value for m in at.markdown if "Release recommendation" in m.value]
+    assert len(said) == 1 and ("of the 3 points" in said[0] or "of 3 points" in said[0])
+
+
+def test_a_stored_sweep_reports_each_point(comparison, store):
+    base = {**TINY, "defense": {"kind": "inf2guard"}}
+    sweep = store.get_or_run({"kind": "sweep", "base": base,
+                              "grid": {"defense.tradeoff_lambda": [0.0, 1.0]}})
+    rep = build_report(sweep.key, store=store, level=0.5)
+    labels = [v.label for v in rep.recommendation.points]
+    assert labels == ["tradeoff_lambda = 0.0 · seed 0", "tradeoff_lambda = 1.0 · seed 0"]
+    assert mismatched(rep, store, 0.5) == []
+
+
+def test_the_accountants_epsilon_stands_beside_the_audited_one(store):
+    cfg = {**TINY, "defense": {"kind": "dp_sgd", "noise_multiplier": 1.0, "epochs": 3},
+           "audit": {"kind": "auto", "canaries": 100}}
+    r = store.get_or_run(cfg)
+    rep = build_report(r.key, store=store)
+    pre = r.key[:12]
+    budget = rep.html[rep.html.index("Privacy budget"):rep.html.index("<h3>Attacks")]
+    order = [budget.index(f'data-n="{pre}/{m}"') for m in ("epsilon_accountant",
+                                                           "audit_epsilon_lower")]
+    assert order == sorted(order)
+    assert ("consistent with the claim" in budget) is (r.metrics["audit_exceeds_claim"] < 0.5)
+    assert mismatched(rep, store, 0.05) == []
+
+
+def test_a_family_without_a_release_rule_says_so_and_shows_its_budget(store):
+    cfg = {"kind": "fisher_information", "data": {"name": "digits"}, "irfil": {"iterations": 3},
+           "attack": {"noise_trials": 4, "crb_trials": 200, "sigma_grid": 3}}
+    r = store.get_or_run(cfg)
+    rep = build_report(r.key, store=store)
+    rec = rep.recommendation
+    assert rec.release is None and rec.rule == "no_rule"
+    assert "No release rule applies" in rec.rule_text and "Fisher information" in rec.rule_text
+    assert f"{r.key[:12]}/fil_eta" in rep.numbers  # the run's budget, η
+    assert not any("tpr_at_1pct_fpr" in n for n in rep.numbers)
+    assert mismatched(rep, store, 0.05) == []

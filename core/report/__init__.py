@@ -331,10 +331,22 @@ def _budget(page: Page, result: Any) -> None:
              and S.get(m).group in BUDGET_GROUPS and S.get(m).unit in ("ε", "δ", "count",
                                                                          "fraction", "flag")
              and (S.get(m).unit == "ε" or m.startswith("audit_"))]
-    eps = [m for m in names if S.get(m).unit == "ε"]
+    # the kind's own budget (FIL's η, a knob's echo) where it is not an ε already
+    head = S.HEADLINES.get(result.kind)
+    own = head.budget_for(((result.config or {}).get("defense") or {}).get("kind")) \
+        if head is not None else None
+    if own and own in result.metrics and own not in names:
+        names.append(own)
+    eps = [m for m in names if S.get(m).unit == "ε" or m == own]
     if not eps:
         return
-    page.h(3, "Privacy budget: the accountant's ε beside the audited ε")
+    # the claim first, then the audit's ε, then the audit's counts
+    first = ("epsilon_accountant", "audit_epsilon_lower", "audit_max_provable")
+    names = sorted(names, key=lambda m: (first.index(m) if m in first else
+                                         len(first) - (S.get(m).unit == "ε"), m))
+    names = [m for m in names if S.get(m).unit != "flag"]
+    page.h(3, "Privacy budget" + (": the accountant's ε beside the audited ε"
+                                  if "audit_epsilon_lower" in names else ""))
     acc = (result.info or {}).get("accountant")
     rows = []
     for m in names:

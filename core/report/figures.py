@@ -39,8 +39,10 @@ def roc_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], *,
     grid = np.array([min_fpr, 1.0])
     fig.add_trace(go.Scatter(x=grid, y=grid, mode="lines", name="chance",
                              line={"dash": "dot", "color": "#888"}))
-    fig.add_vline(x=0.01, line={"dash": "dash", "color": "#b44"},
-                  annotation_text="1 % FPR", annotation_position="top left")
+    # a trace, not add_vline: plotly places a vline's annotation wrongly on a log axis
+    fig.add_trace(go.Scatter(x=[0.01, 0.01], y=[min_fpr, 1.0], mode="lines",
+                             name="1 % FPR (the release rule)",
+                             line={"dash": "dash", "color": "#b44"}))
     return _layout(fig, "ROC of each attack (log-log)", "false-positive rate",
                    "true-positive rate", log=True)
 
