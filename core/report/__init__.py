@@ -391,13 +391,14 @@ def _attacks(page: Page, result: Any, cavs: list[dict[str, Any]]) -> None:
         rows.append(row)
     page.table(["attack", *[STAT_TITLES.get(s, s.replace("_", " ")) for s in stats]], rows,
                [False, *[True] * len(stats)])
-    ns = sorted({int(iv["n"]) for a in parts for m in a.metric_names()
-                 if (iv := result.intervals.get(m)) and iv.get("n") is not None
-                 and not math.isnan(float(iv["n"]))})
-    page.p("Each number with its stored 95 % interval [lo, hi]"
-           + (f" over n = {ns[0]:,} scored records" if len(ns) == 1 else "")
-           + "; a number without one was stored without an interval. ⚠ marks a caveat "
-             "(listed below).", "note")
+    with_n = {m: int(iv["n"]) for a in parts for m in a.metric_names()
+              if (iv := result.intervals.get(m)) and iv.get("n") is not None
+              and not math.isnan(float(iv["n"]))}
+    over = (f" over n = {page.num(_n(result, next(iter(with_n)), 'n'))} scored records"
+            if len(set(with_n.values())) == 1 else "")
+    page.add(f'<p class="note">Each number with its stored 95 % interval [lo, hi]{over}; a '
+             "number without one was stored without an interval. ⚠ marks a caveat (listed "
+             "below).</p>")
 
 
 def _rule_inputs(page: Page, v: Verdict) -> None:
