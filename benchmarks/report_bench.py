@@ -40,6 +40,20 @@ def tiny_comparison() -> Any:
 # -- the checker: every printed number against the store ----------------------------------------
 
 
+def urls_outside_plotlyjs(html: str) -> list[str]:
+    """The http(s) URLs written in ``html`` outside the embedded plotly.js bundle (whose code
+    names URLs it never requests unless a map or MathJax asks: Chromium counts requests)."""
+    scripts = [(m.start(), m.end()) for m in re.finditer(r"<script[^>]*>.*?</script>", html,
+                                                          re.DOTALL)
+               if "* plotly.js v" in m.group(0)[:200]]
+    rest, last = [], 0
+    for a, b in scripts:
+        rest.append(html[last:a])
+        last = b
+    rest.append(html[last:])
+    return re.findall(r"https?://[^\s\"'<>]+", "".join(rest))
+
+
 def _expected(name: str, store: Any, level: float, cache: dict[str, Any]) -> float | None:
     """The store's value of printed number ``name`` (None: not a store number, a section's)."""
     from scipy.stats import beta, norm
@@ -143,6 +157,7 @@ def main(quick: bool = False) -> dict[str, Any]:
             n_pages = rep.to_pdf(Path(tmp) / f"{what}.pdf")
             pdf_s = time.perf_counter() - t
             ext = external_requests(rep.html)
+            urls = urls_outside_plotlyjs(rep.html)
             bad = mismatched(rep, store, level)
             if what == "run":
                 pages = n_pages
@@ -152,7 +167,8 @@ def main(quick: bool = False) -> dict[str, Any]:
             mism += len(bad)
             rows.append({"target": what, "verdict": rep.recommendation.sentence[:70],
                          "numbers_printed": len(rep.numbers), "mismatched": len(bad),
-                         "external_requests": len(ext), "pdf_pages": n_pages,
+                         "external_requests": len(ext), "urls_outside_plotlyjs": len(urls),
+                         "pdf_pages": n_pages,
                          "html_kB": round(len(rep.html.encode()) / 1024),
                          "build_html_s": round(html_s, 3), "print_pdf_s": round(pdf_s, 2)})
     load_end = [round(x, 2) for x in os.getloadavg()]

@@ -12,7 +12,13 @@ import shutil
 import pytest
 from scipy.stats import beta, norm
 
-from benchmarks.report_bench import SPAN, TINY, mismatched, tiny_comparison
+from benchmarks.report_bench import (
+    SPAN,
+    TINY,
+    mismatched,
+    tiny_comparison,
+    urls_outside_plotlyjs,
+)
 from cache.store import ResultStore
 from core.report import build_report, recommend
 from core.report.rules import fmt
@@ -127,9 +133,13 @@ def test_threat_cards_caveats_and_sections_are_in_the_report(run, store):
     assert "few non-members" in rep.html  # the 0.1 % FPR caveat of the caveats registry
     assert "Per-record exposure" in rep.html and "Five records carry the risk." in rep.html
     assert rep.numbers["section/0/0/score"] == 0.75
-    # two figures (the ROC and the section's), plotly.js embedded once (its banner)
+    # two figures (the ROC and the section's), plotly.js embedded once (its banner), and no
+    # URL written anywhere but inside plotly.js's own code
     assert rep.html.count('class="plotly-graph-div"') == 2
     assert rep.html.count("* plotly.js v") == 1
+    assert urls_outside_plotlyjs(rep.html) == []
+    assert urls_outside_plotlyjs(rep.html.replace("</body>", "https://cdn.example/x</body>")) \
+        == ["https://cdn.example/x"]
 
 
 def test_a_family_without_tpr_at_1pct_fpr_states_the_rule_it_uses(store):
