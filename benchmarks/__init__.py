@@ -37,4 +37,5 @@ BENCHMARKS: dict[str, str] = {
     "widget_sweep": "benchmarks.widget_sweep_bench:main",
     "bundle": "benchmarks.bundle_bench:main",
     "notebook": "benchmarks.notebook_bench:main",
+    "report": "benchmarks.report_bench:main",
 }

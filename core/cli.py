@@ -729,6 +729,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
 # parser and entry point
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """The privacy report of a stored run, sweep or comparison (:mod:`core.report`)."""
+    from core.report import build_report
+    from core.report.spec_file import load_comparison
+
+    if (args.key is None) == (args.comparison is None):
+        raise UsageError("report: give a stored run or sweep KEY, or --comparison SPEC.yaml")
+    target = load_comparison(args.comparison) if args.comparison else args.key
+    report = build_report(target, store=_store(args), level=args.level)
+    print(report.recommendation.sentence)
+    print(f"report: {report.save(args.output)}")
+    if args.pdf:
+        print(f"pdf: {args.pdf} ({report.to_pdf(args.pdf)} pages)")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="privlab: utility-privacy tradeoff lab (engine CLI)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -812,6 +828,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     cache_dir(sp)
     sp.set_defaults(func=cmd_import)
+
+    sp = sub.add_parser("report", help="privacy report of a stored run, sweep or comparison "
+                        "(HTML, optionally PDF) with a release recommendation")
+    sp.add_argument("key", metavar="KEY", nargs="?", default=None,
+                    help="a stored run or sweep key (or unique prefix)")
+    sp.add_argument("--comparison", metavar="SPEC", default=None,
+                    help="a comparison (YAML/JSON: family, data, utility, privacy, defenses) "
+                         "whose points are stored, instead of KEY")
+    sp.add_argument("-o", "--output", metavar="PATH", default="report.html",
+                    help="the HTML file (default report.html)")
+    sp.add_argument("--pdf", metavar="PATH", default=None, help="also print it to this PDF")
+    sp.add_argument("--level", type=float, default=0.05,
+                    help="release only when the strongest attack's upper 95 %% bound on TPR at "
+                         "1 %% FPR is at most this (default 0.05)")
+    cache_dir(sp)
+    sp.set_defaults(func=cmd_report)
 
     sp = sub.add_parser("datasets", help="the data sets and whether they are available")
     sp.add_argument("--json", action="store_true")

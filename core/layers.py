@@ -21,6 +21,8 @@ code rather than the folder names alone:
   may hold its builder, which wraps its procedure in :class:`core.defenses.builds.DefenseBuild`;
 - ``core.teaching`` (each page's teaching sweep and its lessons) composes runners' configs as
   ``core.compare`` does, so it sits with the runs;
+- ``core.report`` (the privacy report) reads a comparison's points through ``core.compare``,
+  so it sits with the runs too;
 - ``core.sweeps`` is sweep *expansion* (pure functions over configs, used by the config's own
   validator), so it is numerics; the sweep *runner* is ``core/runs/sweep.py``;
 - everything else under ``core`` (config, parts, registry, metrics, nn, training, data, seeds,
@@ -44,7 +46,7 @@ from pathlib import Path
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pages", ("dashboard", "core.cli", "privlab")),
     ("runs", ("core.runs", "core.experiments", "core.compare", "core.teaching", "core.notebook",
-              "cache")),
+              "core.report", "cache")),
     ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil",
                "core.catalog")),
     ("numerics", ("core",)),

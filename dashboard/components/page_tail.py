@@ -21,6 +21,7 @@ from dashboard.components.bundle_button import bundle_button
 from dashboard.components.caveats import caveat_list
 from dashboard.components.copy_run import copy_run
 from dashboard.components.deferred import deferred
+from dashboard.components.report_button import report_button
 from dashboard.components.result_info import config_and_metrics
 from dashboard.components.run_history import records_of, run_row
 
@@ -84,6 +85,7 @@ def page_tail(result: Any | None, kind: str, *, key: str,
                            mime="application/json", key=f"{key}_download_json",
                            icon=":material/download:")
         bundle_button(result.key, key=key)
+        report_button(result, key=key)
     if config is not None:
         copy_run(config)
     history_box(kind, key=key, current=None if result is None else result.key)

@@ -35,6 +35,7 @@ from dashboard.components.compare_plot import (
 from dashboard.components.inputs import inputs_ok, report_problem
 from dashboard.components.knob import knob_help, knob_label
 from dashboard.components.lesson import compare_lesson_panel
+from dashboard.components.report_button import report_button
 from dashboard.sidebar import require_data
 from dashboard.widgets import get_store, run_job_with_progress, running_jobs_panel
 
@@ -365,5 +366,6 @@ elif cmp is None:
 else:
     st.session_state[LAST] = (spec, keys)
     show(cmp)
+    report_button(cmp, key="cmp")
     compare_lesson_panel(cmp)
 running_jobs_panel()
