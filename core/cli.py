@@ -403,7 +403,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_bundle(args: argparse.Namespace) -> int:
     """A run, a sweep or a comparison as one zip (:func:`cache.bundle.write_bundle`)."""
-    from cache.bundle import load_spec, write_bundle
+    from cache.bundle import write_bundle
+    from core.compare import load_spec
 
     if (args.key is None) == (args.comparison is None):
         raise UsageError("bundle: give a run or sweep KEY, or --comparison SPEC.yaml (one of them)")
@@ -731,8 +732,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """The privacy report of a stored run, sweep or comparison (:mod:`core.report`)."""
+    from core.compare import load_spec as load_comparison
     from core.report import build_report
-    from core.report.spec_file import load_comparison
 
     if (args.key is None) == (args.comparison is None):
         raise UsageError("report: give a stored run or sweep KEY, or --comparison SPEC.yaml")

@@ -43,6 +43,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -474,32 +475,67 @@ def spec_to_dict(spec: ComparisonSpec) -> dict[str, Any]:
             "executor": spec.executor, "workers": spec.workers}
 
 
-def spec_from_dict(data: Mapping[str, Any]) -> ComparisonSpec:
-    """The spec of :func:`spec_to_dict`'s mapping; an unknown or missing field is a one-line
-    ValueError naming it (the metrics and defenses are checked when the comparison runs)."""
+def spec_from_dict(data: Any, where: str = "comparison") -> ComparisonSpec:
+    """The spec of :func:`spec_to_dict`'s mapping (a bundle's ``comparison.yaml``, a notebook's
+    SPEC, ``privlab report/bundle --comparison``); a bad field is a one-line ValueError naming
+    it (the metrics and defenses are checked when the comparison runs)."""
     if not isinstance(data, Mapping):
-        raise TypeError(f"comparison: got {type(data).__name__}; expected a mapping with "
+        raise TypeError(f"{where}: got {type(data).__name__}; expected a mapping with "
                         f"{', '.join(SPEC_FIELDS[:5])}")
     extra = [k for k in data if k not in SPEC_FIELDS]
     if extra:
-        raise ValueError(f"comparison: unknown field {extra[0]!r}; allowed: {', '.join(SPEC_FIELDS)}")
-    missing = [k for k in SPEC_FIELDS[:5] if k not in data]
-    if missing:
-        raise ValueError(f"comparison: {missing[0]}: required field is missing")
-    defenses = []
-    for i, d in enumerate(data["defenses"] or ()):
-        d = {"defense": d} if isinstance(d, str) else d
-        bad = [k for k in d if k not in _DEFENSE_FIELDS] if isinstance(d, Mapping) else ["?"]
-        if bad or "defense" not in d:
-            raise ValueError(f"comparison: defenses[{i}]: expected a defense name or a mapping "
-                             f"of {', '.join(_DEFENSE_FIELDS)}")
-        defenses.append(DefenseSpec.of(d["defense"], d.get("grid"), d.get("label"),
-                                       **dict(d.get("params") or {})))
+        raise ValueError(f"{where}.{extra[0]}: unknown field; allowed: {', '.join(SPEC_FIELDS)}")
+    for name in SPEC_FIELDS[:4]:
+        if not isinstance(data.get(name), str) or not data[name]:
+            raise ValueError(f"{where}.{name}: got {data.get(name)!r}; expected a name")
+    raw = data.get("defenses")
+    if not isinstance(raw, list | tuple) or not raw:
+        raise ValueError(f"{where}.defenses: got {raw!r}; expected a list of at least one defense")
+    defenses = [_defense_from(d, f"{where}.defenses[{i}]") for i, d in enumerate(raw)]
+    seeds = data.get("seeds", [0])
+    if not isinstance(seeds, list | tuple) or not seeds or not all(
+            isinstance(x, int) and not isinstance(x, bool) for x in seeds):
+        raise ValueError(f"{where}.seeds: got {seeds!r}; expected a list of integers")
+    base = data.get("base") or {}
+    if not isinstance(base, Mapping):
+        raise ValueError(f"{where}.base: got {type(base).__name__}; expected a mapping")  # noqa: TRY004 - bad file content is bad input
     rest = {k: data[k] for k in ("executor", "workers") if data.get(k) is not None}
     return ComparisonSpec(family=data["family"], data=data["data"], utility=data["utility"],
                           privacy=data["privacy"], defenses=tuple(defenses),
-                          seeds=tuple(int(s) for s in data.get("seeds", (0,))),
-                          base=copy.deepcopy(dict(data.get("base") or {})), **rest)
+                          seeds=tuple(int(x) for x in seeds), base=copy.deepcopy(dict(base)),
+                          **rest)
+
+
+def _defense_from(item: Any, where: str) -> DefenseSpec:
+    if isinstance(item, str):
+        item = {"defense": item}
+    if not isinstance(item, Mapping) or not isinstance(item.get("defense"), str):
+        raise ValueError(f"{where}: got {item!r}; expected a defense name or "  # noqa: TRY004
+                         f"{{{', '.join(_DEFENSE_FIELDS)}}}")
+    unknown = [k for k in item if k not in _DEFENSE_FIELDS]
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: unknown field; allowed: "
+                         f"{', '.join(_DEFENSE_FIELDS)}")
+    grid = item.get("grid")
+    if grid is not None and (not isinstance(grid, list | tuple) or not all(
+            isinstance(g, int | float) and not isinstance(g, bool) for g in grid)):
+        raise ValueError(f"{where}.grid: got {grid!r}; expected a list of numbers")
+    params = item.get("params") or {}
+    if not isinstance(params, Mapping):
+        raise ValueError(f"{where}.params: got {params!r}; expected a mapping")  # noqa: TRY004
+    label = item.get("label")
+    return DefenseSpec.of(item["defense"], None if grid is None else list(grid),
+                          None if label is None else str(label), **dict(params))
+
+
+def load_spec(path: str | Path) -> ComparisonSpec:
+    """A comparison spec from a YAML or JSON file (the config files' safe, size-checked reader,
+    :mod:`core.config_files`)."""
+    from core.config_files import decode_utf8, parse_text, read_bytes
+
+    p = Path(path)
+    text = decode_utf8(read_bytes(p), str(p))
+    return spec_from_dict(parse_text(text, str(p), json_=p.suffix.lower() == ".json"), p.name)
 
 
 def _merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:

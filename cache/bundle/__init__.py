@@ -17,8 +17,8 @@ Figures are the dashboard's, one level up: they come in through a figure builder
 from cache.bundle.errors import BundleError
 from cache.bundle.figures import set_figure_builder
 from cache.bundle.read import ImportReport, import_bundle, read_manifest
-from cache.bundle.spec import load_spec, spec_from_dict, spec_to_dict
 from cache.bundle.write import BundleInfo, write_bundle
+from core.compare import load_spec, spec_from_dict, spec_to_dict
 
 __all__ = ["BundleError", "BundleInfo", "ImportReport", "import_bundle", "load_spec",
            "read_manifest", "set_figure_builder", "spec_from_dict", "spec_to_dict",

@@ -21,7 +21,6 @@ import yaml
 from cache.bundle import manifest as M
 from cache.bundle.errors import BundleError
 from cache.bundle.figures import FigureBuilder, build_figures, render
-from cache.bundle.spec import spec_to_dict
 from core import ENGINE_VERSION
 from core.compare import Comparison, ComparisonSpec, MissingPoints, read_comparison
 from core.fingerprint import engine_fingerprint, engine_id
@@ -152,7 +151,7 @@ def bundle_files(target: Any, *, store: Any, figures: bool | FigureBuilder | Map
         files[M.CONFIG] = _config_yaml(c.main.config)
         files[M.RESULT], files[M.ARRAYS] = _result_files(c.main)
     if c.comparison is not None:
-        files[M.SPEC] = yaml.safe_dump(spec_to_dict(c.comparison.spec), sort_keys=False,
+        files[M.SPEC] = yaml.safe_dump(_spec_data(c.comparison.spec), sort_keys=False,
                                        allow_unicode=True, width=100).encode()
         files[M.COMPARISON] = json.dumps(c.comparison.to_dict(), sort_keys=True,
                                          allow_nan=False, indent=1).encode()
@@ -233,3 +232,14 @@ def _write_atomic(path: Path, data: bytes) -> None:
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _spec_data(spec: Any) -> dict[str, Any]:
+    """The spec as written in a bundle: where its points ran (executor, workers) is part of no
+    key, so it is left for the importing machine to choose."""
+    from core.compare import spec_to_dict
+
+    data = spec_to_dict(spec)
+    data.pop("executor", None)
+    data.pop("workers", None)
+    return data
