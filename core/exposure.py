@@ -22,6 +22,7 @@ section dict: ``title``, ``sentences``, ``rows``, ``figure``).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,10 @@ def record_scores(result: Result, attack: str | None = None) -> RecordScores:
     return load_object(fam.exposure)(result, attack=attack)
 
 
+#: a title's trailing knob symbol ("RelaxLoss (α)"), dropped where the value follows
+_SYMBOL = re.compile(r" \(\S{1,2}\)$")
+
+
 def defense_label(result: Result) -> str:
     """The run's defense as a reader names it: its title and its knob's value."""
     from core.parts import DEFENSES
@@ -64,8 +69,7 @@ def defense_label(result: Result) -> str:
         return "no defense"
     knob = part.knob
     if knob is not None and block.get(knob.field) is not None:
-        title = part.title.removesuffix(f" ({knob.symbol})")
-        return f"{title} ({knob.symbol} = {float(block[knob.field]):g})"
+        return f"{_SYMBOL.sub('', part.title)} ({knob.symbol} = {float(block[knob.field]):g})"
     return part.title
 
 
@@ -328,6 +332,7 @@ def comparison_results(comparison: Any, store: Any, *, position: int | None = No
         result = store.get(key) if key else None
         if result is None:
             continue
-        name = c.name if c.knob_field is None else f"{c.name} ({c.symbol} = {c.knob[j]:g})"
+        name = (c.name if c.knob_field is None else
+                f"{_SYMBOL.sub('', c.name)} ({c.symbol} = {c.knob[j]:g})")
         out[name] = result
     return out

@@ -30,7 +30,7 @@ import numpy as np
 from core.result import Result
 
 #: what a stored Result lacks when it ran before per-record arrays existed
-OLD_RUN = "this run was stored before per-record exposure was recorded; run it again"
+OLD_RUN = "this run was stored before per-record scores were kept; run it again to see them"
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,8 @@ class RecordScores:
 
 
 def _need(result: Result, *names: str) -> None:
-    missing = [n for n in names if n not in result.artifacts]
-    if missing:
-        raise ValueError(f"artifacts: {', '.join(missing)} missing; {OLD_RUN}")
+    if any(n not in result.artifacts for n in names):
+        raise ValueError(OLD_RUN)
 
 
 def _config(result: Result):

@@ -19,6 +19,7 @@ from core.exposure import (
     record_scores,
 )
 from core.result import Result
+from tests.test_pages import store  # noqa: F401  (fixture)
 
 MEMBERSHIP = {"kind": "membership", "data": {"name": "digits"},
               "train": {"members": 60, "epochs": 6, "batch_size": 32},
@@ -258,7 +259,72 @@ def test_comparison_results_pick_one_point_per_curve():
               SimpleNamespace(name="DP-SGD", knob_field="target_epsilon", symbol="ε",
                               knob=np.array([1.0, 8.0]), seeds=[0, 1],
                               keys=[["a0", "a1"], ["b0", "b1"]])]
-    store = SimpleNamespace(get=lambda key: {"k1": r1, "b1": r2}.get(key))
-    got = comparison_results(SimpleNamespace(curves=curves), store, position=5, seed_index=1)
+    held = SimpleNamespace(get=lambda key: {"k1": r1, "b1": r2}.get(key))
+    got = comparison_results(SimpleNamespace(curves=curves), held, position=5, seed_index=1)
     assert got == {"no defense": r1, "DP-SGD (ε = 8)": r2}
-    assert comparison_results(SimpleNamespace(curves=curves), store, position=0) == {}
+    assert comparison_results(SimpleNamespace(curves=curves), held, position=0) == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# the pages
+
+
+def _component_script() -> None:
+    """Both components on synthetic digits runs (AppTest.from_function)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import dashboard.widgets
+    from dashboard.components.exposure import exposure_ui, overlap_ui
+    from tests.test_exposure import _mia
+
+    a = _mia({i: float(100 - i) for i in range(30)})
+    b = _mia({i: float(100 - i) if i % 2 else -float(i) for i in range(30)},
+             {"kind": "dp_sgd", "target_epsilon": 8.0})
+    exposure_ui(a, key="t_exposure")
+    dashboard.widgets.get_store = lambda: SimpleNamespace(get={"ka": a, "kb": b}.get)
+    curves = [SimpleNamespace(name="no defense", knob_field=None, symbol=None,
+                              knob=np.array([np.nan]), seeds=[0], keys=[["ka"]]),
+              SimpleNamespace(name="DP-SGD", knob_field="target_epsilon", symbol="ε",
+                              knob=np.array([8.0]), seeds=[0], keys=[["kb"]])]
+    cmp = SimpleNamespace(spec=SimpleNamespace(family="membership", seeds=(0,)), curves=curves)
+    overlap_ui(cmp, 0, k=10)
+    exposure_ui(SimpleNamespace(kind="property"), key="t_none")
+
+
+def test_components_draw_records_sentence_and_overlap():
+    from streamlit.testing.v1 import AppTest
+
+    import dashboard.widgets
+
+    keep = dashboard.widgets.get_store
+    try:
+        at = AppTest.from_function(_component_script, default_timeout=60).run()
+    finally:
+        dashboard.widgets.get_store = keep
+    assert not at.exception, at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "the 10 most exposed of 30 scored records" in text and "records 0, 1, 2" in text
+    # DP-SGD keeps the odd records 1, 3, …, 19 in its top 10: 5 shared, Jaccard 5/15
+    assert "5 of the 10 most exposed records stay in the top 10 under every defense" in text
+    assert "0.333 to 0.333" in text
+    ids = [str(getattr(c, "id", "")) for c in at.get("plotly_chart")]
+    assert any("t_exposure_records" in i for i in ids), ids
+    assert any("cmp_exposure_heatmap" in i for i in ids) and any(
+        "cmp_exposure_always" in i for i in ids), ids
+    assert any("per-record exposure is kept for" in c.value for c in at.caption)
+
+
+def test_membership_page_shows_the_most_exposed_records(store):  # noqa: F811
+    from tests.test_pages import has_chart, open_page
+
+    at = open_page("views/membership.py")
+    at.selectbox(key="mi_dataset").set_value("digits").run()
+    for k, v in (("mi_members", 40), ("mi_epochs", 3), ("mi_refs", 1), ("mi_targets", 2),
+                 ("mi_shadows", 4)):
+        at.text_input(key=f"{k}__text").set_value(str(v)).run()
+    at.button(key="mi_run").click().run(timeout=240)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert has_chart(at, "mi_exposure_records")
+    assert any("most exposed of" in m.value for m in at.markdown)

@@ -31,6 +31,7 @@ from dashboard.components.compare_plot import (
     points_frame,
     table_frame,
 )
+from dashboard.components.exposure import overlap_ui
 from dashboard.components.inputs import inputs_ok, report_problem
 from dashboard.components.knob import knob_help, knob_label
 from dashboard.components.lesson import compare_lesson_panel
@@ -285,6 +286,7 @@ def show(cmp: C.Comparison) -> None:
                        file_name="compare_points.csv", mime="text/csv", key="cmp_points_csv")
     d3.download_button("Figure (standalone HTML)", lambda: figure_html(fig),
                        file_name="compare.html", mime="text/html", key="cmp_html")
+    overlap_ui(cmp, position)
     with st.expander("Every point"):
         st.dataframe(points_frame(cmp), hide_index=True, width="stretch")
     for name, why in cmp.refused:

@@ -34,6 +34,7 @@ from dashboard.components.caveats import (
     metric_tile,
     sentence,
 )
+from dashboard.components.exposure import exposure_ui
 from dashboard.components.fil_figures import fil_figure
 from dashboard.components.inputs import number_ui
 from dashboard.components.knob import knob_ui
@@ -433,6 +434,7 @@ def show(cfg, base, result) -> None:
         else:
             attack_section(cfg, result)
             lira_section(result)
+            exposure_ui(result, key="fi_exposure")
         sweep_section(base, live)
     with tab3:
         irfil_section(base, live["sigma"])
