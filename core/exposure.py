@@ -69,7 +69,7 @@ def defense_label(result: Result) -> str:
         return "no defense"
     knob = part.knob
     if knob is not None and block.get(knob.field) is not None:
-        return f"{_SYMBOL.sub('', part.title)} ({knob.symbol} = {float(block[knob.field]):g})"
+        return f"{_SYMBOL.sub('', part.title)} at {knob.symbol} = {float(block[knob.field]):g}"
     return part.title
 
 
@@ -105,6 +105,7 @@ class RecordExposure:
     attack: str | None
     defense: str
     scored: str
+    named: str
     ranked: np.ndarray
     ranked_values: np.ndarray
     top_n: int
@@ -187,6 +188,7 @@ def record_exposure(result: Result, *, top_n: int = 10,
     ties = int(np.sum(val[n:] == val[n - 1])) if 0 < n < len(val) else 0
     return RecordExposure(family=rs.family, score=rs.score, title=rs.title, unit=rs.unit,
                           attack=rs.attack, defense=defense_label(result), scored=rs.scored,
+                          named=rs.named,
                           ranked=idx, ranked_values=val, top_n=n, ties_at_cut=ties,
                           reference=rs.reference, loader=rs.records)
 
@@ -333,6 +335,6 @@ def comparison_results(comparison: Any, store: Any, *, position: int | None = No
         if result is None:
             continue
         name = (c.name if c.knob_field is None else
-                f"{_SYMBOL.sub('', c.name)} ({c.symbol} = {c.knob[j]:g})")
+                f"{_SYMBOL.sub('', c.name)} at {c.symbol} = {c.knob[j]:g}")
         out[name] = result
     return out

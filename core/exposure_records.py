@@ -50,7 +50,8 @@ class RecordScores:
     ``index[i]`` (NaN: not scored), higher = more exposed. ``score`` names the array it was
     read from, ``title`` says what it is in words, ``reference`` a level to read it against
     (chance, or None), ``attack`` the attack's config name (None where the family has one
-    score), ``scored`` which records are candidates in words."""
+    score), ``scored`` which records are candidates and ``named`` what an index is, in
+    words."""
 
     family: str
     score: str
@@ -62,6 +63,8 @@ class RecordScores:
     records: Callable[[np.ndarray], Records]
     attack: str | None = None
     reference: float | None = None
+    #: what a record's index is
+    named: str = "its row in the data set"
 
 
 def _need(result: Result, *names: str) -> None:
@@ -187,7 +190,8 @@ def fil_records(result: Result, attack: str | None = None) -> RecordScores:
         family="fisher_information", score="eta_example",
         title=f"per-example Fisher information loss η of the release (σ = {sigma:.3g})",
         unit="", index=np.arange(len(eta), dtype=np.int64), values=eta / sigma,
-        scored="training rows of the FIL view", records=fil_view_records(result), attack=None)
+        scored="training rows of the FIL view", records=fil_view_records(result), attack=None,
+        named="its training row in the FIL view")
 
 
 def attribute_records(result: Result, attack: str | None = None) -> RecordScores:

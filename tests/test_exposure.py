@@ -261,7 +261,7 @@ def test_comparison_results_pick_one_point_per_curve():
                               keys=[["a0", "a1"], ["b0", "b1"]])]
     held = SimpleNamespace(get=lambda key: {"k1": r1, "b1": r2}.get(key))
     got = comparison_results(SimpleNamespace(curves=curves), held, position=5, seed_index=1)
-    assert got == {"no defense": r1, "DP-SGD (ε = 8)": r2}
+    assert got == {"no defense": r1, "DP-SGD at ε = 8": r2}
     assert comparison_results(SimpleNamespace(curves=curves), held, position=0) == {}
 
 

@@ -60,7 +60,7 @@ def exposure_ui(result, *, key: str = "exposure", top_n: int = TOP_N) -> None:
         return
     st.markdown(ex.sentence)
     _records(ex, ex.top, ex.top_values, key=f"{key}_records")
-    st.caption(f"Scored: {ex.scored}, each named by its index in the data set; "
+    st.caption(f"Scored: {ex.scored}, each named by {ex.named}; "
                f"{ex.direction}. The same records under another defense (same data and seed) "
                "are compared on the Compare page.")
 
