@@ -320,21 +320,27 @@ def exposure_overlap(results_by_defense: Mapping[str, Result], *, k: int = 20
                            exposures=exps)
 
 
-def comparison_results(comparison: Any, store: Any, *, position: int | None = None,
-                       seed_index: int = 0) -> dict[str, Result]:
-    """One stored run per curve of a :class:`core.compare.Comparison`: the point at grid
+def comparison_points(comparison: Any, *, position: int | None = None,
+                      seed_index: int = 0) -> dict[str, str]:
+    """The stored run key of each curve of a :class:`core.compare.Comparison` at grid
     ``position`` (cut to the curve's last; None: each curve's first) and the seed at
-    ``seed_index``, named by the curve and its knob value. Curves whose point is not in
-    ``store`` are left out."""
-    out: dict[str, Result] = {}
+    ``seed_index``, by the curve's name and knob value ("RelaxLoss at α = 1")."""
+    out: dict[str, str] = {}
     for c in comparison.curves:
         j = 0 if position is None else max(0, min(int(position), len(c.knob) - 1))
         si = max(0, min(int(seed_index), len(c.seeds) - 1))
-        key = c.keys[j][si]
-        result = store.get(key) if key else None
-        if result is None:
+        if not c.keys[j][si]:
             continue
         name = (c.name if c.knob_field is None else
                 f"{_SYMBOL.sub('', c.name)} at {c.symbol} = {c.knob[j]:g}")
-        out[name] = result
+        out[name] = c.keys[j][si]
     return out
+
+
+def comparison_results(comparison: Any, store: Any, *, position: int | None = None,
+                       seed_index: int = 0) -> dict[str, Result]:
+    """One stored run per curve (:func:`comparison_points`) read from ``store``; curves whose
+    point is not stored are left out."""
+    got = {name: store.get(key) for name, key in
+           comparison_points(comparison, position=position, seed_index=seed_index).items()}
+    return {name: r for name, r in got.items() if r is not None}

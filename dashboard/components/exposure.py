@@ -13,8 +13,9 @@ import numpy as np
 import streamlit as st
 
 from core.exposure import (
+    ExposureOverlap,
     RecordExposure,
-    comparison_results,
+    comparison_points,
     exposure_overlap,
     record_exposure,
 )
@@ -65,6 +66,24 @@ def exposure_ui(result, *, key: str = "exposure", top_n: int = TOP_N) -> None:
                "are compared on the Compare page.")
 
 
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _overlap(points: tuple[tuple[str, str], ...], k: int) -> ExposureOverlap | str:
+    """The overlap of the stored runs ``points`` ((name, key), ...), once per set of points
+    (stored runs never change under their key); a string says why there is none. LookupError
+    (not cached) while fewer than two are stored."""
+    from dashboard.widgets import get_store
+
+    store = get_store()
+    results = {name: r for name, key in points if (r := store.get(key)) is not None}
+    if len(results) < 2:
+        raise LookupError("Fewer than two of the comparison's points are stored at this "
+                          "position.")
+    try:
+        return exposure_overlap(results, k=k)
+    except ValueError as exc:
+        return f"Per-record exposure: {exc}."
+
+
 def overlap_ui(comparison, position: int | None = None, *, key: str = "cmp_exposure",
                k: int = TOP_K) -> None:
     """Which records each defense protects: the top-``k`` exposed sets of the comparison's
@@ -72,7 +91,6 @@ def overlap_ui(comparison, position: int | None = None, *, key: str = "cmp_expos
     heatmap and the records exposed under every defense. Nothing for a family that keeps no
     per-record scores."""
     from core.parts import FAMILIES
-    from dashboard.widgets import get_store
 
     family = comparison.spec.family
     if family not in FAMILIES or FAMILIES.get(family).exposure is None:
@@ -82,14 +100,13 @@ def overlap_ui(comparison, position: int | None = None, *, key: str = "cmp_expos
     si = 0
     if len(seeds) > 1:
         si = seeds.index(st.selectbox("Seed of the points compared", seeds, key=f"{key}_seed"))
-    results = comparison_results(comparison, get_store(), position=position, seed_index=si)
-    if len(results) < 2:
-        st.caption("Fewer than two of the comparison's points are stored at this position.")
-        return
+    points = comparison_points(comparison, position=position, seed_index=si)
     try:
-        ov = exposure_overlap(results, k=k)
-    except ValueError as exc:
-        st.caption(f"Per-record exposure: {exc}.")
+        ov = _overlap(tuple(points.items()), k)
+    except LookupError as exc:
+        ov = str(exc)
+    if isinstance(ov, str):
+        st.caption(ov)
         return
     st.markdown(ov.sentence)
     st.plotly_chart(ov.report_section()["figure"], width="stretch", key=f"{key}_heatmap")
