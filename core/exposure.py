@@ -263,8 +263,10 @@ class ExposureOverlap:
                 shared = len(set(self.sets[i].tolist()) & set(self.sets[j].tolist()))
                 rows.append({"defense A": a, "defense B": self.names[j],
                              "shared": shared, "jaccard": float(self.jaccard[i, j])})
+        # long names ("κ channel (data-space noise) · natural at κ = 0.5") on two lines
+        names = [n.replace(" at ", "<br>at ") for n in self.names]
         fig = go.Figure(go.Heatmap(
-            z=self.jaccard, x=self.names, y=self.names, zmin=0.0, zmax=1.0,
+            z=self.jaccard, x=names, y=names, zmin=0.0, zmax=1.0,
             colorscale="Blues", text=[[f"{v:.2f}" for v in row] for row in self.jaccard],
             texttemplate="%{text}", colorbar={"title": "Jaccard"}))
         fig.update_layout(height=120 + 60 * len(self.names), yaxis_autorange="reversed",

@@ -428,13 +428,13 @@ def show(cfg, base, result) -> None:
     tab1, tab2, tab3, tab4 = st.tabs(["η by example", "Attacks", "IRFIL", "Cramér–Rao"])
     with tab1:
         examples_section(base, live["sigma"])
+        exposure_ui(result or base, key="fi_exposure")
     with tab2:
         if result is None:
             st.info("The attacks at this σ have not run yet: press **Run** (the fit is reused).")
         else:
             attack_section(cfg, result)
             lira_section(result)
-            exposure_ui(result, key="fi_exposure")
         sweep_section(base, live)
     with tab3:
         irfil_section(base, live["sigma"])
