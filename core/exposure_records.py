@@ -191,7 +191,7 @@ def fil_records(result: Result, attack: str | None = None) -> RecordScores:
         title=f"per-example Fisher information loss η of the release (σ = {sigma:.3g})",
         unit="", index=np.arange(len(eta), dtype=np.int64), values=eta / sigma,
         scored="training rows of the FIL view", records=fil_view_records(result), attack=None,
-        named="its training row in the FIL view")
+        named="its row number there")
 
 
 def attribute_records(result: Result, attack: str | None = None) -> RecordScores:
