@@ -38,4 +38,5 @@ BENCHMARKS: dict[str, str] = {
     "bundle": "benchmarks.bundle_bench:main",
     "notebook": "benchmarks.notebook_bench:main",
     "report": "benchmarks.report_bench:main",
+    "exposure": "benchmarks.exposure_bench:main",
 }

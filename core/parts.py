@@ -60,24 +60,31 @@ class Family:
     title: str
     metric_template: str
     stats: tuple[str, ...]
+    #: ``"module:attr"`` of its per-record extractor, ``fn(result, attack=None) ->
+    #: core.exposure_records.RecordScores`` (higher = more exposed); None: its runs keep no
+    #: per-record scores
+    exposure: str | None = None
 
 
 FAMILIES: Registry[Family] = Registry("family")
 for _f in (
         Family("attribute_privacy", "attribute inference on released representations",
-               "attack_{who}_{stat}", ("acc", "bacc", "auc", "adv", "ce_nats")),
+               "attack_{who}_{stat}", ("acc", "bacc", "auc", "adv", "ce_nats"),
+               exposure="core.exposure_records:attribute_records"),
         Family("membership", "membership inference", "mia_{who}_{stat}",
                ("auc", "adv", "bacc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr",
-                "epsilon_lower_bound")),
+                "epsilon_lower_bound"), exposure="core.exposure_records:membership_records"),
         Family("property", "property inference on aggregated representations",
                "property_{who}_{stat}", ("acc", "bacc", "auc", "ce_nats", "gap")),
         Family("gradient_leakage", "reconstruction from uploaded gradients", "recon_{who}_{stat}",
-               ("mse", "psnr", "psnr_median", "ssim", "label_acc", "seconds")),
+               ("mse", "psnr", "psnr_median", "ssim", "label_acc", "seconds"),
+               exposure="core.exposure_records:gradient_records"),
         Family("repr_reconstruction", "reconstruction from shared representations r + δ",
                "recon_{who}_{stat}", ("mse", "psnr", "ssim", "frac_l2_ge_eta",
                                       "frac_linf_ge_eta")),
         Family("fisher_information", "attribute reconstruction from a perturbed GLM",
-               "fil_attack_{who}_{stat}", ("acc",))):
+               "fil_attack_{who}_{stat}", ("acc",),
+               exposure="core.exposure_records:fil_records")):
     FAMILIES.register(_f.name, _f)
 
 

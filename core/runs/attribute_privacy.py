@@ -92,6 +92,7 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     scores, metrics, intervals, artifacts, best = _score(cfg, d, outputs, defense.metrics)
     ev.update(0.8, "utility heads")
     probe_weights = _utility(cfg, d, R, release_key, stages, metrics)
+    artifacts.update(record_arrays(d, outputs, best))
     metrics.update(_theorem_bounds(cfg, d, scores, R["R_test"], probe_weights, notes))
     info = _info(cfg, d, best, defense.info)
     if cfg.projection_points > 0:
@@ -193,6 +194,24 @@ def _score(cfg: AttributePrivacyConfig, d: _Data, outputs: dict[str, AttackOutpu
             fpr, tpr = _roc(truth.labels, outputs[who].proba[:, 1])
             artifacts[f"roc_{who}_fpr"], artifacts[f"roc_{who}_tpr"] = fpr, tpr
     return scores, metrics, intervals, artifacts, best
+
+
+def record_arrays(d: _Data, outputs: dict[str, AttackOutput],
+                  best: str | None) -> dict[str, np.ndarray]:
+    """Per-record exposure (:mod:`core.exposure`): ``record_index`` (the test rows the
+    attackers guess, as indices in the data set) and ``record_confidence``, the strongest
+    attacker's calibrated probability of each record's true private value (chance 1/k);
+    nothing when no attacker read the release."""
+    if best is None:
+        return {}
+    from core.attacks.protocol import finite_proba
+
+    out = outputs[best]
+    proba = finite_proba(np.asarray(out.proba if out.calibrated is None else out.calibrated,
+                                     np.float64))
+    conf = proba[np.arange(len(d.te)), d.u[d.te]]
+    return {"record_index": np.asarray(d.te).astype(np.int32),
+            "record_confidence": conf.astype(np.float32)}
 
 
 def _utility(cfg: AttributePrivacyConfig, d: _Data, R: dict[str, np.ndarray], release_key: str,

@@ -230,8 +230,16 @@ def _uploads(cfg: GradientLeakageConfig, ds, model, init_weights: dict[str, torc
     flat_t = targets_np.reshape(-1, *shape)
     artifacts["targets"] = flat_t[:GALLERY]
     artifacts["noisy"] = np.clip(noisy_np.reshape(-1, *shape)[:GALLERY], 0.0, 1.0)
+    artifacts.update(record_arrays(rows))
     release = UploadRelease(model=model, params=params, observed=observed, image_shape=shape)
     return release, targets_np, labels, S.observe_part(cfg, model_key)
+
+
+def record_arrays(rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-record exposure (:mod:`core.exposure`): ``record_index``, the data-set row of each
+    target image in the order of the per-image scores (``recon_<attack>_psnr``: target t's
+    images t·b … t·b + b − 1)."""
+    return {"record_index": np.asarray(rows, np.int64).reshape(-1).astype(np.int32)}
 
 
 def _inversions(cfg: GradientLeakageConfig, release, knowledge, okey: dict[str, Any],

@@ -69,6 +69,7 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
     rep = S.reports(ctx, scores, labels)
     metrics.update(rep.metrics)
     artifacts.update(rep.artifacts)
+    artifacts.update(S.record_arrays(ctx, scores, labels))
     notes.extend(rep.notes)
     intervals = rep.intervals
     S.inf2guard_bound(outputs, metrics, notes)

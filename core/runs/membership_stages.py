@@ -362,6 +362,31 @@ def attack_scores(ctx: Context, rel, in_mask: np.ndarray, notes: list[str]):
     return outputs, scores, labels
 
 
+def record_arrays(ctx: Context, scores: dict[str, np.ndarray],
+                  labels: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-record exposure (:mod:`core.exposure`), read from the scores the reports read:
+    ``record_index`` (each pool row's index in the data set), ``record_member`` (1 where the
+    target trained on it), ``record_targets_in`` (of the pooled target models, how many
+    trained on it) and per attack ``record_score_<attack>``: the mean of the record's member
+    scores (higher = member) over the target models that trained on it, non-finite scores
+    left out (NaN where none did). A pooled attack's scores are T consecutive blocks of the
+    pool (the target, then each shadow as target, :func:`attack_scores`), each with its own
+    membership labels. float32 and int: a few kB per attack."""
+    n = len(ctx.pool)
+    out: dict[str, np.ndarray] = {"record_index": ctx.pool.astype(np.int32),
+                                  "record_member": ctx.member.astype(np.int8)}
+    inside = {a: np.asarray(labels[a], bool).reshape(-1, n) for a in scores}
+    for name, sc in scores.items():
+        s = np.asarray(sc, np.float64).reshape(-1, n)
+        ok = inside[name] & np.isfinite(s)
+        count = ok.sum(0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(ok, s, 0.0).sum(0) / count
+        out[f"record_score_{name}"] = np.where(count > 0, mean, np.nan).astype(np.float32)
+    out["record_targets_in"] = max(inside.values(), key=len).sum(0).astype(np.int16)
+    return out
+
+
 @dataclass
 class Reports:
     """What the attacks' reports add to a Result."""

@@ -41,6 +41,7 @@ from dashboard.components import (
     utility_panel,
 )
 from dashboard.components._format import metric
+from dashboard.components.exposure import exposure_ui
 from dashboard.components.inputs import blocked_reason, number_ui, stop_if_invalid
 from dashboard.components.part_controls import controls_ui, knob_control
 from dashboard.components.run_panel import run_panel
@@ -330,6 +331,7 @@ def show_result(config: dict[str, Any], result, grid_results: dict[float, Any],
     st.subheader("Bounds (TAPPFL Theorems 1 and 2)")
     bounds_panel(result, key="ap")
     defense_panel(result)
+    exposure_ui(result, key="ap_exposure")
 
     tradeoff_section(config, result, grid_results, shown)
     # secondary panels: computed, sent and drawn only when opened (light pages on shared servers)

@@ -32,6 +32,7 @@ from dashboard.components.compare_plot import (
     points_frame,
     table_frame,
 )
+from dashboard.components.exposure import overlap_ui
 from dashboard.components.inputs import inputs_ok, report_problem
 from dashboard.components.knob import knob_help, knob_label
 from dashboard.components.lesson import compare_lesson_panel
@@ -288,6 +289,7 @@ def show(cmp: C.Comparison) -> None:
     d3.download_button("Figure (standalone HTML)", lambda: figure_html(fig),
                        file_name="compare.html", mime="text/html", key="cmp_html")
     bundle_button(cmp.spec, key="cmp")
+    overlap_ui(cmp, position)
     with st.expander("Every point"):
         st.dataframe(points_frame(cmp), hide_index=True, width="stretch")
     for name, why in cmp.refused:

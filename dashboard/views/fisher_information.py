@@ -34,6 +34,7 @@ from dashboard.components.caveats import (
     metric_tile,
     sentence,
 )
+from dashboard.components.exposure import exposure_ui
 from dashboard.components.fil_figures import fil_figure
 from dashboard.components.inputs import number_ui
 from dashboard.components.knob import knob_ui
@@ -427,6 +428,7 @@ def show(cfg, base, result) -> None:
     tab1, tab2, tab3, tab4 = st.tabs(["η by example", "Attacks", "IRFIL", "Cramér–Rao"])
     with tab1:
         examples_section(base, live["sigma"])
+        exposure_ui(result or base, key="fi_exposure")
     with tab2:
         if result is None:
             st.info("The attacks at this σ have not run yet: press **Run** (the fit is reused).")

@@ -33,6 +33,7 @@ from dashboard.components.caveats import (
     metric_tile,
     roc_grey_below,
 )
+from dashboard.components.exposure import exposure_ui
 from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui
 from dashboard.components.part_controls import defense_block_ui
 from dashboard.components.run_panel import run_panel
@@ -375,6 +376,7 @@ def show_result(config, result) -> None:
         st.markdown("\n".join(threat_card_lines(
             {f"mia_{a}": TITLES.get(a, a) for a in result.config["attack"]["attackers"]})))
     roc_section(result)
+    exposure_ui(result, key="mi_exposure")
     projection_section(result)
     tradeoff_section(config, result)
     audit_section(config)

@@ -35,6 +35,7 @@ from dashboard.components import deferred, result_caption
 from dashboard.components._figures import figure
 from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import flag_rows, flagged_caption, metric_tile, plot_caveats
+from dashboard.components.exposure import exposure_ui
 from dashboard.components.inputs import blocked_reason, number_ui
 from dashboard.components.part_controls import defense_block_ui
 from dashboard.components.run_panel import run_panel
@@ -490,6 +491,7 @@ def show_result(config, cfg, result) -> None:
                         f"({result.info.get('accountant') or 'n/a'}).", "epsilon_accountant")
     gallery(result, names)
     scores_table(result, names)
+    exposure_ui(result, key="gl_exposure")
     thm1_section(config, result)
     # the attack that stores its images under its name (model inversion of the trained model)
     inverted = next((a.name for a in attacks_for(KIND) if a.name in result.artifacts), None)
