@@ -183,24 +183,13 @@ def _optional(modules: tuple[str, ...], name: str, what: str) -> Callable[..., A
 _BUNDLES = ("cache.bundle", "core.bundle")
 
 
-def bundle(target: Any, path: str | Path, *, store: Store = None, notebook: bool = True,
-           **kw: Any) -> Any:
+def bundle(target: Any, path: str | Path, *, store: Store = None, **kw: Any) -> Any:
     """Write ``target`` (a Result, a sweep, a Comparison, a key or a ComparisonSpec) as a
-    self-checking bundle at ``path`` (``write_bundle``: manifest, checksums, runs, figures),
-    with its notebook and script (``notebook.ipynb``, ``notebook.py``) unless ``notebook`` is
-    False; ``kw``: ``write_bundle``'s options (``figures``, ``extras``)."""
+    self-checking bundle at ``path`` (``write_bundle``: manifest, checksums, runs, figures, the
+    notebook and its script, the privacy report); ``kw``: ``write_bundle``'s options
+    (``figures``, ``extras``, ``companions``)."""
     write_bundle = _optional(_BUNDLES, "write_bundle", "bundles")
-    s, t = _store(store), target_of(target)
-    extras = dict(kw.pop("extras", None) or {})
-    if notebook:
-        import nbformat
-
-        from core.notebook import notebook_for, to_script
-
-        nb = notebook_for(t, store=s)
-        extras = {"notebook.ipynb": nbformat.writes(nb).encode(),
-                  "notebook.py": to_script(nb).encode(), **extras}
-    return write_bundle(t, path, store=s, extras=extras or None, **kw)
+    return write_bundle(target_of(target), path, store=_store(store), **kw)
 
 
 def import_bundle(path: str | Path | bytes, *, store: Store = None, **kw: Any) -> Any:

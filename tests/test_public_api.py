@@ -136,7 +136,7 @@ def test_bundle_and_report_delegate_or_say_they_are_missing(tiny, store, monkeyp
     assert (target, path, kw["store"], kw["figures"]) == (tiny.key, tmp_path / "b.zip", store, False)
     assert sorted(kw["extras"]) == ["notebook.ipynb", "notebook.py"]  # its notebook travels along
     assert b"privlab.run(CONFIG)" in kw["extras"]["notebook.py"]
-    privlab.bundle(tiny, tmp_path / "c.zip", store=store, notebook=False)
+    privlab.bundle(tiny, tmp_path / "c.zip", store=store, companions=False)
     assert calls[-1][2]["extras"] is None
 
 

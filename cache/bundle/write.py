@@ -171,18 +171,28 @@ def bundle_files(target: Any, *, store: Any, figures: bool | FigureBuilder | Map
 
 def write_bundle(target: Any, path: str | Path | IO[bytes], *, store: Any,
                  figures: bool | FigureBuilder | Mapping[str, Any] = True,
-                 extras: Mapping[str, bytes] | None = None) -> BundleInfo:
+                 extras: Mapping[str, bytes] | None = None,
+                 companions: bool = True) -> BundleInfo:
     """Write ``target`` (a run or sweep key or unique prefix, or a ComparisonSpec whose points
     are stored) from ``store`` as a bundle to ``path`` (a file, replaced atomically, or a
     binary file object). ``figures``: True = the registered builder's
     (:func:`cache.bundle.set_figure_builder`), False = none, a builder or a mapping;
-    ``extras``: more files by name (a notebook, a report), checksummed like every file.
-    Raises BundleError (one line) when the target is not stored or an input is refused."""
+    ``extras``: more files by name, checksummed like every file; ``companions``: add the
+    notebook, its script and the privacy report (:mod:`cache.bundle.companions`; the report's
+    PDF only where figures are drawn, both need Chromium). Raises BundleError (one line) when the target is not stored or an input is refused."""
     t0 = time.perf_counter()
     created = datetime.now(UTC).isoformat(timespec="seconds")
+    more: dict[str, bytes] = {}
+    notes_c: list[str] = []
+    if companions:
+        from cache.bundle.companions import companions as make_companions
+
+        more, notes_c = make_companions(target, store=store, pdf=bool(figures))
+    more.update(extras or {})
     c, files, fig_names, notes = bundle_files(target, store=store, figures=figures,
-                                              extras=extras)
-    extra_names = sorted((extras or {}).keys())
+                                              extras=more)
+    notes.extend(notes_c)
+    extra_names = sorted(more)
     runs = ([c.main] if c.main is not None else []) + list(c.points.values())
     old = sorted({r.engine_version for r in runs if r.engine_version != engine_id()})
     if old:

@@ -154,6 +154,24 @@ def _get(store: Any, key: str) -> Any:
     return r
 
 
+def _exposure_sections(t: _Target, store: Any) -> list[dict[str, Any]]:
+    """Per-record exposure as report sections: the run's most exposed records, or for a
+    comparison the overlap of each defense's most exposed records (first knob value, first
+    seed: the runs must share their records); nothing for a family without per-record scores
+    or a run stored without them."""
+    from core.exposure import comparison_results, exposure_overlap, record_exposure
+
+    try:
+        if t.comparison is not None:
+            runs = comparison_results(t.comparison, store)
+            return [exposure_overlap(runs).report_section()] if len(runs) > 1 else []
+        if len(t.runs) == 1:
+            return [record_exposure(t.runs[0][2]).report_section()]
+    except (KeyError, ValueError, LookupError):  # no per-record arrays for this family or run
+        return []
+    return []
+
+
 def _resolve(target: Any, store: Any) -> _Target:
     from core.compare import Comparison, ComparisonSpec, read_comparison
     from core.result import Result
@@ -524,13 +542,16 @@ def _plane(page: Page, t: _Target, rec: Recommendation) -> None:
 
 
 def build_report(target: Any, *, store: Any, level: float = 0.05,
-                 sections: Sequence[Mapping[str, Any]] = ()) -> PrivacyReport:
+                 sections: Sequence[Mapping[str, Any]] = (), exposure: bool = True
+                 ) -> PrivacyReport:
     """The privacy report of ``target`` (a stored run key, a stored sweep key, or a
     :class:`core.compare.ComparisonSpec` whose points are all stored) at release ``level`` (the
     largest upper 95 % bound on TPR at 1 % FPR the rule accepts), with ``sections`` (plain
     dicts: title, sentences, rows, figure) after the runs. Raises ValueError for an unknown key,
     a level outside (0, 1), or a comparison with points missing
-    (:class:`core.compare.MissingPoints`)."""
+    (:class:`core.compare.MissingPoints`). ``exposure``: add the per-record exposure
+    (:mod:`core.exposure`) of a run, or the overlap of its defenses' most exposed records for a
+    comparison, where the family stores per-record scores."""
     level = _check_level(level)
     t = _resolve(target, store)
     rec = _recommend(t, level)
@@ -552,7 +573,8 @@ def build_report(target: Any, *, store: Any, level: float = 0.05,
     _cards(page, list(seen.values()))
     for (label, _, r), v in zip(t.runs, rec.points, strict=True):
         _run_body(page, r, v, heading=label if several else None)
-    for i, s in enumerate(sections):
+    extra = _exposure_sections(t, store) if exposure else []
+    for i, s in enumerate([*extra, *sections]):
         page.section(s, i)
     page.h(2, "Appendix: configuration")
     if t.comparison is not None:
