@@ -40,7 +40,8 @@ from pathlib import Path
 #: (layer, module prefixes), highest first; the longest matching prefix decides
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pages", ("dashboard", "core.cli")),
-    ("runs", ("core.runs", "core.experiments", "core.compare", "core.teaching", "cache")),
+    ("runs", ("core.runs", "core.experiments", "core.compare", "core.advisor", "core.teaching",
+              "cache")),
     ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil",
                "core.catalog")),
     ("numerics", ("core",)),
