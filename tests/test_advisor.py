@@ -148,6 +148,8 @@ def test_advice_on_a_comparison_read_from_a_store(store):
 def test_compare_page_advisor_panel(store, monkeypatch):
     from test_compare_page import chart, open_page, populate, tiny_preset
 
+    from dashboard.components._format import display_name
+
     monkeypatch.setattr(C, "PRESETS", {"teaching: tiny": tiny_preset, **C.PRESETS})
     populate(store, tiny_preset())
     n_runs = len(store.list())
@@ -180,4 +182,17 @@ def test_compare_page_advisor_panel(store, monkeypatch):
     errs = [e.value for e in at.error]
     assert any(e.startswith("floor: got '1.5'; allowed range 0 <= value <= 1") for e in errs), errs
     assert chart(at, "cmp_plane") is not None
+    # an absolute floor: the box turns to 90 % of the undefended utility, in its units
+    at.radio(key="adv_floor_kind").set_value("absolute utility").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    base = C.read_comparison(tiny_preset(), store).undefended.utility_mean[0]
+    assert abs(float(at.text_input(key="adv_floor__text").value) - 0.9 * base) <= 5e-4 + 1e-12
+    # another threat metric switches the page's privacy metric (plane and advice agree)
+    at.selectbox(key="adv_metric").set_value("mia_loss_auc").run()
+    assert not at.exception
+    assert at.selectbox(key="cmp_privacy").value == "mia_loss_auc"
+    fig = chart(at, "cmp_plane")
+    assert fig["layout"]["yaxis"]["title"]["text"].startswith(display_name("mia_loss_auc"))
+    said = " ".join(m.value for m in [*at.success, *at.warning])
+    assert said.startswith(f"Threat: {A._words('mia_loss_auc')} ≤ "), said
     assert len(store.list()) == n_runs  # the advisor runs nothing by itself

@@ -20,6 +20,7 @@ import streamlit as st
 
 from core import compare as C
 from core import metric_schema as S
+from core.advisor import Advice
 from core.config import cache_key, parse_config
 from core.experiments import RUNNERS
 from core.parts import DEFENSES, is_baseline
@@ -244,7 +245,7 @@ def _comparison(_spec: C.ComparisonSpec, keys: tuple[str, ...], metrics: tuple[s
     return C.read_comparison(_spec, get_store())
 
 
-def show(cmp: C.Comparison, advice=None) -> None:
+def show(cmp: C.Comparison, advice: Advice | None = None) -> None:
     n = max((len(c.knob) for c in cmp.defended), default=1)
     position = None
     if n > 1:
