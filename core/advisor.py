@@ -257,20 +257,21 @@ class Advice:
 
     def rows(self) -> list[dict[str, str | float | int]]:
         """The points the sentence names, one row each (role, curve, setting, both metrics,
-        how it was read)."""
+        how it was read); the metrics named in words, as the sentence names them."""
+        metric = _words(self.threat.metric)
         out: list[dict[str, str | float | int]] = []
         for role, p in (("chosen", self.chosen), ("runner-up", self.runner_up),
                         ("closest", self.closest)):
             if p is not None:
                 out.append({"role": role, "defense": p.curve, "setting": p.setting or "—",
-                            self.utility_metric: round(p.utility, 4),
-                            self.threat.metric: round(p.privacy, 4), "seeds": p.seeds,
+                            "utility": round(p.utility, 4), metric: round(p.privacy, 4),
+                            "seeds": p.seeds,
                             "how": "measured"})
         for c in self.crossings:
             out.append({"role": "to run", "defense": c.curve,
                         "setting": f"{c.symbol} ≈ {c.knob:g}",
-                        self.utility_metric: round(c.utility, 4),
-                        self.threat.metric: round(self.threat.level, 4), "seeds": self.seeds,
+                        "utility": round(c.utility, 4), metric: round(self.threat.level, 4),
+                        "seeds": self.seeds,
                         "how": "interpolated: run this point to confirm"})
         return out
 

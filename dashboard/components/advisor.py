@@ -172,8 +172,7 @@ def advisor_ui(comparison: C.Comparison) -> A.Advice | None:
         st.error(str(exc), icon=":material/error:")
         return None
     (st.success if advice.status == "met" else st.warning)(advice.sentence)
-    names = {advice.utility_metric: "utility", threat.metric: display_name(threat.metric)}
-    rows = [{names.get(k, k): short_name(v) if k == "defense" else v for k, v in r.items()}
+    rows = [{k: short_name(v) if k == "defense" else v for k, v in r.items()}
             for r in advice.rows()]
     if rows:
         st.table(rows)
