@@ -39,4 +39,5 @@ BENCHMARKS: dict[str, str] = {
     "notebook": "benchmarks.notebook_bench:main",
     "report": "benchmarks.report_bench:main",
     "exposure": "benchmarks.exposure_bench:main",
+    "advisor": "benchmarks.advisor_bench:main",
 }

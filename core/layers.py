@@ -45,8 +45,8 @@ from pathlib import Path
 #: (layer, module prefixes), highest first; the longest matching prefix decides
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pages", ("dashboard", "core.cli", "privlab")),
-    ("runs", ("core.runs", "core.experiments", "core.compare", "core.teaching", "core.notebook",
-              "core.report", "cache")),
+    ("runs", ("core.runs", "core.experiments", "core.compare", "core.advisor", "core.teaching",
+              "core.notebook", "core.report", "cache")),
     ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil",
                "core.catalog")),
     ("numerics", ("core",)),

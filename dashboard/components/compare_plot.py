@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,13 +33,36 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
 
 
-def comparison_figure(cmp, position: int | None = None, *, height: int = 520) -> go.Figure:
+@dataclass(frozen=True)
+class Highlight:
+    """A point to ring on the plane (the advisor's picks): ``role`` (the legend's word),
+    ``label`` (the hover), its utility ``x`` and privacy ``y``; ``interpolated``: read on a
+    segment between measured points (drawn open: not measured)."""
+
+    role: str
+    label: str
+    x: float
+    y: float
+    interpolated: bool = False
+
+
+#: marker per highlight role (a role not listed: a diamond)
+HIGHLIGHT_STYLE = {"chosen": ("diamond", "#2ca02c"), "runner-up": ("diamond", "#ff7f0e"),
+                   "closest": ("x", "crimson"), "to run": ("diamond-open", "#2ca02c")}
+
+
+def comparison_figure(cmp, position: int | None = None, *, height: int = 520,
+                      highlights: Sequence[Highlight] = (),
+                      level: float | None = None) -> go.Figure:
     """Utility on x, the privacy metric on y (lower = more private), one line per defense
     through its seed-mean points in knob order with ± one seed standard deviation on both axes;
     the Pareto front over every point as a dashed line with ringed markers; the no-defense
     point as a star; chance as a dotted line; ``position``: the grid index the scrub slider
-    marks on every curve (a defense with fewer values marks its last). Curves are told apart by
-    the legend, knob values by the hover (no printed point labels to overlap)."""
+    marks on every curve (a defense with fewer values marks its last); ``highlights``: points
+    ringed on top, one legend entry each (the advisor's chosen and runner-up settings);
+    ``level``: the advisor's threat level as a dashed line. Curves
+    are told apart by the legend, knob values by the hover (no printed point labels to
+    overlap)."""
     spec = cmp.spec
     fig = go.Figure()
     # the undefended star last: on top of the curves that start at the same point
@@ -76,6 +100,15 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
             line={"color": "rgba(0,0,0,0.55)", "dash": "dash", "width": 1.5, "shape": "hv"},
             marker={"size": 15, "symbol": "circle-open", "color": "black",
                     "line": {"width": 2}}, hoverinfo="skip"))
+    # the advisor's picks under the scrub marker (the marker stays the last trace)
+    for h in highlights:
+        symbol, color = HIGHLIGHT_STYLE.get(h.role, ("diamond", "black"))
+        fig.add_trace(go.Scatter(
+            x=[h.x], y=[h.y], mode="markers", name=f"advisor: {h.role}", text=[h.label],
+            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + display_name(spec.privacy)
+                          + " %{y:.3f}<extra>advisor</extra>",
+            marker={"size": 20, "symbol": "diamond-open" if h.interpolated else symbol,
+                    "color": color, "line": {"width": 3, "color": color}}))
     if position is not None:
         xs, ys, labels = [], [], []
         for c in cmp.defended:
@@ -87,6 +120,10 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520) ->
                                  text=labels, hovertemplate="%{text}<extra></extra>",
                                  marker={"size": 22, "symbol": "square-open", "color": "crimson",
                                          "line": {"width": 3}}))
+    if level is not None:
+        fig.add_hline(y=level, line={"dash": "dash", "color": "#2ca02c"},
+                      annotation_text=f"threat level ({level:g})",
+                      annotation_position="top left")
     if cmp.chance_leakage is not None:
         fig.add_hline(y=cmp.chance_leakage, line={"dash": "dot", "color": "gray"},
                       annotation_text=f"chance ({cmp.chance_leakage:g})",

@@ -5,6 +5,7 @@ when the download is asked for)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -19,10 +20,12 @@ def _level(key: str) -> float:
     return float(st.session_state.get(f"{key}_report_level", DEFAULT_LEVEL))
 
 
-def report_button(target: Any, *, key: str, store_target: Any | None = None) -> None:
+def report_button(target: Any, *, key: str, store_target: Any | None = None,
+                  sections: Sequence[Mapping[str, Any]] = ()) -> None:
     """The recommendation for ``target`` (a stored Result or an assembled comparison) and the
     "Privacy report" box; ``store_target`` is what the report is built from (a run key or a
-    ComparisonSpec; default: the Result's key, the comparison's spec)."""
+    ComparisonSpec; default: the Result's key, the comparison's spec); ``sections``: more
+    report sections the page holds (the advisor's answer)."""
     from core.parts import FAMILIES
     from core.report import build_report, recommend
 
@@ -52,7 +55,7 @@ def report_button(target: Any, *, key: str, store_target: Any | None = None) -> 
         st.caption(rec.rule_text)
 
         def html() -> str:
-            return build_report(source, store=get_store(), level=level).html
+            return build_report(source, store=get_store(), level=level, sections=sections).html
 
         def pdf() -> bytes:
             import tempfile
@@ -60,7 +63,7 @@ def report_button(target: Any, *, key: str, store_target: Any | None = None) -> 
 
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "report.pdf"
-                build_report(source, store=get_store(), level=level).to_pdf(path)
+                build_report(source, store=get_store(), level=level, sections=sections).to_pdf(path)
                 return path.read_bytes()
 
         name = f"privlab_report_{key}"

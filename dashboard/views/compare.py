@@ -20,11 +20,13 @@ import streamlit as st
 
 from core import compare as C
 from core import metric_schema as S
+from core.advisor import Advice
 from core.config import cache_key, parse_config
 from core.experiments import RUNNERS
 from core.parts import DEFENSES, is_baseline
 from dashboard import state
 from dashboard.components._format import display_name
+from dashboard.components.advisor import advice_sections, advisor_ui, highlights, last_advice
 from dashboard.components.bundle_button import bundle_button
 from dashboard.components.compare_plot import (
     comparison_figure,
@@ -246,13 +248,14 @@ def _comparison(_spec: C.ComparisonSpec, keys: tuple[str, ...], metrics: tuple[s
     return C.read_comparison(_spec, get_store())
 
 
-def show(cmp: C.Comparison) -> None:
+def show(cmp: C.Comparison, advice: Advice | None = None) -> None:
     n = max((len(c.knob) for c in cmp.defended), default=1)
     position = None
     if n > 1:
         position = st.slider("Scrub the grid (cached points: nothing recomputes)", 1, n,
                              key="cmp_position") - 1
-    fig = comparison_figure(cmp, position)
+    fig = comparison_figure(cmp, position, highlights=highlights(advice),
+                            level=None if advice is None else advice.threat.level)
     st.plotly_chart(fig, width="stretch", key="cmp_plane")
     now = f"{cmp.points_run} computed now in {cmp.seconds:.1f} s" if cmp.points_run else \
         "0 computed now"
@@ -316,7 +319,7 @@ def show_last(why: str) -> None:
         last_cmp = _comparison(spec, keys, (spec.utility, spec.privacy))
     except (C.MissingPoints, ValueError):  # its points were deleted meanwhile
         return
-    show(last_cmp)
+    show(last_cmp, last_advice(last_cmp))
 
 
 @st.cache_resource(show_spinner=False)
@@ -367,7 +370,10 @@ elif cmp is None:
     show_last("These settings have not run yet.")
 else:
     st.session_state[LAST] = (spec, keys)
-    show(cmp)
-    report_button(cmp, key="cmp")
+    top = st.container()  # the plane and tables above the advisor, drawn with its picks
+    advice = advisor_ui(cmp)
+    with top:
+        show(cmp, advice)
+    report_button(cmp, key="cmp", sections=advice_sections(cmp, advice))
     compare_lesson_panel(cmp)
 running_jobs_panel()
