@@ -101,7 +101,12 @@ def test_run_roundtrip_into_an_empty_store(filled, tmp_path):
     assert man["engine"]["id"] == src.engine_version and len(man["engine"]["fingerprint"]) == 64
     assert {"python", "torch", "numpy", "scikit-learn", "opacus", "scipy", "pydantic"} <= \
         set(man["packages"]) and man["packages"]["numpy"] == np.__version__
-    assert man["extras"] == ["notebook.py"] and man["created"]
+    # the companions (notebook, script, report) travel with every bundle; a given extra wins
+    assert man["extras"] == ["notebook.ipynb", "notebook.py", "report.html"] and man["created"]
+    with zipfile.ZipFile(tmp_path / "run.zip") as zf:
+        assert zf.read("notebook.py") == b"print('hello')\n"
+        assert b"Release recommendation" in zf.read("report.html")
+        assert b"import privlab" in zf.read("notebook.ipynb")
 
     empty = ResultStore(tmp_path / "empty")
     report = import_bundle(tmp_path / "run.zip", store=empty)

@@ -126,7 +126,9 @@ def test_threat_cards_caveats_and_sections_are_in_the_report(run, store):
 
     section = {"title": "Per-record exposure", "sentences": ["Five records carry the risk."],
                "rows": [{"record": "#3", "score": 0.75}], "figure": go.Figure(go.Bar(y=[1]))}
-    rep = build_report(run.key, store=store, sections=[section])
+    rep = build_report(run.key, store=store, sections=[section], exposure=False)
+    auto = build_report(run.key, store=store)  # the run's per-record exposure by default
+    assert "Most exposed records" in auto.html and "Most exposed records" not in rep.html
     for a in run.config["attack"]["attackers"]:
         threat = attack_by_config_name("membership", a).threat
         assert threat.knows.replace("'", "&#x27;") in rep.html

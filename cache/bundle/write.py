@@ -179,20 +179,22 @@ def write_bundle(target: Any, path: str | Path | IO[bytes], *, store: Any,
     (:func:`cache.bundle.set_figure_builder`), False = none, a builder or a mapping;
     ``extras``: more files by name, checksummed like every file; ``companions``: add the
     notebook, its script and the privacy report (:mod:`cache.bundle.companions`; the report's
-    PDF only where figures are drawn, both need Chromium). Raises BundleError (one line) when the target is not stored or an input is refused."""
+    PDF only where figures are drawn: both need Chromium). Raises BundleError (one line) when
+    the target is not stored or an input is refused."""
     t0 = time.perf_counter()
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    more: dict[str, bytes] = {}
-    notes_c: list[str] = []
-    if companions:
+    c, files, fig_names, notes = bundle_files(target, store=store, figures=figures,
+                                              extras=extras)
+    given = set(extras or {})
+    if companions:  # after the target was found and checked: its errors come first
         from cache.bundle.companions import companions as make_companions
 
-        more, notes_c = make_companions(target, store=store, pdf=bool(figures))
-    more.update(extras or {})
-    c, files, fig_names, notes = bundle_files(target, store=store, figures=figures,
-                                              extras=more)
-    notes.extend(notes_c)
-    extra_names = sorted(more)
+        found = c.comparison.spec if c.comparison is not None else c.main.key
+        more, notes_c = make_companions(found, store=store, pdf=bool(figures))
+        files.update({n: b for n, b in more.items() if n not in given})  # a given extra wins
+        given |= set(more)
+        notes.extend(notes_c)
+    extra_names = sorted(given)
     runs = ([c.main] if c.main is not None else []) + list(c.points.values())
     old = sorted({r.engine_version for r in runs if r.engine_version != engine_id()})
     if old:
