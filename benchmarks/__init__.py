@@ -40,4 +40,5 @@ BENCHMARKS: dict[str, str] = {
     "report": "benchmarks.report_bench:main",
     "exposure": "benchmarks.exposure_bench:main",
     "advisor": "benchmarks.advisor_bench:main",
+    "export": "benchmarks.export_bench:main",
 }
