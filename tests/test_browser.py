@@ -253,11 +253,44 @@ def test_compare_page_draws_four_defenses_on_one_plane(browser, server, tmp_path
         cb = cell.bounding_box()
         assert cb is not None and cb["x"] + cb["width"] <= 1280, cb
         assert cell.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), cell.inner_text()
+    # the advisor answers the default threat from the stored points, in a sentence
+    page.get_by_role("heading", name="Advisor").wait_for(timeout=30_000)
+    answer = page.locator('[data-testid="stAlert"]').filter(has_text="Threat:").first
+    answer.wait_for(timeout=30_000)
+    assert "floor:" in answer.inner_text(), answer.inner_text()
+    page.get_by_text("Release recommendation").first.wait_for(timeout=30_000)
     _no_exception(page)
     raw = B.raw_keys(page)
     assert raw == [], f"raw metric keys visible on Compare: {raw}"
     _screenshot(page, ARTIFACTS / "compare.png")
     watch.assert_quiet()
+
+
+def test_privacy_report_opens_offline(browser, server, tmp_path_factory):
+    """The privacy report of the Membership page's stored run (from the page test above),
+    opened as a file: the recommendation and its figures are drawn, and nothing is requested
+    from outside the file."""
+    from cache.store import ResultStore
+    from core.report import build_report
+
+    (root,) = tmp_path_factory.getbasetemp().glob("browser-cache[0-9]*")  # the server's store
+    store = ResultStore(root)
+    runs = store.list(kind="membership")
+    assert runs, "the Membership page test stores a run first"
+    rep = build_report(runs[0].key, store=store)
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / "report.html"
+    path.write_text(rep.html, encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1100, "height": 1000})
+    outside: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:"))
+            else outside.append(r.url))
+    page.goto(path.as_uri(), wait_until="load")
+    page.get_by_text("Release recommendation").first.wait_for(timeout=30_000)
+    page.locator(".js-plotly-plot").first.wait_for(state="visible", timeout=30_000)
+    assert rep.recommendation.sentence[:40] in page.inner_text("body")
+    assert outside == [], outside
+    _screenshot(page, ARTIFACTS / "report.png")
 
 
 @pytest.fixture(scope="module")
