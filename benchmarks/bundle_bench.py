@@ -62,8 +62,11 @@ def results_equal(a: Any, b: Any) -> bool:
         return False
     if sorted(a.artifacts) != sorted(b.artifacts):
         return False
+    # NaN marks a record no target model trained on (the per-record scores): equal to NaN
     return all(a.artifacts[k].dtype == b.artifacts[k].dtype
-               and np.array_equal(a.artifacts[k], b.artifacts[k]) for k in a.artifacts) \
+               and np.array_equal(a.artifacts[k], b.artifacts[k],
+                                  equal_nan=a.artifacts[k].dtype.kind in "fc")
+               for k in a.artifacts) \
         and a.info == b.info
 
 
