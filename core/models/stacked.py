@@ -46,7 +46,7 @@ _PASS = (nn.ReLU, nn.Sigmoid, nn.Tanh, nn.LeakyReLU, nn.GELU, nn.MaxPool2d, nn.A
          nn.AdaptiveAvgPool2d, nn.Identity, nn.Flatten)
 #: leaves with a grouped form
 _GROUPED = (nn.Conv2d, nn.Linear, nn.BatchNorm1d, nn.BatchNorm2d, nn.GroupNorm, nn.Dropout,
-            nn.Unflatten, ImageInput)
+            nn.Unflatten, ImageInput)  # and SeededDropout (defined below)
 
 
 def check_groupable(module: nn.Module) -> None:
@@ -57,7 +57,7 @@ def check_groupable(module: nn.Module) -> None:
                 raise ValueError(f"model: {name or 'the module'} ({type(m).__name__}) holds "
                                  "parameters of its own; allowed: layers with a grouped form")
             continue
-        if not isinstance(m, _PASS + _GROUPED):
+        if not isinstance(m, _PASS + _GROUPED + (SeededDropout,)):
             raise ValueError(f"model: {name or 'the module'} ({type(m).__name__}) has no "
                              "grouped form; allowed: " + ", ".join(
                                  c.__name__ for c in _GROUPED + _PASS))
@@ -147,6 +147,8 @@ def _grouped_leaf(m: nn.Module, k: int, track_running_stats: bool,
         return bn
     if isinstance(m, nn.GroupNorm):
         return nn.GroupNorm(k * m.num_groups, k * m.num_channels, m.eps, m.affine)
+    if isinstance(m, SeededDropout):
+        return SeededDropout(m.p, generator or m.generator)
     if isinstance(m, nn.Dropout):
         if generator is None:
             raise ValueError("model: dropout needs a generator; allowed: modules without "
