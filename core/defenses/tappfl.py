@@ -404,7 +404,7 @@ def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partiti
         from core.defenses.tappfl_conv import calibrate as _cal
 
         tr_rows = torch.tensor(np.asarray(train), dtype=torch.long, device=dev)
-        calibrate = lambda: _cal(state, X_t, tr_rows)  # noqa: E731
+        calibrate = lambda: _cal(state, X_t, tr_rows)
         extractor.train()
 
     def cb(r: int, _fed) -> None:
