@@ -55,7 +55,7 @@ def test_tappfl_cifar_uses_the_papers_privacy_network_with_per_device_statistics
     assert per.shape == (2, len(te), 2) and np.allclose(per.sum(-1), 1, atol=1e-5)
     # each trained device's Ψ_k keeps its own BatchNorm statistics, an untrained one none
     trained = np.flatnonzero(st.rounds_trained > 0)
-    means = [v for n, v in st.adversary_buffers.items() if n.endswith("running_mean")][0]
+    means = next(v for n, v in st.adversary_buffers.items() if n.endswith("running_mean"))
     assert not torch.allclose(means[trained[0]], means[trained[1]])
     untrained = np.flatnonzero(st.rounds_trained == 0)
     assert torch.all(means[untrained] == 0)

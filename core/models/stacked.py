@@ -50,7 +50,8 @@ _GROUPED = (nn.Conv2d, nn.Linear, nn.BatchNorm1d, nn.BatchNorm2d, nn.GroupNorm, 
 
 
 def check_groupable(module: nn.Module) -> None:
-    """Raise a one-line ValueError naming the first layer without a grouped form."""
+    """Raise a one-line error naming the first layer without a grouped form (TypeError: a
+    layer of another kind; ValueError: a layer whose settings have none)."""
     for name, m in module.named_modules():
         if next(m.children(), None) is not None:
             if any(True for _ in m.parameters(recurse=False)):
@@ -58,7 +59,7 @@ def check_groupable(module: nn.Module) -> None:
                                  "parameters of its own; allowed: layers with a grouped form")
             continue
         if not isinstance(m, _PASS + _GROUPED + (SeededDropout,)):
-            raise ValueError(f"model: {name or 'the module'} ({type(m).__name__}) has no "
+            raise TypeError(f"model: {name or 'the module'} ({type(m).__name__}) has no "
                              "grouped form; allowed: " + ", ".join(
                                  c.__name__ for c in _GROUPED + _PASS))
         if isinstance(m, nn.Unflatten) and m.dim != 1:
@@ -69,7 +70,7 @@ def groupable(module: nn.Module) -> bool:
     """Whether :class:`GroupedNet` can run K copies of ``module``."""
     try:
         check_groupable(module)
-    except ValueError:
+    except (TypeError, ValueError):
         return False
     return True
 
