@@ -180,7 +180,10 @@ def _step_breakdown(batch: int, steps: int = 10) -> dict[str, Any]:
     return {"batch": batch, "one_model_ms": round(one_ms, 3), "one_by_one_8_ms": round(K * one_ms, 2),
             "grouped_8_ms": round(timed(lambda: stacked(grouped)), 2),
             "vmap_8_ms": round(timed(lambda: stacked(vm)), 2),
-            "conv_share_of_one": round(conv_ms / one_ms, 3), "load": load}
+            "conv_share_of_one": round(conv_ms / one_ms, 3),
+            # Amdahl: with the convolutions' time unchanged and the rest paid once for 8
+            "bound_if_convs_unchanged": round(1 / (conv_ms / one_ms + (1 - conv_ms / one_ms) / K), 2),
+            "load": load}
 
 
 #: the batch sizes the shadows are timed at: the membership runner's default first
@@ -219,7 +222,8 @@ def shadow_part(quick: bool = False) -> dict[str, Any]:
              + "; ".join(f"batch {b['batch']}: one model {b['one_model_ms']} ms (×8 = "
                          f"{b['one_by_one_8_ms']}), grouped {b['grouped_8_ms']}, vmap "
                          f"{b['vmap_8_ms']}, convolutions {100 * b['conv_share_of_one']:.0f} % "
-                         "of the one-model step" for b in steps)
+                         "of the one-model step (speedup bound if stacking left their time "
+                         f"unchanged: {b['bound_if_convs_unchanged']})" for b in steps)
              + (". Why the target is not reached on a CPU: the convolution kernels, whose "
                 "FLOPs stacking does not reduce, take the share above of a step; stacking saves "
                 "the per-call overhead of the other layers and of Adam, and channels_last "

@@ -131,7 +131,7 @@ def test_dp_compatible_replaces_batchnorm_and_keeps_lenet():
     assert res(torch.rand(3, 64)).shape == (3, 10)
 
 
-def test_conv_shadows_stack_only_on_cuda_and_the_stacked_form_trains():
+def test_conv_shadows_stack_where_grouped_or_on_cuda_and_the_stacked_form_trains():
     from core.config import MembershipTrainSpec
     from core.defenses.central import build_plain
     from core.models import build_model
@@ -139,9 +139,11 @@ def test_conv_shadows_stack_only_on_cuda_and_the_stacked_form_trains():
 
     mlp, lenet = (build_model(a, (1, 8, 8), 10, w) for a, w in (("mlp", 1.0), ("lenet5", 0.25)))
     assert stack_shadows(mlp, torch.device("cpu"))
+    assert stack_shadows(lenet, torch.device("cpu"))  # every layer has a grouped form
+    lenet.features.append(torch.nn.Softmax(1))  # a layer without one: one by one on a CPU
     assert not stack_shadows(lenet, torch.device("cpu"))
     assert stack_shadows(lenet, torch.device("cuda"))
-    # the CUDA path (train_stacked) on the CPU: K conv models, true-class probabilities (K, n)
+    # the stacked path (train_stacked): K conv models, true-class probabilities (K, n)
     build = build_plain(None, image_shape=(1, 8, 8),
                         train=MembershipTrainSpec(members=20, epochs=1, batch_size=8))
     g = torch.Generator().manual_seed(0)

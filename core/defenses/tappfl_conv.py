@@ -33,11 +33,18 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from core.defenses.tappfl_step import tappfl_module_step, tappfl_round_metrics
 from core.fl.types import DeviceBatch, Params, StackedBatch
 from core.models.stacked import GroupedNet, SeededDropout
 from core.nn import AttributeAdversary, MICritic, jsd_mi
 
 __all__ = ["ConvTappflObjective", "build_networks", "calibrate", "precise_bn_"]
+
+#: what a run with an architecture says about its networks (the page shows the notes)
+MODEL_NOTE = ("extractor: {arch}'s encoder at width {width:g}; adversary: its privacy network "
+              "where it declares one, else the MLP adversary; critic: the MLP critic (the "
+              "paper's conv utility network is not built); BatchNorm statistics re-estimated "
+              "from the devices' rows after each round")
 
 #: rows per forward pass when re-estimating BatchNorm statistics
 CALIBRATION_BATCH = 256
@@ -117,7 +124,7 @@ def _sgd(params: Params, leaves: Params, grads, lr: float) -> None:
 
 class ConvTappflObjective:
     """TAPPFL's local update (module docstring) for any registered extractor; its statistics
-    and :meth:`round_metrics` are :class:`core.defenses.tappfl.TappflObjective`'s."""
+    and :meth:`round_metrics` are the MLP objective's (:mod:`core.defenses.tappfl_step`)."""
 
     def __init__(self, extractor: nn.Module, adversary: nn.Module, critic: MICritic, *,
                  tradeoff_lambda: float, adversary_steps: int = 1,
@@ -221,8 +228,6 @@ class ConvTappflObjective:
     # -- reference form: plain modules, one device ------------------------------------------
     def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
                     lr: float) -> dict[str, Tensor]:
-        from core.defenses.tappfl import tappfl_module_step
-
         x = batch.fields["x"]
         if len(x) < self.min_rows:
             zero = torch.zeros((), dtype=x.dtype, device=x.device)
@@ -232,9 +237,7 @@ class ConvTappflObjective:
         return tappfl_module_step(self, theta(x), theta, private, batch, lr)
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
-        from core.defenses.tappfl import TappflObjective
-
-        return TappflObjective.round_metrics(self, totals)  # type: ignore[arg-type]
+        return tappfl_round_metrics(totals)
 
 
 # ---------------------------------------------------------------------------------------------
