@@ -270,8 +270,11 @@ def train_tappfl(
     """Pretrain Θ⁰ centrally (``cfg.pretrain_epochs``, utility term only), then run
     ``cfg.fl.rounds`` FedAvg rounds of the TAPPFL local objective at λ = ``cfg.tradeoff_lambda``.
 
-    The extractor is :class:`core.nn.Encoder` on the flattened features (also for images);
-    each device's Ψ_k is initialised independently and its Ω_k from the pretrained critic.
+    The extractor is :class:`core.nn.Encoder` on the flattened features with the default
+    ``cfg.model``, else the architecture's encoder (:mod:`core.defenses.tappfl_conv`: its
+    privacy network as Ψ where it declares one, all devices as one grouped network, BatchNorm
+    statistics re-estimated after each round); each device's Ψ_k is initialised independently
+    and its Ω_k from the pretrained critic.
     ``upload_transform`` (DP noise, pruning) acts on the uploaded updates;
     ``on_round(r, state)`` runs after each round; ``progress`` gets 10 % for pretraining and
     the rest for the rounds. ``vectorised`` overrides ``cfg.fl.vectorised``. Threads: None
