@@ -219,8 +219,9 @@ def _stacked_signals(per_model: list[dict[str, np.ndarray]]) -> dict[str, np.nda
 def stack_shadows(model: torch.nn.Module, dev: torch.device) -> bool:
     """Whether K shadow models train together over stacked weights: always for a network
     without convolutions (the MLP) and on CUDA; on a CPU a conv net when every layer has a
-    grouped form (:mod:`core.models.stacked`: K LeNet-5 as one grouped, channels_last network
-    beat one by one, where ``vmap`` alone ran at 0.74×: benchmarks/results/models.json)."""
+    grouped form (:mod:`core.models.stacked`: 8 LeNet-5 as one grouped, channels_last network
+    beat one by one at every batch timed, where ``vmap`` alone was slower at batches 32 and 64:
+    ``conv_shadow_speedup_8`` in benchmarks/results/models.json)."""
     from core.models.common import has_conv
     from core.models.stacked import groupable
 
