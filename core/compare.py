@@ -331,6 +331,28 @@ def family_defaults(family: str) -> dict[str, Any]:
     return CONFIG_MODELS[family]().model_dump(mode="json")
 
 
+def _family_model(family: str, model: Mapping[str, Any]) -> dict[str, Any]:
+    """``model`` as the family's ``model`` block (validated: the architecture and its width
+    range); one line when the family's runs take no architecture."""
+    from core.config import CONFIG_MODELS, ModelSpec
+
+    f = CONFIG_MODELS[family].model_fields.get("model")
+    if f is None or f.annotation is not ModelSpec:
+        takes = [k for k, m in CONFIG_MODELS.items() if k in _families()
+                 and getattr(m.model_fields.get("model"), "annotation", None) is ModelSpec]
+        raise ValueError(f"model: {family} runs take no architecture (allowed for: "
+                         f"{', '.join(takes)})")
+    from pydantic import ValidationError
+
+    try:
+        return ModelSpec.model_validate(dict(model)).model_dump(mode="json")
+    except ValidationError as err:  # one line naming the field, as the config's own errors
+        first = err.errors()[0]
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"model.{msg}" if not where else f"model.{where}: {msg}") from None
+
+
 def empty_grid_message(name: str, knob: Any) -> str:
     """The one message for a defense given no knob value (the page's box and this engine)."""
     return (f"{name}: empty grid; give one or more {knob.symbol} values separated by commas, "
@@ -443,8 +465,10 @@ class DefenseSpec:
 class ComparisonSpec:
     """What to compare: ``family`` (a kind), ``data`` (a data set name), the ``utility`` and
     ``privacy`` metric names, the ``defenses``, the ``seeds``, ``base`` (overrides of the
-    family's defaults, a nested mapping: training size, attackers, ...), and where the sweeps
-    run (``executor``, ``workers``: not part of any key)."""
+    family's defaults, a nested mapping: training size, attackers, ...), ``model`` (the network
+    every point trains, ``{"arch", "width"}`` as :class:`core.config.ModelSpec`; None: the
+    family's default), and where the sweeps run (``executor``, ``workers``: not part of any
+    key)."""
 
     family: str
     data: str
@@ -455,6 +479,7 @@ class ComparisonSpec:
     base: Mapping[str, Any] = field(default_factory=dict)
     executor: str = "serial"
     workers: int | None = None
+    model: Mapping[str, Any] | None = None
 
 
 #: the fields of a comparison spec as plain data (:func:`spec_to_dict`), in this order
@@ -572,6 +597,8 @@ def comparison_sweeps(spec: ComparisonSpec) -> tuple[list[tuple[DefenseSpec, dic
         defaults["projection_points"] = 0  # a comparison reads metrics, never a run's projection
     base = _merge(defaults, spec.base)
     base["data"] = {**base.get("data", {}), "name": spec.data}
+    if spec.model is not None:
+        base["model"] = _family_model(spec.family, spec.model)
     defenses = list(spec.defenses)
     baseline = baseline_for(spec.family)
     if baseline is not None and not any(d.defense == baseline for d in defenses):

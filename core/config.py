@@ -213,14 +213,6 @@ class ModelSpec(_Model):
         return architecture(self.arch)
 
 
-def check_default_model(model: ModelSpec, kind: str) -> None:
-    """One line for a kind whose runner trains its own MLP encoder and does not take
-    ``model`` yet: any model but the default is refused, naming the arch and the kind."""
-    if model != ModelSpec():
-        raise ValueError(f"model.arch: got {model.arch!r} at width {model.width:g}; {kind} "
-                         f"trains its own MLP encoder (allowed: {ModelSpec().arch!r} at width 1)")
-
-
 def check_encoder_model(model: ModelSpec, kind: str) -> None:
     """One line for a kind that trains ``model``'s ``encoder`` role when the architecture
     declares none (the default model keeps the kind's own MLP encoder)."""
@@ -359,7 +351,7 @@ class AttributePrivacyConfig(_Experiment):
     @model_validator(mode="after")
     def _check_combination(self) -> AttributePrivacyConfig:
         check_model_data(self.model, self.data.name)
-        check_default_model(self.model, self.kind)
+        check_encoder_model(self.model, self.kind)
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
         return self
 

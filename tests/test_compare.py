@@ -338,3 +338,28 @@ def test_run_comparison_runs_only_missing_points_and_reads_each_point_once(tmp_p
     inner.delete(points[-1].key)
     with pytest.raises(C.MissingPoints, match="not stored"):
         C.read_comparison(spec, inner)
+
+
+def test_model_reaches_every_point_and_bad_models_are_one_line(tmp_path):
+    from cache.store import ResultStore
+    from core.config import parse_config
+
+    tiny = {"arch": "lenet5", "width": 0.0625}
+    spec = C.ComparisonSpec(
+        family="attribute_privacy", data="digits", utility="utility_acc",
+        privacy="attack_auc_best", defenses=(C.DefenseSpec.of("tappfl", (0.5,)),), model=tiny,
+        base={"data": {"private_attribute": "parity", "max_samples": 300},
+              "pretrain_epochs": 0, "attack": {"attackers": ["logreg"]},
+              "fl": {"num_devices": 2, "fraction_fit": 1.0, "rounds": 1}})
+    sweeps, _ = C.comparison_sweeps(spec)
+    assert [cfg["base"]["model"] for _, cfg in sweeps] == [tiny, tiny]
+    assert all(parse_config(cfg).base["model"] == tiny for _, cfg in sweeps)
+    cmp = C.run_comparison(spec, ResultStore(tmp_path / "cache"))
+    assert cmp.points_run == 2 and all(np.isfinite(c.utility).all() for c in cmp.curves)
+    for over, msg in (({"family": "fisher_information"},
+                       r"^model: fisher_information runs take no architecture \(allowed for: "),
+                      ({"model": {"arch": "lenet5", "width": 9}},
+                       r"^model\.width: got 9\.0; allowed: \[0\.0625, 4\] for 'lenet5'$"),
+                      ({"model": {"arch": "nope"}}, r"^model\.arch: got 'nope'; allowed: mlp, ")):
+        with pytest.raises(ValueError, match=msg):
+            C.comparison_sweeps(C.ComparisonSpec(**{**spec.__dict__, **over}))

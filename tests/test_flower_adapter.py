@@ -108,6 +108,59 @@ def test_flower_tappfl_equals_simulator(ray_once):
     np.testing.assert_allclose(res["curves"]["adversary_ce"], ref.curves["adversary_ce"], atol=1e-5)
 
 
+DIGITS = DataSpec(name="digits", private_attribute="parity", max_samples=200)
+TINY_CONV = {"arch": "lenet5", "width": 0.0625}
+
+
+def _conv_cfg() -> TappflConfig:
+    return TappflConfig(
+        data=DIGITS, model=TINY_CONV, tradeoff_lambda=0.5, pretrain_epochs=0, hidden_dim=8,
+        critic_hidden=8, fl=FedAvgSpec(num_devices=N_DEV, fraction_fit=0.75, rounds=1,
+                                       local_epochs=1, batch_size=16, lr=0.1))
+
+
+def test_a_client_builds_the_model_of_the_recipe():
+    """The recipe carries the ModelSpec and the data's shape; a client's objective trains the
+    same networks (names and shapes) as the simulator's; the MLP's recipe is unchanged."""
+    from core.defenses.tappfl import train_tappfl
+    from core.defenses.tappfl_conv import ConvTappflObjective
+    from core.defenses.tappfl_flower import tappfl_recipe
+    from core.fl.flower import ObjectiveRecipe
+
+    ds = load_dataset(DIGITS, seed=0)
+    cfg = _conv_cfg()
+    recipe = ObjectiveRecipe.from_json(tappfl_recipe(cfg, ds.X.shape[1], 2, ds.image_shape).to_json())
+    assert recipe.kwargs["model"] == TINY_CONV and recipe.kwargs["in_shape"] == [1, 8, 8]
+    obj = recipe.build()
+    assert isinstance(obj, ConvTappflObjective)
+    ref = train_tappfl(cfg.model_copy(update={"fl": cfg.fl.model_copy(update={"rounds": 0})}), ds)
+    shapes = lambda m: {n: tuple(p.shape) for n, p in m.named_parameters()}
+    assert shapes(obj.shared) == shapes(ref.extractor)
+    assert shapes(obj.private["adversary"]) == shapes(ref.adversary)
+    assert shapes(obj.private["critic"]) == shapes(ref.critic)
+    mlp = tappfl_recipe(cfg.model_copy(update={"model": type(cfg.model)()}), 64, 2, (1, 8, 8))
+    assert "model" not in mlp.kwargs and "in_shape" not in mlp.kwargs
+    with pytest.raises(ValueError, match=r"^in_shape: got None; allowed: the data's \(C, H, W\) "
+                                         r"with model.arch 'lenet5'$"):
+        tappfl_recipe(cfg, 64, 2)
+
+
+@pytest.mark.slow
+def test_flower_tappfl_conv_equals_simulator(ray_once):
+    from core.defenses.tappfl import train_tappfl
+    from core.defenses.tappfl_flower import run_flower_simulation
+
+    ds = load_dataset(DIGITS, seed=0)
+    cfg = _conv_cfg()
+    res = run_flower_simulation(cfg, ds, rounds=ROUNDS, num_cpus=2)
+    ref = train_tappfl(cfg.model_copy(update={"fl": cfg.fl.model_copy(update={"rounds": ROUNDS})}),
+                       ds, vectorised=False, num_threads=1)
+    for n, p in ref.extractor.named_parameters():
+        np.testing.assert_allclose(res["extractor"][n], p.detach().numpy(), rtol=0, atol=1e-5,
+                                   err_msg=n)
+    np.testing.assert_allclose(res["curves"]["adversary_ce"], ref.curves["adversary_ce"], atol=1e-5)
+
+
 def test_recipe_errors_are_one_line():
     from core.fl.flower import ObjectiveRecipe
 

@@ -183,3 +183,20 @@ def test_old_config_runs_through_the_migration():
              "attack": {"attackers": ["logreg"]}})
     assert r.kind == "attribute_privacy" and r.config["defense"] == {"kind": "none"}
     assert any("utility_epochs" in n for n in r.info["config_migrated"])
+
+
+def test_a_conv_model_on_tabular_data_is_one_line_naming_both():
+    with pytest.raises(ConfigError) as exc:
+        run(_cfg(model={"arch": "tappfl_cifar", "width": 0.25}))
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith("model.arch: got 'tappfl_cifar'")
+    assert "'synthetic' is tabular" in msg
+
+
+def test_a_conv_model_reaches_the_runs_notes():
+    r = run({"kind": "attribute_privacy", "model": {"arch": "lenet5", "width": 0.0625},
+             "data": {"name": "digits", "private_attribute": "parity", "max_samples": 300},
+             "fl": {"num_devices": 2, "fraction_fit": 1.0, "rounds": 1}, "pretrain_epochs": 0,
+             "projection_points": 0, "attack": {"attackers": ["logreg"]}})
+    assert any(n.startswith("extractor: lenet5's encoder at width 0.0625") for n in r.info["notes"])
+    assert np.isfinite(r.metrics["utility_acc"]) and "model" in r.config

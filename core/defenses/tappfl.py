@@ -34,6 +34,7 @@ from core.checks import range_error
 from core.config import ConfigError, TappflConfig
 from core.data.base import Dataset
 from core.defenses.tappfl_presets import paper_preset, quick_preset  # noqa: F401  (re-exported: torch-free home)
+from core.defenses.tappfl_step import tappfl_module_step, tappfl_round_metrics
 from core.device import get_device
 from core.fl.fedavg import run_fedavg
 from core.fl.types import DeviceBatch, FedAvgState, Params, StackedBatch, UploadTransform
@@ -56,11 +57,6 @@ PRETRAIN_LR = 1e-3
 
 # ---------------------------------------------------------------------------------------------
 # the local objective
-
-
-def _sgd_(params: list[Tensor], grads: tuple[Tensor, ...], lr: float) -> None:
-    with torch.no_grad():
-        torch._foreach_add_(params, list(grads), alpha=-lr)
 
 
 class TappflObjective:
@@ -142,57 +138,11 @@ class TappflObjective:
     # -- reference form: plain modules, one device ----------------------------------------
     def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
                     lr: float) -> dict[str, Tensor]:
-        adv, crit = private["adversary"], private["critic"]
-        x, u = batch.fields["x"], batch.fields["u"]
-        oh = F.one_hot(u, self.n_values).to(x.dtype)
-        adv_p, crit_p, th_p = list(adv.parameters()), list(crit.parameters()), list(theta.parameters())
-        r = theta(x, batch.dropout)
-        rd = r.detach()
-        stats: dict[str, Tensor] = {}
-        for a in range(self.adversary_steps):
-            logits = adv(rd)
-            ce = F.cross_entropy(logits, u)
-            if a == 0:
-                with torch.no_grad():
-                    hit = (logits.argmax(-1) == u).to(x.dtype)
-                    stats["ce_sum"] = ce.detach() * len(u)
-                    stats["rows"] = torch.tensor(float(len(u)), device=x.device)
-                    stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(0)
-                    stats["rows_by_class"] = oh.sum(0)
-            if a < self.adversary_steps - 1:
-                _sgd_(adv_p, torch.autograd.grad(self.adv_scale * ce, adv_p), lr)
-                continue
-            jsd = jsd_mi(*crit.score_pair(crit.embed_x(x), crit.embed_r(rd), oh, batch.roll))
-            grads = torch.autograd.grad(self.adv_scale * ce - jsd, adv_p + crit_p)
-            _sgd_(adv_p, grads[: len(adv_p)], lr)
-            _sgd_(crit_p, grads[len(adv_p):], lr)
-            stats["jsd_sum"] = jsd.detach() * len(u)
-        loss = torch.zeros((), dtype=x.dtype, device=x.device)
-        if self.lam > 0:
-            loss = loss - self.lam * F.cross_entropy(adv(r), u)
-        if self.lam < 1:
-            with torch.no_grad():
-                ex = crit.embed_x(x)
-            loss = loss - (1 - self.lam) * jsd_mi(*crit.score_pair(ex, crit.embed_r(r), oh, batch.roll))
-        _sgd_(th_p, torch.autograd.grad(loss, th_p), lr)
-        return stats
+        return tappfl_module_step(self, theta(batch.fields["x"], batch.dropout), theta, private,
+                                  batch, lr)
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
-        """Mean adversary CE (nats) and accuracy / balanced accuracy on the round's batches,
-        mean JSD-MI estimate (nats)."""
-        rows = float(totals["rows"])
-        if rows <= 0:
-            nan = float("nan")
-            return {"adversary_ce": nan, "adversary_acc": nan, "adversary_bacc": nan, "jsd_mi": nan}
-        by = totals["rows_by_class"].cpu().numpy()
-        cor = totals["correct_by_class"].cpu().numpy()
-        present = by > 0
-        return {
-            "adversary_ce": float(totals["ce_sum"]) / rows,
-            "adversary_acc": float(cor.sum()) / rows,
-            "adversary_bacc": float(np.mean(cor[present] / by[present])),
-            "jsd_mi": float(totals["jsd_sum"]) / rows,
-        }
+        return tappfl_round_metrics(totals)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,6 +171,8 @@ class TappflState:
     curves: dict[str, list[float]]
     pretrain_curves: dict[str, list[float]] = field(default_factory=dict)
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    #: each device's Ψ_k BatchNorm statistics (name → (N, ...)) where Ψ has BatchNorm
+    adversary_buffers: dict[str, Tensor] | None = None
 
     @property
     def last_devices(self) -> np.ndarray:
@@ -318,8 +270,11 @@ def train_tappfl(
     """Pretrain Θ⁰ centrally (``cfg.pretrain_epochs``, utility term only), then run
     ``cfg.fl.rounds`` FedAvg rounds of the TAPPFL local objective at λ = ``cfg.tradeoff_lambda``.
 
-    The extractor is :class:`core.nn.Encoder` on the flattened features (also for images);
-    each device's Ψ_k is initialised independently and its Ω_k from the pretrained critic.
+    The extractor is :class:`core.nn.Encoder` on the flattened features with the default
+    ``cfg.model``, else the architecture's encoder (:mod:`core.defenses.tappfl_conv`: its
+    privacy network as Ψ where it declares one, all devices as one grouped network, BatchNorm
+    statistics re-estimated after each round); each device's Ψ_k is initialised independently
+    and its Ω_k from the pretrained critic.
     ``upload_transform`` (DP noise, pruning) acts on the uploaded updates;
     ``on_round(r, state)`` runs after each round; ``progress`` gets 10 % for pretraining and
     the rest for the rounds. ``vectorised`` overrides ``cfg.fl.vectorised``. Threads: None
@@ -347,9 +302,21 @@ def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partiti
     n_values = len(ds.attribute_values[attr])
     d = ds.X.shape[1]
     gen = torch.Generator().manual_seed(int(cfg.seed))  # one local stream for every init
-    extractor = init_module_(Encoder(d, hidden=cfg.hidden_dim, rep_dim=cfg.representation_dim), gen).to(dev)
-    critic0 = init_module_(MICritic(d, cfg.representation_dim, n_values, hidden=cfg.critic_hidden), gen).to(dev)
-    make_adv = lambda: AttributeAdversary(cfg.representation_dim, n_values, hidden=cfg.hidden_dim)
+    conv = cfg.model != type(cfg.model)()
+    if conv:  # a registered architecture's encoder (and privacy network where it has one)
+        from core.defenses.tappfl_conv import build_networks
+
+        net, make_adv, make_critic, rep_dim = build_networks(
+            cfg.model.arch, cfg.model.width, tuple(ds.image_shape), n_values,
+            hidden_dim=cfg.hidden_dim, critic_hidden=cfg.critic_hidden, seed=cfg.seed)
+        extractor = init_module_(net, gen).to(dev)
+        critic0 = init_module_(make_critic(), gen).to(dev)
+    else:
+        rep_dim = cfg.representation_dim
+        extractor = init_module_(Encoder(d, hidden=cfg.hidden_dim, rep_dim=rep_dim), gen).to(dev)
+        critic0 = init_module_(MICritic(d, rep_dim, n_values, hidden=cfg.critic_hidden), gen).to(dev)
+        make_adv = lambda: AttributeAdversary(rep_dim, n_values, hidden=cfg.hidden_dim)
+        make_critic = lambda: MICritic(d, rep_dim, n_values, hidden=cfg.critic_hidden)
     adv_stack = _init_stacked(make_adv, cfg.fl.num_devices, gen)
     adversary = init_module_(make_adv(), gen).to(dev)
     pre_prog = None if progress is None else progress.sub(0.0, 0.1)
@@ -361,7 +328,7 @@ def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partiti
         tr = torch.tensor(np.asarray(train), dtype=torch.long, device=dev)
         pre_curves = pretrain_extractor(extractor, critic0, X_t[tr], u_t[tr], epochs=cfg.pretrain_epochs,
                                         seed=cfg.seed, progress=pre_prog)
-    critic = MICritic(d, cfg.representation_dim, n_values, hidden=cfg.critic_hidden).to(dev)
+    critic = make_critic().to(dev)
     critic.load_state_dict(critic0.state_dict())
     n_dev = cfg.fl.num_devices
     private = {
@@ -369,21 +336,38 @@ def _train_tappfl(cfg, ds, dev, *, upload_transform, progress, on_round, partiti
         "critic": {k: v.detach().unsqueeze(0).repeat(n_dev, *([1] * v.dim())).contiguous()
                    for k, v in critic0.named_parameters()},
     }
-    objective = TappflObjective(extractor, adversary, critic, tradeoff_lambda=cfg.tradeoff_lambda,
-                                adversary_steps=cfg.adversary_steps,
-                                adversary_lr_scale=cfg.adversary_lr_scale)
+    kind = TappflObjective
+    if conv:
+        from core.defenses.tappfl_conv import ConvTappflObjective as kind
+    objective = kind(extractor, adversary, critic, tradeoff_lambda=cfg.tradeoff_lambda,
+                     adversary_steps=cfg.adversary_steps, adversary_lr_scale=cfg.adversary_lr_scale)
     fed = FedAvgState(shared=extractor, private=private, partition=parts)
     state = TappflState(extractor=extractor, adversary=adversary, critic=critic, fed=fed,
                         partition=parts, attribute=attr, n_values=n_values, curves=fed.curves,
                         pretrain_curves=pre_curves, device=dev)
-    cb = None if on_round is None else (lambda r, _fed: on_round(r, state))
+    calibrate = (lambda: None)
+    if conv:  # BatchNorm statistics of the released Θ and of each Ψ_k (tappfl_conv)
+        from core.defenses.tappfl_conv import calibrate as _cal
+
+        tr_rows = torch.tensor(np.asarray(train), dtype=torch.long, device=dev)
+        calibrate = lambda: _cal(state, X_t, tr_rows)
+        extractor.train()
+
+    def cb(r: int, _fed) -> None:
+        calibrate()
+        if on_round is not None:
+            on_round(r, state)
+
     run_fedavg(
         objective, fed, {"x": X_t, "u": u_t},
         rounds=cfg.fl.rounds, fraction_fit=cfg.fl.fraction_fit, local_epochs=cfg.fl.local_epochs,
         batch_size=cfg.fl.batch_size, lr=cfg.fl.lr, seed=cfg.seed,
         vectorised=cfg.fl.vectorised if vectorised is None else vectorised,
-        upload_transform=upload_transform, progress=fl_prog, on_round=cb,
+        upload_transform=upload_transform, progress=fl_prog,
+        on_round=cb if (conv or on_round is not None) else None,
     )
+    if conv and cfg.fl.rounds == 0:
+        calibrate()
     extractor.eval()
     return state
 
@@ -428,6 +412,15 @@ def adversary_proba(state: TappflState, R: np.ndarray, *, devices: np.ndarray | 
     if len(ids) == 0:
         raise ValueError("devices: no trained device to evaluate (run at least one round)")
     dev = state.device
+    if not isinstance(state.adversary, AttributeAdversary):  # a registered privacy network
+        from core.defenses.tappfl_conv import adversary_proba_modules
+
+        outs = [adversary_proba_modules(state, torch.as_tensor(
+            np.asarray(R[i:i + batch]), dtype=torch.float32, device=dev), ids).cpu().numpy()
+            for i in range(0, len(R), batch)]
+        probs = np.concatenate(outs, axis=1) if outs else np.zeros((len(ids), 0, state.n_values),
+                                                                    np.float32)
+        return probs.mean(0) if average else probs
     rows = torch.as_tensor(ids, dtype=torch.long, device=dev)
     params = {n: v.index_select(0, rows) for n, v in state.fed.private["adversary"].items()}
     outs = []

@@ -28,11 +28,30 @@ __all__ = ["MISSING_FLOWER", "run_flower_simulation", "tappfl_objective", "tappf
 
 def tappfl_objective(in_dim: int, n_values: int, hidden_dim: int, representation_dim: int,
                      critic_hidden: int, tradeoff_lambda: float, adversary_steps: int = 1,
-                     adversary_lr_scale: float = 1.0):
-    """TAPPFL's local objective on fresh template modules (the factory a Flower client calls)."""
+                     adversary_lr_scale: float = 1.0, model: dict[str, Any] | None = None,
+                     in_shape: list[int] | None = None, seed: int = 0):
+    """TAPPFL's local objective on fresh template modules (the factory a Flower client calls).
+    ``model`` (a :class:`core.config.ModelSpec` as JSON) with the data's ``in_shape`` builds
+    the architecture's networks (:func:`core.defenses.tappfl_conv.build_networks`; ``seed``
+    seeds its dropout stream); None: the MLP extractor of ``hidden_dim`` /
+    ``representation_dim``."""
     from core.defenses.tappfl import TappflObjective
     from core.nn import AttributeAdversary, Encoder, MICritic
 
+    if model is not None:
+        from core.config import ModelSpec
+        from core.defenses.tappfl_conv import ConvTappflObjective, build_networks
+
+        spec = ModelSpec.model_validate(model)
+        if in_shape is None:
+            raise ValueError("in_shape: got None; allowed: the data's (C, H, W) with a model")
+        ext, make_adv, make_critic, _ = build_networks(
+            spec.arch, spec.width, tuple(int(s) for s in in_shape), n_values,
+            hidden_dim=hidden_dim, critic_hidden=critic_hidden, seed=seed)
+        return ConvTappflObjective(ext, make_adv(), make_critic(),
+                                   tradeoff_lambda=tradeoff_lambda,
+                                   adversary_steps=adversary_steps,
+                                   adversary_lr_scale=adversary_lr_scale)
     return TappflObjective(
         Encoder(in_dim, hidden=hidden_dim, rep_dim=representation_dim),
         AttributeAdversary(representation_dim, n_values, hidden=hidden_dim),
@@ -42,13 +61,23 @@ def tappfl_objective(in_dim: int, n_values: int, hidden_dim: int, representation
     )
 
 
-def tappfl_recipe(cfg: TappflConfig, in_dim: int, n_values: int) -> ObjectiveRecipe:
-    return ObjectiveRecipe("tappfl", {
+def tappfl_recipe(cfg: TappflConfig, in_dim: int, n_values: int,
+                  in_shape: tuple[int, ...] | None = None) -> ObjectiveRecipe:
+    """The recipe a Flower client builds its objective from: ``cfg.model`` and the data's
+    ``in_shape`` travel with it when the model is not the default MLP."""
+    kwargs: dict[str, Any] = {
         "in_dim": int(in_dim), "n_values": int(n_values), "hidden_dim": cfg.hidden_dim,
         "representation_dim": cfg.representation_dim, "critic_hidden": cfg.critic_hidden,
         "tradeoff_lambda": cfg.tradeoff_lambda, "adversary_steps": cfg.adversary_steps,
         "adversary_lr_scale": cfg.adversary_lr_scale,
-    })
+    }
+    if cfg.model != type(cfg.model)():
+        if in_shape is None:
+            raise ValueError(f"in_shape: got None; allowed: the data's (C, H, W) with "
+                             f"model.arch {cfg.model.arch!r}")
+        kwargs.update(model=cfg.model.model_dump(mode="json"),
+                      in_shape=[int(s) for s in in_shape], seed=int(cfg.seed))
+    return ObjectiveRecipe("tappfl", kwargs)
 
 
 def _initial_state(cfg: TappflConfig, ds: Dataset):
@@ -94,7 +123,7 @@ def run_flower_simulation(
     data = {"x": torch.tensor(np.asarray(ds.X), dtype=torch.float32),
             "u": torch.tensor(np.asarray(ds.attribute(st.attribute)), dtype=torch.long)}
     run = run_flower_fedavg(
-        tappfl_recipe(cfg, ds.X.shape[1], st.n_values), st.fed, data,
+        tappfl_recipe(cfg, ds.X.shape[1], st.n_values, ds.image_shape), st.fed, data,
         rounds=fl.rounds, fraction_fit=fl.fraction_fit, local_epochs=fl.local_epochs,
         batch_size=fl.batch_size, lr=fl.lr, seed=cfg.seed, num_cpus=num_cpus,
     )

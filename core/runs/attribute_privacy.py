@@ -83,6 +83,10 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     stages.map_location = str(dev)
     defense = build_defense(cfg.defense, cfg.fl)
     notes: list[str] = list(defense.notes)
+    if cfg.model != type(cfg.model)():
+        from core.defenses.tappfl_conv import MODEL_NOTE
+
+        notes.append(MODEL_NOTE.format(arch=cfg.model.arch, width=cfg.model.width))
     trained, train_key = stages.get("train", S.train_part(cfg, dev.type),
                                     lambda: S.train(cfg, d.ds, defense, progress.sub(0.02, 0.75)))
     ev = progress.sub(0.75, 1.0)

@@ -27,7 +27,10 @@ def train_part(cfg: AttributePrivacyConfig, device: str) -> dict[str, Any]:
     d = cfg.model_dump(mode="json")
     keep = ("data", "seed", "defense", "fl", "adversary_steps", "adversary_lr_scale",
             "pretrain_epochs", "representation_dim", "hidden_dim", "critic_hidden")
-    return {"kind": cfg.kind, "device": device, **{k: d[k] for k in keep}}
+    part = {"kind": cfg.kind, "device": device, **{k: d[k] for k in keep}}
+    if cfg.model != type(cfg.model)():  # the default MLP's keys stay as they were
+        part["model"] = d["model"]
+    return part
 
 
 def data_part(cfg: AttributePrivacyConfig) -> dict[str, Any]:
@@ -89,7 +92,14 @@ def load_encoder(cfg: AttributePrivacyConfig, ds: Dataset, trained: StageOutput,
     """The released encoder rebuilt from the train stage's weights."""
     from core.nn import Encoder
 
-    enc = Encoder(ds.X.shape[1], hidden=cfg.hidden_dim, rep_dim=cfg.representation_dim)
+    if cfg.model != type(cfg.model)():
+        from core.models import build_encoder
+
+        attr = cfg.data.private_attribute or ds.default_attribute
+        enc, _ = build_encoder(cfg.model.arch, tuple(ds.image_shape),
+                               max(2, len(ds.attribute_values[attr])), cfg.model.width)
+    else:
+        enc = Encoder(ds.X.shape[1], hidden=cfg.hidden_dim, rep_dim=cfg.representation_dim)
     enc.load_state_dict(trained.weights["extractor"])
     return enc.to(device).eval()
 

@@ -218,12 +218,14 @@ def _stacked_signals(per_model: list[dict[str, np.ndarray]]) -> dict[str, np.nda
 
 def stack_shadows(model: torch.nn.Module, dev: torch.device) -> bool:
     """Whether K shadow models train together over stacked weights: always for a network
-    without convolutions (the MLP); a conv net only on CUDA, where the K grouped convolutions
-    fill the device (on a CPU, 8 LeNet-5 stacked ran at 0.74× of one by one:
-    benchmarks/results/models.json)."""
+    without convolutions (the MLP) and on CUDA; on a CPU a conv net when every layer has a
+    grouped form (:mod:`core.models.stacked`: 8 LeNet-5 as one grouped, channels_last network
+    beat one by one at every batch timed, where ``vmap`` alone was slower at batches 32 and 64:
+    ``conv_shadow_speedup_8`` in benchmarks/results/models.json)."""
     from core.models.common import has_conv
+    from core.models.stacked import groupable
 
-    return dev.type == "cuda" or not has_conv(model)
+    return dev.type == "cuda" or not has_conv(model) or groupable(model)
 
 
 def _shadow_models(ctx: Context, in_mask: np.ndarray, sub: Progress) -> StageOutput:

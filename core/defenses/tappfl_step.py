@@ -1,0 +1,77 @@
+"""TAPPFL's local step on plain modules (the reference form every extractor shares) and its
+per-round metrics: one home for :mod:`core.defenses.tappfl` (the MLP) and
+:mod:`core.defenses.tappfl_conv` (registered architectures)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from core.fl.types import DeviceBatch
+from core.nn import jsd_mi
+
+__all__ = ["tappfl_module_step", "tappfl_round_metrics"]
+
+
+def _sgd_(params: list[Tensor], grads: tuple[Tensor, ...], lr: float) -> None:
+    with torch.no_grad():
+        torch._foreach_add_(params, list(grads), alpha=-lr)
+
+
+def tappfl_module_step(obj, r: Tensor, theta: nn.Module, private: dict[str, nn.Module],
+                       batch: DeviceBatch, lr: float) -> dict[str, Tensor]:
+    """One device's TAPPFL step on plain modules (the reference form; ``obj`` carries λ,
+    the adversary steps and scale), given its representations ``r = theta(x)``."""
+    adv, crit = private["adversary"], private["critic"]
+    x, u = batch.fields["x"], batch.fields["u"]
+    oh = F.one_hot(u, obj.n_values).to(x.dtype)
+    adv_p, crit_p, th_p = list(adv.parameters()), list(crit.parameters()), list(theta.parameters())
+    rd = r.detach()
+    stats: dict[str, Tensor] = {}
+    for a in range(obj.adversary_steps):
+        logits = adv(rd)
+        ce = F.cross_entropy(logits, u)
+        if a == 0:
+            with torch.no_grad():
+                hit = (logits.argmax(-1) == u).to(x.dtype)
+                stats["ce_sum"] = ce.detach() * len(u)
+                stats["rows"] = torch.tensor(float(len(u)), device=x.device)
+                stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(0)
+                stats["rows_by_class"] = oh.sum(0)
+        if a < obj.adversary_steps - 1:
+            _sgd_(adv_p, torch.autograd.grad(obj.adv_scale * ce, adv_p), lr)
+            continue
+        jsd = jsd_mi(*crit.score_pair(crit.embed_x(x), crit.embed_r(rd), oh, batch.roll))
+        grads = torch.autograd.grad(obj.adv_scale * ce - jsd, adv_p + crit_p)
+        _sgd_(adv_p, grads[: len(adv_p)], lr)
+        _sgd_(crit_p, grads[len(adv_p):], lr)
+        stats["jsd_sum"] = jsd.detach() * len(u)
+    loss = torch.zeros((), dtype=x.dtype, device=x.device)
+    if obj.lam > 0:
+        loss = loss - obj.lam * F.cross_entropy(adv(r), u)
+    if obj.lam < 1:
+        with torch.no_grad():
+            ex = crit.embed_x(x)
+        loss = loss - (1 - obj.lam) * jsd_mi(*crit.score_pair(ex, crit.embed_r(r), oh, batch.roll))
+    _sgd_(th_p, torch.autograd.grad(loss, th_p), lr)
+    return stats
+
+
+def tappfl_round_metrics(totals: dict[str, Tensor]) -> dict[str, float]:
+    """Mean adversary CE (nats) and accuracy / balanced accuracy on the round's batches,
+    mean JSD-MI estimate (nats)."""
+    rows = float(totals["rows"])
+    if rows <= 0:
+        nan = float("nan")
+        return {"adversary_ce": nan, "adversary_acc": nan, "adversary_bacc": nan, "jsd_mi": nan}
+    by = totals["rows_by_class"].cpu().numpy()
+    cor = totals["correct_by_class"].cpu().numpy()
+    present = by > 0
+    return {
+        "adversary_ce": float(totals["ce_sum"]) / rows,
+        "adversary_acc": float(cor.sum()) / rows,
+        "adversary_bacc": float(np.mean(cor[present] / by[present])),
+        "jsd_mi": float(totals["jsd_sum"]) / rows,
+    }
