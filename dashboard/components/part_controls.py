@@ -103,17 +103,21 @@ def _arch_titled(text: str, kind: str | None = None) -> str:
     from core.parts import ARCHITECTURES
     from dashboard.components._format import titled
 
-    text = titled(text, kind)
+    # architectures first: a defense may share an architecture's name (Inf2Guard's DRA)
     for name, part in ARCHITECTURES.items():
         text = re.sub(rf"'{re.escape(name)}'|(?<![\w.']){re.escape(name)}(?![\w'])",
                       part.title, text)
-    return text
+    return titled(text, kind)
 
 
 def _reason(text: str, kind: str) -> str:
     """A refusal's reason without its "got 'name' ...;" head, titled."""
+    import re
+
     head, sep, rest = text.partition("; ")
-    return _arch_titled(rest if sep and head.startswith("got ") else text, kind)
+    text = rest if sep and head.startswith("got ") else text
+    # the select already lists what is allowed
+    return _arch_titled(re.sub(r" \(allowed: [^()]*\)$", "", text), kind)
 
 
 def _data_facts(config: Mapping[str, Any]) -> tuple[tuple[int, ...], int, int] | None:

@@ -12,6 +12,9 @@ validated here, once, into its typed model (:func:`dashboard.widgets.validate`);
 never a re-parsed copy, goes to the queue, the store and the runner. What the scaffold draws,
 in order:
 
+0. where the kind trains a registered architecture, the Architecture control and the run's
+   cost (:func:`dashboard.components.part_controls.architecture_ui`: it adds ``model`` to
+   the settings when not the default MLP);
 1. a disabled Run button and the reason when a number box is invalid, and nothing else
    (:func:`dashboard.components.inputs.stop_if_invalid`); the ConfigError in one line when
    the settings do not validate ("... Nothing was stored."), and nothing else;
