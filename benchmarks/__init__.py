@@ -35,4 +35,5 @@ BENCHMARKS: dict[str, str] = {
     "models": "benchmarks.models_bench:main",
     "audit_cache": "benchmarks.audit_cache_bench:main",
     "widget_sweep": "benchmarks.widget_sweep_bench:main",
+    "gpu": "benchmarks.gpu_bench:main",
 }
