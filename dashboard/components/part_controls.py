@@ -154,10 +154,10 @@ def cost_text(config: Mapping[str, Any], arch: str, width: float,
     passes = image_passes(config, n_train)
     c = arch_cost(arch, width, shape, classes, passes)
     part = architecture(arch)
-    resize = part.transform(shape) if len(shape) == 3 else "none"
+    resized = len(shape) == 3 and part.net_shape(tuple(shape)) != tuple(shape)
     head = (f"{part.width_label(width)}: **{c.params:,} parameters**, "
             f"**{format_count(c.forward_flops)}FLOPs** forward per image"
-            + ("" if resize == "none" else f" ({resize})"))
+            + (f" ({part.transform(shape)})" if resized else ""))
     if passes is None:
         return head + "."
     here = "this GPU" if _on_gpu() else "this CPU"
