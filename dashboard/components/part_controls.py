@@ -160,12 +160,12 @@ def cost_text(config: Mapping[str, Any], arch: str, width: float,
             + (f" ({part.transform(shape)})" if resized else ""))
     if passes is None:
         return head + "."
-    here = "this GPU" if _on_gpu() else "this CPU"
+    gpu_here = "this GPU" if _on_gpu() else "a GPU"
     cpu = format_duration(c.cpu_seconds)
     gpu = format_duration(c.gpu_seconds)
     return (f"{head}. This run trains it on ≈ {format_count(passes)} images "
-            f"(≈ {format_count(c.train_flops or 0)}FLOPs): **{cpu} on {here}** "
-            f"({c.cpu_based_on}); **{gpu} on a GPU** ({c.gpu_based_on}; compute only).")
+            f"(≈ {format_count(c.train_flops or 0)}FLOPs): **{cpu} on this CPU** "
+            f"({c.cpu_based_on}); **{gpu} on {gpu_here}** ({c.gpu_based_on}; compute only).")
 
 
 def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
