@@ -16,7 +16,7 @@ machine writes ``benchmarks/results/gpu.cuda.json`` in a few minutes).
   device's name where known (:data:`NOMINAL`). ``peak_fraction`` = achieved / the measured
   matmul rate of the same precision; ``nominal_fraction`` = achieved / the nominal peak.
 - **CPU**: one thread (the runs' ``PRIVLAB_THREADS`` default), each architecture at its CPU
-  width (``cpu_width``), batch 32, a few steps; **CUDA** (when present): width 1, batch 256,
+  width (``cpu_width``), batch 64 (as the ``models`` benchmark), 5 timed steps; **CUDA** (when present): width 1, batch 256,
   20 timed steps. TF32 stays at PyTorch's defaults (matmul off, cuDNN convolutions on),
   recorded in the details.
 
@@ -42,7 +42,7 @@ NOMINAL: dict[str, tuple[float, float]] = {
     "A100": (19.5e12, 312.0e12), "L4": (30.3e12, 121.0e12), "A10": (31.2e12, 125.0e12),
 }
 #: (batch, warm-up steps, timed steps, matmul n) per setting
-SETTINGS = {"cpu": (32, 1, 3, 512), "cpu_quick": (4, 0, 1, 128),
+SETTINGS = {"cpu": (64, 1, 5, 512), "cpu_quick": (4, 0, 1, 128),
             "cuda": (256, 3, 20, 8192), "cuda_quick": (64, 1, 2, 2048)}
 
 
