@@ -93,3 +93,30 @@ def test_stacked_conv_shadows_train_under_bf16_autocast() -> None:
                             image_shape=SHAPE, epochs=1, batch_size=16, lr=1e-3,
                             optimizer="adam", seed=0)
     assert all(torch.isfinite(v).all() for v in out.params.values())
+
+
+def test_adam_train_sums_its_loss_on_the_device_with_the_same_bits() -> None:
+    """core.training.adam_train's per-epoch loss equals the host-side float sum it replaced."""
+    from core.training import adam_train
+
+    X, y = _data()
+    net = _model("mlp", 1.0)
+    seen: list[list[float]] = [[]]
+
+    def loss_fn(idx):
+        loss = F.cross_entropy(net(X[idx]), y[idx])
+        seen[-1].append(float(loss.detach()) * len(idx))
+        return loss
+
+    def on_epoch(ep, log):
+        seen.append([])
+
+    log = adam_train(net, loss_fn, len(X), epochs=3, batch_size=16, lr=1e-2,
+                     generator=torch.Generator().manual_seed(0), on_epoch=on_epoch)
+    expected = []
+    for parts in seen[:3]:
+        total = 0.0
+        for v in parts:
+            total += v
+        expected.append(total / len(X))
+    assert log.train_loss == expected
