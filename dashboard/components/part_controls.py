@@ -209,7 +209,9 @@ def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
                              format_func=lambda n: ARCHITECTURES.get(n).title,
                              on_change=_width_for_arch,
                              help="The network this run trains (registered architectures "
-                                  "that take this page's data).")
+                                  "that take this page's data). Where the page has its own "
+                                  "model choice too, another architecture needs that one at "
+                                  "its default: the settings name the network once.")
     part = architecture(arch)
     lo, hi = part.widths
     w = st.session_state.get(width_key)
