@@ -73,3 +73,18 @@ def test_image_passes_and_durations() -> None:
     assert model_costs.format_duration(30) == "≈ 30 s"
     assert model_costs.format_duration(3 * 86400).endswith("days")
     assert model_costs.format_duration(float("nan")) == "n/a"
+
+
+def _stemmed(quick: bool = False) -> dict:
+    return {"name": "stemmed", "file_stem": "stemmed.cuda", "headline": {"x": 1}, "rows": [],
+            "notes": ""}
+
+
+def test_the_harness_writes_where_a_benchmark_names_its_file(tmp_path, monkeypatch) -> None:
+    import benchmarks.__main__ as harness
+
+    monkeypatch.setitem(harness.BENCHMARKS, "stemmed", f"{__name__}:_stemmed")
+    assert harness.main(["stemmed", "--results-dir", str(tmp_path)]) == 0
+    out = json.loads((tmp_path / "stemmed.cuda.json").read_text())
+    assert out["headline"] == {"x": 1} and "file_stem" not in out
+    assert not (tmp_path / "stemmed.json").exists()
