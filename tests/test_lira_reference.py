@@ -85,3 +85,25 @@ def test_the_preset_pipeline_runs_end_to_end_on_cifar_shaped_data(fake_cifar10) 
         assert r["ours_auc"] is not None and 0.0 <= r["ours_auc"] <= 1.0
         assert r["ours_tpr_at_0p1pct_fpr"] is not None
     assert math.isfinite(result.metrics["utility_acc"])
+
+
+def test_the_membership_page_shows_the_preset_its_cost_and_the_refusal(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("PRIVLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PRIVLAB_DATA_DIR", str(tmp_path / "data"))
+    app = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+    at = AppTest.from_file(app, default_timeout=120).run()
+    at.switch_page("views/membership.py").run()
+    assert not at.exception, at.exception
+    (box,) = [e for e in at.expander if "LiRA reference" in e.label]
+    text = " ".join(m.value for m in box.markdown)
+    assert "Wide ResNet 28-2" in text and "on this CPU" in text and "on a GPU" in text
+    (info,) = [i.value for i in box.info]
+    assert str(tmp_path / "data" / "cifar10") in info and "\n" not in info
+    assert not [b for b in box.button if "LiRA" in b.label]  # no Run without CIFAR-10
+    (table,) = box.table
+    cells = table.value.to_string()
+    assert "0.6676" in cells and "1.69 %" in cells and "not run" in cells
