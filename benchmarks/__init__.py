@@ -41,4 +41,5 @@ BENCHMARKS: dict[str, str] = {
     "exposure": "benchmarks.exposure_bench:main",
     "advisor": "benchmarks.advisor_bench:main",
     "export": "benchmarks.export_bench:main",
+    "gpu": "benchmarks.gpu_bench:main",
 }

@@ -150,9 +150,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {name} == FAILED after {secs:.1f} s\n{tb}", flush=True)
             continue
         res = {**res, "name": res.get("name", name)}
+        stem = str(res.pop("file_stem", name))  # e.g. gpu.cuda: measured on a GPU
         print(format_result(res) + f"\n({secs:.1f} s)\n", flush=True)
         record = {**_jsonable(res), "quick": args.quick, "seconds": round(secs, 3), "machine": info}
-        path = out_dir / (f"{name}.quick.json" if args.quick else f"{name}.json")
+        path = out_dir / (f"{stem}.quick.json" if args.quick else f"{stem}.json")
         path.write_text(json.dumps(record, indent=1) + "\n")
     if failed:
         print(f"benchmarks: {len(failed)} failed: {', '.join(failed)}", file=sys.stderr)

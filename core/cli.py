@@ -464,8 +464,14 @@ def cmd_papers(args: argparse.Namespace) -> int:
     from core import papers
 
     if args.preset is not None:
+        from core import lira_reference
+
+        if args.preset == lira_reference.PRESET_ID:
+            print(lira_reference.preset_yaml(), end="")
+            return EXIT_OK
         if args.preset not in papers.PRESETS:
-            raise UsageError(f"--preset: got {args.preset!r}; allowed: {', '.join(papers.PRESETS)}")
+            raise UsageError(f"--preset: got {args.preset!r}; allowed: "
+                             f"{', '.join([*papers.PRESETS, lira_reference.PRESET_ID])}")
         import yaml
 
         cfg = papers.preset_config(args.preset).model_dump(mode="json")

@@ -36,6 +36,7 @@ from torch import Tensor, nn
 
 # the one range checker; core.defenses.dpsgd and core.shadow_training import it from here too
 from core.checks import check_choice, check_int, check_range, range_error
+from core.engine import autocast_for, prepare_model
 from core.progress import Progress
 from core.seeds import torch_stream
 
@@ -252,31 +253,37 @@ def train_central(
     redraw = perturb is not None and noise_mode == "redraw"
     per_epoch = -(-n // b)
     every = max(1, per_epoch // 5)
+    # engine options (core.engine; off by default): channels-last, bf16 autocast, compile
+    net = prepare_model(model)
     for ep in range(int(epochs)):
         model.train()
         t_ep = time.perf_counter()
         order = torch.randperm(n, generator=order_gen).to(dev)
-        total = 0.0
+        # the epoch's loss summed on the device in float64: no host read inside the epoch,
+        # and the same bits as a Python float sum of float(loss) · rows
+        total_t = torch.zeros((), dtype=torch.float64, device=dev)
         for j, i in enumerate(range(0, n, b)):
             idx = order[i:i + b]
+            m = min(b, n - i)
             xb = source[idx]
             if redraw:
                 with torch.no_grad():
                     xb = checked_perturb(perturb, xb, noise_gen)
-                result.perturbed_rows += len(idx)
-            loss = F.cross_entropy(model(as_images(xb, image_shape)), y[idx])
+                result.perturbed_rows += m
+            with autocast_for(dev):
+                loss = F.cross_entropy(net(as_images(xb, image_shape)), y[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if canary is not None:
-                add_canary_term(params, canary.step_term(min(1.0, b / n)), len(idx))
+                add_canary_term(params, canary.step_term(min(1.0, b / n)), m)
             opt.step()
-            total += float(loss.detach()) * len(idx)
+            total_t += loss.detach().double() * m
             result.steps += 1
             if progress is not None and (j + 1) % every == 0:
                 progress.update((ep + (j + 1) / per_epoch) / epochs,
                                 f"epoch {ep + 1}/{epochs}: step {j + 1}/{per_epoch}")
         result.curves.setdefault("epoch_seconds", []).append(time.perf_counter() - t_ep)
-        result.curves.setdefault("train_loss", []).append(total / n)
+        result.curves.setdefault("train_loss", []).append(float(total_t) / n)
         if X_test is not None:
             acc = evaluate_accuracy(model, X_test, y_test, image_shape)
             result.curves.setdefault("test_acc", []).append(acc)

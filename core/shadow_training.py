@@ -44,6 +44,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
 from core.checks import range_error
+from core.engine import autocast_for
 from core.models.stacked import groupable
 from core.nn import init_module_
 from core.noisy_training import (
@@ -234,8 +235,10 @@ def train_shadows(
 
 
 def _epoch_index(rows: list[Tensor], gens: list[torch.Generator], steps: int, b: int,
-                 device) -> tuple[Tensor, Tensor]:
-    """This epoch's padded batches: pool indices (steps, K, b) and validity (steps, K, b)."""
+                 device) -> tuple[Tensor, Tensor, np.ndarray]:
+    """This epoch's padded batches: pool indices (steps, K, b) and validity (steps, K, b) on
+    ``device``, and the rows per model and step (steps, K) on the host (a step's bookkeeping
+    reads these, never the device)."""
     K = len(rows)
     idx = torch.zeros(K, steps * b, dtype=torch.long)
     valid = torch.zeros(K, steps * b, dtype=torch.bool)
@@ -243,9 +246,10 @@ def _epoch_index(rows: list[Tensor], gens: list[torch.Generator], steps: int, b:
         n_k = len(rows[k])
         idx[k, :n_k] = rows[k][torch.randperm(n_k, generator=gens[k])]
         valid[k, :n_k] = True
-    idx = idx.view(K, steps, b).transpose(0, 1).contiguous().to(device)
-    valid = valid.view(K, steps, b).transpose(0, 1).contiguous().to(device)
-    return idx, valid
+    idx = idx.view(K, steps, b).transpose(0, 1).contiguous()
+    valid = valid.view(K, steps, b).transpose(0, 1).contiguous()
+    counts = valid.sum(2).numpy()
+    return idx.to(device), valid.to(device), counts
 
 
 def _train_batched(models: list[nn.Module], X: Tensor, y: Tensor, mask: np.ndarray, *,
@@ -278,7 +282,7 @@ def _train_batched(models: list[nn.Module], X: Tensor, y: Tensor, mask: np.ndarr
     fwd = vmap(lambda p, xb: functional_call(template, p, (xb,)))
     every = max(1, steps // 5)
     for ep in range(epochs):
-        idx, valid = _epoch_index(rows, gens, steps, b, dev)
+        idx, valid, host_counts = _epoch_index(rows, gens, steps, b, dev)
         for j in range(steps):
             ij, vj = idx[j], valid[j]
             counts = vj.sum(1)
@@ -292,7 +296,8 @@ def _train_batched(models: list[nn.Module], X: Tensor, y: Tensor, mask: np.ndarr
             grads = torch.autograd.grad(loss, leaves)
             with torch.no_grad():
                 if adam:
-                    _adam_step(leaves, list(grads), m1, m2, t, active, lr)
+                    _adam_step(leaves, list(grads), m1, m2, t, active, lr,
+                               all_active=bool(host_counts[j].all()))
                 else:  # an inactive model's gradient is exactly 0: no step
                     torch._foreach_add_(leaves, list(grads), alpha=-lr)
             if progress is not None and (j + 1) % every == 0:
@@ -306,12 +311,14 @@ def _train_batched(models: list[nn.Module], X: Tensor, y: Tensor, mask: np.ndarr
 
 @torch.no_grad()
 def _adam_step(leaves: list[Tensor], grads: list[Tensor], m1: list[Tensor], m2: list[Tensor],
-               t: Tensor, active: Tensor, lr: float) -> None:
+               t: Tensor, active: Tensor, lr: float, all_active: bool | None = None) -> None:
     """torch.optim.Adam's update (single-tensor form) for each of the K stacked models, with
-    per-model step counts ``t`` (K,); models not ``active`` keep weights and moments."""
+    per-model step counts ``t`` (K,); models not ``active`` keep weights and moments.
+    ``all_active``: whether every model steps, known on the host (None: read from
+    ``active``, a device sync)."""
     b1, b2 = ADAM_BETAS
     K = len(t)
-    all_active = bool(active.all())
+    all_active = bool(active.all()) if all_active is None else all_active
     t += active.to(t.dtype)
     tt = t.clamp(min=1)
     step = (lr / (1 - b1 ** tt)).to(leaves[0].dtype)
@@ -522,23 +529,26 @@ def _train_stacked(models: list[nn.Module], X: Tensor, y: Tensor, mask: np.ndarr
     fwd = _stacked_forward(template, grouped)
     every = max(1, steps // 5)
     for ep in range(epochs):
-        idx, valid = _epoch_index(rows, gens, steps, b, dev)
+        idx, valid, host_counts = _epoch_index(rows, gens, steps, b, dev)
         for j in range(steps):
             ij, vj = idx[j], valid[j]
             counts = vj.sum(1)
             active = counts > 0
             params = dict(zip(names, leaves))
-            if not coupled:
-                w = vj.to(X.dtype) / counts.clamp(min=1).unsqueeze(1).to(X.dtype)
-                logits = fwd(params, buffers, X[ij])
-                ce = F.cross_entropy(logits.reshape(K * b, -1), y[ij].view(-1), reduction="none")
-                loss = (ce * w.view(-1)).sum()
-            else:
-                loss = _grouped_loss(fwd, params, buffers, X, y, ij, counts)
+            with autocast_for(dev):  # core.engine: bf16 when asked, else nothing changes
+                if not coupled:
+                    w = vj.to(X.dtype) / counts.clamp(min=1).unsqueeze(1).to(X.dtype)
+                    logits = fwd(params, buffers, X[ij])
+                    ce = F.cross_entropy(logits.reshape(K * b, -1), y[ij].view(-1),
+                                         reduction="none")
+                    loss = (ce * w.view(-1)).sum()
+                else:
+                    loss = _grouped_loss(fwd, params, buffers, X, y, ij, host_counts[j])
             grads = torch.autograd.grad(loss, leaves)
             with torch.no_grad():
                 if adam:
-                    _adam_step(leaves, list(grads), m1, m2, t, active, lr)
+                    _adam_step(leaves, list(grads), m1, m2, t, active, lr,
+                               all_active=bool(host_counts[j].all()))
                 else:  # a model without a batch this step has a zero gradient: no step
                     torch._foreach_add_(leaves, list(grads), alpha=-lr)
             if progress is not None and (j + 1) % every == 0:
@@ -549,15 +559,26 @@ def _train_stacked(models: list[nn.Module], X: Tensor, y: Tensor, mask: np.ndarr
     return {n: v.detach() for n, v in zip(names, leaves)}, buffers
 
 
+def _host_to(a: np.ndarray, device: torch.device) -> Tensor:
+    """A host index array on ``device``; to a GPU through pinned memory without waiting for
+    the queue (a plain pageable copy would synchronise the stream)."""
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    if device.type != "cuda":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)
+
+
 def _grouped_loss(fwd, params: dict[str, Tensor], buffers: dict[str, Tensor], X: Tensor,
-                  y: Tensor, ij: Tensor, counts: Tensor) -> Tensor:
+                  y: Tensor, ij: Tensor, counts: np.ndarray) -> Tensor:
     """Sum over models of each one's mean cross-entropy on its own batch (the first
-    ``counts[k]`` rows of ``ij[k]``), running models of equal batch size together so that no
-    BatchNorm sees a padding row; each group's running statistics are written back."""
-    sizes = torch.unique(counts[counts > 0]).tolist()
+    ``counts[k]`` rows of ``ij[k]``; ``counts`` on the host), running models of equal batch
+    size together so that no BatchNorm sees a padding row; each group's running statistics
+    are written back."""
+    counts = np.asarray(counts)
+    sizes = np.unique(counts[counts > 0]).tolist()
     total = 0.0
     for size in sizes:
-        ks = torch.nonzero(counts == size).view(-1)
+        ks = _host_to(np.flatnonzero(counts == size), ij.device)
         rows = ij[ks, :size]
         whole = len(ks) == len(counts)
         p = params if whole else {n: v[ks] for n, v in params.items()}

@@ -136,7 +136,10 @@ def adam_train(
         if module is not None:
             module.train()
         order = torch.randperm(n, generator=generator).to(dev)
-        tot, cnt = 0.0, 0
+        # summed on the device in float64: no host read per step, the same bits as a Python
+        # float sum of float(loss) · rows
+        tot = torch.zeros((), dtype=torch.float64, device=dev)
+        cnt = 0
         for i in range(0, n, batch_size):
             if cancel_check is not None:
                 cancel_check()
@@ -145,10 +148,10 @@ def adam_train(
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            m = int(idx.numel())
-            tot += float(loss.detach()) * m
+            m = min(batch_size, n - i)
+            tot += loss.detach().double() * m
             cnt += m
-        log.train_loss.append(tot / max(cnt, 1))
+        log.train_loss.append(float(tot) / max(cnt, 1))
         log.epochs_run = ep
         stop = False
         if val_loss_fn is not None:

@@ -16,7 +16,7 @@ as the block's fields.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -90,3 +90,143 @@ def defense_block_ui(family: str, defense: str, *, key: Callable[[str], str],
     return {"kind": defense,
             **knob_control(family, defense, key=key, where=knob_where, dim=dim),
             **controls_ui(family, defense, key=key, where=controls_where)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the architecture a run trains (core.parts.ARCHITECTURES), its cost shown before Run
+
+
+def _arch_titled(text: str, kind: str | None = None) -> str:
+    """``text`` with registered names replaced by titles (parts, kinds and architectures)."""
+    import re
+
+    from core.parts import ARCHITECTURES
+    from dashboard.components._format import titled
+
+    # architectures first: a defense may share an architecture's name (Inf2Guard's DRA)
+    for name, part in ARCHITECTURES.items():
+        text = re.sub(rf"'{re.escape(name)}'|(?<![\w.']){re.escape(name)}(?![\w'])",
+                      part.title, text)
+    return titled(text, kind)
+
+
+def _reason(text: str, kind: str) -> str:
+    """A refusal's reason without its "got 'name' ...;" head, titled."""
+    import re
+
+    head, sep, rest = text.partition("; ")
+    text = rest if sep and head.startswith("got ") else text
+    # the select already lists what is allowed
+    return _arch_titled(re.sub(r" \(allowed: [^()]*\)$", "", text), kind)
+
+
+def _data_facts(config: Mapping[str, Any]) -> tuple[tuple[int, ...], int, int] | None:
+    """(input shape, classes, train rows) of the config's data set; None when it cannot load."""
+    from core.config import DataSpec
+    from core.data import load_dataset
+
+    try:
+        ds = load_dataset(DataSpec(**dict(config.get("data") or {})), int(config.get("seed", 0)))
+    except Exception:  # noqa: BLE001 - the page's own data check says why
+        return None
+    shape = tuple(ds.image_shape) if ds.image_shape else (int(ds.X.shape[1]),)
+    return shape, len(ds.label_names), len(ds.split("train"))
+
+
+def _get_name(config: Mapping[str, Any]) -> str | None:
+    return (config.get("data") or {}).get("name")
+
+
+def _on_gpu() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def cost_text(config: Mapping[str, Any], arch: str, width: float,
+              facts: tuple[tuple[int, ...], int, int]) -> str:
+    """The line under the architecture control: parameters, forward FLOPs and the estimated
+    training time of this run here and on a GPU (:mod:`core.model_costs`)."""
+    from core.model_costs import arch_cost, format_count, format_duration, image_passes
+    from core.parts import architecture
+
+    shape, classes, n_train = facts
+    passes = image_passes(config, n_train)
+    c = arch_cost(arch, width, shape, classes, passes)
+    part = architecture(arch)
+    resized = len(shape) == 3 and part.net_shape(tuple(shape)) != tuple(shape)
+    head = (f"{part.width_label(width)}: **{c.params:,} parameters**, "
+            f"**{format_count(c.forward_flops)}FLOPs** forward per image"
+            + (f" ({part.transform(shape)})" if resized else ""))
+    if passes is None:
+        return head + "."
+    gpu_here = "this GPU" if _on_gpu() else "a GPU"
+    cpu = format_duration(c.cpu_seconds)
+    gpu = format_duration(c.gpu_seconds)
+    return (f"{head}. This run trains it on ≈ {format_count(passes)} images "
+            f"(≈ {format_count(c.train_flops or 0)}FLOPs): **{cpu} on this CPU** "
+            f"({c.cpu_based_on}); **{gpu} on {gpu_here}** ({c.gpu_based_on}; compute only).")
+
+
+def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
+                    where: Any = None) -> dict[str, Any]:
+    """The "Architecture" select (titles) and width multiplier of a page whose ``kind`` trains
+    a registered architecture (``model: {arch, width}``), offering those the config takes on
+    its data (:func:`core.model_costs.architecture_choices`; the others listed with their
+    one-line reason) and the run's cost before Run. Widget keys ``<key>_arch`` /
+    ``<key>_width``. Returns ``config`` with ``model`` set where it is not the default (the
+    default model leaves the config, and so its stored runs, as they were); ``config``
+    unchanged for a kind without a ``model`` block or where only the default fits for a
+    reason other than the data."""
+    from core.config import ModelSpec
+    from core.model_costs import architecture_choices, model_field
+    from core.parts import ARCHITECTURES, architecture
+
+    if not model_field(kind):
+        return dict(config)
+    where = st.container() if where is None else where
+    facts = _data_facts(config)
+    shape = facts[0] if facts else None
+    choices = architecture_choices(config, shape)
+    default = ModelSpec()
+    offered = [n for n, r in choices if r is None]
+    refused = [(n, r) for n, r in choices if r is not None]
+    data_refusal = f"data {_get_name(config)!r}"
+    if len(offered) == 1 and not any(data_refusal in r for _, r in refused):
+        return dict(config)  # the kind trains its own model: nothing to choose
+    arch_key, width_key = f"{key}_arch", f"{key}_width"
+    if st.session_state.get(arch_key) not in offered:
+        st.session_state[arch_key] = default.arch
+        st.session_state[width_key] = default.width
+
+    def _width_for_arch() -> None:
+        part = architecture(st.session_state[arch_key])
+        st.session_state[width_key] = 1.0 if _on_gpu() else part.cpu_width
+
+    st.session_state.setdefault(width_key, default.width)
+    cols = where.columns([1.6, 0.8, 3.6])
+    arch = cols[0].selectbox("Architecture", offered, key=arch_key,
+                             format_func=lambda n: ARCHITECTURES.get(n).title,
+                             on_change=_width_for_arch,
+                             help="The network this run trains (registered architectures "
+                                  "that take this page's data). Where the page has its own "
+                                  "model choice too, another architecture needs that one at "
+                                  "its default: the settings name the network once.")
+    part = architecture(arch)
+    lo, hi = part.widths
+    w = st.session_state.get(width_key)
+    if not isinstance(w, (int, float)) or not lo <= float(w) <= hi:
+        st.session_state[width_key] = float(min(max(float(w or 1.0), lo), hi))
+    width = float(cols[1].number_input(
+        "Width ×", min_value=float(lo), max_value=float(hi), step=0.25, key=width_key,
+        format="%g", help=f"Width multiplier, [{lo:g}, {hi:g}]: 1 is the architecture as "
+                          f"published; a CPU run uses {part.cpu_width:g}."))
+    if facts is not None:
+        cols[2].caption(cost_text(config, arch, width, facts))
+    if refused:
+        lines = "\n".join(f"- {ARCHITECTURES.get(n).title}: {_reason(r, kind)}"
+                          for n, r in refused)
+        with where.expander(f"{len(refused)} architecture(s) not offered for these settings"):
+            st.markdown(lines)
+    chosen = ModelSpec(arch=arch, width=width)
+    return dict(config) if chosen == default else {**config, "model": chosen.model_dump()}

@@ -12,6 +12,9 @@ validated here, once, into its typed model (:func:`dashboard.widgets.validate`);
 never a re-parsed copy, goes to the queue, the store and the runner. What the scaffold draws,
 in order:
 
+0. where the kind trains a registered architecture, the Architecture control and the run's
+   cost (:func:`dashboard.components.part_controls.architecture_ui`: it adds ``model`` to
+   the settings when not the default MLP);
 1. a disabled Run button and the reason when a number box is invalid, and nothing else
    (:func:`dashboard.components.inputs.stop_if_invalid`); the ConfigError in one line when
    the settings do not validate ("... Nothing was stored."), and nothing else;
@@ -43,6 +46,7 @@ from dashboard.components.copy_run import copy_run
 from dashboard.components.inputs import inputs_ok, stop_if_invalid
 from dashboard.components.lesson import lesson_panel
 from dashboard.components.page_tail import page_tail
+from dashboard.components.part_controls import architecture_ui
 
 __all__ = ["PageRun", "run_panel"]
 
@@ -82,6 +86,8 @@ def run_panel(config: Mapping[str, Any], *, kind: str, page: str, key: str, titl
     name in messages; ``label``: the job's label (a text or a function of the run)."""
     from dashboard.widgets import run_with_progress, running_jobs_panel, validate
 
+    # the architecture the run trains, on every page whose kind takes one (its cost before Run)
+    config = architecture_ui(config, kind=kind, key=key)
     run_key = f"{key}_run"
     stop_if_invalid(key=run_key)
     cfg = validate(config, label=title)

@@ -35,6 +35,7 @@ from dashboard.components.caveats import (
 )
 from dashboard.components.exposure import exposure_ui
 from dashboard.components.inputs import blocked_reason, inputs_ok, number_ui
+from dashboard.components.lira_preset import lira_reference_panel
 from dashboard.components.part_controls import defense_block_ui
 from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
@@ -387,6 +388,7 @@ st.caption("Can an attacker tell whether a record was in the training set? Loss 
            "thresholds, LiRA (shadow models trained the target's way) and RMIA (reference "
            "models against population samples) attack a model trained under Inf2Guard (λ), "
            "DP-SGD (z, ε from the accountant) or the κ channel.")
+lira_reference_panel()
 run_panel(controls(), kind=KIND, page="membership", key="mi", title="Membership",
           label=lambda run: f"{DEFENSES.get(run.cfg.defense.kind).title} on {run.cfg.data.name}",
           show=lambda run: show_result(run.config, run.result),

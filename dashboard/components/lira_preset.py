@@ -1,0 +1,65 @@
+"""The LiRA reference preset on the Membership page (:mod:`core.lira_reference`): the setting,
+its estimated cost here and on a GPU, the published figures beside ours once a run is stored,
+and its own Run button where CIFAR-10 is present (the one-line refusal where it is not)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core import lira_reference as L
+from core.model_costs import format_count, format_duration
+from core.parts import ARCHITECTURES, attack_titles
+
+__all__ = ["comparison_table", "lira_reference_panel"]
+
+
+def comparison_table(result: Any = None) -> list[dict[str, str]]:
+    """Rows for the page: attack (its title), published and our AUC and TPR at 0.1 % FPR."""
+    titles = attack_titles("membership")
+
+    def pct(v: float | None) -> str:
+        return "not run" if v is None else f"{100 * v:.2f} %"
+
+    def auc(v: float | None) -> str:
+        return "not run" if v is None else f"{v:.4f}"
+
+    return [{"attack": titles.get(r["attack"], r["attack"]),
+             "AUC (published)": auc(r["published_auc"]), "AUC (ours)": auc(r["ours_auc"]),
+             "TPR @ 0.1 % FPR (published)": pct(r["published_tpr_at_0p1pct_fpr"]),
+             "TPR @ 0.1 % FPR (ours)": pct(r["ours_tpr_at_0p1pct_fpr"])}
+            for r in L.comparison_rows(result)]
+
+
+def lira_reference_panel(key: str = "mi_lira_ref") -> None:
+    """An expander: the reference setting, its cost, published vs ours, and Run."""
+    from core.data.errors import DataError
+    from dashboard.widgets import run_with_progress
+
+    cfg = L.reference_config()
+    c = L.cost()
+    arch = ARCHITECTURES.get(cfg.model.arch).title
+    with st.expander("Paper preset: the LiRA reference setting (Carlini et al. 2022)"):
+        st.markdown(
+            f"CIFAR-10, **{arch}** ({c.params:,} parameters, {format_count(c.forward_flops)}FLOPs "
+            f"forward per image), {cfg.train.members:,} members, {cfg.train.epochs} epochs, "
+            f"{cfg.attack.shadows} shadow models, LiRA online and offline. Estimated training "
+            f"({format_count(c.passes or 0)} images): **{format_duration(c.cpu_seconds)} on this "
+            f"CPU** ({c.cpu_based_on}); **{format_duration(c.gpu_seconds)} on a GPU** "
+            f"({c.gpu_based_on}).")
+        st.caption(f"Differences from the reference code: {L.DIFFERENCES}.")
+        try:
+            L.check_data()
+            missing = None
+        except DataError as err:
+            missing = str(err)
+        result = None
+        if missing is None:
+            clicked = st.button("Run the LiRA reference setting", key=f"{key}_run")
+            result = run_with_progress(cfg, label="LiRA reference (CIFAR-10, WRN-28-2)",
+                                       start=clicked)
+        else:
+            st.info(missing.removeprefix("data.name: "))
+        st.table(comparison_table(result))
+        st.caption(f"Published: {L.SOURCE}.")
