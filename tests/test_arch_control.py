@@ -6,6 +6,7 @@ others), the cost before Run, and the default MLP leaving the page's config as i
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,10 +71,15 @@ def test_each_image_page_offers_the_architecture_with_its_cost(store, page, key)
     assert f"arch: {conv}" in _yaml(at)  # the run the page validates trains it
 
 
-def test_a_kind_that_trains_its_own_encoder_draws_no_control(store) -> None:
+def test_attribute_privacy_offers_the_architecture_its_runner_now_takes(store) -> None:
+    """The FedAvg runner trains a registered conv extractor too: the page draws the control and
+    the MLP stays its default (the config the page validates trains it)."""
     at = _page("views/attribute_privacy.py")
-    assert not [s for s in at.selectbox if (s.key or "").endswith("_arch")]
-    assert not _cost_captions(at)
+    box = _arch_box(at, "ap_arch")
+    assert box.value == ModelSpec().arch
+    assert box.options and set(box.options) <= {a.title for _, a in ARCHITECTURES.items()}
+    assert _cost_captions(at)
+    assert not re.search(r"arch: (?!mlp\b)", _yaml(at)), _yaml(at)
 
 
 def _script(config_json: str) -> None:
