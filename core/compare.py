@@ -483,8 +483,8 @@ class ComparisonSpec:
 
 
 #: the fields of a comparison spec as plain data (:func:`spec_to_dict`), in this order
-SPEC_FIELDS = ("family", "data", "utility", "privacy", "defenses", "seeds", "base", "executor",
-               "workers")
+SPEC_FIELDS = ("family", "data", "utility", "privacy", "defenses", "seeds", "base", "model",
+               "executor", "workers")
 _DEFENSE_FIELDS = ("defense", "params", "grid", "label")
 
 
@@ -497,6 +497,7 @@ def spec_to_dict(spec: ComparisonSpec) -> dict[str, Any]:
                           "grid": None if d.grid is None else list(d.grid), "label": d.label}
                          for d in spec.defenses],
             "seeds": [int(s) for s in spec.seeds], "base": copy.deepcopy(dict(spec.base)),
+            **({} if spec.model is None else {"model": dict(spec.model)}),
             "executor": spec.executor, "workers": spec.workers}
 
 
@@ -524,7 +525,12 @@ def spec_from_dict(data: Any, where: str = "comparison") -> ComparisonSpec:
     base = data.get("base") or {}
     if not isinstance(base, Mapping):
         raise ValueError(f"{where}.base: got {type(base).__name__}; expected a mapping")  # noqa: TRY004 - bad file content is bad input
+    model = data.get("model")
+    if model is not None and not isinstance(model, Mapping):
+        raise ValueError(f"{where}.model: got {model!r}; expected {{arch, width}}")
     rest = {k: data[k] for k in ("executor", "workers") if data.get(k) is not None}
+    if model is not None:
+        rest["model"] = dict(model)
     return ComparisonSpec(family=data["family"], data=data["data"], utility=data["utility"],
                           privacy=data["privacy"], defenses=tuple(defenses),
                           seeds=tuple(int(x) for x in seeds), base=copy.deepcopy(dict(base)),

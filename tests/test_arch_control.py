@@ -123,3 +123,27 @@ def test_tabular_data_offer_the_mlp_and_say_why_not_the_conv_nets(store) -> None
     for a in others:
         assert f"{a.title}: " in text
     assert "tabular" in text and "wrn28_2" not in text  # titles, one reason per line
+
+
+def test_compare_offers_the_architecture_for_every_point(store) -> None:
+    """Compare draws the same control with its cost: the MLP stays the default (the presets'
+    points keep their keys)."""
+    at = _page("views/compare.py")
+    box = _arch_box(at, "cmp_arch")
+    assert box.value == ModelSpec().arch
+    conv = next(n for n, a in ARCHITECTURES.items() if a.title in box.options and a.cpu_width < 1)
+    box.set_value(conv).run()
+    assert not at.exception, at.exception
+    assert _cost_captions(at)
+
+
+def test_a_comparison_spec_carries_its_model_as_plain_data() -> None:
+    from core.compare import comparison_sweeps, spec_from_dict, spec_to_dict, teaching_spec
+
+    spec = teaching_spec()
+    conv = {"arch": "lenet5", "width": 0.5}
+    with_model = spec_from_dict({**spec_to_dict(spec), "model": conv})
+    assert with_model.model == conv and spec_from_dict(spec_to_dict(with_model)) == with_model
+    assert "model" not in spec_to_dict(spec)  # the default spec's data is as it was
+    sweeps, *_ = comparison_sweeps(with_model)
+    assert all(sw["base"]["model"]["arch"] == "lenet5" for _, sw in sweeps)

@@ -15,6 +15,7 @@ registry's reason.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import streamlit as st
 
@@ -38,6 +39,7 @@ from dashboard.components.exposure import overlap_ui
 from dashboard.components.inputs import inputs_ok, report_problem
 from dashboard.components.knob import knob_help, knob_label
 from dashboard.components.lesson import compare_lesson_panel
+from dashboard.components.part_controls import architecture_ui
 from dashboard.components.report_button import report_button
 from dashboard.sidebar import require_data
 from dashboard.widgets import get_store, run_job_with_progress, running_jobs_panel
@@ -167,6 +169,7 @@ def controls() -> C.ComparisonSpec | None:
     privacy = c4.selectbox("Privacy metric", privacies, key="cmp_privacy",
                            format_func=display_name,
                            help="attack success: lower is more private")
+    model = _architecture(family, data)
     opts = defense_options(family)
     kept = [o for o in st.session_state.get("cmp_defenses", []) if o in opts]
     if kept != st.session_state.get("cmp_defenses"):
@@ -220,7 +223,18 @@ def controls() -> C.ComparisonSpec | None:
     # start under a clean __main__ (core.runs.pool), so the server's script is not re-run there
     return C.ComparisonSpec(family=family, data=data, utility=utility, privacy=privacy,
                             defenses=tuple(specs), seeds=tuple(range(s.seed, s.seed + seeds)),
-                            base=base, executor="local")
+                            base=base, executor="local", model=model)
+
+
+def _architecture(family: str, data: str) -> dict[str, Any] | None:
+    """The network every point trains (the pages' architecture control, with its cost per
+    point); None for the family's default, so that the presets' points keep their keys."""
+    from core.config import ModelSpec
+
+    cfg = C.family_defaults(family)
+    cfg["data"] = {**(cfg.get("data") or {}), "name": data}
+    model = architecture_ui(cfg, kind=family, key="cmp").get("model")
+    return None if model is None or model == ModelSpec().model_dump(mode="json") else model
 
 
 def _datasets(family: str) -> list[str]:
