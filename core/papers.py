@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.paper_claims import CLAIMS, OWN, PAPER, Claim, PresetRead, Scale
+from core import paper_arch
+from core.paper_claims import CLAIMS, OWN, PAPER, Claim, PaperArch, PresetRead, Scale
 from core.verdicts import FAILS, HOLDS, UNRESOLVED, VERDICTS, decide, deciding_cell
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "UNRESOLVED",
     "VERDICTS",
     "Claim",
+    "PaperArch",
     "Preset",
     "PresetRead",
     "Scale",
@@ -372,6 +374,7 @@ def build_table(root: Path = ROOT, *, costs: dict[str, Any] | None = None,
             "ours_default": cells[0], "ours_largest": largest,
             "verdict": verdict, "decided_by": (top or {}).get("setting"), "why": why,
             "command": c.command, "note": c.note,
+            "paper_arch": paper_arch.cell(c, top, root) if c.arch is not None else None,
         })
     return rows
 
@@ -434,3 +437,25 @@ def unrecorded_changes(rows: list[dict[str, Any]], recorded: dict[str, str]) -> 
     """Rows whose verdict differs from the recorded one (or that the record lacks)."""
     return [f"{r['claim_id']}: recorded {recorded.get(r['claim_id'])!r}, now {r['verdict']!r}"
             for r in rows if recorded.get(r["claim_id"]) != r["verdict"]]
+
+
+def recorded_arch_verdicts(root: Path = ROOT) -> dict[str, str | None]:
+    """claim_id → the paper-architecture column's verdict as recorded in ``papers.json``."""
+    try:
+        data = json.loads((root / PAPERS_JSON).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {r["claim_id"]: (r.get("paper_arch") or {}).get("verdict")
+            for r in data.get("rows", []) if isinstance(r, dict) and "claim_id" in r}
+
+
+def unrecorded_arch_changes(rows: list[dict[str, Any]], recorded: dict[str, str | None]
+                            ) -> list[str]:
+    """Rows whose paper-architecture verdict differs from the recorded one."""
+    out = []
+    for r in rows:
+        now = (r.get("paper_arch") or {}).get("verdict")
+        if r["claim_id"] not in recorded or recorded[r["claim_id"]] != now:
+            out.append(f"{r['claim_id']} (paper architecture): recorded "
+                       f"{recorded.get(r['claim_id'])!r}, now {now!r}")
+    return out
