@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.measures import RESULTS, _match, dig, load, num
-from core.verdicts import UNRESOLVED, decide
+from core.verdicts import UNRESOLVED, decide, fmt_value
 
 NOT_MEASURED = "not measured"
 
@@ -48,17 +48,16 @@ def cell(claim: Any, first: dict[str, Any] | None, root: Path) -> dict[str, Any]
                 "text": "the first column's reading (its runs train the paper's model): "
                         + first.get("text", "")}
     r = a.measure.read(root)
-    if not r.measured:
-        return {**base, "measured": False, "verdict": None, "interval": None, "seeds": [],
-                "seconds": None, "cpu_seconds": None, "why": r.why,
-                "text": f"{NOT_MEASURED}: {r.why}"}
     behind = _rows_behind(a, root)
+    if not r.measured:
+        why = a.unrun if a.unrun and not behind else r.why
+        return {**base, "measured": False, "verdict": None, "interval": None, "seeds": [],
+                "seconds": None, "cpu_seconds": None, "why": why,
+                "text": f"{NOT_MEASURED}: {why}"}
     seeds = sorted({x.get("seed") for x in behind if x.get("seed") is not None})
     secs = [num(x.get("seconds")) for x in behind]
     cpus = [num(x.get("cpu_seconds")) for x in behind]
     doc = load(f"{RESULTS}/{a.file}", root) or {}
-    from core.papers import fmt_value
-
     iv = r.interval
     text = f"{claim.base_label} {fmt_value(r.base)} → {claim.test_label} {fmt_value(r.test)}"
     text += (f"; Δ {fmt_value(iv.estimate)} [{fmt_value(iv.lo)}, {fmt_value(iv.hi)}] "
@@ -89,12 +88,12 @@ def short(row: dict[str, Any]) -> str:
     if not a:
         return "—"
     if not a["measured"]:
-        return f"{NOT_MEASURED} ({a['arch']}): {a['why']}"
+        # the first clause only (the whole reason is in the row's details)
+        why = a["why"].split(";")[0].split(" (")[0]
+        return f"{NOT_MEASURED} ({a['arch']}): {why}"
     width = f" ×{a['width']:g}" if a.get("width") is not None else ""
     mark = " · differs from the first column" if differs(row) else ""
     iv = a.get("interval")
-    from core.papers import fmt_value
-
     ivt = (f"Δ {fmt_value(iv['estimate'])} [{fmt_value(iv['lo'])}, {fmt_value(iv['hi'])}]"
            if iv else "no interval")
     return f"{a['verdict']} · {a['arch']}{width}, {a['data']} · {ivt}{mark}"

@@ -11,6 +11,10 @@ paper) whose stored runs answer the claim when someone has made them, and whose 
 otherwise extrapolated from timed steps. The largest scale measured decides: holds / does not
 hold / not resolved; a smaller scale never overrides it.
 
+Beside it, the paper-architecture column (:mod:`core.paper_arch`): the same claim with the
+paper's own model family (declared per claim, :class:`core.paper_claims.PaperArch`), by the
+same interval rule; a verdict that differs from the first column is named.
+
 Each row's verdict is recorded in ``benchmarks/results/papers.json``
 (``python -m benchmarks.papers_check --verdicts`` rewrites the rows without re-timing);
 ``tests/test_paper_verdicts.py`` recomputes them and fails on an unrecorded change.
@@ -28,7 +32,7 @@ from typing import Any
 
 from core import paper_arch
 from core.paper_claims import CLAIMS, OWN, PAPER, Claim, PaperArch, PresetRead, Scale
-from core.verdicts import FAILS, HOLDS, UNRESOLVED, VERDICTS, decide, deciding_cell
+from core.verdicts import FAILS, HOLDS, UNRESOLVED, VERDICTS, decide, deciding_cell, fmt_value
 
 __all__ = [
     "CLAIMS",
@@ -45,6 +49,7 @@ __all__ = [
     "PresetRead",
     "Scale",
     "build_table",
+    "fmt_value",
     "headline",
 ]
 
@@ -271,16 +276,6 @@ def _cuda_available() -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # reading the claims and deciding their verdicts
-
-
-def fmt_value(v: float | None) -> str:
-    """A measured number as the table prints it (three decimals, three significant digits
-    below 0.01)."""
-    if v is None:
-        return "—"
-    if v == 0:
-        return "0"
-    return f"{v:.3g}" if abs(v) < 1e-2 else f"{v:.3f}"
 
 
 def _constant_base(claim: Claim) -> bool:

@@ -70,9 +70,12 @@ def test_column_cells_carry_arch_width_data_verdict_interval_seeds_seconds(tmp_p
     assert util["verdict"] == HOLDS
     # White over Natural at equal κ: every (seed, κ) cell higher
     assert rows["kappa_white_over_natural_mse"]["paper_arch"]["verdict"] == HOLDS
-    # a claim whose rows are absent: not measured, with the reader's reason
+    # a claim whose runs were not made here: not measured, with the declared reason
     mia = rows["inf2guard_mia_lambda"]["paper_arch"]
-    assert not mia["measured"] and mia["verdict"] is None and mia["why"]
+    assert not mia["measured"] and mia["verdict"] is None
+    assert mia["why"].startswith("not run here") and "benchmarks.paper_arch mia" in mia["why"]
+    # rows present but not at both ends: the reader's own reason
+    assert rows["kappa_mia"]["paper_arch"]["why"] == "file or rows missing"
     # a claim the column cannot run: the declared reason, verbatim
     tap = rows["tappfl_beats_pruning"]["paper_arch"]
     assert not tap["measured"] and "attribute runner does not take conv nets" in tap["why"]

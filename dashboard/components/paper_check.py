@@ -2,7 +2,8 @@
 95 % interval of the compared difference at the largest scale measured (:mod:`core.papers`).
 
 Reads only stored benchmark files (no run). The table keeps five short columns whose cells
-wrap, so that it fits a 1280 px window; the quote, every scale's reading, the sources and the paper-scale
+wrap, so that it fits a 1280 px window (the paper-architecture column among them, with a
+warning naming every claim whose verdict differs there); the quote, every scale's reading, the sources and the paper-scale
 preset (CUDA, not run here: a CPU time estimate, marked as such) are in the expander below.
 """
 
