@@ -196,6 +196,22 @@ def _thm1(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _write(path: Path, group: str, rows: list[dict[str, Any]], partial: bool) -> dict[str, Any]:
+    from core import device as D
+
+    arch, width = ARCH[group]
+    doc = {"name": f"paper_arch_{group}", "arch": arch, "width": width, "data": DATA,
+           "reductions": REDUCTIONS[group], "rows": rows,
+           "seconds": round(sum(x["seconds"] for x in rows), 1),
+           "cpu_seconds": round(sum(x["cpu_seconds"] for x in rows), 1),
+           "device": str(D.get_device(os.environ.get("PRIVLAB_BENCH_DEVICE", "auto"))),
+           "cores": os.cpu_count(), "partial": partial}
+    if group == "kappa_gl":
+        doc["channels"] = _thm1(rows)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
 def _kept(path: Path, group: str) -> list[dict[str, Any]]:
     """The rows an earlier invocation wrote under the same protocol (only missing points run
     again; a changed protocol starts afresh)."""
@@ -208,38 +224,56 @@ def _kept(path: Path, group: str) -> list[dict[str, Any]]:
     return list(old.get("rows") or []) if same else []
 
 
-def run_group(group: str) -> dict[str, Any]:
-    """Run ``group``'s missing points, writing the file after every run."""
+def run_group(group: str, seeds: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """Run ``group``'s missing points, writing the file after every run; with ``seeds`` only
+    those seeds' points, into a shard file of their own (:func:`merge` joins the shards), so
+    that two processes can share a group."""
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{group}.json"
+    name = group if seeds is None else f"{group}.seeds-{'-'.join(map(str, seeds))}"
+    path = OUT / f"{name}.json"
     rows = _kept(path, group)
 
-    def write(partial: bool) -> dict[str, Any]:
-        from core import device as D
-
-        arch, width = ARCH[group]
-        doc = {"name": f"paper_arch_{group}", "arch": arch, "width": width, "data": DATA,
-               "reductions": REDUCTIONS[group], "rows": rows,
-               "seconds": round(sum(x["seconds"] for x in rows), 1),
-               "cpu_seconds": round(sum(x["cpu_seconds"] for x in rows), 1),
-               "device": str(D.get_device(os.environ.get("PRIVLAB_BENCH_DEVICE", "auto"))),
-               "cores": os.cpu_count(), "partial": partial}
-        if group == "kappa_gl":
-            doc["channels"] = _thm1(rows)
-        path.write_text(json.dumps(doc, indent=1) + "\n")
-        return doc
-
     for labels, cfg in _points(group):
+        if seeds is not None and labels["seed"] not in seeds:
+            continue
         if any(all(x.get(k) == v for k, v in labels.items()) for x in rows):
             continue  # measured by an earlier invocation with the same protocol
         r, wall, cpu, load = _run(cfg)
         rows.append({**labels, **_values(group, r), "seconds": wall, "cpu_seconds": cpu,
                      "load": load})
         print(group, {k: v for k, v in rows[-1].items() if k != "per_image_mse"}, flush=True)
-        write(partial=True)
-    return write(partial=False)
+        _write(path, group, rows, partial=True)
+    return _write(path, group, rows, partial=seeds is not None)
+
+
+def merge(group: str) -> dict[str, Any]:
+    """Join the shard files of ``group`` (same protocol) into its file and remove them: a
+    point measured in both keeps the main file's row."""
+    path = OUT / f"{group}.json"
+    rows = _kept(path, group)
+    shards = sorted(OUT.glob(f"{group}.seeds-*.json"))
+    for sh in shards:
+        for r in _kept(sh, group):
+            labels = {k: r[k] for k in _points(group)[0][0]}
+            if not any(all(x.get(k) == v for k, v in labels.items()) for x in rows):
+                rows.append(r)
+    done = {tuple(sorted(lab.items())) for lab, _ in _points(group)} <= {
+        tuple(sorted((k, r[k]) for k in _points(group)[0][0])) for r in rows}
+    out = _write(path, group, rows, partial=not done)
+    for sh in shards:
+        sh.unlink()
+    return out
 
 
 if __name__ == "__main__":
-    for g in sys.argv[1:] or list(ARCH):
-        run_group(g)
+    args = sys.argv[1:]
+    if args[:1] == ["--merge"]:
+        for g in args[1:]:
+            merge(g)
+    elif "--seeds" in args:
+        i = args.index("--seeds")
+        for g in args[:i]:
+            run_group(g, tuple(int(x) for x in args[i + 1:]))
+    else:
+        for g in args or list(ARCH):
+            run_group(g)

@@ -137,15 +137,9 @@ def _lenet_ratio(channel: str) -> PaperArch:
                      (_f(defense=channel), _f(defense="natural")), _RESIZE)
 
 
-#: why the Inf2Guard membership runs were not made on this machine (the reading below takes
-#: them as soon as ``python -m benchmarks.paper_arch mia`` has written them)
-_MIA_UNRUN = (
-    "not run here: each run trains the target and 2 shadow encoders under Inf2Guard (ResNet "
-    "pieces at width 0.25, 500 members, 15 epochs: ≈ 22,500 image steps of the classifier "
-    "plus the membership adversary's, ≈ 80-100 CPU s at the 557 images/s models.json "
-    "measured); on this 2-core machine shared at load 9-16 a process got ≈ 1/8 of a core, "
-    "so the 6 runs would take over an hour of wall time, beyond this column's budget "
-    f"(to measure: {_ARCH_CMD} mia)")
+#: shown while ``python -m benchmarks.paper_arch mia`` has written no rows
+_MIA_UNRUN = ("not run here yet: 6 runs of the target and 2 shadow encoders under Inf2Guard "
+              f"(60-70 CPU s each on this machine; to measure: {_ARCH_CMD} mia)")
 
 
 def _mia_arch(key: str, base: float, test: float) -> PaperArch:
@@ -180,8 +174,11 @@ _PIA_ARCH = _not_run(
     "the Census conv1d encoder is not a registered architecture, and the CelebA ResNet encoder "
     "on image subsets (mnist5k's 'bold' share) trains every subset image each epoch: hours on "
     "2 shared cores at the first column's 2,000 subsets of 32-256 rows")
-_DPSGD_RESNET = ("DP-SGD (Opacus, GroupNorm for BatchNorm) through Inf2Guard's ResNet pieces "
-                 "with per-sample gradients and LiRA shadows: beyond this column's CPU budget")
+_DPSGD_RESNET = ("not run here: DP-SGD's recipe (150 full-batch epochs of 500 members, Opacus "
+                 "per-sample gradients, GroupNorm for BatchNorm) through Inf2Guard's ResNet "
+                 "pieces is ≈ 225,000 per-sample gradients per run (target + 2 LiRA shadows), "
+                 "ten times an Inf2Guard run's image steps (60-70 CPU s here): hours for the "
+                 "claim's 6 runs on this shared 2-core machine, beyond this column's budget")
 _FIL_LINEAR = PaperArch("FIL's linear / logistic regression (§6)", "linear / logistic", None,
                         "as the first column",
                         reductions="none: the FIL runner trains the paper's own models")
@@ -338,8 +335,8 @@ CLAIMS: tuple[Claim, ...] = (
                "the lowest LiRA AUC both reach (seed means)",
                equal_level_utility(_EQ, "dpsgd", "inf2guard")),),
         _EQ_CMD, preset="inf2guard_mia_cifar10",
-        arch=_not_run(_MIA_FAMILY, "inf2guard_mia", "needs Inf2Guard's λ curve and "
-                      + _DPSGD_RESNET)),
+        arch=_not_run(_MIA_FAMILY, "inf2guard_mia", "needs Inf2Guard's λ curve and DP-SGD's "
+                      "ε curve with the ResNet pieces; " + _DPSGD_RESNET)),
     Claim(
         "Inf2Guard", "dpsgd_eps_mia",
         "DP-SGD ε↑ raises membership inference",

@@ -158,3 +158,28 @@ def test_cli_prints_the_column(capsys):
     text = capsys.readouterr().out
     assert "  arch     " in text
     assert "With the paper's architecture:" in text
+
+
+def test_benchmark_shards_merge_into_one_file_and_only_missing_points_run(tmp_path, monkeypatch):
+    import benchmarks.paper_arch as P
+
+    monkeypatch.setattr(P, "OUT", tmp_path)
+    pts = P._points("kappa_mia")
+
+    def row(lab):
+        return {**lab, "lira_auc": 0.5, "utility": 0.9, "loss_auc": 0.5, "seconds": 1.0,
+                "cpu_seconds": 1.0, "load": [1.0]}
+
+    P._write(tmp_path / "kappa_mia.json", "kappa_mia",
+             [row(lab) for lab, _ in pts if lab["seed"] < 2], partial=True)
+    P._write(tmp_path / "kappa_mia.seeds-2.json", "kappa_mia",
+             [row(lab) for lab, _ in pts if lab["seed"] == 2], partial=True)
+    out = P.merge("kappa_mia")
+    assert len(out["rows"]) == len(pts) and not out["partial"]
+    assert [p.name for p in tmp_path.iterdir()] == ["kappa_mia.json"]
+    # every point measured: a rerun has nothing to run (a run would fail here: no runner)
+    monkeypatch.setattr(P, "_run", lambda cfg: (_ for _ in ()).throw(AssertionError(cfg)))
+    assert len(P.run_group("kappa_mia")["rows"]) == len(pts)
+    # a changed protocol starts afresh
+    monkeypatch.setitem(P.REDUCTIONS, "kappa_mia", "another protocol")
+    assert P._kept(tmp_path / "kappa_mia.json", "kappa_mia") == []
