@@ -17,6 +17,7 @@ from core.measures import RESULTS, _match, dig, load, num
 from core.verdicts import UNRESOLVED, decide, fmt_value
 
 NOT_MEASURED = "not measured"
+SHORT = 110  # characters of a not-measured reason in the table (the rest in the details)
 
 
 def _rows_behind(arch: Any, root: Path) -> list[dict[str, Any]]:
@@ -89,7 +90,9 @@ def short(row: dict[str, Any]) -> str:
         return "—"
     if not a["measured"]:
         # the first clause only (the whole reason is in the row's details)
-        why = a["why"].split(";")[0].split(" (")[0]
+        why = a["why"].split(";")[0]
+        if len(why) > SHORT:
+            why = why[:SHORT].rsplit(" ", 1)[0] + " …"
         return f"{NOT_MEASURED} ({a['arch']}): {why}"
     width = f" ×{a['width']:g}" if a.get("width") is not None else ""
     mark = " · differs from the first column" if differs(row) else ""

@@ -564,8 +564,9 @@ CLAIMS: tuple[Claim, ...] = (
         note=("read at the one PSNR both curves reach (about 5.3 dB, where iDLG reads only "
               "DP-SGD's noise at every target ε)"),
         arch=_not_run(_LENET, "lenet5", "needs the full κ grid and DP-SGD's target-ε grid "
-                      "with LeNet-5 (about 27 more runs at a minute each); the first column's "
-                      "reading has no interval either")),
+                      "with LeNet-5 (about 27 more runs of ≈ 28 CPU s, several minutes of wall "
+                      "time each on this shared machine); the first column's reading has no "
+                      "interval either")),
     Claim(
         "κ channel", "kappa_thm1",
         "Theorem 1: no attacker's expected MSE falls below the bound",
