@@ -32,6 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core import paper_arch
+from core.paper_claims import PAPER
+
 THREADS = 1
 STEPS = 3
 TRUST_JSON = "benchmarks/results/trust.json"
@@ -181,8 +184,21 @@ def flat_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "relation": r["relation"], "cells": cells,
                     "ours_largest": r["ours_largest"]["text"],
                     "ours_largest_is_estimate": r["ours_largest"].get("estimate", False),
-                    "note": r["note"]})
+                    "note": r["note"], "paper_arch": _arch_flat(r),
+                    "paper_arch_differs": paper_arch.differs(r)})
     return out
+
+
+ARCH_KEYS = ("family", "arch", "width", "data", "measured", "same_as_first", "verdict",
+             "interval", "seeds", "seconds", "cpu_seconds", "why", "text", "reductions",
+             "protocol", "sources")
+
+
+def _arch_flat(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The paper-architecture cell as stored (per claim: arch, width, data, verdict, interval,
+    seeds, seconds and the rest of :data:`ARCH_KEYS`)."""
+    a = row.get("paper_arch")
+    return None if a is None else {k: a.get(k) for k in ARCH_KEYS}
 
 
 def _legacy(row: dict[str, Any]) -> str | None:
@@ -197,10 +213,17 @@ def _changes(old: dict[str, Any] | None, rows: list[dict[str, Any]], when: str) 
     log = list((old or {}).get("verdict_changes") or [])
     before = {r.get("claim_id"): r.get("verdict") or _legacy(r)
               for r in (old or {}).get("rows", []) if isinstance(r, dict)}
+    before_arch = {r.get("claim_id"): (r.get("paper_arch") or {}).get("verdict")
+                   for r in (old or {}).get("rows", []) if isinstance(r, dict)}
     for r in rows:
         if before.get(r["claim_id"]) != r["verdict"]:
             log.append({"claim_id": r["claim_id"], "from": before.get(r["claim_id"]),
                         "to": r["verdict"], "decided_by": r["decided_by"], "date": when})
+        now = (r.get("paper_arch") or {}).get("verdict")
+        if before_arch.get(r["claim_id"]) != now:
+            log.append({"claim_id": r["claim_id"], "column": "paper architecture",
+                        "from": before_arch.get(r["claim_id"]), "to": now,
+                        "decided_by": (r.get("paper_arch") or {}).get("arch"), "date": when})
     return log
 
 
@@ -236,13 +259,46 @@ def record(root: Path | None = None) -> dict[str, Any]:
     notes = str(old.get("notes") or "")
     cost_notes = old.get("cost_notes") or (notes[notes.index("CUDA presets"):]
                                            if "CUDA presets" in notes else "")
+    ah = paper_arch.headline(rows, PAPER)
     out = {**old, "name": "papers", "headline": {k: h[k] for k in HEADLINE_KEYS},
-           "counts": h, "rows": flat_rows(rows), "verdict_changes": _changes(old, rows, when),
+           "counts": h, "paper_arch": {**ah, "notes": _arch_notes(ah, rows)},
+           "rows": flat_rows(rows), "verdict_changes": _changes(old, rows, when),
            "cost_notes": cost_notes, "notes": _notes(h, rows) + (" " + cost_notes
                                                                    if cost_notes else "")}
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     write_trust(h, root)
+    write_models(ah, root)
     return out
+
+
+MODELS_JSON = "benchmarks/results/models.json"
+#: the two keys of models.json's headline this benchmark owns (other keys are kept)
+MODELS_KEYS = ("paper_arch_claims_measured", "paper_arch_verdict_changes")
+
+
+def write_models(ah: dict[str, Any], root: Path | None = None) -> None:
+    """Merge the paper-architecture counts into ``models.json``'s headline, touching only
+    :data:`MODELS_KEYS`."""
+    from core.papers import ROOT
+
+    path = (root or ROOT) / MODELS_JSON
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        doc = {"name": "models"}
+    doc.setdefault("headline", {}).update({k: ah[k] for k in MODELS_KEYS})
+    # the file's own encoding (ASCII escapes), so that only the two keys change in a diff
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def _arch_notes(ah: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The paper-architecture column in words: what the count is out of, what differs."""
+    ch = paper_arch.changes_sentence(rows) or ("Where both columns are measured, no verdict differs.")
+    return (f"{ah['paper_arch_claims_measured']} of {ah['paper_arch_claims_total']} paper claims "
+            f"measured with the paper's architecture family ({ah['paper_arch_newly_run']} from "
+            "runs of the paper's conv nets made for this column, python -m benchmarks.paper_arch; "
+            "the rest are claims whose first column already trains the paper's model: TAPPFL's "
+            "Adult MLP extractor, FIL's linear / logistic regression). " + ch)
 
 
 def write_trust(h: dict[str, int], root: Path | None = None) -> None:
@@ -279,9 +335,12 @@ def main(quick: bool = False) -> dict[str, Any]:
         old = json.loads((ROOT / PAPERS_JSON).read_text())
     except (OSError, ValueError):
         old = {}
+    ah = paper_arch.headline(rows, PAPER)
     if not quick:
         write_trust(h)
+        write_models(ah)
     return {"name": "papers", "headline": {k: h[k] for k in HEADLINE_KEYS}, "counts": h,
+            "paper_arch": {**ah, "notes": _arch_notes(ah, rows)},
             "rows": flat_rows(rows), "preset_costs": costs,
             "verdict_changes": _changes(old, rows, datetime.now(UTC).isoformat(timespec="seconds")),
             "notes": _notes(h, rows) + " " + cost_notes, "cost_notes": cost_notes,

@@ -461,7 +461,7 @@ def cmd_papers(args: argparse.Namespace) -> int:
     number, ours at every scale measured and the verdict (holds / does not hold / not resolved,
     from the 95 % interval at the largest scale measured), our own findings apart, and the
     three counts; ``--preset ID`` prints that paper-scale preset's config as YAML instead."""
-    from core import papers
+    from core import paper_arch, papers
 
     if args.preset is not None:
         from core import lira_reference
@@ -510,8 +510,11 @@ def cmd_papers(args: argparse.Namespace) -> int:
             if big not in r["cells"]:
                 print(f"  largest  {big['text']}" + (f"\n           run: {big['command']}"
                                                       if big.get("command") else ""))
+            if r.get("paper_arch"):
+                print(f"  arch     {paper_arch.short(r)}")
             if r["note"]:
                 print(f"  note     {r['note']}")
+    print(paper_arch.summary_sentence(rows, papers.PAPER))
     print(papers.counts_sentence(head))
     return EXIT_OK
 

@@ -18,6 +18,7 @@ from typing import Any
 from core.measures import (
     End,
     Ends,
+    Filter,
     NotMeasured,
     Points,
     SeedLists,
@@ -56,6 +57,29 @@ class Scale:
 
 
 @dataclass(frozen=True)
+class PaperArch:
+    """The claim measured with the paper's own architecture family (the paper-architecture
+    column): ``arch`` (a registered architecture, or the paper's model where our runner
+    already trains it) at ``width`` on ``data``; ``measure`` a :mod:`core.measures` reader
+    with the same ends and seeds as the claim's own scales (None: the claim's largest scale
+    already uses the paper's family, so its reading is this column's too;
+    :class:`~core.measures.NotMeasured` with the exact reason where it is not measured);
+    ``runs``: filters of the rows of ``file`` behind the reading (their seeds and seconds);
+    ``reductions``: every departure from the paper's model and from the first column's
+    protocol."""
+
+    family: str  # the paper's model, in words, with its source
+    arch: str
+    width: float | None
+    data: str
+    measure: Any = None
+    file: str = ""
+    runs: tuple[Filter, ...] = ()
+    reductions: str = ""
+    unrun: str = ""  # where ``file`` holds no rows yet: why the runs were not made here
+
+
+@dataclass(frozen=True)
 class Claim:
     paper: str
     claim_id: str
@@ -73,6 +97,7 @@ class Claim:
     preset: str | None = None  # id in core.papers.PRESETS: the paper-scale CUDA preset
     preset_read: PresetRead | None = None
     note: str = ""
+    arch: PaperArch | None = None  # the paper-architecture column (None: not declared)
 
 
 def _f(**eq: Any) -> tuple[tuple[str, Any], ...]:
@@ -88,6 +113,76 @@ _EQ = "equal_privacy.json"
 _FAITH = "python -m benchmarks.faithfulness_research"
 _GL_CMD = "python -m benchmarks.gradient_leakage"
 _EQ_CMD = "PYTHONPATH=. python benchmarks/equal_privacy.py --seeds 3"
+
+# -- the paper-architecture column: each paper's own model family (specs 001-004, §5.3 / B),
+# read from benchmarks/paper_arch.py's rows (same ends, same seeds, only ``model`` changes)
+_RAW = "paper_arch_raw"
+_GLA, _KMA, _DRA_EPS, _DRA_LAM, _MIA_A = (
+    f"{_RAW}/{g}.json" for g in ("kappa_gl", "kappa_mia", "dra_eps", "dra_lambda", "mia"))
+_ARCH_CMD = "python -m benchmarks.paper_arch"
+_LENET = "LeNet-5 (κ channel Table 2; the paper's ResNet-10 is not run here)"
+_MIA_FAMILY = "Inf2Guard's ResNet-18 pieces: encoder to layer4[0], membership and utility nets (Tables 12, 15)"
+_DRA_FAMILY = "Inf2Guard's 2-conv DRA encoder, conv decoder and Table 14's utility net"
+_RESIZE = "mnist5k 28×28 resized to 32×32 by the architecture"
+
+
+def _lenet_gl(key: str, channel: str, base_k: float, test_k: float) -> PaperArch:
+    b, t = (_f(part="defended", defense=channel, kappa_per_dim=k) for k in (base_k, test_k))
+    return PaperArch(_LENET, "lenet5", 1.0, "mnist5k", SeedRows(_GLA, ("rows",), b, t, key),
+                     _GLA, (b, t), _RESIZE)
+
+
+def _lenet_ratio(channel: str) -> PaperArch:
+    return PaperArch(_LENET, "lenet5", 1.0, "mnist5k", channel_ratio(_GLA, channel), _GLA,
+                     (_f(defense=channel), _f(defense="natural")), _RESIZE)
+
+
+#: shown while ``python -m benchmarks.paper_arch mia`` has written no rows
+_MIA_UNRUN = ("not run here yet: 6 runs of the target and 2 shadow encoders under Inf2Guard "
+              f"(60-70 CPU s each on this machine; to measure: {_ARCH_CMD} mia)")
+
+
+def _mia_arch(key: str, base: float, test: float) -> PaperArch:
+    b, t = _f(**{"lambda": base}), _f(**{"lambda": test})
+    return PaperArch(_MIA_FAMILY, "inf2guard_mia", 0.25, "mnist5k",
+                     SeedRows(_MIA_A, ("rows",), b, t, key), _MIA_A, (b, t),
+                     "width 0.25 (2 CPU cores); " + _RESIZE, unrun=_MIA_UNRUN)
+
+
+def _dra_arch(key: str, file: str, base: Filter, test: Filter) -> PaperArch:
+    return PaperArch(_DRA_FAMILY, "inf2guard_dra", 0.25, "mnist5k",
+                     SeedRows(file, ("rows",), base, test, key), file, (base, test),
+                     "width 0.25 (8 channels where the paper has 32; 2 CPU cores); mnist5k at "
+                     "its own 28×28 (the decoder rebuilds the data's pixels)")
+
+
+def _not_run(family: str, arch: str, why: str) -> PaperArch:
+    return PaperArch(family, arch, None, "—", NotMeasured(why))
+
+
+_TAPPFL_ADULT = PaperArch(
+    "TAPPFL's Adult feature extractor (Appendix B: linear-64, linear-128)",
+    "TAPPFL encoder 64→128 (the runner's default)", None, "adult",
+    reductions="none: the first column's runs already train the paper's Adult extractor")
+_TAPPFL_CONV = _not_run(
+    "TAPPFL's CIFAR-10 conv extractor (Appendix B, Table 3)", "tappfl_cifar",
+    "the attribute runner does not take conv nets yet (Fig. 4 is CIFAR-10 only, with the conv "
+    "extractor)")
+_PIA_ARCH = _not_run(
+    "Inf2Guard's PIA encoders: conv1d-256, conv1d-128, max-pool, linear-128 on Census; "
+    "ResNet-18-like on CelebA (spec 004 §5.3)", "inf2guard_mia",
+    "the Census conv1d encoder is not a registered architecture, and the CelebA ResNet encoder "
+    "on image subsets (mnist5k's 'bold' share) trains every subset image each epoch: hours on "
+    "2 shared cores at the first column's 2,000 subsets of 32-256 rows")
+_DPSGD_RESNET = ("not run here: DP-SGD's recipe (150 full-batch epochs of 500 members, Opacus "
+                 "per-sample gradients, GroupNorm for BatchNorm) through Inf2Guard's ResNet "
+                 "pieces is ≈ 225,000 per-sample gradients per run (target + 2 LiRA shadows), "
+                 "ten times an Inf2Guard run's image steps (60-70 CPU s here): hours for the "
+                 "claim's 6 runs on this shared 2-core machine, beyond this column's budget")
+_FIL_LINEAR = PaperArch("FIL's linear / logistic regression (§6)", "linear / logistic", None,
+                        "as the first column",
+                        reductions="none: the FIL runner trains the paper's own models")
+
 
 _T2_PAPER = "Adult gender: Infer 0.700 (λ=0) → 0.525 (λ=1); CIFAR-10 animal: 0.74 → 0.52"
 _T2_CITE = "TAPPFL Table 2 and its discussion (Experiments, 'Utility-privacy tradeoff')"
@@ -110,7 +205,7 @@ def _tappfl_baseline(name: str, label: str) -> Claim:
                                 "baseline_best_utility_at_or_below_target"),
                       ("tuned_baselines", name, "tappfl_utility"),
                       "one tuned run per defense: utilities stored without an interval")),),
-        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10")
+        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10", arch=_TAPPFL_CONV)
 
 
 def _kappa_trend(channel: str, fig_acc: str, fig_dra: str) -> tuple[Claim, Claim]:
@@ -125,13 +220,15 @@ def _kappa_trend(channel: str, fig_acc: str, fig_dra: str) -> tuple[Claim, Claim
               f"κ channel Fig. {fig_acc} and Appendix F ('The results for White Channel and "
               "Personalized Channel')", quote, "values in the figure only",
               "test accuracy", "κ/d=0.01", "κ/d=1", ">",
-              (Scale(setting, SeedRows(_GL, rows, at[0.01], at[1.0], "utility")),), _GL_CMD),
+              (Scale(setting, SeedRows(_GL, rows, at[0.01], at[1.0], "utility")),), _GL_CMD,
+              arch=_lenet_gl("utility", channel, 0.01, 1.0)),
         Claim("κ channel", f"kappa_{channel}_mse",
               f"κ↓ raises gradient-inversion MSE ({channel.capitalize()} Channel)",
               f"κ channel Fig. {fig_dra} and Appendix F ('The results for White Channel and "
               "Personalized Channel')", quote, "values in the figure only",
               "MSE of the strongest inverter", "κ/d=1", "κ/d=0.01", ">",
-              (Scale(setting, SeedRows(_GL, rows, at[1.0], at[0.01], "mse")),), _GL_CMD),
+              (Scale(setting, SeedRows(_GL, rows, at[1.0], at[0.01], "mse")),), _GL_CMD,
+              arch=_lenet_gl("mse", channel, 1.0, 0.01)),
     )
 
 
@@ -150,7 +247,8 @@ CLAIMS: tuple[Claim, ...] = (
                       test_rows=_f(attribute="sex", defense="tappfl", adversary=_STRONG,
                                    **{"lambda": 1.0}))),),
         "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10",
-        preset_read=PresetRead("attack_in_training_acc", "defense.tradeoff_lambda", 0.0, 1.0)),
+        preset_read=PresetRead("attack_in_training_acc", "defense.tradeoff_lambda", 0.0, 1.0),
+        arch=_TAPPFL_ADULT),
     Claim(
         "TAPPFL", "tappfl_lambda_fresh",
         "TAPPFL λ↑ lowers attribute inference by a fresh attacker trained after the release",
@@ -166,7 +264,8 @@ CLAIMS: tuple[Claim, ...] = (
                         _f(attribute="marital_status", **{"lambda": 1.0})),
                     note="bootstrap over test rows")),),
         "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10",
-        preset_read=PresetRead("attack_auc_best", "defense.tradeoff_lambda", 0.0, 1.0)),
+        preset_read=PresetRead("attack_auc_best", "defense.tradeoff_lambda", 0.0, 1.0),
+        arch=_TAPPFL_ADULT),
     Claim(
         "TAPPFL", "tappfl_lambda_utility",
         "TAPPFL λ↑ lowers test accuracy (λ=0 keeps the most utility)",
@@ -181,7 +280,7 @@ CLAIMS: tuple[Claim, ...] = (
                                    **{"lambda": 0.0}),
                       test_rows=_f(attribute="sex", defense="tappfl", adversary=_STRONG,
                                    **{"lambda": 1.0}))),),
-        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10"),
+        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10", arch=_TAPPFL_ADULT),
     _tappfl_baseline("dp_gaussian", "DP-Gaussian"),
     _tappfl_baseline("dp_laplace", "DP-Laplace"),
     _tappfl_baseline("pruning", "model compression (pruning)"),
@@ -197,7 +296,8 @@ CLAIMS: tuple[Claim, ...] = (
                SeedLists(_MIA, ("summary", "0", "representation_lira_auc", "values"),
                          ("summary", "0.5", "representation_lira_auc", "values"))),),
         "python -m benchmarks.faithfulness repr-mia", preset="inf2guard_mia_cifar10",
-        preset_read=PresetRead("mia_representation_auc", "defense.tradeoff_lambda", 0.0, 0.75)),
+        preset_read=PresetRead("mia_representation_auc", "defense.tradeoff_lambda", 0.0, 0.75),
+        arch=_mia_arch("representation_lira_auc", 0.0, 0.5)),
     Claim(
         "Inf2Guard", "inf2guard_lira_tpr_lambda",
         "Inf2Guard λ↑ lowers LiRA's TPR at low FPR on the representations",
@@ -209,7 +309,8 @@ CLAIMS: tuple[Claim, ...] = (
         (Scale("mnist5k, 500 members, 60 epochs, 16 shadows, 2 seeds (membership runner)",
                SeedRows(_MIA, ("rows",), _f(**{"lambda": 0.0}), _f(**{"lambda": 0.5}),
                         "representation_lira_tpr_at_1pct_fpr")),),
-        "python -m benchmarks.faithfulness repr-mia", preset="inf2guard_mia_cifar10"),
+        "python -m benchmarks.faithfulness repr-mia", preset="inf2guard_mia_cifar10",
+        arch=_mia_arch("representation_lira_tpr_at_1pct_fpr", 0.0, 0.5)),
     Claim(
         "Inf2Guard", "inf2guard_mia_lambda1_utility",
         "Inf2Guard at λ=1 (privacy only) loses the utility",
@@ -220,7 +321,8 @@ CLAIMS: tuple[Claim, ...] = (
         (Scale("mnist5k, 500 members, 60 epochs, 2 seeds (membership runner)",
                SeedLists(_MIA, ("summary", "0", "utility", "values"),
                          ("summary", "1", "utility", "values"))),),
-        "python -m benchmarks.faithfulness repr-mia", preset="inf2guard_mia_cifar10"),
+        "python -m benchmarks.faithfulness repr-mia", preset="inf2guard_mia_cifar10",
+        arch=_mia_arch("utility", 0.0, 1.0)),
     Claim(
         "Inf2Guard", "inf2guard_mia_vs_dpsgd",
         "Inf2Guard keeps more utility than DP-SGD at equal membership privacy",
@@ -232,7 +334,9 @@ CLAIMS: tuple[Claim, ...] = (
         (Scale("mnist5k, 500 members, LiRA offline (2 shadows), 3 seeds; each defense's point at "
                "the lowest LiRA AUC both reach (seed means)",
                equal_level_utility(_EQ, "dpsgd", "inf2guard")),),
-        _EQ_CMD, preset="inf2guard_mia_cifar10"),
+        _EQ_CMD, preset="inf2guard_mia_cifar10",
+        arch=_not_run(_MIA_FAMILY, "inf2guard_mia", "needs Inf2Guard's λ curve and DP-SGD's "
+                      "ε curve with the ResNet pieces; " + _DPSGD_RESNET)),
     Claim(
         "Inf2Guard", "dpsgd_eps_mia",
         "DP-SGD ε↑ raises membership inference",
@@ -241,7 +345,7 @@ CLAIMS: tuple[Claim, ...] = (
         (Scale("mnist5k, 500 members, LiRA offline (2 shadows), 3 seeds",
                row_lists(_EQ, ("points",), _f(defense="DP-SGD (Opacus)", knob=1.0),
                          _f(defense="DP-SGD (Opacus)", knob=8.0), "lira_auc_per_seed")),),
-        _EQ_CMD),
+        _EQ_CMD, arch=_not_run(_MIA_FAMILY, "inf2guard_mia", _DPSGD_RESNET)),
     Claim(
         "Inf2Guard", "dpsgd_eps_utility",
         "DP-SGD ε↑ raises utility",
@@ -250,7 +354,7 @@ CLAIMS: tuple[Claim, ...] = (
         (Scale("mnist5k, 500 members, 3 seeds",
                row_lists(_EQ, ("points",), _f(defense="DP-SGD (Opacus)", knob=1.0),
                          _f(defense="DP-SGD (Opacus)", knob=8.0), "utility_per_seed")),),
-        _EQ_CMD),
+        _EQ_CMD, arch=_not_run(_MIA_FAMILY, "inf2guard_mia", _DPSGD_RESNET)),
     Claim(
         "Inf2Guard", "inf2guard_pia_in_training",
         "Inf2Guard λ↑ lowers property inference by its in-training adversary",
@@ -264,7 +368,8 @@ CLAIMS: tuple[Claim, ...] = (
                                   _f(**{"lambda": 0.75}), "in_training_acc",
                                   "in_training_acc_intervals")),),
         "python -m benchmarks.property_bench", preset="inf2guard_pia_celeba",
-        preset_read=PresetRead("property_in_training_acc", "defense.tradeoff_lambda", 0.0, 0.75)),
+        preset_read=PresetRead("property_in_training_acc", "defense.tradeoff_lambda", 0.0, 0.75),
+        arch=_PIA_ARCH),
     Claim(
         "Inf2Guard", "inf2guard_pia_lambda",
         "Inf2Guard λ↑ lowers property inference by a fresh attacker trained after the release",
@@ -279,7 +384,8 @@ CLAIMS: tuple[Claim, ...] = (
                                   _f(**{"lambda": 0.75}), "fresh_mlp_acc",
                                   "mlp_acc_intervals")),),
         "python -m benchmarks.property_bench", preset="inf2guard_pia_celeba",
-        preset_read=PresetRead("property_acc_best", "defense.tradeoff_lambda", 0.0, 0.75)),
+        preset_read=PresetRead("property_acc_best", "defense.tradeoff_lambda", 0.0, 0.75),
+        arch=_PIA_ARCH),
     Claim(
         "Inf2Guard", "inf2guard_pia_max_aggregator",
         "Inf2Guard λ↑ lowers property inference with a max aggregator too",
@@ -291,7 +397,7 @@ CLAIMS: tuple[Claim, ...] = (
         (Scale("Adult, K = 4, max aggregation",
                NotMeasured("property.json runs the mean aggregator only (the engine's "
                            "aggregation='max' is not in a stored benchmark)")),),
-        "python -m benchmarks.property_bench"),
+        "python -m benchmarks.property_bench", arch=_PIA_ARCH),
     Claim(
         "Inf2Guard", "inf2guard_pia_utility",
         "Inf2Guard at λ=1 (privacy only) loses utility against PIA",
@@ -302,7 +408,7 @@ CLAIMS: tuple[Claim, ...] = (
                Points("property.json", ("rows", "utility"), ("rows", "utility"),
                       "seed means only: no per-seed value or interval of the utility stored",
                       base_rows=_f(**{"lambda": 0.0}), test_rows=_f(**{"lambda": 1.0}))),),
-        "python -m benchmarks.property_bench", preset="inf2guard_pia_celeba"),
+        "python -m benchmarks.property_bench", preset="inf2guard_pia_celeba", arch=_PIA_ARCH),
     Claim(
         "Inf2Guard", "inf2guard_dra_eps",
         "Inf2Guard's learned perturbation (ε↑) lowers reconstruction SSIM",
@@ -315,7 +421,9 @@ CLAIMS: tuple[Claim, ...] = (
                SeedRows(_SSIM, ("rows",), _f(channel="learned", epsilon=0.0, **{"lambda": 0.4}),
                         _f(channel="learned", epsilon=4.0, **{"lambda": 0.4}), "ssim")),),
         f"{_FAITH} repr-ssim --data mnist5k --seeds 0 1 2", preset="inf2guard_dra_cifar10",
-        preset_read=PresetRead("recon_ssim", "defense.epsilon", 0.0, 1.75)),
+        preset_read=PresetRead("recon_ssim", "defense.epsilon", 0.0, 1.75),
+        arch=_dra_arch("ssim", _DRA_EPS, _f(channel="learned", epsilon=0.0, **{"lambda": 0.4}),
+                       _f(channel="learned", epsilon=4.0, **{"lambda": 0.4}))),
     Claim(
         "Inf2Guard", "inf2guard_dra_eps_utility",
         "Inf2Guard's learned perturbation (ε↑) costs utility",
@@ -326,7 +434,9 @@ CLAIMS: tuple[Claim, ...] = (
         (Scale("mnist5k, λ = 0.4, r of 256 dims, 3 seeds",
                SeedRows(_SSIM, ("rows",), _f(channel="learned", epsilon=0.0, **{"lambda": 0.4}),
                         _f(channel="learned", epsilon=4.0, **{"lambda": 0.4}), "utility")),),
-        f"{_FAITH} repr-ssim --data mnist5k --seeds 0 1 2", preset="inf2guard_dra_cifar10"),
+        f"{_FAITH} repr-ssim --data mnist5k --seeds 0 1 2", preset="inf2guard_dra_cifar10",
+        arch=_dra_arch("utility", _DRA_EPS, _f(channel="learned", epsilon=0.0, **{"lambda": 0.4}),
+                       _f(channel="learned", epsilon=4.0, **{"lambda": 0.4}))),
     Claim(
         "Inf2Guard", "inf2guard_dra_lambda",
         "Inf2Guard λ↑ lowers reconstruction SSIM at fixed ε",
@@ -337,7 +447,9 @@ CLAIMS: tuple[Claim, ...] = (
         (Scale("mnist5k",
                NotMeasured("no stored run varies λ at ε > 0 (repr_ssim_*.json vary λ only at "
                            "ε = 0)")),),
-        f"{_FAITH} repr-ssim"),
+        f"{_FAITH} repr-ssim",
+        arch=_dra_arch("ssim", _DRA_LAM, _f(channel="learned", epsilon=1.25, **{"lambda": 0.1}),
+                       _f(channel="learned", epsilon=1.25, **{"lambda": 0.7}))),
     Claim(
         "Inf2Guard", "inf2guard_dra_vs_dpsgd",
         "Inf2Guard defends reconstruction better than DP-SGD at similar utility",
@@ -350,7 +462,9 @@ CLAIMS: tuple[Claim, ...] = (
                NotMeasured("the stored DRA runs compare the learned perturbation with fixed "
                            "noise and a Gaussian mechanism on r, not with DP-SGD training (see "
                            "our finding inf2guard_dra_learned_vs_fixed)")),),
-        f"{_FAITH} repr-ssim"),
+        f"{_FAITH} repr-ssim",
+        arch=_not_run(_DRA_FAMILY, "inf2guard_dra", "the representation-reconstruction runner "
+                      "perturbs r and has no DP-SGD training to compare with")),
     # -- channel capacity κ (USENIX Security 2024)
     Claim(
         "κ channel", "kappa_psnr",
@@ -365,7 +479,8 @@ CLAIMS: tuple[Claim, ...] = (
                         _f(part="defended", defense="natural", kappa_per_dim=0.01),
                         "psnr_median")),),
         _GL_CMD, preset="kappa_lenet_cifar10",
-        preset_read=PresetRead("recon_best_psnr_median", "defense.kappa", 300.0, 50.0)),
+        preset_read=PresetRead("recon_best_psnr_median", "defense.kappa", 300.0, 50.0),
+        arch=_lenet_gl("psnr_median", "natural", 1.0, 0.01)),
     Claim(
         "κ channel", "kappa_mse",
         "κ↓ raises gradient-inversion MSE (Natural Channel)",
@@ -377,7 +492,7 @@ CLAIMS: tuple[Claim, ...] = (
         (Scale("digits, MLP, Natural channel, 3 seeds",
                SeedRows(_GL, ("rows",), _f(part="defended", defense="natural", kappa_per_dim=1.0),
                         _f(part="defended", defense="natural", kappa_per_dim=0.01), "mse")),),
-        _GL_CMD, preset="kappa_lenet_cifar10"),
+        _GL_CMD, preset="kappa_lenet_cifar10", arch=_lenet_gl("mse", "natural", 1.0, 0.01)),
     Claim(
         "κ channel", "kappa_white_over_natural_mse",
         "White Channel gives the attacker more MSE than Natural at the same κ",
@@ -389,7 +504,7 @@ CLAIMS: tuple[Claim, ...] = (
         "MSE ratio White / Natural at equal κ (geometric mean over κ/d)", "1", "White/Natural",
         ">",
         (Scale("digits, MLP, κ/d 0.01-1, 3 seeds", channel_ratio(_GL, "white")),), _GL_CMD,
-        preset="kappa_lenet_cifar10"),
+        preset="kappa_lenet_cifar10", arch=_lenet_ratio("white")),
     Claim(
         "κ channel", "kappa_personalized_over_natural_mse",
         "Personalized Channel gives the attacker more MSE than Natural at the same κ",
@@ -401,7 +516,7 @@ CLAIMS: tuple[Claim, ...] = (
         "MSE ratio Personalized / Natural at equal κ (geometric mean over κ/d)", "1",
         "Personalized/Natural", ">",
         (Scale("digits, MLP, κ/d 0.01-1, 3 seeds", channel_ratio(_GL, "personalized")),),
-        _GL_CMD, preset="kappa_lenet_cifar10"),
+        _GL_CMD, preset="kappa_lenet_cifar10", arch=_lenet_ratio("personalized")),
     Claim(
         "κ channel", "kappa_utility",
         "κ↑ raises accuracy (Natural Channel)",
@@ -414,7 +529,8 @@ CLAIMS: tuple[Claim, ...] = (
                                            kappa_per_dim=0.01),
                         _f(part="defended", defense="natural", kappa_per_dim=1.0), "utility")),),
         _GL_CMD, preset="kappa_lenet_cifar10",
-        preset_read=PresetRead("utility_acc", "defense.kappa", 50.0, 300.0)),
+        preset_read=PresetRead("utility_acc", "defense.kappa", 50.0, 300.0),
+        arch=_lenet_gl("utility", "natural", 0.01, 1.0)),
     *_kappa_trend("white", "18", "20"),
     *_kappa_trend("personalized", "21", "23"),
     Claim(
@@ -429,7 +545,11 @@ CLAIMS: tuple[Claim, ...] = (
                          _f(defense="κ channel (data-space noise) · natural", knob=320.0),
                          _f(defense="κ channel (data-space noise) · natural", knob=5.0),
                          "lira_auc_per_seed")),),
-        _EQ_CMD),
+        _EQ_CMD,
+        arch=PaperArch(_LENET, "lenet5", 1.0, "mnist5k",
+                       SeedRows(_KMA, ("rows",), _f(defense="natural", knob=320.0),
+                                _f(defense="natural", knob=5.0), "lira_auc"), _KMA,
+                       (_f(knob=320.0), _f(knob=5.0)), _RESIZE)),
     Claim(
         "κ channel", "kappa_vs_dpsgd",
         "the Natural channel keeps more utility than DP-SGD at equal reconstruction privacy",
@@ -442,7 +562,11 @@ CLAIMS: tuple[Claim, ...] = (
                                    "interval stored")),),
         _GL_CMD, preset="kappa_lenet_cifar10",
         note=("read at the one PSNR both curves reach (about 5.3 dB, where iDLG reads only "
-              "DP-SGD's noise at every target ε)")),
+              "DP-SGD's noise at every target ε)"),
+        arch=_not_run(_LENET, "lenet5", "needs the full κ grid and DP-SGD's target-ε grid "
+                      "with LeNet-5 (about 27 more runs of ≈ 28 CPU s, several minutes of wall "
+                      "time each on this shared machine); the first column's reading has no "
+                      "interval either")),
     Claim(
         "κ channel", "kappa_thm1",
         "Theorem 1: no attacker's expected MSE falls below the bound",
@@ -452,7 +576,9 @@ CLAIMS: tuple[Claim, ...] = (
         "bound", "mean MSE", ">",
         (Scale("digits, κ/d = 1, Natural / White / Personalized, 3 seeds",
                bound_margin("faithfulness_raw/kappa_thm1.json")),),
-        f"{_FAITH} kappa-thm1"),
+        f"{_FAITH} kappa-thm1",
+        arch=PaperArch(_LENET, "lenet5", 1.0, "mnist5k", bound_margin(_GLA), _GLA,
+                       (_f(kappa_per_dim=1.0),), _RESIZE)),
     # -- FIL (UAI 2021)
     Claim(
         "FIL", "irfil_equalises",
@@ -467,7 +593,7 @@ CLAIMS: tuple[Claim, ...] = (
                       "one run: the std of η over training rows is stored without an interval",
                       base_rows=_f(part="table1", model="linear", irfil="before"),
                       test_rows=_f(part="table1", model="linear", irfil="after"))),),
-        "python -m benchmarks.fil_bench"),
+        "python -m benchmarks.fil_bench", arch=_FIL_LINEAR),
     Claim(
         "FIL", "fil_whitebox_eta",
         "the white-box attribute attack degrades as η falls",
@@ -479,7 +605,7 @@ CLAIMS: tuple[Claim, ...] = (
                trials_mean("fil.json", _f(part="adult_attack", eta_bar=10.0),
                            _f(part="adult_attack", eta_bar=0.03), "white_box_acc",
                            "white_box_acc_std", "trials")),),
-        "python -m benchmarks.fil_bench"),
+        "python -m benchmarks.fil_bench", arch=_FIL_LINEAR),
     Claim(
         "FIL", "fil_blackbox_eta",
         "the black-box attribute attack degrades as η falls",
@@ -491,7 +617,7 @@ CLAIMS: tuple[Claim, ...] = (
                trials_mean("fil.json", _f(part="adult_attack", eta_bar=10.0),
                            _f(part="adult_attack", eta_bar=0.03), "black_box_acc",
                            "black_box_acc_std", "trials")),),
-        "python -m benchmarks.fil_bench"),
+        "python -m benchmarks.fil_bench", arch=_FIL_LINEAR),
     Claim(
         "FIL", "fil_decile_vulnerability",
         "the highest-η decile is more exposed to attribute inversion than the lowest",
@@ -502,7 +628,9 @@ CLAIMS: tuple[Claim, ...] = (
         "lowest decile", "highest decile", ">",
         (Scale("UCI Adult",
                NotMeasured("no stored benchmark scores the white-box attack per η decile")),),
-        "python -m benchmarks.fil_bench"),
+        "python -m benchmarks.fil_bench",
+        arch=_not_run(_FIL_LINEAR.family, "linear", "no stored benchmark scores the white-box "
+                      "attack per η decile (the FIL runner trains the paper's model)")),
     # -- our own findings (the papers make no such claim)
     Claim(
         "FIL", "fil_identifies_leakers",
@@ -521,7 +649,7 @@ CLAIMS: tuple[Claim, ...] = (
                       ("spearman_eta_lira_score", "hi"), 0.0,
                       "paired percentile bootstrap over training rows",
                       rows=_f(eta_target=3.2)))),
-        "python -m benchmarks.faithfulness fil-lira", origin=OWN),
+        "python -m benchmarks.faithfulness fil-lira", origin=OWN, arch=_FIL_LINEAR),
     Claim(
         "Inf2Guard", "inf2guard_dra_learned_vs_fixed",
         "the learned perturbation beats every fixed noise channel at matched utility",
@@ -534,5 +662,8 @@ CLAIMS: tuple[Claim, ...] = (
                       ("summary", "2", "learned_minus_best_fixed", "hi"), 0.0,
                       "Student-t over 3 seeds")),),
         f"{_FAITH} repr-ssim --data mnist5k --seeds 0 1 2", origin=OWN,
-        preset="inf2guard_dra_cifar10"),
+        preset="inf2guard_dra_cifar10",
+        arch=_not_run(_DRA_FAMILY, "inf2guard_dra", "needs every fixed channel's ε grid with "
+                      "the 2-conv encoder (4 channels × 4 ε × 3 seeds) to match utilities: "
+                      "beyond this column's CPU budget")),
 )

@@ -11,6 +11,10 @@ paper) whose stored runs answer the claim when someone has made them, and whose 
 otherwise extrapolated from timed steps. The largest scale measured decides: holds / does not
 hold / not resolved; a smaller scale never overrides it.
 
+Beside it, the paper-architecture column (:mod:`core.paper_arch`): the same claim with the
+paper's own model family (declared per claim, :class:`core.paper_claims.PaperArch`), by the
+same interval rule; a verdict that differs from the first column is named.
+
 Each row's verdict is recorded in ``benchmarks/results/papers.json``
 (``python -m benchmarks.papers_check --verdicts`` rewrites the rows without re-timing);
 ``tests/test_paper_verdicts.py`` recomputes them and fails on an unrecorded change.
@@ -26,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.paper_claims import CLAIMS, OWN, PAPER, Claim, PresetRead, Scale
-from core.verdicts import FAILS, HOLDS, UNRESOLVED, VERDICTS, decide, deciding_cell
+from core import paper_arch
+from core.paper_claims import CLAIMS, OWN, PAPER, Claim, PaperArch, PresetRead, Scale
+from core.verdicts import FAILS, HOLDS, UNRESOLVED, VERDICTS, decide, deciding_cell, fmt_value
 
 __all__ = [
     "CLAIMS",
@@ -39,10 +44,12 @@ __all__ = [
     "UNRESOLVED",
     "VERDICTS",
     "Claim",
+    "PaperArch",
     "Preset",
     "PresetRead",
     "Scale",
     "build_table",
+    "fmt_value",
     "headline",
 ]
 
@@ -271,16 +278,6 @@ def _cuda_available() -> bool:
 # reading the claims and deciding their verdicts
 
 
-def fmt_value(v: float | None) -> str:
-    """A measured number as the table prints it (three decimals, three significant digits
-    below 0.01)."""
-    if v is None:
-        return "—"
-    if v == 0:
-        return "0"
-    return f"{v:.3g}" if abs(v) < 1e-2 else f"{v:.3f}"
-
-
 def _constant_base(claim: Claim) -> bool:
     try:
         float(claim.base_label)
@@ -372,6 +369,7 @@ def build_table(root: Path = ROOT, *, costs: dict[str, Any] | None = None,
             "ours_default": cells[0], "ours_largest": largest,
             "verdict": verdict, "decided_by": (top or {}).get("setting"), "why": why,
             "command": c.command, "note": c.note,
+            "paper_arch": paper_arch.cell(c, top, root) if c.arch is not None else None,
         })
     return rows
 
@@ -434,3 +432,25 @@ def unrecorded_changes(rows: list[dict[str, Any]], recorded: dict[str, str]) -> 
     """Rows whose verdict differs from the recorded one (or that the record lacks)."""
     return [f"{r['claim_id']}: recorded {recorded.get(r['claim_id'])!r}, now {r['verdict']!r}"
             for r in rows if recorded.get(r["claim_id"]) != r["verdict"]]
+
+
+def recorded_arch_verdicts(root: Path = ROOT) -> dict[str, str | None]:
+    """claim_id → the paper-architecture column's verdict as recorded in ``papers.json``."""
+    try:
+        data = json.loads((root / PAPERS_JSON).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {r["claim_id"]: (r.get("paper_arch") or {}).get("verdict")
+            for r in data.get("rows", []) if isinstance(r, dict) and "claim_id" in r}
+
+
+def unrecorded_arch_changes(rows: list[dict[str, Any]], recorded: dict[str, str | None]
+                            ) -> list[str]:
+    """Rows whose paper-architecture verdict differs from the recorded one."""
+    out = []
+    for r in rows:
+        now = (r.get("paper_arch") or {}).get("verdict")
+        if r["claim_id"] not in recorded or recorded[r["claim_id"]] != now:
+            out.append(f"{r['claim_id']} (paper architecture): recorded "
+                       f"{recorded.get(r['claim_id'])!r}, now {now!r}")
+    return out

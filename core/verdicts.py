@@ -105,3 +105,13 @@ def deciding_cell(cells: Sequence[dict]) -> dict | None:
     cell never overrides a larger one, whatever either reads."""
     measured = [c for c in cells if c.get("measured")]
     return measured[-1] if measured else None
+
+
+def fmt_value(v: float | None) -> str:
+    """A measured number as the paper check prints it (three decimals, three significant
+    digits below 0.01)."""
+    if v is None:
+        return "—"
+    if v == 0:
+        return "0"
+    return f"{v:.3g}" if abs(v) < 1e-2 else f"{v:.3f}"

@@ -9,14 +9,17 @@ import shutil
 from pathlib import Path
 
 from benchmarks import faithfulness, papers_check
-from core.paper_claims import CLAIMS
+from core import paper_arch
+from core.paper_claims import CLAIMS, PAPER
 from core.papers import (
     PAPERS_JSON,
     ROOT,
     TRUST_KEYS,
     build_table,
     headline,
+    recorded_arch_verdicts,
     recorded_verdicts,
+    unrecorded_arch_changes,
     unrecorded_changes,
 )
 
@@ -29,6 +32,24 @@ def test_every_verdict_is_recorded_in_papers_json():
     assert not changes, ("verdicts changed without being recorded; run `python -m "
                          "benchmarks.papers_check --verdicts` and commit papers.json: "
                          + "; ".join(changes))
+
+
+def test_every_paper_architecture_verdict_is_recorded_in_papers_json():
+    rows = build_table(ROOT, cuda=False, runs=[])
+    changes = unrecorded_arch_changes(rows, recorded_arch_verdicts(ROOT))
+    assert not changes, ("paper-architecture verdicts changed without being recorded; run "
+                         "`python -m benchmarks.papers_check --verdicts` and commit papers.json: "
+                         + "; ".join(changes))
+    data = json.loads((ROOT / PAPERS_JSON).read_text())
+    ah = paper_arch.headline(rows, PAPER)
+    assert {k: data["paper_arch"][k] for k in ah} == ah
+    for r in data["rows"]:  # per claim: arch, width, data, verdict, interval, seeds, seconds
+        assert set(papers_check.ARCH_KEYS) <= set(r["paper_arch"]), r["claim_id"]
+        assert r["paper_arch_differs"] == (r["paper_arch"]["measured"]
+                                           and r["paper_arch"]["verdict"] != r["verdict"])
+    models = json.loads((RESULTS / "models.json").read_text())["headline"]
+    assert {k: models[k] for k in papers_check.MODELS_KEYS} == {
+        k: ah[k] for k in papers_check.MODELS_KEYS}
 
 
 def test_recorded_counts_match_the_rows_and_trust_json():
@@ -66,6 +87,11 @@ def test_a_flipped_result_fails_until_it_is_recorded_and_logged(tmp_path):
     assert not unrecorded_changes(build_table(root, cuda=False, runs=[]), recorded_verdicts(root))
     trust = json.loads((root / "benchmarks/results/trust.json").read_text())
     assert set(TRUST_KEYS) <= set(trust["headline"])
+    # models.json: only the two paper-architecture keys are written, the others kept
+    before = json.loads((RESULTS / "models.json").read_text())["headline"]
+    after = json.loads((root / "benchmarks/results/models.json").read_text())["headline"]
+    assert {k: v for k, v in after.items() if k not in papers_check.MODELS_KEYS} == {
+        k: v for k, v in before.items() if k not in papers_check.MODELS_KEYS}
 
 
 def test_one_source_per_figure_across_papers_and_faithfulness():

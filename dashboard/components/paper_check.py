@@ -2,7 +2,8 @@
 95 % interval of the compared difference at the largest scale measured (:mod:`core.papers`).
 
 Reads only stored benchmark files (no run). The table keeps five short columns whose cells
-wrap, so that it fits a 1280 px window; the quote, every scale's reading, the sources and the paper-scale
+wrap, so that it fits a 1280 px window (the paper-architecture column among them, with a
+warning naming every claim whose verdict differs there); the quote, every scale's reading, the sources and the paper-scale
 preset (CUDA, not run here: a CPU time estimate, marked as such) are in the expander below.
 """
 
@@ -14,10 +15,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core import papers
+from core import paper_arch, papers
 
 ESTIMATE_MARK = "estimate · "
-COLUMNS = ("verdict", "paper", "claim", "ours (largest scale measured)", "paper's source")
+COLUMNS = ("verdict", "claim", "ours (largest scale measured)", "with the paper's architecture",
+           "paper · source")
 
 
 def _ours_short(r: dict[str, Any]) -> str:
@@ -38,10 +40,10 @@ def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The rows as displayed (:data:`COLUMNS`), one line per claim."""
     return pd.DataFrame([{
         "verdict": r["verdict"],
-        "paper": r["paper"],
         "claim": r["statement"],
         "ours (largest scale measured)": _ours_short(r),
-        "paper's source": r["citation"] or "— (our own finding)",
+        "with the paper's architecture": paper_arch.short(r),
+        "paper · source": f"{r['paper']} · " + (r["citation"] or "— (our own finding)"),
     } for r in rows], columns=list(COLUMNS))
 
 
@@ -74,6 +76,17 @@ def paper_check_section(root: Path | None = None, *, cuda: bool | None = None) -
         "the largest scale measured decides; 'ours' reads Δ = test − base with its 95 % "
         "interval, then the two ends (no interval: why). Our numbers are read from the stored benchmark "
         "results; the papers' are quoted from their own tables and figures.")
+    ah = paper_arch.headline(rows, papers.PAPER)
+    st.caption(
+        f"With the paper's architecture: {ah['paper_arch_claims_measured']} of "
+        f"{ah['paper_arch_claims_total']} paper claims measured with the paper's own model "
+        f"family ({ah['paper_arch_newly_run']} from runs of the papers' conv nets on the "
+        "largest data here, width and protocol reductions stated per claim below; the others "
+        "where our runner already trains the paper's model), same ends, seeds and interval "
+        "rule as the first column.")
+    changed = paper_arch.changes_sentence(rows)
+    if changed:
+        st.warning(changed)
     paper_rows = [r for r in rows if r["origin"] == papers.PAPER]
     own_rows = [r for r in rows if r["origin"] == papers.OWN]
     # a static table: its cells wrap, so every column and every word stays on screen at
@@ -105,5 +118,13 @@ def paper_check_section(root: Path | None = None, *, cuda: bool | None = None) -
             big = r["ours_largest"]
             if big.get("estimate"):
                 lines.append(ESTIMATE_MARK + big["text"] + f" — preset: `{big['command']}`")
+            a = r.get("paper_arch")
+            if a:
+                cost = (f"; {len(a['seeds'])} seeds, {a['seconds']:g} s wall, "
+                        f"{a['cpu_seconds']:g} s CPU" if a.get("seconds") is not None else "")
+                lines.append(f"paper's architecture — {a['family']}: {a['text']}"
+                             + (f" (reductions: {a['reductions']}" if a.get("reductions") else "")
+                             + (f"; protocol: {a['protocol']}" if a.get("protocol") else "")
+                             + (")" if a.get("reductions") else "") + cost)
             lines.append(f"re-measure: `{r['command']}`" + (f". {r['note']}" if r["note"] else ""))
             st.markdown("\n\n".join(lines))
