@@ -351,6 +351,21 @@ def merge_arch_headline(path: str = "benchmarks/results/models.json") -> dict[st
     return out
 
 
+def _paper_arch_keys() -> dict[str, Any]:
+    """The paper check's two figures of this headline, as its benchmark last wrote them
+    (``python -m benchmarks.papers_check --verdicts`` owns them; a rerun here keeps them)."""
+    import json
+
+    from benchmarks.papers_check import MODELS_JSON, MODELS_KEYS
+    from core.papers import ROOT
+
+    try:
+        head = json.loads((ROOT / MODELS_JSON).read_text()).get("headline") or {}
+    except (OSError, ValueError):
+        return {}
+    return {k: head[k] for k in MODELS_KEYS if k in head}
+
+
 def main(quick: bool = False) -> dict[str, Any]:
     from core.models import forward_flops, param_count
     from core.parts import ARCHITECTURES
@@ -406,6 +421,7 @@ def main(quick: bool = False) -> dict[str, Any]:
         "cuda_peak_fraction": peak,
         "image_runners_accepting_arch": accepting,
         "image_runners": total,
+        **_paper_arch_keys(),
     }
     notes = (f"{THREADS} CPU thread; load average {load_start} at the start, {_load()} at the "
              "end (2 shared cores). " + shadows["notes"]
