@@ -477,7 +477,9 @@ def cmd_papers(args: argparse.Namespace) -> int:
         cfg = papers.preset_config(args.preset).model_dump(mode="json")
         p = papers.PRESETS[args.preset]
         print(f"# {args.preset}: {p.paper} at the paper's data and epochs; the paper's model: "
-              f"{p.paper_model}; this config trains {p.our_model}; needs {p.data}/ under "
+              f"{p.paper_model}; this config trains "
+              f"{p.our_model or 'it: model.arch ' + str(cfg.get('model', {}).get('arch'))}; "
+              f"needs {p.data}/ under "
               f"$PRIVLAB_DATA_DIR; the claim's direction needs --set {p.grid}")
         print(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), end="")
         return EXIT_OK

@@ -5,9 +5,10 @@ The claims (:data:`CLAIMS`, declared in :mod:`core.paper_claims`) cite the paper
 figure or section and quote it verbatim; results the papers do not state are listed apart as
 our own findings. Each claim is read at every scale measured, smallest first: our default
 setting, a stored run at a larger scale (Adult's full FIL view), and the paper-scale CUDA
-preset (:data:`PRESETS`, CIFAR-10 / CelebA from ``$PRIVLAB_DATA_DIR``; our runners' encoders,
-widened, since the papers' conv / ResNet-block encoders are not in them; LeNet-5 for the κ
-paper) whose stored runs answer the claim when someone has made them, and whose CPU cost is
+preset (:data:`PRESETS`, CIFAR-10 / CelebA from ``$PRIVLAB_DATA_DIR``; each trains the paper's
+own architecture family as a registered part, ``model: {arch}``: TAPPFL's conv extractor,
+Inf2Guard's ResNet-18-block encoder (membership, CelebA property) and 2-conv DRA encoder,
+LeNet-5 for the κ paper) whose stored runs answer the claim when someone has made them, and whose CPU cost is
 otherwise extrapolated from timed steps. The largest scale measured decides: holds / does not
 hold / not resolved; a smaller scale never overrides it.
 
@@ -61,8 +62,8 @@ NOT_MEASURED = "not measured"
 
 @dataclass(frozen=True)
 class Preset:
-    """A paper-scale config (our runner at the paper's data and epochs, widened encoders;
-    device auto = CUDA when present) and what the paper's own training costs, in optimiser
+    """A paper-scale config (our runner at the paper's data and epochs with the paper's own
+    architecture, ``model: {arch}``; device auto = CUDA when present) and what the paper's own training costs, in optimiser
     steps of ``timed_model`` on batches of ``batch_shape``, for the CPU estimate."""
 
     preset_id: str
@@ -90,6 +91,7 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
     Preset(
         "tappfl_cifar10", "TAPPFL",
         {"kind": "attribute_privacy", "device": "auto", "data": {"name": "cifar10"},
+         "model": {"arch": "tappfl_cifar"},
          "defense": {"kind": "tappfl", "tradeoff_lambda": 0.5}, "pretrain_epochs": 5,
          "representation_dim": 1024, "hidden_dim": 4096, "critic_hidden": 4096,
          "fl": {"num_devices": 100, "fraction_fit": 0.1, "rounds": 20, "local_epochs": 10,
@@ -97,12 +99,11 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "feature extractor 2×conv64-pool-2×conv128-pool + VGG privacy net (TAPPFL Table 3)",
         "tappfl_cifar", (10, 3, 32, 32), 20 * 10 * 10 * 50 * 5,
         "20 rounds × 10 devices × 10 local epochs × 50 batches of 10, × 5 λ",
-        our_model="our runner's MLP extractor 3072→4096→1024 (the paper's conv extractor is not in our runners)",
-        our_widths=(3072, 4096, 1024),
         grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1"),
     Preset(
         "inf2guard_mia_cifar10", "Inf2Guard",
         {"kind": "membership", "device": "auto", "data": {"name": "cifar10"},
+         "model": {"arch": "inf2guard_mia"},
          "defense": {"kind": "inf2guard", "tradeoff_lambda": 0.75},
          "train": {"members": 25000, "epochs": 600, "batch_size": 100, "lr": 0.001},
          "attack": {"shadows": 16}},
@@ -111,20 +112,17 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
         "resnet18", (100, 3, 32, 32), 600 * 250 * 17,
         "(300 + 300) epochs (the authors' code; the paper states no epoch count) × 250 "
         "batches of 100, × (target + 16 LiRA shadows)",
-        our_model="our runner's MLP encoder 3072→128→64 (Inf2Guard's default widths; ResNet-18 is not in our runners)",
-        our_widths=(3072, 128, 64),
         grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1 (and defense.kind=dp_sgd for the DP-SGD row)"),
     Preset(
         "inf2guard_dra_cifar10", "Inf2Guard",
         {"kind": "repr_reconstruction", "device": "auto", "data": {"name": "cifar10"},
+         "model": {"arch": "inf2guard_dra"},
          "defense": {"kind": "inf2guard_dra", "tradeoff_lambda": 0.4, "epsilon": 1.25},
          "train": {"epochs": 10, "batch_size": 128, "max_train": 50000,
                    "representation_dim": 1024, "hidden_dim": 4096}},
         "2-layer conv32 encoder + conv utility net (Inf2Guard Table 14)",
         "inf2guard_dra", (128, 3, 32, 32), 10 * 391 * 4,
         "10 epochs × 391 batches of 128, × 4 ε",
-        our_model="our runner's MLP encoder 3072→4096→1024 (the paper's 2-conv encoder is not in our runners)",
-        our_widths=(3072, 4096, 1024),
         grid="defense.epsilon=0,0.75,1.25,1.75 (and defense.channel=gaussian/laplace/uniform/dp)"),
     Preset(
         "kappa_lenet_cifar10", "κ channel",
@@ -141,12 +139,12 @@ PRESETS: dict[str, Preset] = {p.preset_id: p for p in (
     Preset(
         "inf2guard_pia_celeba", "Inf2Guard",
         {"kind": "property", "device": "auto", "data": {"name": "celeba", "max_samples": 100000},
+         "model": {"arch": "inf2guard_mia"},
          "defense": {"kind": "inf2guard_property", "tradeoff_lambda": 0.75},
          "train": {"epochs": 100, "representation_dim": 512, "hidden_dim": 4096}},
         "ResNet-block encoder on CelebA 32×32 (Inf2Guard Table 13; timed as a ResNet-18)",
         "resnet18", (128, 3, 32, 32), 100 * 1270 * 5,
-        "100 epochs × 1,270 batches of 128 (162,770 faces), × 5 λ", data="celeba", our_model="our runner's MLP encoder 3072→4096→512 (ResNet-18 is not in our runners)",
-        our_widths=(3072, 4096, 512),
+        "100 epochs × 1,270 batches of 128 (162,770 faces), × 5 λ", data="celeba",
         grid="defense.tradeoff_lambda=0,0.25,0.5,0.75,1"),
 )}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from core import papers
-from core.papers import CLAIMS, NOT_MEASURED, PRESETS, build_table, headline
+from core.papers import CLAIMS, NOT_MEASURED, PRESETS, build_table, headline, preset_config
 from core.verdicts import FAILS, HOLDS, UNRESOLVED
 
 
@@ -114,8 +114,9 @@ def test_cpu_preset_cells_are_estimates_from_measured_costs(tmp_path):
     assert big["text"].startswith(NOT_MEASURED) and "CPU only" in big["text"]
     assert math.isclose(big["estimate_seconds"], 0.5 * p.steps)
     assert "privlab papers --preset inf2guard_mia_cifar10" in big["command"]
-    # the preset's own (smaller) model is timed too and said apart from the paper's
-    assert "MLP encoder" in big["text"] and "0.01 s/step" in big["text"]
+    # the preset trains the paper's architecture itself: no smaller stand-in model to time
+    assert "the preset trains" not in big["text"] and "s per SGD step" in big["text"]
+    assert preset_config("inf2guard_mia_cifar10").model.arch == "inf2guard_mia"
     # an estimate is not a measurement: the default scale still decides
     assert rows["inf2guard_mia_lambda"]["decided_by"] == CLAIMS[
         [c.claim_id for c in CLAIMS].index("inf2guard_mia_lambda")].scales[0].setting
