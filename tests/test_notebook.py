@@ -159,3 +159,26 @@ def test_projection_and_reconstruction_runs_redraw_their_embedding_and_images(
     assert [a.text for a in ns["fig"].layout.annotations] == ["targets", "recon_idlg"]
     assert ns["fig"].data[0].z.shape == (8, 3 * 8, 3)  # three 8×8 tiles side by side, RGB
     assert "headline numbers equal" in capsys.readouterr().out
+
+
+def test_a_bundles_notebook_executes_against_the_store_it_was_imported_into(tiny, store,
+                                                                            tmp_path):
+    """The notebook a bundle carries, run offline against an empty store the bundle was
+    imported into: every headline number equal to the bundle's (read from the store)."""
+    import json
+    import zipfile
+
+    from cache.bundle import import_bundle, write_bundle
+
+    write_bundle(tiny.key, tmp_path / "run.zip", store=store, figures=False)
+    empty = privlab.store(tmp_path / "empty")
+    import_bundle(tmp_path / "run.zip", store=empty)
+    with zipfile.ZipFile(tmp_path / "run.zip") as zf:
+        nb = nbformat.reads(zf.read("notebook.ipynb").decode(), as_version=4)
+        stored = json.loads(zf.read("result.json"))
+    out = execute(nb, store=empty, timeout=300)
+    text = _stdout(out)
+    n = len(privlab.headline(tiny))
+    assert f"all {n} headline numbers equal (read from the store)" in text
+    for name, number in privlab.headline(tiny).items():  # the bundle holds the same numbers
+        assert stored["metrics"][name] == number.value
