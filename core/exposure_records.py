@@ -72,10 +72,13 @@ def _need(result: Result, *names: str) -> None:
         raise ValueError(OLD_RUN)
 
 
-def _config(result: Result):
-    from core.config import parse_config
+def _data(result: Result) -> Any:
+    """The run's data block as its kind's config types it: the block alone is validated, not
+    the run's whole config again (a page shows records of a run it validated already)."""
+    from core.config import CONFIG_MODELS
 
-    return parse_config(result.config)
+    field = CONFIG_MODELS[result.kind].model_fields["data"]
+    return field.annotation.model_validate(result.config.get("data") or {})
 
 
 def _unit_images(imgs: np.ndarray) -> np.ndarray:
@@ -95,8 +98,7 @@ def dataset_records(result: Result) -> Callable[[np.ndarray], Records]:
     def load(index: np.ndarray) -> Records:
         from core.data import load_dataset
 
-        cfg = _config(result)
-        ds = load_dataset(cfg.data, cfg.seed)
+        ds = load_dataset(_data(result), int(result.seed))
         idx = np.asarray(index, dtype=np.int64)
         labels = [str(ds.label_names[int(ds.y[i])]) for i in idx]
         if ds.is_image:
@@ -159,14 +161,13 @@ def fil_view_records(result: Result) -> Callable[[np.ndarray], Records]:
     def load(index: np.ndarray) -> Records:
         from core.data.fil_views import fil_view
 
-        cfg = _config(result)
-        d = cfg.data
+        d = _data(result)
         view = fil_view(d.name, classes=tuple(d.classes), pca_dim=d.pca_dim,
                         adult_view=d.adult_view, data_dir=d.data_dir,
                         max_samples=d.max_samples, n_samples=d.n_samples,
                         n_features=d.n_features, correlation=d.correlation,
                         outlier_fraction=d.outlier_fraction, test_fraction=d.test_fraction,
-                        seed=cfg.seed)
+                        seed=int(result.seed))
         idx = np.asarray(index, dtype=np.int64)
         labels = [str(view.label_names[int(view.y[i])]) for i in idx]
         if view.images is not None and view.image_shape is not None:

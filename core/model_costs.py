@@ -262,11 +262,6 @@ def architecture_choices(config: Mapping[str, Any],
 
     default = ModelSpec().arch
     base = {k: v for k, v in config.items() if k != "model"}
-    try:
-        parse_config(dict(base))
-        judge = True
-    except (ConfigError, ValueError):
-        judge = False  # the page's own settings are invalid: only the data's input decides
     data = _get(config, "data.name")
     out: list[tuple[str, str | None]] = []
     for name, part in ARCHITECTURES.items():
@@ -276,10 +271,17 @@ def architecture_choices(config: Mapping[str, Any],
         try:
             if in_shape is not None:
                 part.check_input(in_shape, data)
-            if judge:
-                parse_config({**base, "model": {"arch": name, "width": part.cpu_width}})
         except (ConfigError, ValueError) as err:
             out.append((name, str(err).splitlines()[0].removeprefix("model.arch: ")))
             continue
+        try:
+            # the page's config with this model, never the page's own config again (the Run
+            # validates that once): an error that does not name the model is the page's own
+            parse_config({**base, "model": {"arch": name, "width": part.cpu_width}})
+        except (ConfigError, ValueError) as err:
+            text = str(err).splitlines()[0]
+            if "model" in text:
+                out.append((name, text.removeprefix("model.arch: ")))
+                continue
         out.append((name, None))
     return out
