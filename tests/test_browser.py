@@ -287,7 +287,11 @@ def test_privacy_report_opens_offline(browser, server, tmp_path_factory):
             else outside.append(r.url))
     page.goto(path.as_uri(), wait_until="load")
     page.get_by_text("Release recommendation").first.wait_for(timeout=30_000)
-    page.locator(".js-plotly-plot").first.wait_for(state="visible", timeout=30_000)
+    drawn = rep.html.count('class="plotly-graph-div"')
+    assert drawn >= 1, "the report carries no figure"
+    plots = page.locator(".js-plotly-plot")
+    plots.first.wait_for(state="attached", timeout=90_000)  # ~5 MB of inline plotly.js parsed
+    assert plots.count() == drawn and plots.first.is_visible(), (plots.count(), drawn)
     assert rep.recommendation.sentence[:40] in page.inner_text("body")
     assert outside == [], outside
     _screenshot(page, ARTIFACTS / "report.png")
