@@ -15,6 +15,10 @@ Groups (``python -m benchmarks.paper_arch GROUP [GROUP ...]``), cheapest conv ne
   0.7 at ε 1.25, seeds 0-2.
 - ``mia``: Inf2Guard's ResNet-18-based MIA encoder (``inf2guard_mia``, width 0.25, images
   resized to 32×32) in the membership runner on mnist5k: λ 0 / 0.5 / 1, seeds 0-1.
+- ``tappfl_fig4``: TAPPFL's CIFAR-10 extractor and privacy network (``tappfl_cifar``, width
+  0.25) in the attribute runner on digits (bold): TAPPFL at λ 0.5, then DP-Gaussian,
+  DP-Laplace and pruning bisected to its fresh-attacker AUC (Fig. 4's equal-privacy protocol,
+  :mod:`benchmarks.paper_arch_tappfl`), seeds 0-2.
 
 Every reduction from the MLP column's protocol is in :data:`REDUCTIONS` and in the output.
 Rows are written after every run (``results/paper_arch_raw/<group>.json``; a run cut short
@@ -29,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks import paper_arch_tappfl as T
 
 OUT = Path(__file__).resolve().parent / "results" / "paper_arch_raw"
 
@@ -68,14 +74,18 @@ REDUCTIONS = {
            f"{MIA_SHADOWS} shadow encoders (MLP column: 16), {MIA_EPOCHS} epochs (60)",
 }
 REDUCTIONS["dra_lambda"] = REDUCTIONS["dra_eps"]
-ARCH = {"kappa_gl": ("lenet5", 1.0), "kappa_mia": ("lenet5", 1.0),
+REDUCTIONS[T.GROUP] = T.REDUCTIONS
+ARCH = {T.GROUP: T.ARCH, "kappa_gl": ("lenet5", 1.0), "kappa_mia": ("lenet5", 1.0),
         "dra_eps": ("inf2guard_dra", DRA_WIDTH), "dra_lambda": ("inf2guard_dra", DRA_WIDTH),
         "mia": ("inf2guard_mia", MIA_WIDTH)}
 DATA = "mnist5k"
+GROUP_DATA = {T.GROUP: f"{T.DATA['name']} ({T.DATA['private_attribute']})"}
 D_MNIST = 784
 
 
-def _run(cfg: dict[str, Any]) -> tuple[Any, float, float, list[float]]:
+def _run(cfg: dict[str, Any], stages: Any = None) -> tuple[Any, float, float, list[float]]:
+    """``cfg`` run once (``stages``: a stage store the group's runs share, e.g. the raw-x
+    attackers), with its wall and process CPU seconds and the load average after it."""
     from core.experiments import run
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -88,7 +98,8 @@ def _run(cfg: dict[str, Any]) -> tuple[Any, float, float, list[float]]:
             last[0] = stage
             print(f"  {time.perf_counter() - t0:7.1f} s  {message}", file=sys.stderr, flush=True)
 
-    r = run({**cfg, "device": os.environ.get("PRIVLAB_BENCH_DEVICE", "auto")}, progress)
+    r = run({**cfg, "device": os.environ.get("PRIVLAB_BENCH_DEVICE", "auto")}, progress,
+            stages=stages)
     return (r, round(time.perf_counter() - t0, 1), round(time.process_time() - c0, 1),
             [round(x, 2) for x in os.getloadavg()])
 
@@ -200,10 +211,11 @@ def _write(path: Path, group: str, rows: list[dict[str, Any]], partial: bool) ->
     from core import device as D
 
     arch, width = ARCH[group]
-    doc = {"name": f"paper_arch_{group}", "arch": arch, "width": width, "data": DATA,
+    doc = {"name": f"paper_arch_{group}", "arch": arch, "width": width,
+           "data": GROUP_DATA.get(group, DATA),
            "reductions": REDUCTIONS[group], "rows": rows,
-           "seconds": round(sum(x["seconds"] for x in rows), 1),
-           "cpu_seconds": round(sum(x["cpu_seconds"] for x in rows), 1),
+           "seconds": round(sum(x.get("seconds", 0.0) for x in rows), 1),
+           "cpu_seconds": round(sum(x.get("cpu_seconds", 0.0) for x in rows), 1),
            "device": str(D.get_device(os.environ.get("PRIVLAB_BENCH_DEVICE", "auto"))),
            "cores": os.cpu_count(), "partial": partial}
     if group == "kappa_gl":
@@ -232,6 +244,10 @@ def run_group(group: str, seeds: tuple[int, ...] | None = None) -> dict[str, Any
     name = group if seeds is None else f"{group}.seeds-{'-'.join(map(str, seeds))}"
     path = OUT / f"{name}.json"
     rows = _kept(path, group)
+    if group == T.GROUP:  # adaptive: each bisection's next knob follows its last evaluation
+        for seed in seeds or T.SEEDS:
+            T.run_seed(seed, rows, _run, lambda: _write(path, group, rows, partial=True))
+        return _write(path, group, rows, partial=seeds is not None)
 
     for labels, cfg in _points(group):
         if seeds is not None and labels["seed"] not in seeds:
@@ -252,6 +268,14 @@ def merge(group: str) -> dict[str, Any]:
     path = OUT / f"{group}.json"
     rows = _kept(path, group)
     shards = sorted(OUT.glob(f"{group}.seeds-*.json"))
+    if group == T.GROUP:  # whole seeds: a shard's seeds the main file does not hold
+        have = {r["seed"] for r in rows}
+        rows += [r for sh in shards for r in _kept(sh, group) if r["seed"] not in have]
+        done = {r["seed"] for r in rows if r.get("part") == "at_level"} >= set(T.SEEDS)
+        out = _write(path, group, rows, partial=not done)
+        for sh in shards:
+            sh.unlink()
+        return out
     for sh in shards:
         for r in _kept(sh, group):
             labels = {k: r[k] for k in _points(group)[0][0]}

@@ -283,12 +283,15 @@ def write_models(ah: dict[str, Any], root: Path | None = None) -> None:
 
     path = (root or ROOT) / MODELS_JSON
     try:
-        doc = json.loads(path.read_text())
+        text = path.read_text()
+        doc = json.loads(text)
     except (OSError, ValueError):
-        doc = {"name": "models"}
+        text, doc = "\n", {"name": "models"}
     doc.setdefault("headline", {}).update({k: ah[k] for k in MODELS_KEYS})
-    # the file's own encoding (ASCII escapes), so that only the two keys change in a diff
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    # the file's own encoding (ASCII escapes or UTF-8, final newline or not), so that only the
+    # two keys change in a diff whichever benchmark wrote it last
+    out = json.dumps(doc, indent=1, ensure_ascii=text.isascii())
+    path.write_text(out + ("\n" if text.endswith("\n") else ""))
 
 
 def _arch_notes(ah: dict[str, Any], rows: list[dict[str, Any]]) -> str:

@@ -164,10 +164,26 @@ _TAPPFL_ADULT = PaperArch(
     "TAPPFL's Adult feature extractor (Appendix B: linear-64, linear-128)",
     "TAPPFL encoder 64→128 (the runner's default)", None, "adult",
     reductions="none: the first column's runs already train the paper's Adult extractor")
-_TAPPFL_CONV = _not_run(
-    "TAPPFL's CIFAR-10 conv extractor (Appendix B, Table 3)", "tappfl_cifar",
-    "the attribute runner does not take conv nets yet (Fig. 4 is CIFAR-10 only, with the conv "
-    "extractor)")
+_TFA = f"{_RAW}/tappfl_fig4.json"
+#: shown while ``python -m benchmarks.paper_arch tappfl_fig4`` has written no rows
+_TAPPFL_UNRUN = ("not run here yet: per seed TAPPFL λ=0.5 and three bisections of 4 runs with "
+                 "the conv extractor on digits (60-85 CPU s a run on this machine; to measure: "
+                 f"{_ARCH_CMD} tappfl_fig4)")
+
+
+def _tappfl_conv(name: str) -> PaperArch:
+    """Fig. 4 with TAPPFL's conv extractor: the baseline's best utility at or below TAPPFL's
+    fresh-attacker AUC (base) and TAPPFL's (test), paired by seed."""
+    b, t = (_f(part="at_level", baseline=name, end=e) for e in ("baseline", "tappfl"))
+    return PaperArch(
+        "TAPPFL's CIFAR-10 conv extractor and VGG-style privacy network (Appendix B, Table 3)",
+        "tappfl_cifar", 0.25, "digits (bold)", SeedRows(_TFA, ("rows",), b, t, "utility"), _TFA,
+        (_f(part="run", defense="tappfl"), _f(part="run", defense=name)),
+        "width 0.25 (2 CPU cores); digits 8×8 with private attribute bold for CIFAR-10 animal "
+        "(mnist5k's 28×28 costs 190 CPU s a run); FedAvg scale, Ψ's lr, attackers and "
+        "bisection steps reduced (the row's protocol)", unrun=_TAPPFL_UNRUN)
+
+
 _PIA_ARCH = _not_run(
     "Inf2Guard's PIA encoders: conv1d-256, conv1d-128, max-pool, linear-128 on Census; "
     "ResNet-18-like on CelebA (spec 004 §5.3)", "inf2guard_mia",
@@ -205,7 +221,7 @@ def _tappfl_baseline(name: str, label: str) -> Claim:
                                 "baseline_best_utility_at_or_below_target"),
                       ("tuned_baselines", name, "tappfl_utility"),
                       "one tuned run per defense: utilities stored without an interval")),),
-        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10", arch=_TAPPFL_CONV)
+        "python -m benchmarks.tappfl_adult", preset="tappfl_cifar10", arch=_tappfl_conv(name))
 
 
 def _kappa_trend(channel: str, fig_acc: str, fig_dra: str) -> tuple[Claim, Claim]:

@@ -53,7 +53,7 @@ def test_every_claim_declares_the_papers_architecture_with_data_or_a_reason():
         assert a is not None, c.claim_id
         assert a.family and a.arch
         if a.measure is not None and a.file:  # run for this column: data and width stated
-            assert a.data.startswith("mnist5k") and a.width is not None and a.runs
+            assert a.data.split()[0] in ("mnist5k", "digits") and a.width is not None and a.runs
 
 
 def test_column_cells_carry_arch_width_data_verdict_interval_seeds_seconds(tmp_path):
@@ -76,9 +76,12 @@ def test_column_cells_carry_arch_width_data_verdict_interval_seeds_seconds(tmp_p
     assert mia["why"].startswith("not run here") and "benchmarks.paper_arch mia" in mia["why"]
     # rows present but not at both ends: the reader's own reason
     assert rows["kappa_mia"]["paper_arch"]["why"] == "file or rows missing"
-    # a claim the column cannot run: the declared reason, verbatim
     tap = rows["tappfl_beats_pruning"]["paper_arch"]
-    assert not tap["measured"] and "attribute runner does not take conv nets" in tap["why"]
+    assert not tap["measured"] and tap["why"].startswith("not run here")
+    assert "benchmarks.paper_arch tappfl_fig4" in tap["why"]
+    # a claim the column cannot run: the declared reason, verbatim
+    pia = rows["inf2guard_pia_lambda"]["paper_arch"]
+    assert not pia["measured"] and "not a registered architecture" in pia["why"]
     # a claim whose first column already trains the paper's model reads that column
     fil = rows["fil_whitebox_eta"]
     assert fil["paper_arch"]["same_as_first"]
@@ -183,3 +186,77 @@ def test_benchmark_shards_merge_into_one_file_and_only_missing_points_run(tmp_pa
     # a changed protocol starts afresh
     monkeypatch.setitem(P.REDUCTIONS, "kappa_mia", "another protocol")
     assert P._kept(tmp_path / "kappa_mia.json", "kappa_mia") == []
+
+
+TFA = "benchmarks/results/paper_arch_raw/tappfl_fig4.json"
+
+
+def _fig4_rows(gap: float, reached: tuple[bool, ...] = (True, True, True)) -> list[dict]:
+    """Per seed: TAPPFL's run, one pruning run, and the two ends at TAPPFL's level (the
+    baseline ``gap`` below TAPPFL, ± a little per seed; None where it never got there)."""
+    rows = []
+    for seed, ok in zip((0, 1, 2), reached):
+        for d in ("tappfl", "pruning"):
+            rows.append({"part": "run", "seed": seed, "defense": d, "knob": 0.5, "seconds": 40.0,
+                         "cpu_seconds": 30.0})
+        tap = 0.9 + 0.01 * seed
+        for end, u in (("baseline", tap - gap - 0.002 * seed if ok else None), ("tappfl", tap)):
+            rows.append({"part": "at_level", "seed": seed, "baseline": "pruning", "end": end,
+                         "utility": u})
+    return rows
+
+
+def test_tappfl_fig4_is_read_per_seed_at_tappfls_level(tmp_path):
+    root = tmp_path / "repo"
+    _put(root, TFA, {"rows": _fig4_rows(0.05), "reductions": "digits", "partial": False})
+    cell = _by_id(root)["tappfl_beats_pruning"]["paper_arch"]
+    assert cell["measured"] and (cell["arch"], cell["width"]) == ("tappfl_cifar", 0.25)
+    assert cell["verdict"] == HOLDS and cell["interval"]["n"] == 3
+    assert cell["seeds"] == [0, 1, 2] and cell["seconds"] == 240.0  # TAPPFL's + pruning's runs
+    # DP-Gaussian's rows are absent: its claim is not measured, with the reader's reason
+    assert not _by_id(root)["tappfl_beats_dp_gaussian"]["paper_arch"]["measured"]
+    # a seed where pruning never reached TAPPFL's level has no pair: two seeds decide
+    _put(root, TFA, {"rows": _fig4_rows(-0.05, (True, False, True)), "reductions": "digits"})
+    cell = _by_id(root)["tappfl_beats_pruning"]["paper_arch"]
+    assert cell["verdict"] == FAILS and cell["interval"]["n"] == 2
+
+
+def test_tappfl_fig4_bisects_like_the_first_column_and_reruns_nothing(tmp_path, monkeypatch):
+    import benchmarks.paper_arch as P
+    from benchmarks import paper_arch_tappfl as T
+
+    monkeypatch.setattr(P, "OUT", tmp_path)
+    monkeypatch.setattr(T, "SEEDS", (0, 1))
+    calls = []
+
+    class R:
+        def __init__(self, auc, util):
+            self.metrics = {"attack_mlp_auc": auc, "utility_acc": util}
+
+    def fake(cfg, stages=None):
+        d, calls[len(calls):] = cfg["defense"], [cfg]
+        assert cfg["model"] == {"arch": "tappfl_cifar", "width": 0.25}
+        if d["kind"] == "tappfl":
+            return R(0.8, 0.9), 1.0, 1.0, [1.0]
+        # privacy grows with the noise (small ε) or the pruning rate; utility falls with it
+        x = min(1.0, d["epsilon"] / 10) if "epsilon" in d else 1.0 - d["rate"]
+        return R(0.5 + 0.4 * x, 0.5 + 0.45 * x), 1.0, 1.0, [1.0]
+
+    monkeypatch.setattr(P, "_run", fake)
+    doc = P.run_group(T.GROUP)
+    runs = [r for r in doc["rows"] if r["part"] == "run"]
+    assert len(runs) == len(calls) <= 2 * (1 + 3 * T.MAX_EVALS)
+    at = [r for r in doc["rows"] if r["part"] == "at_level"]
+    assert len(at) == 2 * 3 * 2 and not doc["partial"]
+    for r in at:
+        if r["end"] == "baseline":  # at AUC ≤ 0.81 the stand-in keeps ≤ 0.8625 < TAPPFL's 0.9
+            assert r["reached"] and r["utility"] <= 0.8625 + 1e-9 and r["tappfl_better"]
+    assert doc["data"] == "digits (bold)" and doc["reductions"] == T.REDUCTIONS
+    monkeypatch.setattr(P, "_run", lambda cfg, stages=None: (_ for _ in ()).throw(
+        AssertionError(cfg)))
+    again = P.run_group(T.GROUP)["rows"]  # every evaluation read back, the ends re-derived
+
+    def key(rows):
+        return sorted(json.dumps(r, sort_keys=True) for r in rows)
+
+    assert key(again) == key(doc["rows"])

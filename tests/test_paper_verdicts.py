@@ -92,6 +92,10 @@ def test_a_flipped_result_fails_until_it_is_recorded_and_logged(tmp_path):
     after = json.loads((root / "benchmarks/results/models.json").read_text())["headline"]
     assert {k: v for k, v in after.items() if k not in papers_check.MODELS_KEYS} == {
         k: v for k, v in before.items() if k not in papers_check.MODELS_KEYS}
+    # the two keys' values are the recorded ones: the file is rewritten byte for byte in its
+    # own encoding (UTF-8 or ASCII escapes, final newline or not)
+    assert (root / "benchmarks/results/models.json").read_bytes() == (
+        RESULTS / "models.json").read_bytes()
 
 
 def test_one_source_per_figure_across_papers_and_faithfulness():
