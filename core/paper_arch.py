@@ -93,13 +93,21 @@ def short(row: dict[str, Any]) -> str:
         why = a["why"].split(";")[0]
         if len(why) > SHORT:
             why = why[:SHORT].rsplit(" ", 1)[0] + " …"
-        return f"{NOT_MEASURED} ({a['arch']}): {why}"
+        return f"{NOT_MEASURED} ({arch_title(a['arch'])}): {why}"
     width = f" ×{a['width']:g}" if a.get("width") is not None else ""
     mark = " · differs from the first column" if differs(row) else ""
     iv = a.get("interval")
     ivt = (f"Δ {fmt_value(iv['estimate'])} [{fmt_value(iv['lo'])}, {fmt_value(iv['hi'])}]"
            if iv else "no interval")
-    return f"{a['verdict']} · {a['arch']}{width}, {a['data']} · {ivt}{mark}"
+    return f"{a['verdict']} · {arch_title(a['arch'])}{width}, {a['data']} · {ivt}{mark}"
+
+
+def arch_title(arch: str) -> str:
+    """A registered architecture by its title (a reader never sees a registered name); other
+    model descriptions ("linear / logistic") as they are."""
+    from core.parts import ARCHITECTURES
+
+    return ARCHITECTURES.get(arch).title if arch in ARCHITECTURES else arch
 
 
 def headline(rows: list[dict[str, Any]], paper: str) -> dict[str, Any]:

@@ -115,7 +115,7 @@ def test_verdict_changes_on_synthetic_rows():
     assert paper_arch.verdict_changes(rows) == ["b", "c"]
     assert paper_arch.changes_sentence(rows[:1]) == ""
     assert "differs from the first column" in paper_arch.short(rows[1])
-    assert paper_arch.short(rows[3]).startswith("not measured (lenet5): not run")
+    assert paper_arch.short(rows[3]).startswith("not measured (LeNet-5): not run")  # its title
     h = paper_arch.headline(rows, PAPER)
     assert (h["paper_arch_claims_measured"], h["paper_arch_claims_total"]) == (3, 4)
 
@@ -138,7 +138,7 @@ def test_page_shows_the_column_and_says_when_verdicts_differ(tmp_path):
     col = "with the paper's architecture"
     assert col in df.columns and len(df.columns) <= 5  # fits 1280 px
     i = list(df["claim"]).index(next(c.statement for c in CLAIMS if c.claim_id == "kappa_mse"))
-    assert df[col][i].startswith(FAILS) and "lenet5" in df[col][i]
+    assert df[col][i].startswith(FAILS) and "LeNet-5" in df[col][i]
     assert any("kappa_mse" in w.value for w in at.warning)
     assert any("paper claims measured with the paper's own model family" in c.value
                for c in at.caption)
