@@ -147,3 +147,19 @@ def test_a_comparison_spec_carries_its_model_as_plain_data() -> None:
     assert "model" not in spec_to_dict(spec)  # the default spec's data is as it was
     sweeps, *_ = comparison_sweeps(with_model)
     assert all(sw["base"]["model"]["arch"] == "lenet5" for _, sw in sweeps)
+
+
+def test_reconstruction_names_its_network_once(store) -> None:
+    """On Reconstruction a registered architecture chosen below sets the page's own legacy
+    Model choice to the small MLP and disables it: the config names one network."""
+    at = _page("views/reconstruction.py")
+    legacy = next(s for s in at.selectbox if s.key == "gl_model")
+    assert not legacy.disabled
+    box = _arch_box(at, "gl_arch")
+    box.set_value("lenet5").run()
+    assert not at.exception, at.exception
+    legacy = next(s for s in at.selectbox if s.key == "gl_model")
+    assert legacy.disabled and legacy.value == "mlp"
+    assert "arch: lenet5" in _yaml(at)
+    _arch_box(at, "gl_arch").set_value(ModelSpec().arch).run()
+    assert not next(s for s in at.selectbox if s.key == "gl_model").disabled

@@ -19,9 +19,10 @@ import numpy as np
 import streamlit as st
 
 from core.catalog.channel import ChannelDefense
-from core.config import ImageTrainSpec, InversionSpecCfg
+from core.config import ImageTrainSpec, InversionSpecCfg, ModelSpec
 from core.metric_schema import HEADLINES
 from core.parts import (
+    ARCHITECTURES,
     ATTACKS,
     DEFENSES,
     attack_by_config_name,
@@ -116,14 +117,24 @@ def data_model_ui() -> tuple[str, str, str, int]:
     c1, c2, c3, c4 = st.columns([1.3, 1.2, 1, 0.8])
     name = c1.selectbox("Data set", names, key="gl_dataset",
                         format_func=lambda n: dataset_label(rows[n]) if n in rows else n)
-    model = c2.selectbox("Model", list(MODELS), key="gl_model", format_func=MODELS.get)
+    # a registered architecture chosen below names the network: this legacy choice then stays
+    # at the small MLP (the config refuses two names for one network)
+    arch = st.session_state.get("gl_arch")
+    named_below = arch is not None and arch != ModelSpec().arch
+    if named_below:
+        st.session_state["gl_model"] = "mlp"
+    model = c2.selectbox("Model", list(MODELS), key="gl_model", format_func=MODELS.get,
+                         disabled=named_below,
+                         help="The Architecture below names the network now; set it back to "
+                              "the MLP to choose here." if named_below else None)
     setting = c3.segmented_control("Training", ["central", "fedavg"], key="gl_setting",
                                    required=True, help="Central: the paper's setting. FedAvg: "
                                    "each device perturbs its own batches.")
     epochs = number_ui("Epochs / rounds", key="gl_epochs", default=5, where=c4,
                        field=(ImageTrainSpec, "epochs"),
                        help="Central: epochs; FedAvg: rounds (0 = attack an untrained model).")
-    st.caption(INIT_TEXT[model])
+    st.caption(f"The network is the Architecture chosen below ({ARCHITECTURES.get(arch).title})."
+               if named_below else INIT_TEXT[model])
     return name, model, setting, epochs
 
 
