@@ -317,6 +317,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print("no stored runs" + (f" of kind {args.kind!r}" if args.kind else ""))
         return EXIT_OK
+    from cache.bundle.origin import origin_text
+
     table = []
     for r in rows:
         shown = list(r["metrics"].items())[:4]
@@ -324,8 +326,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             "key": r["key"][:12], "kind": r["kind"], "created": str(r.get("created", ""))[:19],
             "seconds": r.get("seconds"), "label": r.get("label") or "",
             "metrics": ", ".join(f"{k}={_fmt_num(v)}" for k, v in shown),
+            "origin": origin_text(r.get("origin")),
         })
-    print(_table(table, ["key", "kind", "created", "seconds", "label", "metrics"]))
+    cols = ["key", "kind", "created", "seconds", "label", "metrics"]
+    print(_table(table, cols + (["origin"] if any(t["origin"] for t in table) else [])))
     return EXIT_OK
 
 
@@ -356,6 +360,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"kind     {result.kind}")
     print(f"seed     {result.seed}")
     print(f"engine   {result.engine_version}")
+    from cache.bundle.origin import origin_text
+
+    origin = next((origin_text(r.origin) for r in _store(args).list(kind=result.kind)
+                   if r.key == result.key), "")
+    if origin:
+        print(f"origin   {origin}")
     if result.timings:
         print("timings  " + ", ".join(f"{k}={v:.3g}s" for k, v in result.timings.items()))
     print("metrics:")

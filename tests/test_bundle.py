@@ -296,7 +296,7 @@ def test_another_engine_is_refused_then_imported_read_only_and_marked(tmp_path, 
     check = rebuilt.verify()
     assert check.clean and check.entries_ok == 1  # an imported entry is a sound entry
 
-    from dashboard.components.bundle_button import origin_text
+    from cache.bundle.origin import origin_text
 
     assert origin_text(rec.origin) == (f"imported from old.zip on {rec.origin['imported'][:10]} "
                                        f"(engine {other}; read-only)")
@@ -363,6 +363,13 @@ def test_cli_bundle_and_import(filled, tmp_path, capsys):
     assert got["imported"] == [key] and got["read_only"] is False
     assert main(["import", str(tmp_path / "c.zip"), *dst]) == 0
     assert "imported 2 runs of a comparison bundle; 1 already stored" in capsys.readouterr().out
+    # privlab list / show say where an imported run came from
+    assert main(["list", *dst]) == 0
+    assert "imported from one.zip on" in capsys.readouterr().out
+    assert main(["show", key[:12], *dst]) == 0
+    assert "origin   imported from one.zip on" in capsys.readouterr().out
+    assert main(["list", *src]) == 0
+    assert "imported from" not in capsys.readouterr().out  # runs computed here: no column
     bad = tmp_path / "bad.zip"
     rewrite(out, bad, lambda n, d: d + b" " if n == "config.yaml" else d)
     assert main(["import", str(bad), "--cache-dir", str(tmp_path / "d3")]) == 2

@@ -11,10 +11,11 @@ from __future__ import annotations
 import io
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
+
+from cache.bundle.origin import origin_text
 
 #: bundles kept for a repeated click (a few MB each)
 KEEP = 4
@@ -74,17 +75,6 @@ def bundle_button(target: Any, *, key: str, where: Any = None) -> None:
              "figures (HTML and PNG) and a manifest with the engine's fingerprint and a "
              "checksum of every file (`privlab import NAME.zip`). Built when clicked: a few "
              "seconds.")
-
-
-def origin_text(origin: Mapping[str, Any] | None) -> str:
-    """``imported from NAME.zip on DATE`` (and the engine, read-only) for a run that came from
-    a bundle; empty for a run computed here."""
-    if not origin:
-        return ""
-    text = f"imported from {origin.get('bundle', 'a bundle')} on {str(origin.get('imported', ''))[:10]}"
-    if origin.get("read_only"):
-        text += f" (engine {origin.get('engine', '?')}; read-only)"
-    return text
 
 
 def add_origin_column(table: Any, records: list) -> Any:
