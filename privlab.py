@@ -180,7 +180,7 @@ def _optional(modules: tuple[str, ...], name: str, what: str) -> Callable[..., A
 
 
 #: where bundles are written and read (the result store's package)
-_BUNDLES = ("cache.bundle", "core.bundle")
+_BUNDLES = ("cache.bundle",)
 
 
 def bundle(target: Any, path: str | Path, *, store: Store = None, **kw: Any) -> Any:

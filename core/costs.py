@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MEASURED", "CostModel", "estimate", "fit", "format_seconds", "work"]
+__all__ = ["MEASURED", "CostModel", "config_value", "estimate", "fit", "format_seconds", "work"]
 
 #: fewest stored runs (with distinct work) a fit needs; fewer: :data:`MEASURED`
 MIN_RUNS = 4
 
 
-def _get(cfg: Mapping[str, Any], path: str, default: Any = None) -> Any:
+def config_value(cfg: Mapping[str, Any], path: str, default: Any = None) -> Any:
+    """The value at dotted ``path`` of a config mapping (``default`` where absent or None)."""
     node: Any = cfg
     for part in path.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -38,9 +39,9 @@ def _get(cfg: Mapping[str, Any], path: str, default: Any = None) -> Any:
 def work(kind: str, cfg: Mapping[str, Any]) -> float | None:
     """The config's units of work (None for a kind without a cost model)."""
     if kind == "membership":
-        shadows = float(_get(cfg, "attack.shadows", 16))
-        epochs = float(_get(cfg, "defense.epochs", None) or _get(cfg, "train.epochs", 60))
-        members = float(_get(cfg, "train.members", 500))
+        shadows = float(config_value(cfg, "attack.shadows", 16))
+        epochs = float(config_value(cfg, "defense.epochs", None) or config_value(cfg, "train.epochs", 60))
+        members = float(config_value(cfg, "train.members", 500))
         return (1.0 + shadows) * epochs * members
     return None
 
@@ -85,7 +86,7 @@ def fit(kind: str, runs: Iterable[tuple[Mapping[str, Any], float]],
 
     rows = [(w, float(s)) for cfg, s in runs
             if s is not None and s > 0 and (w := work(kind, cfg)) is not None
-            and (data is None or _get(cfg, "data.name") == data)]
+            and (data is None or config_value(cfg, "data.name") == data)]
     if len(rows) < MIN_RUNS or len({w for w, _ in rows}) < 2:
         return None
     a = np.array([[1.0, w] for w, _ in rows])
@@ -103,7 +104,7 @@ def estimate(kind: str, cfg: Mapping[str, Any],
     """``(seconds, based on what)`` for ``cfg``: fitted on ``runs`` of the same data set where
     they suffice, else the constants measured on it (or on :data:`REFERENCE_DATA`, said so);
     None for a kind without a cost model."""
-    data = _get(cfg, "data.name")
+    data = config_value(cfg, "data.name")
     model = fit(kind, runs, data) or MEASURED.get((kind, data))
     if model is None:
         model = MEASURED.get((kind, REFERENCE_DATA))

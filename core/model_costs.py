@@ -25,6 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from core.costs import config_value
+
 __all__ = ["GPU_NOMINAL", "GPU_UTILISATION", "ModelCost", "arch_cost", "architecture_choices",
            "cpu_rate", "fastest_images_per_s", "format_count", "format_duration", "gpu_rate",
            "image_passes", "model_field"]
@@ -38,48 +40,39 @@ GPU_NOMINAL = ("H100-class GPU", 66.9e12)
 GPU_UTILISATION = 0.30
 
 
-def _get(cfg: Mapping[str, Any], path: str, default: Any = None) -> Any:
-    node: Any = cfg
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return default
-        node = node[part]
-    return default if node is None else node
-
-
 def _fl_share(cfg: Mapping[str, Any], prefix: str) -> float:
     """Row passes of a FedAvg training per pass over the train split: rounds × local epochs ×
     the fraction of devices each round."""
-    return (float(_get(cfg, f"{prefix}rounds", 1)) * float(_get(cfg, f"{prefix}local_epochs", 1))
-            * float(_get(cfg, f"{prefix}fraction_fit", 1.0)))
+    return (float(config_value(cfg, f"{prefix}rounds", 1)) * float(config_value(cfg, f"{prefix}local_epochs", 1))
+            * float(config_value(cfg, f"{prefix}fraction_fit", 1.0)))
 
 
 def _membership(cfg: Mapping[str, Any], n_train: int) -> float:
     # the target and its K shadow models each pass `epochs` times over `members` rows
-    epochs = float(_get(cfg, "defense.epochs", None) or _get(cfg, "train.epochs", 60))
-    return ((1 + float(_get(cfg, "attack.shadows", 16))) * epochs
-            * float(_get(cfg, "train.members", 500)))
+    epochs = float(config_value(cfg, "defense.epochs", None) or config_value(cfg, "train.epochs", 60))
+    return ((1 + float(config_value(cfg, "attack.shadows", 16))) * epochs
+            * float(config_value(cfg, "train.members", 500)))
 
 
 def _gradient_leakage(cfg: Mapping[str, Any], n_train: int) -> float:
-    if _get(cfg, "train.setting", "central") == "central":
-        return float(_get(cfg, "train.epochs", 5)) * n_train
+    if config_value(cfg, "train.setting", "central") == "central":
+        return float(config_value(cfg, "train.epochs", 5)) * n_train
     return _fl_share(cfg, "train.fl.") * n_train
 
 
 def _property(cfg: Mapping[str, Any], n_train: int) -> float:
-    sizes = (float(_get(cfg, "subsets.size_min", 32)) + float(_get(cfg, "subsets.size_max", 256)))
-    subsets = float(_get(cfg, "subsets.train_per_bin", 500)) * float(_get(cfg, "subsets.n_values", 4))
-    epochs = float(_get(cfg, "train.epochs", 20)) + float(_get(cfg, "train.pretrain_epochs", 3))
+    sizes = (float(config_value(cfg, "subsets.size_min", 32)) + float(config_value(cfg, "subsets.size_max", 256)))
+    subsets = float(config_value(cfg, "subsets.train_per_bin", 500)) * float(config_value(cfg, "subsets.n_values", 4))
+    epochs = float(config_value(cfg, "train.epochs", 20)) + float(config_value(cfg, "train.pretrain_epochs", 3))
     return epochs * subsets * sizes / 2
 
 
 def _repr_reconstruction(cfg: Mapping[str, Any], n_train: int) -> float:
-    return float(_get(cfg, "train.epochs", 10)) * min(n_train, int(_get(cfg, "train.max_train", 3000)))
+    return float(config_value(cfg, "train.epochs", 10)) * min(n_train, int(config_value(cfg, "train.max_train", 3000)))
 
 
 def _attribute_privacy(cfg: Mapping[str, Any], n_train: int) -> float:
-    return (float(_get(cfg, "pretrain_epochs", 1)) + _fl_share(cfg, "fl.")) * n_train
+    return (float(config_value(cfg, "pretrain_epochs", 1)) + _fl_share(cfg, "fl.")) * n_train
 
 
 #: experiment kind → image passes of the network ``model`` names in one run of the config
@@ -262,7 +255,7 @@ def architecture_choices(config: Mapping[str, Any],
 
     default = ModelSpec().arch
     base = {k: v for k, v in config.items() if k != "model"}
-    data = _get(config, "data.name")
+    data = config_value(config, "data.name")
     out: list[tuple[str, str | None]] = []
     for name, part in ARCHITECTURES.items():
         if name == default:
