@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 
 import pytest
 from scipy.stats import beta, norm
@@ -28,9 +27,10 @@ ATTRIBUTE = {"kind": "attribute_privacy",
              "fl": {"num_devices": 3, "fraction_fit": 1.0, "rounds": 2, "batch_size": 32},
              "pretrain_epochs": 1, "projection_points": 0, "attack": {"mlp_epochs": 10}}
 
-needs_chromium = pytest.mark.skipif(
-    shutil.which("chromium") is None or os.environ.get("PRIVLAB_SKIP_BROWSER") == "1",
-    reason="Debian's chromium is not installed (or PRIVLAB_SKIP_BROWSER=1)")
+# as the browser test: skipped only when asked (PRIVLAB_SKIP_BROWSER=1); a missing chromium
+# fails (`make test` installs it), so CI never passes without printing a PDF
+needs_chromium = pytest.mark.skipif(os.environ.get("PRIVLAB_SKIP_BROWSER") == "1",
+                                    reason="PRIVLAB_SKIP_BROWSER=1")
 
 
 @pytest.fixture(scope="module")
