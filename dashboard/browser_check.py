@@ -24,13 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# one list of flags for the browser checks and the PDF print (re-exported for them)
+from core.report.pdf import CHROMIUM_ARGS  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    # plotly's scattergl needs WebGL; without a GPU chromium provides it through SwiftShader
-    "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
-]
 #: a sentence core.teaching._move wrote: the lesson measured from stored runs
 MEASURED = re.compile(r"beyond the 95 % intervals|within the 95 % intervals|"
                       r"one seed and no interval")

@@ -13,8 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-#: the flags of the dashboard's browser test (dashboard/browser_check.py, CHROMIUM_ARGS; a test
-#: keeps the two equal): no GPU, no first-run, no background traffic
+#: headless Chromium's flags, for the PDF print here and the dashboard's browser test
+#: (dashboard/browser_check.py): no GPU, no first-run, no background traffic; plotly's
+#: scattergl needs WebGL, which SwiftShader provides without a GPU
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
