@@ -382,16 +382,22 @@ def _comparison_cells(spec: ComparisonSpec, cmp: Comparison) -> list[tuple[str, 
 
 def notebook_for(target: Target, *, store: Any) -> Any:
     """An nbformat v4 notebook recreating ``target`` (a stored run or sweep key, or a
-    ComparisonSpec whose points are stored) from ``store``. Raises LookupError for a key not
+    ComparisonSpec whose points are stored, read from ``store``; or the stored Result or
+    assembled Comparison a caller holds already). Raises LookupError for a key not
     stored, :class:`core.compare.MissingPoints` for a comparison not fully stored."""
     import nbformat
 
-    target = target_of(target)
-    if isinstance(target, ComparisonSpec):
-        cells = _comparison_cells(target, read_comparison(target, store))
+    if isinstance(target, Comparison):  # held already (a bundle, a page): not read again
+        cells = _comparison_cells(target.spec, target)
+    elif isinstance(target, Result) and target.key:
+        cells = _sweep_cells(target) if target.kind == "sweep" else _run_cells(target)
     else:
-        result = _stored(target, store)
-        cells = _sweep_cells(result) if result.kind == "sweep" else _run_cells(result)
+        target = target_of(target)
+        if isinstance(target, ComparisonSpec):
+            cells = _comparison_cells(target, read_comparison(target, store))
+        else:
+            result = _stored(target, store)
+            cells = _sweep_cells(result) if result.kind == "sweep" else _run_cells(result)
     v4 = nbformat.v4
     nb = v4.new_notebook(cells=[v4.new_markdown_cell(src) if kind == "markdown"
                                 else v4.new_code_cell(src) for kind, src in cells])

@@ -16,7 +16,7 @@ NOTEBOOK, SCRIPT, REPORT_HTML, REPORT_PDF = "notebook.ipynb", "notebook.py", "re
 def companions(target: Any, *, store: Any, pdf: bool = True) -> tuple[dict[str, bytes],
                                                                       list[str]]:
     """(files by name, notes): the notebook, its script and the report of ``target`` (a run or
-    sweep key, or a ComparisonSpec). A part that cannot be made (no Chromium for the PDF) is
+    sweep key, a ComparisonSpec, or the stored Result / assembled Comparison already read). A part that cannot be made (no Chromium for the PDF) is
     left out with a note; the bundle is still written."""
     import nbformat
 

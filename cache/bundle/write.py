@@ -189,8 +189,9 @@ def write_bundle(target: Any, path: str | Path | IO[bytes], *, store: Any,
     if companions:  # after the target was found and checked: its errors come first
         from cache.bundle.companions import companions as make_companions
 
-        found = c.comparison.spec if c.comparison is not None else c.main.key
-        more, notes_c = make_companions(found, store=store, pdf=bool(figures))
+        # the runs this bundle read already: the notebook and the report do not read them again
+        held = c.comparison if c.comparison is not None else c.main
+        more, notes_c = make_companions(held, store=store, pdf=bool(figures))
         files.update({n: b for n, b in more.items() if n not in given})  # a given extra wins
         given |= set(more)
         notes.extend(notes_c)

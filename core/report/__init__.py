@@ -180,6 +180,8 @@ def _resolve(target: Any, store: Any) -> _Target:
         # a page that holds the run hands it in (it is the stored one: it has its key)
         return _Target("Privacy report", f"{_run_label(target)}; run {target.key[:12]}",
                        [(target.key[:12], "", target)])
+    if isinstance(target, Result) and target.key:  # a stored sweep: its points are read below
+        target = target.key
 
     if isinstance(target, Comparison | ComparisonSpec):
         # a page that holds the assembled comparison hands it in: it is not read twice
