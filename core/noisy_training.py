@@ -31,12 +31,13 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 # the one range checker; core.defenses.dpsgd and core.shadow_training import it from here too
 from core.checks import check_choice, check_int, check_range, range_error
-from core.engine import autocast_for, prepare_model
+from core.engine.hooks import CanaryHook, Hook, StepState
+from core.engine.loop import Supervised, fit
+from core.engine.recipe import Recipe
 from core.progress import Progress
 from core.seeds import torch_stream
 
@@ -190,6 +191,29 @@ def _fixed_copy(X: Tensor, perturb: Perturb, generator: torch.Generator) -> Tens
                       for i in range(0, len(X), FIXED_CHUNK)])
 
 
+class ChannelNoise(Hook):
+    """Data-space noise ξ as an engine hook (spec §2.6): ``"fixed"`` replaces the training rows
+    by one noisy copy D̃ before the first epoch, ``"redraw"`` perturbs every minibatch afresh;
+    the rows perturbed are counted in ``meta["perturbed_rows"]``."""
+
+    def __init__(self, perturb: Perturb, mode: str, generator: torch.Generator) -> None:
+        self.perturb, self.mode, self.generator = perturb, mode, generator
+
+    def prepare(self, state: StepState) -> None:
+        if self.mode == "fixed":
+            with torch.no_grad():
+                state.source = _fixed_copy(state.source, self.perturb, self.generator)
+            state.count("perturbed_rows", state.n)
+
+    def inputs(self, x: Tensor, state: StepState) -> Tensor:
+        if self.mode != "redraw":
+            return x
+        with torch.no_grad():
+            x = checked_perturb(self.perturb, x, self.generator)
+        state.count("perturbed_rows", state.rows)
+        return x
+
+
 def _check_train_args(epochs: int, batch_size: int, lr: float, optimizer: str, momentum: float,
                       noise_mode: str) -> None:
     check_int("epochs", epochs, 1)
@@ -236,58 +260,23 @@ def train_central(
     check_test(X_test, y_test, image_shape)
     _check_train_args(epochs, batch_size, lr, optimizer, momentum, noise_mode)
     t0 = time.perf_counter()
-    dev = X.device
-    order_gen = torch_stream(seed, "train", "order")
-    noise_gen = torch_stream(seed, "train", "noise", device=dev)
-    opt = make_optimizer(model, optimizer, lr, momentum)
-    n, b = len(X), int(batch_size)
-    params = [p for p in model.parameters() if p.requires_grad]
+    hooks: list[Hook] = []
+    if perturb is not None:
+        noise_gen = torch_stream(seed, "train", "noise", device=X.device)
+        hooks.append(ChannelNoise(perturb, noise_mode, noise_gen))
     if canary is not None:
-        canary.bind(params)
-    result = TrainResult(noise_mode="none" if perturb is None else noise_mode)
-    source = X
-    if perturb is not None and noise_mode == "fixed":
-        with torch.no_grad():
-            source = _fixed_copy(X, perturb, noise_gen)
-        result.perturbed_rows = n
-    redraw = perturb is not None and noise_mode == "redraw"
-    per_epoch = -(-n // b)
-    every = max(1, per_epoch // 5)
-    # engine options (core.engine; off by default): channels-last, bf16 autocast, compile
-    net = prepare_model(model)
-    for ep in range(int(epochs)):
-        model.train()
-        t_ep = time.perf_counter()
-        order = torch.randperm(n, generator=order_gen).to(dev)
-        # the epoch's loss summed on the device in float64: no host read inside the epoch,
-        # and the same bits as a Python float sum of float(loss) · rows
-        total_t = torch.zeros((), dtype=torch.float64, device=dev)
-        for j, i in enumerate(range(0, n, b)):
-            idx = order[i:i + b]
-            m = min(b, n - i)
-            xb = source[idx]
-            if redraw:
-                with torch.no_grad():
-                    xb = checked_perturb(perturb, xb, noise_gen)
-                result.perturbed_rows += m
-            with autocast_for(dev):
-                loss = F.cross_entropy(net(as_images(xb, image_shape)), y[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if canary is not None:
-                add_canary_term(params, canary.step_term(min(1.0, b / n)), m)
-            opt.step()
-            total_t += loss.detach().double() * m
-            result.steps += 1
-            if progress is not None and (j + 1) % every == 0:
-                progress.update((ep + (j + 1) / per_epoch) / epochs,
-                                f"epoch {ep + 1}/{epochs}: step {j + 1}/{per_epoch}")
-        result.curves.setdefault("epoch_seconds", []).append(time.perf_counter() - t_ep)
-        result.curves.setdefault("train_loss", []).append(float(total_t) / n)
-        if X_test is not None:
-            acc = evaluate_accuracy(model, X_test, y_test, image_shape)
-            result.curves.setdefault("test_acc", []).append(acc)
-        if progress is not None:
-            progress.update((ep + 1) / epochs, f"epoch {ep + 1}/{epochs} done")
+        hooks.append(CanaryHook(canary))
+    recipe = Recipe(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr),
+                    optimizer=optimizer, momentum=float(momentum))
+    evaluate = (None if X_test is None else
+                lambda: {"test_acc": evaluate_accuracy(model, X_test, y_test, image_shape)})
+    log = fit(model, Supervised(X, y, tuple(image_shape)), recipe=recipe,
+              order=torch_stream(seed, "train", "order"), hooks=hooks, progress=progress,
+              evaluate=evaluate, time_epochs=True)
+    result = TrainResult(noise_mode="none" if perturb is None else noise_mode,
+                         steps=log.steps, perturbed_rows=int(log.meta.get("perturbed_rows", 0)))
+    result.curves = {"epoch_seconds": log.curves["epoch_seconds"],
+                     "train_loss": log.train_loss,
+                     **({"test_acc": log.curves["test_acc"]} if X_test is not None else {})}
     result.seconds = time.perf_counter() - t0
     return result

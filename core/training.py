@@ -1,9 +1,9 @@
-"""The one small Adam training loop of privlab (fresh attackers, evaluation heads, TAPPFL's
-central pretraining).
+"""Fresh attackers, evaluation heads and TAPPFL's central pretraining on the engine's loop.
 
-- :func:`adam_train`: minibatch Adam over row indices, shuffled each epoch by a *local*
-  ``torch.Generator`` (the global torch RNG is never touched), optional early stopping on a
-  validation loss that keeps the best epoch's weights, per-epoch curves in a :class:`TrainLog`;
+- :func:`adam_train`: minibatch Adam over row indices through :func:`core.engine.loop.fit`,
+  shuffled each epoch by a *local* ``torch.Generator`` (the global torch RNG is never touched),
+  optional early stopping on a validation loss that keeps the best epoch's weights, per-epoch
+  curves in a :class:`~core.engine.loop.TrainLog`;
 - :func:`train_until_plateau`: the early-stopping helper of every learned attacker: a seeded
   held-out validation split (:func:`validation_rows`, drawn with :func:`core.seeds.stream`),
   training until its loss has not fallen for :data:`PATIENCE` epochs (a max-epoch cap), the
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -29,6 +28,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from core.checks import check_range
+from core.engine.loop import Objective, TrainLog, fit, params_of
+from core.engine.recipe import Recipe
 from core.seeds import stream
 
 __all__ = ["MIN_PATIENCE_STEPS", "PATIENCE", "TrainLog", "adam_train", "balanced_class_weights", "train_classifier",
@@ -42,53 +43,6 @@ PATIENCE = 8
 #: (the property MLP on 600 shadow subsets stopped at epoch 9 reading 0.20 where the logistic
 #: attacker read 0.59)
 MIN_PATIENCE_STEPS = 200
-
-
-@dataclass
-class TrainLog:
-    """Per-epoch curves of :func:`adam_train`.
-
-    ``train_loss[e]``: the mean minibatch loss of epoch e+1, weighted by batch size;
-    ``val_loss[e]``: the validation loss after epoch e+1 (empty without ``val_loss_fn``);
-    ``epochs_run``: epochs actually run (fewer than asked after an early stop);
-    ``best_epoch``: 1-based epoch whose weights were kept (0 when no validation was used, the
-    last weights are then kept); ``best_val_loss``: its validation loss (NaN without one).
-    """
-
-    train_loss: list[float] = field(default_factory=list)
-    val_loss: list[float] = field(default_factory=list)
-    epochs_run: int = 0
-    best_epoch: int = 0
-    best_val_loss: float = float("nan")
-    stopped_early: bool = False
-
-
-def _params_of(
-    params_or_module: nn.Module | Iterable[Tensor],
-) -> tuple[nn.Module | None, list[Tensor]]:
-    if isinstance(params_or_module, nn.Module):
-        return params_or_module, [p for p in params_or_module.parameters() if p.requires_grad]
-    params = [p for p in params_or_module]
-    if not params or not all(isinstance(p, Tensor) for p in params):
-        raise ValueError(
-            "params_or_module: expected an nn.Module or a non-empty iterable of tensors"
-        )
-    return None, params
-
-
-def _snapshot(module: nn.Module | None, params: list[Tensor]):
-    if module is not None:
-        return {k: t.detach().clone() for k, t in module.state_dict().items()}
-    return [p.detach().clone() for p in params]
-
-
-@torch.no_grad()
-def _restore(module: nn.Module | None, params: list[Tensor], snap) -> None:
-    if module is not None:
-        module.load_state_dict(snap)
-    else:
-        for p, s in zip(params, snap):
-            p.copy_(s)
 
 
 def adam_train(
@@ -107,75 +61,26 @@ def adam_train(
     on_epoch: Callable[[int, TrainLog], None] | None = None,
     cancel_check: Callable[[], None] | None = None,
 ) -> TrainLog:
-    """Train with Adam (``lr``, ``weight_decay``) for ``epochs`` passes over ``n`` rows.
+    """Train with Adam (``lr``, ``weight_decay``) for ``epochs`` passes over ``n`` rows through
+    the engine's loop (:func:`core.engine.loop.fit` on an :class:`~core.engine.loop.Objective`).
 
-    Each epoch the rows are shuffled by ``torch.randperm(n, generator=generator)`` and cut into
-    minibatches of ``batch_size`` (the last one may be smaller); ``loss_fn(idx)`` returns the
-    scalar loss of the rows ``idx`` (a LongTensor on the parameters' device). Deterministic for a
-    given generator state (on a given machine).
-
-    With ``val_loss_fn`` (no arguments; called under ``torch.no_grad()`` after every epoch, with
-    a module in eval mode) the weights of the epoch with the lowest validation loss are kept
-    (an improvement must exceed ``min_delta``); with ``patience`` as well, training stops after
-    ``patience`` epochs without improvement. ``on_epoch(epoch, log)`` runs after each epoch
-    (1-based; it may raise to cancel); ``cancel_check()`` runs before each minibatch.
-    A module is put in train mode while training and left in eval mode at the end; for a
-    plain parameter list the caller owns the modes.
+    ``loss_fn(idx)`` returns the scalar loss of the rows ``idx`` (a LongTensor on the
+    parameters' device), shuffled each epoch by ``generator``. With ``val_loss_fn`` the weights
+    of the epoch with the lowest validation loss are kept (an improvement must exceed
+    ``min_delta``); with ``patience`` as well, training stops after ``patience`` epochs without
+    improvement. ``on_epoch(epoch, log)`` runs after each epoch (it may raise to cancel);
+    ``cancel_check()`` runs before each minibatch.
     """
     check_range("epochs", epochs, 0)
     check_range("batch_size", batch_size, 1)
     check_range("n", n, 1)
     if patience is not None:
         check_range("patience", patience, 1, note="or None")
-    module, params = _params_of(params_or_module)
-    dev = params[0].device
-    opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-    log = TrainLog()
-    best_val, best_state, bad = math.inf, None, 0
-    for ep in range(1, epochs + 1):
-        if module is not None:
-            module.train()
-        order = torch.randperm(n, generator=generator).to(dev)
-        # summed on the device in float64: no host read per step, the same bits as a Python
-        # float sum of float(loss) · rows
-        tot = torch.zeros((), dtype=torch.float64, device=dev)
-        cnt = 0
-        for i in range(0, n, batch_size):
-            if cancel_check is not None:
-                cancel_check()
-            idx = order[i : i + batch_size]
-            loss = loss_fn(idx)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            m = min(batch_size, n - i)
-            tot += loss.detach().double() * m
-            cnt += m
-        log.train_loss.append(float(tot) / max(cnt, 1))
-        log.epochs_run = ep
-        stop = False
-        if val_loss_fn is not None:
-            if module is not None:
-                module.eval()
-            with torch.no_grad():
-                v = float(val_loss_fn())
-            log.val_loss.append(v)
-            if v < best_val - min_delta:
-                best_val, best_state, bad = v, _snapshot(module, params), 0
-                log.best_epoch, log.best_val_loss = ep, v
-            else:
-                bad += 1
-                stop = patience is not None and bad >= patience
-        if on_epoch is not None:
-            on_epoch(ep, log)
-        if stop:
-            log.stopped_early = True
-            break
-    if best_state is not None:
-        _restore(module, params, best_state)
-    if module is not None:
-        module.eval()
-    return log
+    recipe = Recipe(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr),
+                    optimizer="adam", weight_decay=float(weight_decay))
+    return fit(params_or_module, Objective(loss_fn, int(n)), recipe=recipe, order=generator,
+               validation=val_loss_fn, patience=patience, min_delta=min_delta,
+               on_epoch=on_epoch, cancel_check=cancel_check)
 
 
 def balanced_class_weights(y: np.ndarray | Tensor, n_classes: int) -> np.ndarray:
@@ -231,7 +136,7 @@ def train_until_plateau(
     ``TrainLog.stopped_early`` says whether the loss stopped falling before the cap (False: the
     cap was hit; raise it)."""
     check_range("max_epochs", max_epochs, 0)
-    dev = next(iter(_params_of(params_or_module)[1])).device
+    dev = next(iter(params_of(params_or_module)[1])).device
     tr = torch.as_tensor(np.flatnonzero(~val_mask), device=dev)
     va = torch.as_tensor(np.flatnonzero(val_mask), device=dev)
     if min_patience_steps:

@@ -11,8 +11,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core.catalog.relaxloss import RelaxLossDefense, relaxloss_step_loss, train_relaxloss
+from core.catalog.relaxloss import RelaxLossDefense, RelaxLossHook, train_relaxloss
 from core.config import ConfigError, parse_config
+from core.engine.hooks import StepState
+from core.engine.recipe import Recipe
 from core.experiments import run
 from core.metric_schema import get as metric_spec
 from core.metric_schema import unregistered
@@ -61,6 +63,16 @@ def test_the_block_validates_and_out_of_range_alpha_is_a_one_line_error():
 
 def _grad(loss: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     return torch.autograd.grad(loss, logits)[0]
+
+
+def relaxloss_step_loss(logits, y, alpha, epoch, parity="paper", upper=1.0):
+    """One step's objective through the hook, and its branch read back from the counters."""
+    hook = RelaxLossHook(alpha, parity=parity, upper=upper)
+    state = StepState(model=None, params=[], optimizer=None, n=len(y), device="cpu",
+                      recipe=Recipe(epochs=1, batch_size=len(y), lr=0.1), epoch=epoch)
+    loss = hook.loss(logits, y, state)
+    below = bool(state.meta["relaxed_steps"])
+    return loss, ("descent" if not below else "ascent" if hook.ascends(epoch) else "flatten")
 
 
 def test_a_batch_above_alpha_descends_on_the_cross_entropy():
@@ -138,9 +150,9 @@ def test_training_holds_the_members_loss_near_alpha_and_narrows_the_loss_gap():
     for alpha in (0.0, 1.0):
         model = seeded(lambda: image_classifier("mlp", (1, 8, 8), 10), torch_stream(0, "init"))
         with thread_limits():  # a run's thread budget, as core.experiments.run sets it
-            res = train_relaxloss(model, X[mem], y[mem], alpha=alpha, image_shape=(1, 8, 8),
-                                  epochs=80, batch_size=64, lr=0.01, optimizer="adam", seed=0,
-                                  X_test=X[non], y_test=y[non])
+            res = train_relaxloss(model, X[mem], y[mem], hook=RelaxLossHook(alpha, parity="paper"),
+                                  recipe=Recipe(epochs=80, batch_size=64, lr=0.01),
+                                  image_shape=(1, 8, 8), seed=0, X_test=X[non], y_test=y[non])
         out[alpha] = (res, *_mean_losses(model, X, y, mem, non))
     plain, relax = out[0.0], out[1.0]
     assert plain[0]["relaxed_steps"] == 0 and plain[1] < 0.1  # α = 0: plain training, overfit

@@ -21,23 +21,45 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from annotated_types import Ge, Le
+import torch
+import torch.nn.functional as F
+from annotated_types import Ge, Gt, Le
 from pydantic import Field
+from torch import Tensor
 
 from core.config_base import Block
+from core.engine.hooks import Hook, StepState
+from core.engine.recipe import Recipe
 from core.parts import DEFENSES, DefensePart, Knob
 
 
 class RelaxLossDefense(Block):
     """RelaxLoss (Chen et al. 2022, Algorithm 1): minibatch training that descends while the
     batch's mean cross-entropy is at least ``alpha`` and otherwise alternates, by epoch,
-    gradient ascent and posterior flattening; trained with the train block's optimiser,
-    learning rate, batch size and epochs."""
+    gradient ascent and posterior flattening. ``parity``: which epochs ascend ("reference":
+    the authors' code, epochs counted from 0, the first epoch ascends; "paper": Algorithm 1's
+    1-based count, the first epoch flattens); ``upper`` caps the kept probability p_y of the
+    flattened target as the reference code does (1 = no cap). The recipe is the train
+    block's unless given here (the reference code trains with SGD, momentum 0.9, weight decay
+    and a step schedule)."""
 
     kind: Literal["relaxloss"] = "relaxloss"
     alpha: Annotated[float, Ge(0.0), Le(3.0)] = Field(
         1.0, description="RelaxLoss target loss level α (nats of cross-entropy): 0 = plain "
         "training; above ln C (2.3 for 10 classes) the model is held near chance")
+    parity: Literal["reference", "paper"] = Field(
+        "reference", description="ascent epochs: 'reference' = even epochs counted from 0 "
+        "(the first epoch ascends), 'paper' = even epochs counted from 1")
+    upper: Annotated[float, Gt(0.0), Le(1.0)] = Field(
+        1.0, description="cap on the kept probability p_y of a flattened target (1 = no cap)")
+    optimizer: Literal["sgd", "adam"] | None = Field(
+        None, description="RelaxLoss's optimiser; None = the train block's")
+    momentum: Annotated[float, Ge(0.0), Le(0.99)] = Field(
+        0.0, description="SGD momentum (the reference code: 0.9)")
+    weight_decay: Annotated[float, Ge(0.0), Le(0.1)] = Field(
+        0.0, description="L2 weight decay (the reference code: 5e-4)")
+    schedule: Literal["step", "cosine"] | None = Field(
+        None, description="learning-rate schedule over the epochs; None = constant")
 
 
 #: the budget metric its runs report: α echoed (its spec is generated from the knob,
@@ -45,92 +67,117 @@ class RelaxLossDefense(Block):
 ALPHA_METRIC = "relaxloss_alpha"
 
 
-def relaxloss_step_loss(logits: Any, y: Any, alpha: float, epoch: int) -> tuple[Any, str]:
-    """The objective of one RelaxLoss step (Algorithm 1) and its branch, ``"descent"``,
-    ``"ascent"`` or ``"flatten"``; ``logits`` (n, C), ``y`` (n,) class ids, ``epoch`` 1-based."""
-    import torch
-    import torch.nn.functional as F
+class RelaxLossHook(Hook):
+    """RelaxLoss's objective as a loss hook (Algorithm 1), for one model or K together: a
+    model whose batch loss L is at least α descends on L; below α it ascends on |L − α| in an
+    ascent epoch and otherwise descends on the cross-entropy to flattened targets (each
+    correctly classified row keeps p_y, capped at ``upper``, and spreads 1 − p_y evenly over
+    the C − 1 other classes; misclassified rows keep their one-hot label). The branch is a
+    device-side choice per model (no host read); steps taken below α are counted in
+    ``meta["relaxed_steps"]``."""
 
-    ce = F.cross_entropy(logits, y)
-    if float(ce.detach()) >= alpha:
-        return ce, "descent"
-    if epoch % 2 == 0:
-        return (ce - alpha).abs(), "ascent"
-    with torch.no_grad():
-        c = logits.shape[1]
+    per_example = True
+
+    def __init__(self, alpha: float, *, parity: str = "reference", upper: float = 1.0) -> None:
+        self.alpha, self.parity, self.upper = float(alpha), parity, float(upper)
+
+    def ascends(self, epoch: int) -> bool:
+        """Whether 1-based ``epoch`` is an ascent epoch."""
+        return (epoch - 1) % 2 == 0 if self.parity == "reference" else epoch % 2 == 0
+
+    def _ce(self, logits: Tensor, target: Tensor, state: StepState) -> Tensor:
+        if not state.batched:
+            return F.cross_entropy(logits, target)
+        c = logits.shape[-1]
+        flat_t = target.reshape(-1, c) if target.dim() == logits.dim() else target.reshape(-1)
+        rows = F.cross_entropy(logits.reshape(-1, c), flat_t, reduction="none")
+        return state.mean(rows.view(logits.shape[:-1]))
+
+    def loss(self, logits: Tensor, y: Tensor, state: StepState) -> Tensor:
+        ce = self._ce(logits, y, state)
+        below = ce.detach().double() < self.alpha
+        if self.ascends(state.epoch):
+            relaxed = (ce - self.alpha).abs()
+            if state.meta.get("canaries"):
+                state.meta["grad_sign"] = 1.0 - 2.0 * below.to(ce.dtype)
+        else:
+            relaxed = self._ce(logits, self._flattened(logits.detach(), y), state)
+            state.meta.pop("grad_sign", None)
+        state.reported = ce
+        state.count("relaxed_steps", below.sum())
+        return torch.where(below, relaxed, ce)
+
+    def _flattened(self, logits: Tensor, y: Tensor) -> Tensor:
+        c = logits.shape[-1]
         p = torch.softmax(logits, -1)
-        p_y = p.gather(1, y.view(-1, 1))
-        soft = ((1.0 - p_y) / max(c - 1, 1)).expand(-1, c).clone()
-        soft.scatter_(1, y.view(-1, 1), p_y)
-        correct = (p.argmax(-1) == y).view(-1, 1)
-        target = torch.where(correct, soft, F.one_hot(y, c).to(p.dtype))
-    return F.cross_entropy(logits, target), "flatten"
+        p_y = p.gather(-1, y.unsqueeze(-1))
+        if self.upper < 1.0:
+            p_y = p_y.clamp(max=self.upper)
+        soft = ((1.0 - p_y) / max(c - 1, 1)).expand(*p.shape).clone()
+        soft.scatter_(-1, y.unsqueeze(-1), p_y)
+        correct = (p.argmax(-1) == y).unsqueeze(-1)
+        return torch.where(correct, soft, F.one_hot(y, c).to(p.dtype))
 
 
-def train_relaxloss(model: Any, X: Any, y: Any, *, alpha: float, image_shape: tuple[int, ...],
-                    epochs: int, batch_size: int, lr: float, optimizer: str, seed: int,
-                    X_test: Any = None, y_test: Any = None, progress: Any = None,
-                    canary: Any = None) -> dict[str, Any]:
-    """Train ``model`` in place on (X, y) with RelaxLoss (:func:`relaxloss_step_loss`).
+def relaxloss_recipe(block: RelaxLossDefense, train: Any) -> Recipe:
+    """The recipe RelaxLoss trains with: the train block's epochs, batch size and learning
+    rate, the block's optimiser settings where given."""
+    return Recipe(epochs=int(train.epochs), batch_size=int(train.batch_size), lr=float(train.lr),
+                  optimizer=block.optimizer or train.optimizer, momentum=float(block.momentum),
+                  weight_decay=float(block.weight_decay), schedule=block.schedule)
 
-    The rest is plain minibatch training's (:func:`core.defenses.central.build_plain`): rows
-    shuffled each epoch by the local generator ``core.seeds.torch_stream(seed, "train",
-    "order")``, SGD (no momentum) or Adam at ``lr``, so α = 0 repeats plain training step for
-    step. ``canary``: audit canaries added where one row's gradient would go (term / B), with
-    the step's sign (subtracted on an ascent step, as a member's gradient is). Returns
+
+def train_relaxloss(model: Any, X: Any, y: Any, *, hook: RelaxLossHook, recipe: Recipe,
+                    image_shape: tuple[int, ...], seed: int, X_test: Any = None,
+                    y_test: Any = None, progress: Any = None, canary: Any = None
+                    ) -> dict[str, Any]:
+    """Train ``model`` in place on (X, y) with RelaxLoss through the engine's loop: rows
+    shuffled each epoch by ``core.seeds.torch_stream(seed, "train", "order")``, so α = 0
+    repeats plain training step for step. ``canary``: audit canaries added where one row's
+    gradient would go, subtracted on an ascent step (as a member's gradient is). Returns
     ``{"steps", "relaxed_steps", "curves"}``: ``curves["train_loss"]`` the batch-weighted mean
     cross-entropy per epoch, ``curves["test_acc"]`` with a test set."""
-    import torch
-
+    from core.engine.hooks import CanaryHook
+    from core.engine.loop import Supervised, fit
     from core.seeds import torch_stream
 
     shape = tuple(image_shape)
-    dev = X.device
-    order_gen = torch_stream(seed, "train", "order")
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = (torch.optim.SGD(params, lr=lr, momentum=0.0) if optimizer == "sgd"
-           else torch.optim.Adam(params, lr=lr))
+    hooks: list[Hook] = [hook]
     if canary is not None:
-        canary.bind(params)
-    n, b = len(X), int(batch_size)
-    per_epoch = -(-n // b)
-    every = max(1, per_epoch // 5)
-    steps = relaxed = 0
-    curves: dict[str, list[float]] = {"train_loss": []}
-    for ep in range(1, int(epochs) + 1):
-        model.train()
-        order = torch.randperm(n, generator=order_gen).to(dev)
-        total = 0.0
-        for j, i in enumerate(range(0, n, b)):
-            idx = order[i:i + b]
-            logits = model(X[idx].reshape(len(idx), *shape))
-            loss, branch = relaxloss_step_loss(logits, y[idx], alpha, ep)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if canary is not None:
-                term = canary.step_term(min(1.0, b / n))
-                if term is not None:
-                    sign = -1.0 if branch == "ascent" else 1.0
-                    with torch.no_grad():
-                        for p, t in zip(params, term, strict=True):
-                            g = sign * t.reshape(p.shape) / len(idx)
-                            p.grad = g if p.grad is None else p.grad + g
-            opt.step()
-            with torch.no_grad():
-                total += float(torch.nn.functional.cross_entropy(logits, y[idx])) * len(idx)
-            steps += 1
-            relaxed += branch != "descent"
-            if progress is not None and (j + 1) % every == 0:
-                progress.update((ep - 1 + (j + 1) / per_epoch) / epochs,
-                                f"RelaxLoss epoch {ep}/{epochs}: step {j + 1}/{per_epoch}")
-        curves["train_loss"].append(total / n)
-        if X_test is not None:
-            model.eval()
-            with torch.no_grad():
-                pred = model(X_test.reshape(len(X_test), *shape)).argmax(-1)
-            curves.setdefault("test_acc", []).append(float((pred == y_test).float().mean()))
-    model.eval()
-    return {"steps": steps, "relaxed_steps": relaxed, "curves": curves}
+        hooks.append(CanaryHook(canary))
+
+    def evaluate() -> dict[str, float]:
+        model.eval()
+        with torch.no_grad():
+            pred = model(X_test.reshape(len(X_test), *shape)).argmax(-1)
+        return {"test_acc": float((pred == y_test).float().mean())}
+
+    log = fit(model, Supervised(X, y, shape, forward=model), recipe=recipe,
+              order=torch_stream(seed, "train", "order"), hooks=hooks, progress=progress,
+              label="RelaxLoss epoch", evaluate=None if X_test is None else evaluate)
+    curves = {"train_loss": log.train_loss, **log.curves}
+    return {"steps": log.steps, "relaxed_steps": int(log.meta.get("relaxed_steps", 0)),
+            "curves": curves}
+
+
+def hook_of(block: RelaxLossDefense) -> RelaxLossHook:
+    """The block's loss hook."""
+    return RelaxLossHook(block.alpha, parity=block.parity, upper=block.upper)
+
+
+def reference_differences(block: RelaxLossDefense, train: Any) -> list[str]:
+    """How this run's RelaxLoss differs from the authors' reference code, one note each."""
+    notes = []
+    if block.parity == "paper":
+        notes.append("RelaxLoss: ascent on even epochs counted from 1 (Algorithm 1 as printed); "
+                     "the reference code ascends on the first epoch")
+    opt = block.optimizer or train.optimizer
+    if opt != "sgd" or block.momentum == 0 or block.weight_decay == 0 or block.schedule is None:
+        notes.append(f"RelaxLoss: trained with {opt}, momentum {block.momentum:g}, weight decay "
+                     f"{block.weight_decay:g}, schedule {block.schedule or 'none'}; the reference "
+                     "code uses SGD with momentum 0.9, weight decay 5e-4 and a step schedule")
+    notes.append("RelaxLoss: no data augmentation (the reference code crops and flips images)")
+    return notes
 
 
 def build_relaxloss(block: RelaxLossDefense, *, image_shape: tuple[int, ...], train: Any,
@@ -144,9 +191,8 @@ def build_relaxloss(block: RelaxLossDefense, *, image_shape: tuple[int, ...], tr
 
     def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
                  canary=None) -> Trained:
-        res = train_relaxloss(model, X, y, alpha=float(block.alpha), image_shape=image_shape,
-                              epochs=train.epochs, batch_size=train.batch_size, lr=train.lr,
-                              optimizer=train.optimizer, seed=seed, X_test=X_test,
+        res = train_relaxloss(model, X, y, hook=hook_of(block), recipe=relaxloss_recipe(block, train),
+                              image_shape=image_shape, seed=seed, X_test=X_test,
                               y_test=y_test, progress=progress, canary=canary)
         return Trained(softmax_predict(model), model, steps=res["steps"], curves=res["curves"],
                        meta={"relaxed_steps": res["relaxed_steps"]})
@@ -158,6 +204,7 @@ def build_relaxloss(block: RelaxLossDefense, *, image_shape: tuple[int, ...], tr
             notes.append(f"RelaxLoss: {share:.0%} of the target's {steps:,} steps were taken "
                          f"below α = {block.alpha:g} (gradient ascent or posterior flattening)"
                          + ("; α never bound: the target trained plainly" if share == 0 else ""))
+        notes.extend(reference_differences(block, train))
         return Report({ALPHA_METRIC: float(block.alpha)}, notes=notes)
 
     return DefenseBuild("relaxloss", train=train_fn, settings=("central",), report=report)

@@ -1,6 +1,5 @@
-"""Engine options of the image training loops (:func:`core.noisy_training.train_central`, the
-K stacked shadow trainings of :mod:`core.shadow_training`): what fills a GPU without changing
-what a CPU computes.
+"""Engine options of the training engine (:func:`core.engine.loop.fit` and the K stacked
+models of its batched form): what fills a GPU without changing what a CPU computes.
 
 The loops keep their data on the run's device and never read a number back to the host inside
 an epoch (the epoch's loss is summed on the device in float64, which gives the same bits as

@@ -1,0 +1,140 @@
+"""The hook protocol: what a defense contributes to the one training loop instead of a loop.
+
+A :class:`Hook` overrides any of:
+
+- ``prepare(state)``: once, before the first epoch (bind audit canaries, draw a fixed noisy
+  copy of the training rows into ``state.source``);
+- ``inputs(x, state)``: a minibatch's inputs before the forward pass (fresh channel noise);
+- ``loss(logits, y, state)``: the objective of the step in place of the cross-entropy (RelaxLoss,
+  label smoothing, a game's utility-minus-adversary term); return None to leave it alone. In
+  the batched form ``logits`` is (K, b, C), ``y`` (K, b) and the hook returns the K models'
+  losses (K,), their mean over each model's own rows taken with :meth:`StepState.mean`;
+- ``before_step(state)``: before the main forward pass (a game's adversary step on its own
+  networks and optimiser);
+- ``gradient(state)``: after the backward pass, before the optimiser step (canary terms);
+- ``epoch_end(state)``: after each epoch.
+
+``per_example`` says whether the hook's terms act on each model's own rows only, so that K
+models train together in the batched form (label smoothing, RelaxLoss); a hook that needs one
+model's whole step (Opacus' per-sample clipping, canaries bound to one model's parameters)
+leaves it False and its shadows train one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from core.engine.recipe import Recipe
+
+__all__ = ["CanaryHook", "Hook", "StepState"]
+
+
+@dataclass(kw_only=True)
+class StepState:
+    """What a hook sees. ``epoch`` is 1-based, ``step`` counts optimiser steps taken so far
+    (of this model; in the batched form, of the longest model), ``idx`` the step's rows
+    (single form: (m,); batched: (K, b) with ``weights`` (K, b) each model's row weights,
+    summing to 1 over its own rows), ``source`` the rows the step indexes (a prepare hook may
+    replace it), ``reported`` the loss recorded in the ``train_loss`` curve when a hook sets it
+    (default: the objective), ``meta`` the hooks' counters (device tensors or numbers)."""
+
+    model: nn.Module | None
+    params: list[Tensor]
+    optimizer: Any
+    recipe: Recipe
+    n: int
+    device: Any
+    source: Tensor | None = None
+    epoch: int = 0
+    step: int = 0
+    idx: Tensor | None = None
+    rows: int = 0
+    weights: Tensor | None = None
+    models: int | None = None
+    reported: Tensor | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def batch_size(self) -> int:
+        return self.recipe.batch_size
+
+    @property
+    def epochs(self) -> int:
+        return self.recipe.epochs
+
+    @property
+    def batched(self) -> bool:
+        return self.weights is not None
+
+    def mean(self, per_row: Tensor) -> Tensor:
+        """Each model's mean of a per-row term: () in the single form, (K,) batched."""
+        if self.weights is None:
+            return per_row.mean()
+        return (per_row * self.weights).sum(-1)
+
+    def count(self, key: str, value: Any) -> None:
+        """Add ``value`` (a number or a device tensor: no host read) to ``meta[key]``."""
+        self.meta[key] = self.meta[key] + value if key in self.meta else value
+
+
+class Hook:
+    """A defense's contribution to the training loop; every method a no-op by default."""
+
+    #: the hook's terms act on each model's own rows: its K shadows train batched
+    per_example: ClassVar[bool] = False
+
+    def prepare(self, state: StepState) -> None:
+        """Once, before the first epoch."""
+
+    def inputs(self, x: Tensor, state: StepState) -> Tensor:
+        """The minibatch's inputs as the model sees them."""
+        return x
+
+    def before_step(self, state: StepState) -> None:
+        """Before the main forward pass of every step (a game's adversary step)."""
+
+    def loss(self, logits: Tensor, y: Tensor, state: StepState) -> Tensor | None:
+        """The step's objective in place of the cross-entropy, or None."""
+        return None
+
+    def gradient(self, state: StepState) -> None:
+        """After the backward pass, before the optimiser step."""
+
+    def epoch_end(self, state: StepState) -> None:
+        """After every epoch."""
+
+
+class CanaryHook(Hook):
+    """White-box audit canaries (:class:`core.noisy_training.GradientCanary`) added where one
+    row's gradient would go: each takes part in a step with probability B/n and adds term / m
+    to the batch-mean gradient (m the step's rows), with the sign ``state.meta["grad_sign"]``
+    when a loss hook set one (−1 on RelaxLoss's ascent steps, as a member's gradient is)."""
+
+    def __init__(self, canary: Any) -> None:
+        self.canary = canary
+
+    def prepare(self, state: StepState) -> None:
+        self.canary.bind(state.params)
+        state.meta["canaries"] = True
+
+    def gradient(self, state: StepState) -> None:
+        import torch
+
+        term = self.canary.step_term(min(1.0, state.batch_size / state.n))
+        if term is None:
+            return
+        sign = state.meta.get("grad_sign")
+        with torch.no_grad():
+            for p, t in zip(state.params, term, strict=True):
+                t = t.reshape(p.shape)
+                if sign is not None:
+                    t = t * sign
+                if p.grad is None:
+                    p.grad = t / state.rows
+                else:
+                    p.grad.add_(t, alpha=1.0 / state.rows)
+
