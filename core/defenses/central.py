@@ -174,6 +174,21 @@ def build_hooked(name: str, hooks: Callable[[], Sequence[Any]], *, recipe: Any,
                         **fields)
 
 
+def build_from_hooks(block: Any, *, image_shape: tuple[int, ...], train: Any,
+                     **_: Any) -> DefenseBuild:
+    """The builder of a defense whose block declares ``hooks()`` (its engine hooks, a fresh
+    list per call) and nothing else: :func:`build_hooked` under the train block's recipe,
+    the run echoing the knob's value under its budget metric. A new defense of this kind is
+    its one catalog file (label smoothing)."""
+    from core.parts import DEFENSES
+
+    knob = DEFENSES.get(block.kind).knob
+    metrics = ({} if knob is None or knob.budget_metric is None else
+               {knob.budget_metric: float(getattr(block, knob.field))})
+    return build_hooked(block.kind, block.hooks, recipe=plain_recipe(train),
+                        image_shape=image_shape, settings=("central",), metrics=metrics)
+
+
 def build_channel(block: Any, *, image_shape: tuple[int, ...], train: Any,
                   spectrum: Callable[[], Any], **_: Any) -> DefenseBuild:
     """The κ channel: κ solved into the noise on the data spectrum (Eqs. 18-20); the model
