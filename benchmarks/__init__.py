@@ -42,4 +42,5 @@ BENCHMARKS: dict[str, str] = {
     "advisor": "benchmarks.advisor_bench:main",
     "export": "benchmarks.export_bench:main",
     "gpu": "benchmarks.gpu_bench:main",
+    "engine": "benchmarks.engine_bench:main",
 }

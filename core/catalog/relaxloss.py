@@ -14,7 +14,7 @@ Members' losses then sit near α instead of near 0, so they look like non-member
 (and a LiRA / RMIA) attacker, while the flattening keeps the arg-max, hence the accuracy.
 α = 0 is plain training (every batch descends). The block, its knob (range read from the
 block's constraints), its budget metric and the registration are the part's one declaration
-(:mod:`core.catalog`); the builder and its training loop are below.
+(:mod:`core.catalog`); the loss hook and the builder are below (the engine owns the loop).
 """
 
 from __future__ import annotations
@@ -131,33 +131,19 @@ def train_relaxloss(model: Any, X: Any, y: Any, *, hook: RelaxLossHook, recipe: 
                     image_shape: tuple[int, ...], seed: int, X_test: Any = None,
                     y_test: Any = None, progress: Any = None, canary: Any = None
                     ) -> dict[str, Any]:
-    """Train ``model`` in place on (X, y) with RelaxLoss through the engine's loop: rows
-    shuffled each epoch by ``core.seeds.torch_stream(seed, "train", "order")``, so α = 0
-    repeats plain training step for step. ``canary``: audit canaries added where one row's
-    gradient would go, subtracted on an ascent step (as a member's gradient is). Returns
-    ``{"steps", "relaxed_steps", "curves"}``: ``curves["train_loss"]`` the batch-weighted mean
-    cross-entropy per epoch, ``curves["test_acc"]`` with a test set."""
-    from core.engine.hooks import CanaryHook
-    from core.engine.loop import Supervised, fit
-    from core.seeds import torch_stream
+    """Train ``model`` in place on (X, y) with RelaxLoss through the engine's loop
+    (:func:`core.defenses.central.train_hooked`: plain training's order stream, so α = 0
+    repeats plain training step for step; audit canaries subtracted on an ascent step, as a
+    member's gradient is). Returns ``{"steps", "relaxed_steps", "curves"}``:
+    ``curves["train_loss"]`` the batch-weighted mean cross-entropy per epoch,
+    ``curves["test_acc"]`` with a test set."""
+    from core.defenses.central import train_hooked
 
-    shape = tuple(image_shape)
-    hooks: list[Hook] = [hook]
-    if canary is not None:
-        hooks.append(CanaryHook(canary))
-
-    def evaluate() -> dict[str, float]:
-        model.eval()
-        with torch.no_grad():
-            pred = model(X_test.reshape(len(X_test), *shape)).argmax(-1)
-        return {"test_acc": float((pred == y_test).float().mean())}
-
-    log = fit(model, Supervised(X, y, shape, forward=model), recipe=recipe,
-              order=torch_stream(seed, "train", "order"), hooks=hooks, progress=progress,
-              label="RelaxLoss epoch", evaluate=None if X_test is None else evaluate)
-    curves = {"train_loss": log.train_loss, **log.curves}
-    return {"steps": log.steps, "relaxed_steps": int(log.meta.get("relaxed_steps", 0)),
-            "curves": curves}
+    res = train_hooked(model, X, y, hooks=[hook], recipe=recipe, image_shape=image_shape,
+                       seed=seed, X_test=X_test, y_test=y_test, progress=progress,
+                       canary=canary, label="RelaxLoss epoch")
+    return {"steps": res.steps, "relaxed_steps": int(res.meta.get("relaxed_steps", 0)),
+            "curves": res.curves}
 
 
 def hook_of(block: RelaxLossDefense) -> RelaxLossHook:
@@ -184,18 +170,10 @@ def build_relaxloss(block: RelaxLossDefense, *, image_shape: tuple[int, ...], tr
                     **_: Any) -> Any:
     """The membership family's builder (:mod:`core.defenses.central`'s signature): the target
     and every shadow model train with RelaxLoss at the block's α under the train block's
-    recipe; the report echoes α and says in a note what share of the target's steps were
-    taken below it (none: α never bound, the target trained plainly)."""
-    from core.defenses.builds import DefenseBuild, Report, Trained
-    from core.defenses.central import softmax_predict
-
-    def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
-                 canary=None) -> Trained:
-        res = train_relaxloss(model, X, y, hook=hook_of(block), recipe=relaxloss_recipe(block, train),
-                              image_shape=image_shape, seed=seed, X_test=X_test,
-                              y_test=y_test, progress=progress, canary=canary)
-        return Trained(softmax_predict(model), model, steps=res["steps"], curves=res["curves"],
-                       meta={"relaxed_steps": res["relaxed_steps"]})
+    recipe (the shadows batched); the report echoes α and says in a note what share of the
+    target's steps were taken below it (none: α never bound, the target trained plainly)."""
+    from core.defenses.builds import Report
+    from core.defenses.central import build_hooked
 
     def report(meta, *, steps: int = 0, batch_size: int | None = None) -> Report:
         notes = []
@@ -207,7 +185,10 @@ def build_relaxloss(block: RelaxLossDefense, *, image_shape: tuple[int, ...], tr
         notes.extend(reference_differences(block, train))
         return Report({ALPHA_METRIC: float(block.alpha)}, notes=notes)
 
-    return DefenseBuild("relaxloss", train=train_fn, settings=("central",), report=report)
+    # its hooks act per example: the K shadows train together (the engine's batched form)
+    return build_hooked("relaxloss", lambda: [hook_of(block)],
+                        recipe=relaxloss_recipe(block, train), image_shape=image_shape,
+                        label="RelaxLoss epoch", settings=("central",), report=report)
 
 
 DEFENSES.register("relaxloss", DefensePart(
