@@ -151,19 +151,6 @@ def checked_perturb(perturb: Perturb, x: Tensor, generator: torch.Generator) -> 
 
 
 @torch.no_grad()
-def add_canary_term(params: list[Tensor], term: list[Tensor] | None, rows: int) -> None:
-    """Add a :class:`GradientCanary` step term to a batch-mean gradient: term / ``rows``, the
-    weight one row's gradient has in a mean over ``rows`` rows."""
-    if term is None:
-        return
-    for p, t in zip(params, term, strict=True):
-        if p.grad is None:
-            p.grad = t.reshape(p.shape) / rows
-        else:
-            p.grad.add_(t.reshape(p.shape), alpha=1.0 / rows)
-
-
-@torch.no_grad()
 def evaluate_accuracy(model: nn.Module, X: Tensor, y: Tensor, image_shape: tuple[int, ...],
                       batch: int = 1024) -> float:
     """Top-1 accuracy of ``model`` on clean (X, y), in eval mode (the mode is restored)."""

@@ -148,7 +148,8 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
         validation: Callable[[], Tensor | float] | None = None, patience: int | None = None,
         min_delta: float = 1e-6, on_epoch: Callable[[int, TrainLog], None] | None = None,
         evaluate: Callable[[], dict[str, float]] | None = None,
-        time_epochs: bool = False) -> TrainLog:
+        time_epochs: bool = False, optimizer: torch.optim.Optimizer | None = None,
+        split: Callable[[Tensor, int], Sequence[Tensor]] | None = None) -> TrainLog:
     """Train ``model`` (a module, or a list of parameters whose modes the caller owns) on
     ``task`` under ``recipe``, in place; see the module docstring.
 
@@ -157,10 +158,15 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
     improvement must exceed ``min_delta``); with ``patience``, training stops after that many
     epochs without one. ``evaluate()`` returns curve values recorded after each epoch (a test
     accuracy); ``on_epoch(epoch, log)`` runs last in each epoch (it may raise to cancel). A
-    module trains in train mode and is left in eval mode."""
+    module trains in train mode and is left in eval mode.
+
+    ``optimizer``: one that carries its state over from an earlier phase of the same training
+    (a game's pretraining) in place of the recipe's fresh one. ``split(perm, batch_size)``:
+    how an epoch's permutation is cut into minibatches (default: consecutive slices, the last
+    one smaller), for a training whose batches follow another rule."""
     module, params = params_of(model)
     dev = params[0].device
-    opt = recipe.optimizer_for(params)
+    opt = recipe.optimizer_for(params) if optimizer is None else optimizer
     sched = recipe.scheduler_for(opt)
     n, b, epochs = int(task.n), int(recipe.batch_size), int(recipe.epochs)
     if n < 1:
@@ -173,8 +179,6 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
                                     and task.forward is None) else module
     log = TrainLog()
     best_val, best_state, bad = math.inf, None, 0
-    per_epoch = -(-n // b)
-    every = max(1, per_epoch // 5)
     t0 = time.perf_counter()
     for ep in range(1, epochs + 1):
         state.epoch = ep
@@ -182,11 +186,14 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
             module.train()
         t_ep = time.perf_counter()
         perm = torch.randperm(n, generator=order).to(dev)
+        batches = ([perm[i:i + b] for i in range(0, n, b)] if split is None
+                   else split(perm, b))
+        per_epoch, every = len(batches), max(1, len(batches) // 5)
         tot = torch.zeros((), dtype=torch.float64, device=dev)
-        for j, i in enumerate(range(0, n, b)):
+        for j, idx in enumerate(batches):
             if cancel_check is not None:
                 cancel_check()
-            state.idx, state.rows, state.reported = perm[i:i + b], min(b, n - i), None
+            state.idx, state.rows, state.reported = idx, len(idx), None
             for h in hooks:
                 h.before_step(state)
             loss = task.objective(state, hooks, net)
