@@ -432,7 +432,7 @@ class MembershipRelease:
     each shadow's true-class probability and ``shadow_in`` (n, K) whether candidate i trained
     shadow k; ``population_p`` (m,) and ``population_shadow_p`` (m, K) the same on population
     records z in no training set (RMIA); ``representations`` (n, d) and ``adversary`` (n,):
-    Inf2Guard's released r and its in-training adversary's Pr(member);
+    Inf2Guard's released r, and a game defense's in-training adversary's Pr(member);
     ``population_labels`` (m,) and ``population_representations`` (m, d): the population's
     labels and the target encoder's r of them (the encoder queried as an API);
     ``shadow_representations`` (K, n, d) and ``shadow_population_representations`` (K, m, d):
@@ -460,7 +460,8 @@ class MembershipRelease:
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        return ("model", "representation") if self.representations is not None else ("model",)
+        return (("model",) + (("representation",) if self.representations is not None else ())
+                + (("adversary_output",) if self.adversary is not None else ()))
 
     def signal(self, name: str) -> np.ndarray:
         """The target's signal ``name`` (n, ...); a one-line error when the release lacks it."""
@@ -631,7 +632,8 @@ def representation_lira_on_release(release: MembershipRelease, knowledge: Any = 
 
 def in_training_attack(release: MembershipRelease, knowledge: Any = None,
                        **_: Any) -> MembershipScores:
-    """Inf2Guard's own membership adversary Ψ: its Pr(member | r) of each candidate."""
+    """The defense's own membership adversary (Inf2Guard's Ψ on r, adversarial
+    regularisation's h on f(x) and y): its Pr(member) of each candidate."""
     return MembershipScores(_need(release.adversary, "adversary"))
 
 
