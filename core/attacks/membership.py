@@ -668,6 +668,29 @@ def _unit_ranks(s: np.ndarray) -> np.ndarray:
     return (inv + 1.0) / (inv.max() + 1.0)
 
 
+#: which interval each metric of :func:`membership_report` carries
+INTERVAL_METHODS = {
+    "auc": "stratified percentile bootstrap",
+    "advantage": "stratified percentile bootstrap",
+    "balanced_accuracy": "stratified percentile bootstrap (of the advantage)",
+    "tpr_at_fpr": "Clopper-Pearson (threshold fixed)",
+    "epsilon_lower_bound": "Clopper-Pearson one-sided limits on FPR and FNR",
+}
+
+
+def _tpr_rows(y01: np.ndarray, s: np.ndarray, fprs: tuple[float, ...], n_pos: int, n_neg: int,
+              confidence: float) -> list[dict[str, Any]]:
+    """One row per target FPR: the TPR there, its Clopper–Pearson interval and whether the
+    rate is observable with ``n_neg`` non-members (see :func:`membership_report`)."""
+    rows = []
+    for f in fprs:
+        t = tpr_at_fpr(y01, s, f)
+        rows.append({"fpr": float(f), "tpr": t,
+                     "interval": clopper_pearson(round(t * n_pos), n_pos, confidence),
+                     "meaningful": bool(n_neg * f >= 1.0), "n_nonmembers": n_neg})
+    return rows
+
+
 def membership_report(
     scores: Any,
     is_member: Any,
@@ -718,18 +741,7 @@ def membership_report(
     iv = attack_intervals(y01, _unit_ranks(s), n_boot=n_boot, seed=seed, confidence=confidence)
     adv_lo, adv_hi = iv["advantage"]
 
-    tpr_rows = []
-    for f in fprs:
-        t = tpr_at_fpr(y01, s, f)
-        tpr_rows.append(
-            {
-                "fpr": float(f),
-                "tpr": t,
-                "interval": clopper_pearson(round(t * n_pos), n_pos, confidence),
-                "meaningful": bool(n_neg * f >= 1.0),
-                "n_nonmembers": n_neg,
-            }
-        )
+    tpr_rows = _tpr_rows(y01, s, fprs, n_pos, n_neg, confidence)
     out: dict[str, Any] = {
         "n_members": n_pos,
         "n_nonmembers": n_neg,
@@ -749,13 +761,7 @@ def membership_report(
         "epsilon_estimate": empirical_epsilon_lower_bound(fpr_all, tpr_all, delta),
         "delta": float(delta),
         "confidence": float(confidence),
-        "interval_methods": {
-            "auc": "stratified percentile bootstrap",
-            "advantage": "stratified percentile bootstrap",
-            "balanced_accuracy": "stratified percentile bootstrap (of the advantage)",
-            "tpr_at_fpr": "Clopper-Pearson (threshold fixed)",
-            "epsilon_lower_bound": "Clopper-Pearson one-sided limits on FPR and FNR",
-        },
+        "interval_methods": dict(INTERVAL_METHODS),
     }
     for row in tpr_rows:
         key = {0.01: "tpr_at_1pct", 0.001: "tpr_at_0p1pct"}.get(row["fpr"])

@@ -173,7 +173,8 @@ DEFENSES.register("adversarial_regularization", DefensePart(
                  "adversarial regularisation weight", "linear", "higher_is_more_private",
                  budget_metric=LAMBDA_METRIC, grid=(0.5, 1.0, 2.0, 3.0),
                  teaching=(0.0, 1.0, 3.0)),
-    accounting=None, builder=build_adversarial_regularization,
+    accounting=None,
+    builder="core.catalog.adversarial_regularization:build_adversarial_regularization",
     short_title="Adversarial regularisation",
     description="Adversarial regularisation (Nasr, Shokri & Houmansadr, CCS 2018): the "
                 "classifier trains against an inference network that learns to tell its "
