@@ -25,7 +25,7 @@ attacks' shadow models (:mod:`core.shadow_training`) all train with it, so it si
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -151,19 +151,6 @@ def checked_perturb(perturb: Perturb, x: Tensor, generator: torch.Generator) -> 
 
 
 @torch.no_grad()
-def add_canary_term(params: list[Tensor], term: list[Tensor] | None, rows: int) -> None:
-    """Add a :class:`GradientCanary` step term to a batch-mean gradient: term / ``rows``, the
-    weight one row's gradient has in a mean over ``rows`` rows."""
-    if term is None:
-        return
-    for p, t in zip(params, term, strict=True):
-        if p.grad is None:
-            p.grad = t.reshape(p.shape) / rows
-        else:
-            p.grad.add_(t.reshape(p.shape), alpha=1.0 / rows)
-
-
-@torch.no_grad()
 def evaluate_accuracy(model: nn.Module, X: Tensor, y: Tensor, image_shape: tuple[int, ...],
                       batch: int = 1024) -> float:
     """Top-1 accuracy of ``model`` on clean (X, y), in eval mode (the mode is restored)."""
@@ -242,6 +229,7 @@ def train_central(
     y_test: Tensor | None = None,
     progress: Progress | None = None,
     canary: GradientCanary | None = None,
+    hooks: Sequence[Hook] = (),
 ) -> TrainResult:
     """Train ``model`` in place on (X + ξ, y) with minibatch SGD/Adam and cross-entropy
     (spec §3.6, W ← W − η∇F(W; x̃, y)).
@@ -254,24 +242,26 @@ def train_central(
     ``progress`` gets per-epoch updates and a few per epoch (raises Cancelled when cancelled).
     ``canary``: white-box audit canaries (:class:`GradientCanary`), each taking part in a step
     with probability B/n (once per epoch on average, as a row does) and added to the
-    batch-mean gradient as term / B, where one row's gradient would go.
+    batch-mean gradient as term / B, where one row's gradient would go. ``hooks``: a
+    defense's own engine hooks (a game's), after the noise and before the canaries.
     """
     check_data(X, y, image_shape)
     check_test(X_test, y_test, image_shape)
     _check_train_args(epochs, batch_size, lr, optimizer, momentum, noise_mode)
     t0 = time.perf_counter()
-    hooks: list[Hook] = []
+    steps: list[Hook] = []
     if perturb is not None:
         noise_gen = torch_stream(seed, "train", "noise", device=X.device)
-        hooks.append(ChannelNoise(perturb, noise_mode, noise_gen))
+        steps.append(ChannelNoise(perturb, noise_mode, noise_gen))
+    steps.extend(hooks)
     if canary is not None:
-        hooks.append(CanaryHook(canary))
+        steps.append(CanaryHook(canary))
     recipe = Recipe(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr),
                     optimizer=optimizer, momentum=float(momentum))
     evaluate = (None if X_test is None else
                 lambda: {"test_acc": evaluate_accuracy(model, X_test, y_test, image_shape)})
     log = fit(model, Supervised(X, y, tuple(image_shape)), recipe=recipe,
-              order=torch_stream(seed, "train", "order"), hooks=hooks, progress=progress,
+              order=torch_stream(seed, "train", "order"), hooks=steps, progress=progress,
               evaluate=evaluate, time_epochs=True)
     result = TrainResult(noise_mode="none" if perturb is None else noise_mode,
                          steps=log.steps, perturbed_rows=int(log.meta.get("perturbed_rows", 0)))

@@ -21,13 +21,15 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-ReleaseKind = Literal["representation", "model", "update", "raw"]
-RELEASE_KINDS: tuple[str, ...] = ("representation", "model", "update", "raw")
+ReleaseKind = Literal["representation", "model", "update", "raw", "adversary_output"]
+RELEASE_KINDS: tuple[str, ...] = ("representation", "model", "update", "raw", "adversary_output")
 RELEASE_TITLES = {
     "representation": "representations r = f(x) and the encoder",
     "model": "a trained model (losses, logits, parameters)",
     "update": "per-device uploads per round with their global model",
     "raw": "the raw features x (the undefended reference)",
+    "adversary_output": "the outputs of the adversary a game defense trained against (scored "
+                        "beside the fresh attacks, not something the system publishes)",
 }
 
 

@@ -432,7 +432,7 @@ class MembershipRelease:
     each shadow's true-class probability and ``shadow_in`` (n, K) whether candidate i trained
     shadow k; ``population_p`` (m,) and ``population_shadow_p`` (m, K) the same on population
     records z in no training set (RMIA); ``representations`` (n, d) and ``adversary`` (n,):
-    Inf2Guard's released r and its in-training adversary's Pr(member);
+    Inf2Guard's released r, and a game defense's in-training adversary's Pr(member);
     ``population_labels`` (m,) and ``population_representations`` (m, d): the population's
     labels and the target encoder's r of them (the encoder queried as an API);
     ``shadow_representations`` (K, n, d) and ``shadow_population_representations`` (K, m, d):
@@ -460,7 +460,8 @@ class MembershipRelease:
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        return ("model", "representation") if self.representations is not None else ("model",)
+        return (("model",) + (("representation",) if self.representations is not None else ())
+                + (("adversary_output",) if self.adversary is not None else ()))
 
     def signal(self, name: str) -> np.ndarray:
         """The target's signal ``name`` (n, ...); a one-line error when the release lacks it."""
@@ -631,7 +632,8 @@ def representation_lira_on_release(release: MembershipRelease, knowledge: Any = 
 
 def in_training_attack(release: MembershipRelease, knowledge: Any = None,
                        **_: Any) -> MembershipScores:
-    """Inf2Guard's own membership adversary Ψ: its Pr(member | r) of each candidate."""
+    """The defense's own membership adversary (Inf2Guard's Ψ on r, adversarial
+    regularisation's h on f(x) and y): its Pr(member) of each candidate."""
     return MembershipScores(_need(release.adversary, "adversary"))
 
 
@@ -664,6 +666,29 @@ def _unit_ranks(s: np.ndarray) -> np.ndarray:
     :func:`core.metrics.attack_intervals` bootstraps AUC and advantage of any score."""
     _, inv = np.unique(s, return_inverse=True)
     return (inv + 1.0) / (inv.max() + 1.0)
+
+
+#: which interval each metric of :func:`membership_report` carries
+INTERVAL_METHODS = {
+    "auc": "stratified percentile bootstrap",
+    "advantage": "stratified percentile bootstrap",
+    "balanced_accuracy": "stratified percentile bootstrap (of the advantage)",
+    "tpr_at_fpr": "Clopper-Pearson (threshold fixed)",
+    "epsilon_lower_bound": "Clopper-Pearson one-sided limits on FPR and FNR",
+}
+
+
+def _tpr_rows(y01: np.ndarray, s: np.ndarray, fprs: tuple[float, ...], n_pos: int, n_neg: int,
+              confidence: float) -> list[dict[str, Any]]:
+    """One row per target FPR: the TPR there, its Clopper–Pearson interval and whether the
+    rate is observable with ``n_neg`` non-members (see :func:`membership_report`)."""
+    rows = []
+    for f in fprs:
+        t = tpr_at_fpr(y01, s, f)
+        rows.append({"fpr": float(f), "tpr": t,
+                     "interval": clopper_pearson(round(t * n_pos), n_pos, confidence),
+                     "meaningful": bool(n_neg * f >= 1.0), "n_nonmembers": n_neg})
+    return rows
 
 
 def membership_report(
@@ -716,18 +741,7 @@ def membership_report(
     iv = attack_intervals(y01, _unit_ranks(s), n_boot=n_boot, seed=seed, confidence=confidence)
     adv_lo, adv_hi = iv["advantage"]
 
-    tpr_rows = []
-    for f in fprs:
-        t = tpr_at_fpr(y01, s, f)
-        tpr_rows.append(
-            {
-                "fpr": float(f),
-                "tpr": t,
-                "interval": clopper_pearson(round(t * n_pos), n_pos, confidence),
-                "meaningful": bool(n_neg * f >= 1.0),
-                "n_nonmembers": n_neg,
-            }
-        )
+    tpr_rows = _tpr_rows(y01, s, fprs, n_pos, n_neg, confidence)
     out: dict[str, Any] = {
         "n_members": n_pos,
         "n_nonmembers": n_neg,
@@ -747,13 +761,7 @@ def membership_report(
         "epsilon_estimate": empirical_epsilon_lower_bound(fpr_all, tpr_all, delta),
         "delta": float(delta),
         "confidence": float(confidence),
-        "interval_methods": {
-            "auc": "stratified percentile bootstrap",
-            "advantage": "stratified percentile bootstrap",
-            "balanced_accuracy": "stratified percentile bootstrap (of the advantage)",
-            "tpr_at_fpr": "Clopper-Pearson (threshold fixed)",
-            "epsilon_lower_bound": "Clopper-Pearson one-sided limits on FPR and FNR",
-        },
+        "interval_methods": dict(INTERVAL_METHODS),
     }
     for row in tpr_rows:
         key = {0.01: "tpr_at_1pct", 0.001: "tpr_at_0p1pct"}.get(row["fpr"])

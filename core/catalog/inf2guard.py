@@ -29,7 +29,7 @@ _CENTRAL = "core.defenses.central"
 DEFENSES.register("inf2guard", DefensePart(
     config=Inf2GuardDefense, order=80,
     name="inf2guard", title="Inf2Guard (λ)", families=_MIA, release="model",
-    extra_releases=(("membership", "representation"),),
+    extra_releases=(("membership", "representation"), ("membership", "adversary_output")),
     knob=Knob.of(Inf2GuardDefense, "tradeoff_lambda", "λ", "Inf2Guard privacy weight", "linear",
               "higher_is_more_private", budget_metric="tradeoff_lambda",
               grid=(0.0, 0.25, 0.5, 0.75, 1.0)),

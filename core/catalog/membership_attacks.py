@@ -65,11 +65,12 @@ ATTACKS.register("mia_representation_lira", AttackPart(
     config_name="representation_lira",
     needs=("labels", "encoder", "references", "shadow_encoders")))
 ATTACKS.register("mia_in_training", AttackPart(
-    name="mia_in_training", title="Inf2Guard's own membership adversary Ψ",
-    accepts=("representation",),
-    threat=ThreatModel(sees="r of the candidate records",
+    name="mia_in_training", title="the defense's own membership adversary",
+    accepts=("adversary_output",),
+    threat=ThreatModel(sees="what the defense's adversary reads of the candidate records "
+                            "(Inf2Guard's Ψ: r; adversarial regularisation's h: f(x) and y)",
                        knows="nothing beyond its training: the adversary trained inside the "
-                             "game against the encoder (the one the defense fights)",
+                             "game against the model (the one the defense fights)",
                        goal=_GOAL_M),
     function=f"{_MEM}:in_training_attack", role="in_training", family="membership",
     config_name="in_training", needs=("in_training",)))

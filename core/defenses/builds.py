@@ -47,8 +47,9 @@ from core.registry import load_object
 @dataclass
 class Trained:
     """A model trained under a defense, as an attacker queries it: ``predict`` (class
-    probabilities), for Inf2Guard ``represent`` (r) and ``adversary`` (its Pr(member)), and
-    what the procedure reports: ``steps``, ``curves``, ``meta`` (ε, accountant, ...)."""
+    probabilities), for Inf2Guard ``represent`` (r), for a game defense ``adversary(X, y)``
+    (its in-training adversary's Pr(member) of rows X with labels y), and what the procedure
+    reports: ``steps``, ``curves``, ``meta`` (ε, accountant, ...)."""
 
     predict: Callable[[Any], Any]
     model: Any = None
@@ -116,6 +117,7 @@ class DefenseBuild:
 def build_defense(family: str, block: Any, **context: Any) -> DefenseBuild:
     """The registered builder of ``block.kind`` for ``family`` applied to the block and the
     run's context (``image_shape``, ``n_classes``, ``train`` spec, ``spectrum`` (a callable:
-    the data spectrum, computed only by the builders that need it), ``reference`` rows)."""
+    the data spectrum, computed only by the builders that need it), ``reference`` rows and
+    ``reference_labels``)."""
     part = DEFENSES.get(block.kind)
     return load_object(part.builder_for(family))(block, family=family, **context)

@@ -16,8 +16,9 @@ gradient-leakage families) as :class:`core.defenses.builds.DefenseBuild` wrapper
 
 Every builder takes the validated block and the run's context (``image_shape``, ``n_classes``,
 ``train``: the training spec with ``epochs``, ``batch_size``, ``lr``, ``optimizer``;
-``spectrum``: a callable returning the data spectrum; ``reference``: Inf2Guard's non-member
-rows) and ignores what it does not need.
+``spectrum``: a callable returning the data spectrum; ``reference`` and ``reference_labels``:
+the membership run's reference non-members, rows and labels, for a defense that trains against
+them) and ignores what it does not need.
 """
 
 from __future__ import annotations
@@ -331,7 +332,7 @@ def build_inf2guard(block: Any, *, n_classes: int, train: Any, reference: torch.
                             batch_size=train.batch_size, lr=train.lr, seed=seed,
                             progress=progress, canary=canary, networks=networks)
         return Trained(lambda Z: torch.softmax(m.logits(Z), -1), m, m.representations,
-                       m.membership_proba, curves=m.curves)
+                       lambda Z, _labels: m.membership_proba(Z), curves=m.curves)
 
     return DefenseBuild("inf2guard", train=train_fn, notes=notes,
                         metrics={"tradeoff_lambda": float(block.tradeoff_lambda)})

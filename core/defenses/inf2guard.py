@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,8 +32,11 @@ from torch import Tensor
 
 from core.catalog.inf2guard import Inf2GuardDefense
 from core.checks import check_field, check_int
+from core.engine.hooks import CanaryHook, Game, Hook, StepState
+from core.engine.loop import Objective, Supervised, fit
+from core.engine.recipe import Recipe
 from core.nn import AttributeAdversary, Encoder, TaskHead, seeded
-from core.noisy_training import GradientCanary, add_canary_term
+from core.noisy_training import GradientCanary
 from core.progress import Progress
 
 
@@ -85,29 +89,56 @@ class TwoLogits(torch.nn.Module):
 Networks = Callable[[torch.Generator], tuple[torch.nn.Module, torch.nn.Module, torch.nn.Module]]
 
 
-def _batches(n: int, batch_size: int, gen: torch.Generator, device) -> list[Tensor]:
-    order = torch.randperm(n, generator=gen).to(device)
-    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+class MembershipGame(Game):
+    """The game of Eq. (6) as the engine's hooks, on a minibatch of members ∪ non-members with
+    the membership labels u: the loss term −λ·L1 + (1−λ)·L2 of the encoder and head (L1 the
+    adversary's class-balanced CE on (r, u), L2 the utility CE on the members' rows), then
+    Ψ's step on the same, detached features (the adversary keeps up with the encoder). A
+    member's share of a canary is (1 − λ)/B₁ (B₁ members in the batch)."""
+
+    def __init__(self, adversary: torch.nn.Module, head: torch.nn.Module, y_members: Tensor,
+                 w_u: Tensor, lam: float, recipe: Recipe, optimizer: Any) -> None:
+        super().__init__([adversary], recipe, optimizer=optimizer,
+                         curves=("utility_ce", "adversary_ce", "adversary_acc"))
+        self.adversary, self.head, self.y_members, self.w_u = adversary, head, y_members, w_u
+        self.lam = float(lam)
+        self._pending: tuple[Tensor, Tensor, Tensor] | None = None
+
+    def loss(self, r: Tensor, u: Tensor, state: StepState) -> Tensor:
+        mem = u == 1
+        l1 = F.cross_entropy(self.adversary(r), u, weight=self.w_u)
+        l2 = (F.cross_entropy(self.head(r[mem]), self.y_members[state.idx[mem]]) if mem.any()
+              else r.sum() * 0)
+        if state.meta.get("canaries"):
+            state.meta["canary_rows"] = int(mem.sum()) if self.lam < 1.0 else 0
+            state.meta["grad_weight"] = 1.0 - self.lam
+        self._pending = (r.detach(), u, l2.detach())
+        return -self.lam * l1 + (1.0 - self.lam) * l2
+
+    def gradient(self, state: StepState) -> None:
+        # Ψ's step touches only Ψ: taken here or after the encoder's step, the same numbers
+        r, u, l2 = self._pending
+        logits_u = self.adversary(r)
+        l1_adv = F.cross_entropy(logits_u, u, weight=self.w_u)
+        self.adversary_step(l1_adv)
+        self.record(utility_ce=float(l2), adversary_ce=float(l1_adv.detach()),
+                    adversary_acc=float((logits_u.argmax(-1) == u).float().mean()))
 
 
-def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, *,
-                    n_classes: int, tradeoff_lambda: float, epochs: int = 20,
-                    pretrain_epochs: int = 5, batch_size: int = 64, lr: float = 1e-3,
-                    adversary_lr: float = 3e-3, hidden_dim: int = 128,
-                    representation_dim: int = 64, adversary_hidden: int = 64, seed: int = 0,
-                    progress: Progress | None = None,
-                    canary: GradientCanary | None = None,
-                    networks: Networks | None = None) -> Inf2GuardModel:
-    """Algorithm 1 (spec 004 §2.1) with Adam; returns the trained networks and per-epoch
-    curves (``utility_ce``, ``adversary_ce``, ``adversary_acc`` on its training batches).
+def _networks(networks: Networks | None, gen: torch.Generator, d: int, n_classes: int,
+              hidden_dim: int, representation_dim: int, adversary_hidden: int, dev
+              ) -> tuple[torch.nn.Module, torch.nn.Module, torch.nn.Module]:
+    if networks is not None:
+        enc, head, adv = networks(gen)
+        return enc.to(dev), head.to(dev), adv.to(dev)
+    enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim), gen)
+    head = seeded(lambda: TaskHead(representation_dim, n_classes), gen)
+    adv = seeded(lambda: AttributeAdversary(representation_dim, 2, hidden=adversary_hidden), gen)
+    return enc.to(dev), head.to(dev), adv.to(dev)
 
-    ``canary``: white-box audit canaries (:class:`core.noisy_training.GradientCanary`)
-    on the released model's parameters (encoder, then head), entering each encoder/head step
-    where one member's utility gradient would: term / B in pre-training (B members per batch),
-    (1 − λ)·term / B₁ in the game (B₁ members in the batch), each canary taking part with a
-    member row's rate (B / rows per epoch). ``networks``: the game's networks from a
-    registered architecture's roles (:class:`TwoLogits` around a one-logit adversary); None:
-    the MLP encoder, head and adversary of ``hidden_dim`` / ``representation_dim``."""
+
+def _check(tradeoff_lambda: float, epochs: int, pretrain_epochs: int, batch_size: int,
+           X_members: Tensor, X_nonmembers: Tensor) -> None:
     check_field(Inf2GuardDefense, "tradeoff_lambda", tradeoff_lambda)
     check_int("epochs", epochs, 0, 10_000)
     check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
@@ -118,89 +149,69 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
     if X_members.shape[1:] != X_nonmembers.shape[1:]:
         raise ValueError(f"X_nonmembers: got rows of shape {tuple(X_nonmembers.shape[1:])}; "
                          f"expected {tuple(X_members.shape[1:])} like X_members")
+
+
+def _phase(progress: Progress | None, start: int, end: int, total: int) -> Progress | None:
+    return None if progress is None else progress.sub(start / total, end / total)
+
+
+def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, *,
+                    n_classes: int, tradeoff_lambda: float, epochs: int = 20,
+                    pretrain_epochs: int = 5, batch_size: int = 64, lr: float = 1e-3,
+                    adversary_lr: float = 3e-3, hidden_dim: int = 128,
+                    representation_dim: int = 64, adversary_hidden: int = 64, seed: int = 0,
+                    progress: Progress | None = None,
+                    canary: GradientCanary | None = None,
+                    networks: Networks | None = None) -> Inf2GuardModel:
+    """Algorithm 1 (spec 004 §2.1) with Adam through the engine's loop (three phases sharing
+    one order stream and the two optimisers); returns the trained networks and per-epoch
+    curves (``utility_ce``, ``adversary_ce``, ``adversary_acc`` on its training batches).
+
+    ``canary``: white-box audit canaries (:class:`core.noisy_training.GradientCanary`)
+    on the released model's parameters (encoder, then head), entering each encoder/head step
+    where one member's utility gradient would: term / B in pre-training (B members per batch),
+    (1 − λ)·term / B₁ in the game (B₁ members in the batch), each canary taking part with a
+    member row's rate (B / rows per epoch). ``networks``: the game's networks from a
+    registered architecture's roles (:class:`TwoLogits` around a one-logit adversary); None:
+    the MLP encoder, head and adversary of ``hidden_dim`` / ``representation_dim``."""
+    _check(tradeoff_lambda, epochs, pretrain_epochs, batch_size, X_members, X_nonmembers)
     t0 = time.perf_counter()
     dev = X_members.device
-    d = int(np.prod(X_members.shape[1:]))
     gen = torch.Generator().manual_seed(int(seed))
-    if networks is None:
-        enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim), gen).to(dev)
-        head = seeded(lambda: TaskHead(representation_dim, n_classes), gen).to(dev)
-        adv = seeded(lambda: AttributeAdversary(representation_dim, 2, hidden=adversary_hidden),
-                     gen).to(dev)
-    else:
-        enc, head, adv = (m.to(dev) for m in networks(gen))
+    enc, head, adv = _networks(networks, gen, int(np.prod(X_members.shape[1:])), n_classes,
+                               hidden_dim, representation_dim, adversary_hidden, dev)
     Xm, Xn = X_members.reshape(len(X_members), -1), X_nonmembers.reshape(len(X_nonmembers), -1)
     X_all = torch.cat([Xm, Xn])
     u_all = torch.cat([torch.ones(len(Xm), dtype=torch.long, device=dev),
                        torch.zeros(len(Xn), dtype=torch.long, device=dev)])
     # the adversary trains class-balanced: an imbalanced u must not let it settle on the majority
     w_u = torch.tensor([len(X_all) / (2 * len(Xn)), len(X_all) / (2 * len(Xm))], device=dev)
-    opt_f = torch.optim.Adam(list(enc.parameters()) + list(head.parameters()), lr=lr)
-    opt_g = torch.optim.Adam(adv.parameters(), lr=adversary_lr)
-    curves: dict[str, list[float]] = {"utility_ce": [], "adversary_ce": [], "adversary_acc": []}
-    total = max(1, pretrain_epochs + epochs)
-
-    def tick(e: int, msg: str) -> None:
-        if progress is not None:
-            progress.update(e / total, msg)
-
     released = list(enc.parameters()) + list(head.parameters())
-    if canary is not None:
-        canary.bind(released)
+    pre = Recipe(epochs=int(pretrain_epochs), batch_size=int(batch_size), lr=float(lr))
+    adv_recipe = Recipe(epochs=max(1, int(pretrain_epochs)), batch_size=int(batch_size),
+                        lr=float(adversary_lr))
+    opt_f, opt_g = pre.optimizer_for(released), adv_recipe.optimizer_for(list(adv.parameters()))
+    total = max(1, pretrain_epochs + epochs)
     # (i) pre-train encoder + utility head on the members (the undefended model)
-    for e in range(pretrain_epochs):
-        tick(e, f"pre-training epoch {e + 1}/{pretrain_epochs}")
-        for idx in _batches(len(Xm), batch_size, gen, dev):
-            loss = F.cross_entropy(head(enc(Xm[idx])), y_members[idx])
-            opt_f.zero_grad(set_to_none=True)
-            loss.backward()
-            if canary is not None:
-                add_canary_term(released, canary.step_term(min(1.0, batch_size / len(Xm))),
-                                len(idx))
-            opt_f.step()
+    fit(released, Objective(lambda i: F.cross_entropy(head(enc(Xm[i])), y_members[i]), len(Xm)),
+        recipe=pre, order=gen, optimizer=opt_f, label="pre-training epoch",
+        hooks=[] if canary is None else [CanaryHook(canary)],
+        progress=_phase(progress, 0, pretrain_epochs, total))
     # (ii) the adversary on frozen features
     with torch.no_grad():
         R_all = enc(X_all)
-    for _ in range(max(1, pretrain_epochs)):
-        for idx in _batches(len(X_all), batch_size, gen, dev):
-            loss = F.cross_entropy(adv(R_all[idx]), u_all[idx], weight=w_u)
-            opt_g.zero_grad(set_to_none=True)
-            loss.backward()
-            opt_g.step()
+    fit(list(adv.parameters()),
+        Objective(lambda i: F.cross_entropy(adv(R_all[i]), u_all[i], weight=w_u), len(X_all)),
+        recipe=adv_recipe, order=gen, optimizer=opt_g)
     # (iii) the game (Eq. 6): a minibatch of members ∪ non-members per step
-    lam = float(tradeoff_lambda)
-    for e in range(epochs):
-        tick(pretrain_epochs + e, f"defense epoch {e + 1}/{epochs} (λ = {lam:g})")
-        sums = {"utility_ce": 0.0, "adversary_ce": 0.0, "adversary_acc": 0.0}
-        steps = 0
-        for idx in _batches(len(X_all), batch_size, gen, dev):
-            xb, ub = X_all[idx], u_all[idx]
-            mem = ub == 1
-            r = enc(xb)
-            l1 = F.cross_entropy(adv(r), ub, weight=w_u)
-            l2 = F.cross_entropy(head(r[mem]), y_members[idx[mem]]) if mem.any() else r.sum() * 0
-            opt_f.zero_grad(set_to_none=True)
-            (-lam * l1 + (1.0 - lam) * l2).backward()
-            if canary is not None and mem.any() and lam < 1.0:
-                term = canary.step_term(min(1.0, batch_size / len(X_all)))
-                if term is not None:
-                    add_canary_term(released, [(1.0 - lam) * t for t in term], int(mem.sum()))
-            opt_f.step()
-            # Ψ on detached features: the adversary keeps up with the encoder
-            logits_u = adv(r.detach())
-            l1_adv = F.cross_entropy(logits_u, ub, weight=w_u)
-            opt_g.zero_grad(set_to_none=True)
-            l1_adv.backward()
-            opt_g.step()
-            sums["utility_ce"] += float(l2.detach())
-            sums["adversary_ce"] += float(l1_adv.detach())
-            sums["adversary_acc"] += float((logits_u.argmax(-1) == ub).float().mean())
-            steps += 1
-        for k, v in sums.items():
-            curves[k].append(v / max(1, steps))
-    tick(total, "done")
-    enc.eval()
-    head.eval()
-    adv.eval()
-    return Inf2GuardModel(encoder=enc, head=head, adversary=adv, curves=curves,
+    game = MembershipGame(adv, head, y_members, w_u, tradeoff_lambda, adv_recipe, opt_g)
+    hooks: list[Hook] = [game] + ([] if canary is None else [CanaryHook(canary, bind=False)])
+    fit(released, Supervised(X_all, u_all, forward=enc),
+        recipe=Recipe(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr)),
+        order=gen, optimizer=opt_f, hooks=hooks,
+        label=f"defense epoch (λ = {float(tradeoff_lambda):g})",
+        progress=_phase(progress, pretrain_epochs, total, total))
+    for net in (enc, head, adv):
+        net.eval()
+    return Inf2GuardModel(encoder=enc, head=head, adversary=adv, curves=game.curves,
                           seconds=time.perf_counter() - t0)

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -36,6 +36,9 @@ from torch import Tensor
 from core.catalog.inf2guard_property import Inf2GuardPropertyDefense
 from core.checks import check_field, check_int
 from core.data.subsets import AGGREGATIONS, Subsets, aggregate_torch
+from core.engine.hooks import Game, StepState
+from core.engine.loop import Objective, fit
+from core.engine.recipe import Recipe
 from core.nn import Encoder, PropertyAdversary, TaskHead, seeded
 from core.progress import Progress
 
@@ -72,12 +75,80 @@ class PropertyGuardModel:
         return torch.softmax(self.adversary(agg), -1)
 
 
-def _batches(n: int, batch_size: int, gen: torch.Generator) -> list[np.ndarray]:
-    order = torch.randperm(n, generator=gen).numpy()
-    out = [order[i:i + batch_size] for i in range(0, n, batch_size)]
-    if len(out) > 1 and len(out[-1]) == 1:  # the adversary's BatchNorm needs two subsets
-        out[-2:] = [np.concatenate(out[-2:])]
+def _split(perm: Tensor, batch_size: int) -> list[Tensor]:
+    """Consecutive slices of the epoch's permutation; a last slice of one row joins the one
+    before it (the adversary's BatchNorm needs two subsets)."""
+    out = [perm[i:i + batch_size] for i in range(0, len(perm), batch_size)]
+    if len(out) > 1 and len(out[-1]) == 1:
+        out[-2:] = [torch.cat(out[-2:])]
     return out
+
+
+class PropertyGame(Game):
+    """The game of Eq. (11) / Algorithm 2 as the engine's hooks: from one forward pass of a
+    minibatch of subsets, Θ descends −λ·L1 + (1−λ)·L2 (the loop's objective), Ω descends L2
+    and Ψ descends L1 (simultaneous steps: their gradients are taken from the same graph
+    before the loop's backward pass and set after it)."""
+
+    def __init__(self, enc: torch.nn.Module, head: torch.nn.Module, adv: torch.nn.Module,
+                 data: tuple[Tensor, Tensor, Tensor, Tensor, Tensor], aggregation: str,
+                 lam: float, recipe: Recipe, optimizer: Any) -> None:
+        super().__init__([adv], recipe, optimizer=optimizer,
+                         curves=("utility_ce", "adversary_ce", "adversary_acc"))
+        self.enc, self.head, self.adv, self.aggregation = enc, head, adv, aggregation
+        self.Xf, self.y, self.index, self.mask, self.u = data
+        self.lam = float(lam)
+        self._grads: tuple[tuple[Tensor, ...], tuple[Tensor, ...]] | None = None
+
+    def forward(self, b: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """(per-row r of the batch's real rows, their labels, the aggregates, u of the batch)."""
+        idx, msk = self.index[b], self.mask[b]
+        n_max = int(msk.sum(1).max())
+        idx, msk = idx[:, :n_max], msk[:, :n_max]
+        r = self.enc(self.Xf[idx.reshape(-1)]).reshape(len(b), n_max, -1)
+        return r[msk], self.y[idx[msk]], aggregate_torch(r, msk, self.aggregation), self.u[b]
+
+    def objective(self, b: Tensor) -> Tensor:
+        r_rows, y_rows, agg, ub = self.forward(b)
+        logits_u = self.adv(agg)
+        l1 = F.cross_entropy(logits_u, ub)
+        l2 = F.cross_entropy(self.head(r_rows), y_rows)
+        self._grads = (torch.autograd.grad(l2, list(self.head.parameters()), retain_graph=True),
+                       torch.autograd.grad(l1, self.adversary_params(), retain_graph=True))
+        self.record(utility_ce=float(l2.detach()), adversary_ce=float(l1.detach()),
+                    adversary_acc=float((logits_u.argmax(-1) == ub).float().mean()))
+        return -self.lam * l1 + (1.0 - self.lam) * l2
+
+    def gradient(self, state: StepState) -> None:
+        g_h, g_g = self._grads
+        for ps, gs in ((list(self.head.parameters()), g_h), (self.adversary_params(), g_g)):
+            for p, g in zip(ps, gs, strict=True):
+                p.grad = g
+        self.optimizer.step()
+
+
+def _networks(networks, gen: torch.Generator, d: int, n_classes: int, K: int, hidden_dim: int,
+              representation_dim: int, adversary_hidden: int, dev
+              ) -> tuple[torch.nn.Module, torch.nn.Module, torch.nn.Module]:
+    if networks is not None:
+        enc, head, adv = networks(gen)
+        return enc.to(dev), head.to(dev), adv.to(dev)
+    enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim), gen)
+    head = seeded(lambda: TaskHead(representation_dim, n_classes), gen)
+    adv = seeded(lambda: PropertyAdversary(representation_dim, K, hidden=adversary_hidden), gen)
+    return enc.to(dev), head.to(dev), adv.to(dev)
+
+
+def _check(tradeoff_lambda: float, epochs: int, pretrain_epochs: int, batch_subsets: int,
+           aggregation: str, subsets: Subsets) -> None:
+    check_field(Inf2GuardPropertyDefense, "tradeoff_lambda", tradeoff_lambda)
+    check_int("epochs", epochs, 0, 10_000)
+    check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
+    check_int("batch_subsets", batch_subsets, 1, 1_000_000)
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation: got {aggregation!r}; allowed: {', '.join(AGGREGATIONS)}")
+    if len(subsets) == 0:
+        raise ValueError("subsets: got none; expected at least one training subset")
 
 
 def train_inf2guard_property(
@@ -88,105 +159,53 @@ def train_inf2guard_property(
     seed: int = 0, progress: Progress | None = None, networks=None,
 ) -> PropertyGuardModel:
     """Algorithm 2 (spec 004 §2.2) with Adam on the subsets ``subsets`` of the rows of ``X``
-    (the whole data set; ``subsets.index`` points into it) with task labels ``y``.
+    (the whole data set; ``subsets.index`` points into it) with task labels ``y``, through the
+    engine's loop (three phases sharing one order stream and the optimisers).
 
     Returns the trained networks and per-epoch curves (``utility_ce``, ``adversary_ce``,
     ``adversary_acc`` on its training batches). ``networks(generator) -> (encoder, head,
     adversary)``: networks of another architecture (an encoder role), initialised from the
     run's generator in that order; None: the MLP encoder of ``hidden_dim``."""
-    check_field(Inf2GuardPropertyDefense, "tradeoff_lambda", tradeoff_lambda)
-    check_int("epochs", epochs, 0, 10_000)
-    check_int("pretrain_epochs", pretrain_epochs, 0, 10_000)
-    check_int("batch_subsets", batch_subsets, 1, 1_000_000)
-    if aggregation not in AGGREGATIONS:
-        raise ValueError(f"aggregation: got {aggregation!r}; allowed: {', '.join(AGGREGATIONS)}")
-    if len(subsets) == 0:
-        raise ValueError("subsets: got none; expected at least one training subset")
+    _check(tradeoff_lambda, epochs, pretrain_epochs, batch_subsets, aggregation, subsets)
     t0 = time.perf_counter()
     dev = X.device
     Xf = X.reshape(len(X), -1)
-    d = int(Xf.shape[1])
-    K = len(subsets.ratios)
     gen = torch.Generator().manual_seed(int(seed))
-    if networks is None:
-        enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim),
-                     gen).to(dev)
-        head = seeded(lambda: TaskHead(representation_dim, n_classes), gen).to(dev)
-        adv = seeded(lambda: PropertyAdversary(representation_dim, K, hidden=adversary_hidden),
-                     gen).to(dev)
-    else:
-        enc, head, adv = (m.to(dev) for m in networks(gen))
-    index = torch.as_tensor(subsets.index, device=dev)
-    mask = torch.as_tensor(subsets.mask, device=dev)
+    enc, head, adv = _networks(networks, gen, int(Xf.shape[1]), n_classes, len(subsets.ratios),
+                               hidden_dim, representation_dim, adversary_hidden, dev)
     u = torch.as_tensor(subsets.labels, dtype=torch.long, device=dev)
-    opt_f = torch.optim.Adam(enc.parameters(), lr=lr)
-    opt_h = torch.optim.Adam(head.parameters(), lr=lr)
-    opt_g = torch.optim.Adam(adv.parameters(), lr=adversary_lr)
-    curves: dict[str, list[float]] = {"utility_ce": [], "adversary_ce": [], "adversary_acc": []}
+    game_data = (Xf, y, torch.as_tensor(subsets.index, device=dev),
+                 torch.as_tensor(subsets.mask, device=dev), u)
+    # Θ and Ω: one Adam over both is theirs apart (Adam acts per parameter)
+    released = list(enc.parameters()) + list(head.parameters())
+    pre = Recipe(epochs=int(pretrain_epochs), batch_size=128, lr=float(lr))
+    adv_recipe = Recipe(epochs=max(1, int(pretrain_epochs)), batch_size=int(batch_subsets),
+                        lr=float(adversary_lr))
+    opt_fh, opt_g = pre.optimizer_for(released), adv_recipe.optimizer_for(list(adv.parameters()))
     total = max(1, pretrain_epochs + epochs)
-    m = len(subsets)
-
-    def tick(e: int, msg: str) -> None:
-        if progress is not None:
-            progress.update(e / total, msg)
-
-    def forward(b: np.ndarray) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """(per-row r of the batch's real rows, their labels, the aggregates, u of the batch)."""
-        idx, msk = index[b], mask[b]
-        n_max = int(msk.sum(1).max())
-        idx, msk = idx[:, :n_max], msk[:, :n_max]
-        r = enc(Xf[idx.reshape(-1)]).reshape(len(b), n_max, -1)
-        return r[msk], y[idx[msk]], aggregate_torch(r, msk, aggregation), u[b]
-
+    game = PropertyGame(enc, head, adv, game_data, aggregation, tradeoff_lambda, adv_recipe, opt_g)
     # (i) pre-train encoder + utility head on the subsets' rows (the undefended model)
     rows = torch.as_tensor(subsets.rows(), device=dev)
-    for e in range(pretrain_epochs):
-        tick(e, f"pre-training epoch {e + 1}/{pretrain_epochs}")
-        for b in _batches(len(rows), 128, gen):
-            loss = F.cross_entropy(head(enc(Xf[rows[b]])), y[rows[b]])
-            opt_f.zero_grad(set_to_none=True)
-            opt_h.zero_grad(set_to_none=True)
-            loss.backward()
-            opt_f.step()
-            opt_h.step()
+    fit(released, Objective(lambda b: F.cross_entropy(head(enc(Xf[rows[b]])), y[rows[b]]),
+                            len(rows)),
+        recipe=pre, order=gen, optimizer=opt_fh, split=_split, label="pre-training epoch",
+        progress=None if progress is None else progress.sub(0.0, pretrain_epochs / total))
+
     # (ii) the adversary on frozen aggregates
-    for _ in range(max(1, pretrain_epochs)):
-        for b in _batches(m, batch_subsets, gen):
-            with torch.no_grad():
-                _, _, agg, ub = forward(b)
-            loss = F.cross_entropy(adv(agg), ub)
-            opt_g.zero_grad(set_to_none=True)
-            loss.backward()
-            opt_g.step()
+    def warm_up(b: Tensor) -> Tensor:
+        with torch.no_grad():
+            _, _, agg, ub = game.forward(b)
+        return F.cross_entropy(adv(agg), ub)
+
+    fit(list(adv.parameters()), Objective(warm_up, len(subsets)), recipe=adv_recipe,
+        order=gen, optimizer=opt_g, split=_split)
     # (iii) the game (Eq. 11 / Algorithm 2)
-    lam = float(tradeoff_lambda)
-    enc_params, head_params, adv_params = (list(n.parameters()) for n in (enc, head, adv))
-    for e in range(epochs):
-        tick(pretrain_epochs + e, f"defense epoch {e + 1}/{epochs} (λ = {lam:g})")
-        sums = {"utility_ce": 0.0, "adversary_ce": 0.0, "adversary_acc": 0.0}
-        steps = 0
-        for b in _batches(m, batch_subsets, gen):
-            r_rows, y_rows, agg, ub = forward(b)
-            logits_u = adv(agg)
-            l1 = F.cross_entropy(logits_u, ub)
-            l2 = F.cross_entropy(head(r_rows), y_rows)
-            g_f = torch.autograd.grad(-lam * l1 + (1.0 - lam) * l2, enc_params, retain_graph=True)
-            g_h = torch.autograd.grad(l2, head_params, retain_graph=True)
-            g_g = torch.autograd.grad(l1, adv_params)
-            for ps, gs in ((enc_params, g_f), (head_params, g_h), (adv_params, g_g)):
-                for p, g in zip(ps, gs, strict=True):
-                    p.grad = g
-            opt_f.step()
-            opt_h.step()
-            opt_g.step()
-            sums["utility_ce"] += float(l2.detach())
-            sums["adversary_ce"] += float(l1.detach())
-            sums["adversary_acc"] += float((logits_u.argmax(-1) == ub).float().mean())
-            steps += 1
-        for k, v in sums.items():
-            curves[k].append(v / max(1, steps))
-    tick(total, "done")
+    fit(list(enc.parameters()) + list(head.parameters()), Objective(game.objective, len(subsets)),
+        recipe=Recipe(epochs=int(epochs), batch_size=int(batch_subsets), lr=float(lr)),
+        order=gen, optimizer=opt_fh, split=_split, hooks=[game],
+        label=f"defense epoch (λ = {float(tradeoff_lambda):g})",
+        progress=None if progress is None else progress.sub(pretrain_epochs / total, 1.0))
     for net in (enc, head, adv):
         net.eval()
     return PropertyGuardModel(encoder=enc, head=head, adversary=adv, aggregation=aggregation,
-                              curves=curves, seconds=time.perf_counter() - t0)
+                              curves=game.curves, seconds=time.perf_counter() - t0)

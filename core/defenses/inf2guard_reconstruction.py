@@ -45,6 +45,9 @@ from torch import Tensor, nn
 
 from core.catalog.inf2guard_dra import Inf2GuardDRADefense
 from core.checks import check_field, check_int
+from core.engine.hooks import Game, StepState
+from core.engine.loop import Supervised, fit
+from core.engine.recipe import Recipe
 from core.nn import Decoder, Encoder, TaskHead, seeded
 from core.progress import Progress
 from core.seeds import torch_stream
@@ -229,6 +232,61 @@ def build_networks(in_dim: int, n_classes: int, *, channel: str, epsilon: float,
     return DRAModel(enc, head, dec, pert)
 
 
+class ReconstructionGame(Game):
+    """Algorithm 4 (with Algorithm 3 for a learned channel) as the engine's hooks around the
+    loop's step of the encoder Θ and head Ω on a minibatch (x, y): before it, Φ's step
+    (utility on r + δ against the noise entropy, Eq. 26); in the loss, on the loop's forward
+    r = f(x), the decoder Ψ's step on the detached r + δ, then Eq. 20's term with Ψ's
+    reconstruction as the privacy term. Every noise draw comes from ``gen`` in that order."""
+
+    def __init__(self, m: DRAModel, y: Tensor, *, lam: float, beta: float, samples: int,
+                 var_x: float, gen: torch.Generator, recipe: Recipe) -> None:
+        super().__init__([m.decoder], recipe,
+                         curves=("utility_ce", "decoder_mse", "noise_entropy"))
+        self.m, self.y, self.lam, self.beta, self.K = m, y, lam, beta, samples
+        self.var_x, self.gen = var_x, gen
+        pert = m.perturbation
+        self.opt_p = (torch.optim.Adam([pert.mu, pert.log_sigma], lr=10 * recipe.lr)
+                      if pert.learned and pert.epsilon > 0 else None)
+
+    def before_step(self, state: StepState) -> None:
+        if self.opt_p is None:
+            return
+        m, xb = self.m, state.source[state.idx]
+        with torch.no_grad():
+            r0 = m.encoder(xb)
+        loss_p = F.cross_entropy(m.head(m.perturbation.release(r0, self.gen, self.K)),
+                                 self.y[state.idx].repeat(self.K))
+        if self.beta > 0:
+            loss_p = loss_p - self.beta * m.perturbation.entropy_per_dim(256, self.gen).mean()
+        self.opt_p.zero_grad(set_to_none=True)
+        loss_p.backward()
+        self.opt_p.step()
+        m.head.zero_grad(set_to_none=True)
+
+    def loss(self, r: Tensor, yb: Tensor, state: StepState) -> Tensor:
+        m, pert, K, xb = self.m, self.m.perturbation, self.K, state.source[state.idx]
+        with torch.no_grad():
+            z_d = pert.release(r.detach(), self.gen, K)
+        loss_d = F.mse_loss(m.decoder(z_d), xb.repeat(K, 1))
+        self.adversary_step(loss_d)
+        noise = pert.sample(K * len(xb), self.gen).detach()
+        z = pert.prepare(r).repeat(K, 1) + noise
+        l1 = F.cross_entropy(m.head(z), yb.repeat(K))
+        l2 = F.cross_entropy(m.head(r), yb)
+        loss = (1.0 - self.lam) * (l1 + l2)
+        if self.lam > 0:
+            loss = loss - self.lam * F.mse_loss(m.decoder(z), xb.repeat(K, 1)) / self.var_x
+        self.record(utility_ce=float(l1.detach()), decoder_mse=float(loss_d.detach()))
+        return loss
+
+    def epoch_end(self, state: StepState) -> None:
+        super().epoch_end(state)
+        with torch.no_grad():
+            entropy = self.m.perturbation.entropy_per_dim(1024, self.gen).mean()
+        self.curves["noise_entropy"].append(float(entropy))
+
+
 def train_inf2guard_dra(X: Tensor, y: Tensor, *, n_classes: int, channel: str = "learned",
                         epsilon: float = 1.0, tradeoff_lambda: float = 0.4,
                         entropy_alpha: float = 1.0, mc_samples: int = 5, epochs: int = 15,
@@ -237,8 +295,9 @@ def train_inf2guard_dra(X: Tensor, y: Tensor, *, n_classes: int, channel: str = 
                         clip_norm: float = 4.0, dp_delta: float = 1e-5, seed: int = 0,
                         progress: Progress | None = None, encoder=None) -> DRAModel:
     """Algorithm 4 (with Algorithm 3 for the learned channel) on rows ``X`` (n, d) in [0, 1]
-    and labels ``y``; returns the trained networks and per-epoch curves (``utility_ce`` on the
-    noisy representation, ``decoder_mse`` of Ψ, ``noise_entropy`` in nats per coordinate)."""
+    and labels ``y`` through the engine's loop (:class:`ReconstructionGame`); returns the
+    trained networks and per-epoch curves (``utility_ce`` on the noisy representation,
+    ``decoder_mse`` of Ψ, ``noise_entropy`` in nats per coordinate)."""
     for name, value in (("tradeoff_lambda", tradeoff_lambda), ("epsilon", epsilon),
                         ("entropy_alpha", entropy_alpha)):
         check_field(Inf2GuardDRADefense, name, value)
@@ -247,76 +306,24 @@ def train_inf2guard_dra(X: Tensor, y: Tensor, *, n_classes: int, channel: str = 
     if channel not in CHANNELS:
         raise ValueError(f"channel: got {channel!r}; allowed: {', '.join(CHANNELS)}")
     t0 = time.perf_counter()
-    dev = X.device
     Xf = X.reshape(len(X), -1)
     m = build_networks(Xf.shape[1], n_classes, channel=channel, epsilon=epsilon,
                        hidden_dim=hidden_dim, representation_dim=representation_dim,
                        decoder_hidden=decoder_hidden, clip_norm=clip_norm, dp_delta=dp_delta,
                        seed=seed, encoder=encoder)
     for mod in (m.encoder, m.head, m.decoder, m.perturbation):
-        mod.to(dev).train()
+        mod.to(X.device).train()
     gen = torch_stream(seed, "inf2guard_dra", "train")
-    lam, K = float(tradeoff_lambda), int(mc_samples)
-    beta = beta_of(lam, entropy_alpha)
-    var_x = float(Xf.var()) or 1.0
-    opt_f = torch.optim.Adam(list(m.encoder.parameters()) + list(m.head.parameters()), lr=lr)
-    opt_d = torch.optim.Adam(m.decoder.parameters(), lr=lr)
-    opt_p = torch.optim.Adam([m.perturbation.mu, m.perturbation.log_sigma], lr=10 * lr) \
-        if m.perturbation.learned and epsilon > 0 else None
-    curves: dict[str, list[float]] = {"utility_ce": [], "decoder_mse": [], "noise_entropy": []}
-    pert = m.perturbation
-    for e in range(epochs):
-        if progress is not None:
-            progress.update(e / max(1, epochs), f"defense epoch {e + 1}/{epochs} "
-                            f"({channel}, ε = {epsilon:g}, λ = {lam:g})")
-        sums = {"utility_ce": 0.0, "decoder_mse": 0.0}
-        steps = 0
-        order = torch.randperm(len(Xf), generator=gen).to(dev)
-        for i in range(0, len(Xf), batch_size):
-            idx = order[i:i + batch_size]
-            xb, yb = Xf[idx], y[idx]
-            yk = yb.repeat(K)
-            # Algorithm 3 (learned Φ): utility on r + δ against the noise entropy (Eq. 26)
-            if opt_p is not None:
-                with torch.no_grad():
-                    r0 = m.encoder(xb)
-                loss_p = F.cross_entropy(m.head(pert.release(r0, gen, K)), yk)
-                if beta > 0:
-                    loss_p = loss_p - beta * pert.entropy_per_dim(256, gen).mean()
-                opt_p.zero_grad(set_to_none=True)
-                loss_p.backward()
-                opt_p.step()
-                m.head.zero_grad(set_to_none=True)
-            # Ψ: the in-training decoder on (x, r + δ), r detached
-            r = m.encoder(xb)
-            with torch.no_grad():
-                z_d = pert.release(r.detach(), gen, K)
-            loss_d = F.mse_loss(m.decoder(z_d), xb.repeat(K, 1))
-            opt_d.zero_grad(set_to_none=True)
-            loss_d.backward()
-            opt_d.step()
-            # Θ, Ω: Eq. 20 with the Gaussian-decoder privacy term
-            noise = pert.sample(K * len(xb), gen).detach()
-            z = pert.prepare(r).repeat(K, 1) + noise
-            l1 = F.cross_entropy(m.head(z), yk)
-            l2 = F.cross_entropy(m.head(r), yb)
-            loss = (1.0 - lam) * (l1 + l2)
-            if lam > 0:
-                loss = loss - lam * F.mse_loss(m.decoder(z), xb.repeat(K, 1)) / var_x
-            opt_f.zero_grad(set_to_none=True)
-            loss.backward()
-            opt_f.step()
-            sums["utility_ce"] += float(l1.detach())
-            sums["decoder_mse"] += float(loss_d.detach())
-            steps += 1
-        for k, v in sums.items():
-            curves[k].append(v / max(1, steps))
-        with torch.no_grad():
-            curves["noise_entropy"].append(float(pert.entropy_per_dim(1024, gen).mean()))
-    if progress is not None:
-        progress.update(1.0, "defense trained")
+    lam = float(tradeoff_lambda)
+    recipe = Recipe(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr))
+    game = ReconstructionGame(m, y, lam=lam, beta=beta_of(lam, entropy_alpha),
+                              samples=int(mc_samples), var_x=float(Xf.var()) or 1.0, gen=gen,
+                              recipe=recipe)
+    fit(list(m.encoder.parameters()) + list(m.head.parameters()),
+        Supervised(Xf, y, forward=m.encoder), recipe=recipe, order=gen, hooks=[game],
+        progress=progress, label=f"defense epoch ({channel}, ε = {epsilon:g}, λ = {lam:g})")
     m.eval()
-    m.curves, m.seconds = curves, time.perf_counter() - t0
+    m.curves, m.seconds = game.curves, time.perf_counter() - t0
     return m
 
 

@@ -14,6 +14,12 @@ A :class:`Hook` overrides any of:
 - ``gradient(state)``: after the backward pass, before the optimiser step (canary terms);
 - ``epoch_end(state)``: after each epoch.
 
+A game defense (Inf2Guard, adversarial regularisation) is a :class:`Game`: a hook that declares
+its adversary's networks and their :class:`~core.engine.recipe.Recipe` and takes the adversary's
+steps on its own optimiser from these methods: ``before_step`` for steps that precede the
+model's (k inference steps per classifier step), ``loss`` or ``gradient`` for a step on the
+features of the model's own forward pass.
+
 ``per_example`` says whether the hook's terms act on each model's own rows only, so that K
 models train together in the batched form (label smoothing, RelaxLoss); a hook that needs one
 model's whole step (Opacus' per-sample clipping, canaries bound to one model's parameters)
@@ -22,6 +28,7 @@ leaves it False and its shadows train one by one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,7 +37,7 @@ if TYPE_CHECKING:
 
     from core.engine.recipe import Recipe
 
-__all__ = ["CanaryHook", "Hook", "StepState"]
+__all__ = ["CanaryHook", "Game", "Hook", "StepState"]
 
 
 @dataclass(kw_only=True)
@@ -112,29 +119,81 @@ class CanaryHook(Hook):
     """White-box audit canaries (:class:`core.noisy_training.GradientCanary`) added where one
     row's gradient would go: each takes part in a step with probability B/n and adds term / m
     to the batch-mean gradient (m the step's rows), with the sign ``state.meta["grad_sign"]``
-    when a loss hook set one (−1 on RelaxLoss's ascent steps, as a member's gradient is)."""
+    when a loss hook set one (−1 on RelaxLoss's ascent steps, as a member's gradient is).
 
-    def __init__(self, canary: Any) -> None:
-        self.canary = canary
+    A game's loss hook may say where a member's gradient goes in its step:
+    ``meta["canary_rows"]`` the rows its term is a mean over (0: no member row in the step, no
+    canary takes part) and ``meta["grad_weight"]`` the term's weight (1 − λ in Inf2Guard).
+    ``bind=False`` keeps the binding of an earlier phase of the same training (θ₀ stays the
+    weights before that phase)."""
+
+    def __init__(self, canary: Any, *, bind: bool = True) -> None:
+        self.canary, self.bind = canary, bind
 
     def prepare(self, state: StepState) -> None:
-        self.canary.bind(state.params)
+        if self.bind:
+            self.canary.bind(state.params)
         state.meta["canaries"] = True
 
     def gradient(self, state: StepState) -> None:
         import torch
 
+        rows = state.meta.get("canary_rows", state.rows)
+        if rows == 0:
+            return
         term = self.canary.step_term(min(1.0, state.batch_size / state.n))
         if term is None:
             return
-        sign = state.meta.get("grad_sign")
+        sign, weight = state.meta.get("grad_sign"), state.meta.get("grad_weight")
         with torch.no_grad():
             for p, t in zip(state.params, term, strict=True):
+                if weight is not None:
+                    t = weight * t
                 t = t.reshape(p.shape)
                 if sign is not None:
                     t = t * sign
                 if p.grad is None:
-                    p.grad = t / state.rows
+                    p.grad = t / rows
                 else:
-                    p.grad.add_(t, alpha=1.0 / state.rows)
+                    p.grad.add_(t, alpha=1.0 / rows)
+
+
+class Game(Hook):
+    """A min-max game's hook: the adversary's ``networks`` trained by their own ``recipe``
+    (its optimiser built in :meth:`prepare`, or ``optimizer`` carried over from a warm-up),
+    beside the model the loop trains. Subclasses call :meth:`adversary_step` where their
+    algorithm puts it and :meth:`record` once per step; the means of the recorded values per
+    epoch are :attr:`curves` (named up front by ``curves``, empty until an epoch ends)."""
+
+    def __init__(self, networks: Sequence[nn.Module], recipe: Recipe, *,
+                 optimizer: Any = None, curves: Sequence[str] = ()) -> None:
+        self.networks, self.recipe, self.optimizer = tuple(networks), recipe, optimizer
+        self.curves: dict[str, list[float]] = {k: [] for k in curves}
+        self._sums: dict[str, float] = {}
+        self._steps = 0
+
+    def adversary_params(self) -> list[Tensor]:
+        """The adversary's trainable parameters, network by network."""
+        return [p for net in self.networks for p in net.parameters() if p.requires_grad]
+
+    def prepare(self, state: StepState) -> None:
+        if self.optimizer is None:
+            self.optimizer = self.recipe.optimizer_for(self.adversary_params())
+
+    def adversary_step(self, loss: Tensor) -> None:
+        """One step of the adversary's optimiser descending ``loss``."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+
+    def record(self, **values: float) -> None:
+        """This step's values (host floats) for the epoch's curves."""
+        for k, v in values.items():
+            self._sums[k] = self._sums.get(k, 0.0) + v
+        self._steps += 1
+
+    def epoch_end(self, state: StepState) -> None:
+        for k, v in self._sums.items():
+            self.curves.setdefault(k, []).append(v / max(1, self._steps))
+        self._sums, self._steps = {}, 0
 

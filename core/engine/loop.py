@@ -142,13 +142,59 @@ def _host(v: Any) -> Any:
     return v.item() if isinstance(v, Tensor) and v.numel() == 1 else v
 
 
+@dataclass
+class _BestEpoch:
+    """Early stopping on a validation loss: the best epoch's weights and the epochs since."""
+
+    module: nn.Module | None
+    params: list[Tensor]
+    min_delta: float
+    patience: int | None
+    best: float = math.inf
+    weights: Any = None
+    bad: int = 0
+
+    def after(self, ep: int, log: TrainLog, validation: Callable[[], Tensor | float]) -> bool:
+        """Record epoch ``ep``'s validation loss; whether training stops here."""
+        if self.module is not None:
+            self.module.eval()
+        with torch.no_grad():
+            v = float(validation())
+        log.val_loss.append(v)
+        if v < self.best - self.min_delta:
+            self.best, self.weights, self.bad = v, _snapshot(self.module, self.params), 0
+            log.best_epoch, log.best_val_loss = ep, v
+            return False
+        self.bad += 1
+        return self.patience is not None and self.bad >= self.patience
+
+
+def _step(state: StepState, idx: Tensor, task: Supervised | Objective, hooks: Sequence[Hook],
+          net: Any, opt: Any) -> Tensor:
+    """One optimiser step on the rows ``idx``: the hooks' ``before_step``, the objective, the
+    backward pass, the hooks' ``gradient``, the step; returns the recorded loss × rows."""
+    state.idx, state.rows, state.reported = idx, len(idx), None
+    for h in hooks:
+        h.before_step(state)
+    loss = task.objective(state, hooks, net)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    for h in hooks:
+        h.gradient(state)
+    opt.step()
+    shown = loss if state.reported is None else state.reported
+    state.step += 1
+    return shown.detach().double() * state.rows
+
+
 def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, recipe: Recipe,
         order: torch.Generator, hooks: Sequence[Hook] = (), progress: Any = None,
         label: str = "epoch", cancel_check: Callable[[], None] | None = None,
         validation: Callable[[], Tensor | float] | None = None, patience: int | None = None,
         min_delta: float = 1e-6, on_epoch: Callable[[int, TrainLog], None] | None = None,
         evaluate: Callable[[], dict[str, float]] | None = None,
-        time_epochs: bool = False) -> TrainLog:
+        time_epochs: bool = False, optimizer: torch.optim.Optimizer | None = None,
+        split: Callable[[Tensor, int], Sequence[Tensor]] | None = None) -> TrainLog:
     """Train ``model`` (a module, or a list of parameters whose modes the caller owns) on
     ``task`` under ``recipe``, in place; see the module docstring.
 
@@ -157,10 +203,14 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
     improvement must exceed ``min_delta``); with ``patience``, training stops after that many
     epochs without one. ``evaluate()`` returns curve values recorded after each epoch (a test
     accuracy); ``on_epoch(epoch, log)`` runs last in each epoch (it may raise to cancel). A
-    module trains in train mode and is left in eval mode."""
+    module trains in train mode and is left in eval mode.
+
+    ``optimizer``: one carried over from an earlier phase (a game's pretraining) in place of
+    the recipe's; ``split(perm, batch_size)``: the epoch's minibatches cut from its permutation
+    (default: consecutive slices, the last one smaller)."""
     module, params = params_of(model)
     dev = params[0].device
-    opt = recipe.optimizer_for(params)
+    opt = recipe.optimizer_for(params) if optimizer is None else optimizer
     sched = recipe.scheduler_for(opt)
     n, b, epochs = int(task.n), int(recipe.batch_size), int(recipe.epochs)
     if n < 1:
@@ -172,9 +222,7 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
     net = prepare_model(module) if (module is not None and isinstance(task, Supervised)
                                     and task.forward is None) else module
     log = TrainLog()
-    best_val, best_state, bad = math.inf, None, 0
-    per_epoch = -(-n // b)
-    every = max(1, per_epoch // 5)
+    keep = _BestEpoch(module, params, min_delta, patience)
     t0 = time.perf_counter()
     for ep in range(1, epochs + 1):
         state.epoch = ep
@@ -182,25 +230,16 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
             module.train()
         t_ep = time.perf_counter()
         perm = torch.randperm(n, generator=order).to(dev)
+        batches = ([perm[i:i + b] for i in range(0, n, b)] if split is None
+                   else split(perm, b))
         tot = torch.zeros((), dtype=torch.float64, device=dev)
-        for j, i in enumerate(range(0, n, b)):
+        for j, idx in enumerate(batches):
             if cancel_check is not None:
                 cancel_check()
-            state.idx, state.rows, state.reported = perm[i:i + b], min(b, n - i), None
-            for h in hooks:
-                h.before_step(state)
-            loss = task.objective(state, hooks, net)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            for h in hooks:
-                h.gradient(state)
-            opt.step()
-            shown = loss if state.reported is None else state.reported
-            tot += shown.detach().double() * state.rows
-            state.step += 1
-            if progress is not None and (j + 1) % every == 0:
-                progress.update((ep - 1 + (j + 1) / per_epoch) / epochs,
-                                f"{label} {ep}/{epochs}: step {j + 1}/{per_epoch}")
+            tot += _step(state, idx, task, hooks, net, opt)
+            if progress is not None and (j + 1) % max(1, len(batches) // 5) == 0:
+                progress.update((ep - 1 + (j + 1) / len(batches)) / epochs,
+                                f"{label} {ep}/{epochs}: step {j + 1}/{len(batches)}")
         if sched is not None:
             sched.step()
         for h in hooks:
@@ -212,19 +251,7 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
         if evaluate is not None:
             for k, v in evaluate().items():
                 log.curves.setdefault(k, []).append(float(v))
-        stop = False
-        if validation is not None:
-            if module is not None:
-                module.eval()
-            with torch.no_grad():
-                v = float(validation())
-            log.val_loss.append(v)
-            if v < best_val - min_delta:
-                best_val, best_state, bad = v, _snapshot(module, params), 0
-                log.best_epoch, log.best_val_loss = ep, v
-            else:
-                bad += 1
-                stop = patience is not None and bad >= patience
+        stop = validation is not None and keep.after(ep, log, validation)
         if progress is not None:
             progress.update(ep / epochs, f"{label} {ep}/{epochs} done")
         if on_epoch is not None:
@@ -232,8 +259,8 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
         if stop:
             log.stopped_early = True
             break
-    if best_state is not None:
-        _restore(module, params, best_state)
+    if keep.weights is not None:
+        _restore(module, params, keep.weights)
     if module is not None:
         module.eval()
     log.steps = state.step

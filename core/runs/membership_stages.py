@@ -134,7 +134,7 @@ def context(cfg: MembershipConfig, progress: Progress) -> Context:
     build = build_defense(
         FAMILY, cfg.defense, image_shape=shape, n_classes=n_classes, train=cfg.train,
         spectrum=lambda: image_spectrum(np.asarray(ds.X)[ds.split("train")]), reference=X[d0],
-        model=cfg.model)
+        reference_labels=y[d0], model=cfg.model)
     part = {"data": cfg.data.model_dump(mode="json"), "seed": cfg.seed, "device": dev.type,
             "defense": cfg.defense.model_dump(mode="json"),
             "train": cfg.train.model_dump(mode="json")}
@@ -163,7 +163,7 @@ def target_stage(ctx: Context, stages: Stages, progress: Progress) -> tuple[Stag
             # the encoder queried on the population (the representation head's fitting rows)
             arrays["r_z"] = tgt.represent(X[z_rows]).double().cpu().numpy()
         if tgt.adversary is not None:
-            arrays["adversary_pool"] = tgt.adversary(X[pool]).double().cpu().numpy()
+            arrays["adversary_pool"] = tgt.adversary(X[pool], y[pool]).double().cpu().numpy()
         arrays.update(ctx.signal_arrays(tgt.predict))
         meta = {k: v for k, v in tgt.meta.items() if isinstance(v, int | float | str)}
         return StageOutput(arrays=arrays, meta={**meta, "steps": int(tgt.steps)})
