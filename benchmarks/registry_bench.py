@@ -450,6 +450,61 @@ def import_cycles(root: Path = ROOT) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# "module:attr" strings: every one resolved by one test (tests/test_registry_strings.py)
+
+
+def _registry_modules(root: Path = ROOT) -> list[str]:
+    """Modules under the project's packages that create a :class:`core.registry.Registry` at
+    module level (importing them fills :data:`core.registry.Registry.instances`)."""
+    out = []
+    for name, path in _modules(root).items():
+        for node in _tree(path).body:
+            value = getattr(node, "value", None)
+            if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "Registry":
+                out.append(name)
+                break
+    return sorted(out)
+
+
+def dotted_string_sites(root: Path = ROOT) -> list[tuple[str, str]]:
+    """``(where, "module:attr")`` for every object path the project names by string: each entry
+    of every registry (its fields and typed groups, :func:`core.registry.object_paths`;
+    ``where`` = ``"<registry>:<name>"``) and every string constant in the source that is one
+    (``where`` = ``file:line``: tables such as the data sets' loaders)."""
+    import importlib
+
+    from core.registry import OBJECT_PATH, Registry, object_paths
+
+    for module in _registry_modules(root):
+        importlib.import_module(module)
+    out = []
+    for reg in Registry.instances:
+        for name, entry in reg.items():
+            out.extend((f"{reg.what}:{name}", p) for p in object_paths(entry))
+    for pkg in PACKAGES:
+        for path in _py(root / pkg):
+            for node in ast.walk(_tree(path)):
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                        and OBJECT_PATH.fullmatch(node.value)):
+                    out.append((f"{_rel(path)}:{node.lineno}", node.value))
+    return list(dict.fromkeys(out))
+
+
+def unresolved_dotted_strings(root: Path = ROOT) -> list[str]:
+    """``where: path (why)`` for every object path of :func:`dotted_string_sites` that does not
+    import (a misspelt module or attribute). Target: none."""
+    from core.registry import resolve_path
+
+    out = []
+    for where, path in dotted_string_sites(root):
+        try:
+            resolve_path(path)
+        except (ImportError, AttributeError) as e:
+            out.append(f"{where}: {path} ({type(e).__name__}: {e})")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # the benchmark
 
 

@@ -7,8 +7,9 @@ one-line error naming what was asked for and what exists.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -21,10 +22,15 @@ class UnknownName(KeyError):
 
 
 class Registry(Generic[T]):
-    """Name -> entry. ``what`` names the registry in errors (``"defense"``, ``"attack"``)."""
+    """Name -> entry. ``what`` names the registry in errors (``"defense"``, ``"attack"``).
+    Every instance is listed in :data:`Registry.instances` (the test that resolves every
+    ``"module:attr"`` entry reads them all)."""
+
+    instances: ClassVar[list[Registry[Any]]] = []
 
     def __init__(self, what: str, *, loader: str | None = None,
                  order: Callable[[T], Any] | None = None) -> None:
+        Registry.instances.append(self)
         self.what = what
         self._entries: dict[str, T] = {}
         #: a package imported on the first read (the declarations that register themselves:
@@ -131,3 +137,37 @@ def load_object(path: str | Callable[..., Any]):
         raise ValueError(f"object path: got {str(path)[:80]!r}; only registered "
                          f"'{ALLOWED_PACKAGES[0]}.<module>:<name>' objects are loaded")
     return getattr(importlib.import_module(module), attr)
+
+
+#: a ``"package.module:attr"`` object path (the form :func:`load_object` imports)
+OBJECT_PATH = re.compile(r"(?:core|cache|dashboard)(?:\.\w+)+:\w+(?:\.\w+)*")
+
+
+def object_paths(value: Any) -> list[str]:
+    """Every ``"module:attr"`` string held in ``value``: itself, or inside a dataclass's fields,
+    a tuple, list or a dict's values (a registry entry and the typed groups it holds)."""
+    import dataclasses
+
+    if isinstance(value, str):
+        return [value] if OBJECT_PATH.fullmatch(value) else []
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [p for f in dataclasses.fields(value)
+                for p in object_paths(getattr(value, f.name))]
+    if isinstance(value, tuple | list):
+        return [p for v in value for p in object_paths(v)]
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in object_paths(v)]
+    return []
+
+
+def resolve_path(path: str) -> Any:
+    """The object ``"module:attr"`` names (``attr`` may be dotted: a class's method); an
+    ImportError or AttributeError says what is missing. Unlike :func:`load_object` it accepts
+    any privlab package (the registry-strings test resolves them all)."""
+    import importlib
+
+    module, _, attr = path.partition(":")
+    obj = importlib.import_module(module)
+    for name in attr.split("."):
+        obj = getattr(obj, name)
+    return obj
