@@ -505,6 +505,25 @@ def unresolved_dotted_strings(root: Path = ROOT) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# attack settings: each attack's own block, in its catalog module
+
+
+def attack_settings_outside_attack_modules() -> list[str]:
+    """``attack: setting`` for every ``cfg.attack`` field an attack reads that its own settings
+    block in :mod:`core.catalog` does not declare: one named in ``params`` (declared by the
+    family's config) or a block defined elsewhere. Target: none."""
+    from core.parts import ATTACKS
+
+    out = []
+    for name, part in ATTACKS.items():
+        block = part.settings
+        own = (set(block.model_fields) if block is not None
+               and block.__module__.startswith("core.catalog.") else set())
+        out.extend(f"{name}: {s}" for s in part.setting_names() if s not in own)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # the benchmark
 
 

@@ -419,7 +419,10 @@ class AttackPart:
 
     ``function`` is the protocol function the runner calls through
     :func:`core.attacks.protocol.run_attack` as ``function(release, knowledge, **options,
-    **params)``; ``params`` are the ``cfg.attack`` fields it reads, ``options`` fixed keyword
+    **settings)``; its ``settings`` block (a :class:`core.config_base.Block` declared in its
+    own catalog module) holds the ``cfg.attack`` fields it reads, with their ranges: the
+    family's attack config carries every attack's block (:func:`core.config.attack_spec`) and
+    validates the chosen attacks' settings by their blocks. ``options`` are fixed keyword
     arguments (the preset a shared function runs). ``config_name`` is what a user writes in
     ``cfg.attack.attackers`` (default: ``name``); ``metric_key`` the ``{who}`` of its metric
     names (default: the config name)."""
@@ -436,6 +439,10 @@ class AttackPart:
     #: what kind of adversary: "in_training" (the one the defense trained against), "fresh",
     #: "baseline" (no model)
     role: Literal["in_training", "fresh", "baseline"] = "fresh"
+    #: its settings block: the ``cfg.attack`` fields it reads, with their ranges (None: none)
+    settings: type | None = None
+    #: ``cfg.attack`` fields it reads besides its block's (a family's own field); a name the
+    #: family's config does not carry is a one-line error at validation
     params: tuple[str, ...] = field(default_factory=tuple)
     family: str = "attribute_privacy"
     config_name: str | None = None
@@ -463,6 +470,11 @@ class AttackPart:
                              f"{', '.join(NEEDS)}")
         for sig in self.signals:
             SIGNALS.get(sig)
+
+    def setting_names(self) -> tuple[str, ...]:
+        """The ``cfg.attack`` fields it is called with: its block's, then its ``params``."""
+        own = tuple(self.settings.model_fields) if self.settings is not None else ()
+        return own + tuple(p for p in self.params if p not in own)
 
     @property
     def key(self) -> str:
