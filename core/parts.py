@@ -63,6 +63,10 @@ class Family:
     #: core.exposure_records.RecordScores`` (higher = more exposed); None: its runs keep no
     #: per-record scores
     exposure: str | None = None
+    #: ``"module:attr"`` of its self-test input, ``fn() -> (release, knowledge)``: a small
+    #: seeded release on which the registry compares a new attack's scores with every existing
+    #: one's (:func:`same_score_as`); None: no comparison
+    self_test: str | None = None
 
 
 FAMILIES: Registry[Family] = Registry("family")
@@ -72,7 +76,8 @@ for _f in (
                exposure="core.exposure_records:attribute_records"),
         Family("membership", "membership inference", "mia_{who}_{stat}",
                ("auc", "adv", "bacc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr",
-                "epsilon_lower_bound"), exposure="core.exposure_records:membership_records"),
+                "epsilon_lower_bound"), exposure="core.exposure_records:membership_records",
+               self_test="core.attacks.membership:self_test_records"),
         Family("property", "property inference on aggregated representations",
                "property_{who}_{stat}", ("acc", "bacc", "auc", "ce_nats", "gap")),
         Family("gradient_leakage", "reconstruction from uploaded gradients", "recon_{who}_{stat}",
@@ -517,7 +522,69 @@ _CATALOG = "core.catalog"
 SIGNALS: Registry[Signal] = Registry("signal", loader=_CATALOG)
 DEFENSES: Registry[DefensePart] = Registry("defense", loader=_CATALOG,
                                            order=lambda d: d.page.order)
-ATTACKS: Registry[AttackPart] = Registry("attack", loader=_CATALOG, order=lambda a: a.order)
+ATTACKS: Registry[AttackPart] = Registry("attack", loader=_CATALOG, order=lambda a: a.order,
+                                         check=lambda name, part: _refuse_same_score(part))
+
+
+def self_test_scores(part: AttackPart) -> list[Any] | None:
+    """``part``'s outputs on its family's self-test records (:attr:`Family.self_test`) as a list
+    of arrays (every array field of what it returns), called with its settings' defaults;
+    None where the family has no self-test or the records lack what the attack needs."""
+    import dataclasses
+    import inspect
+
+    import numpy as np
+
+    from core.registry import load_object
+
+    fam = FAMILIES.get(part.family)
+    if fam.self_test is None:
+        return None
+    release, knowledge = load_object(fam.self_test)()
+    fn = load_object(part.function)
+    kw = {**dict(part.options), **(part.settings().model_dump() if part.settings else {})}
+    params = inspect.signature(fn).parameters
+    if "seed" in params:
+        kw["seed"] = 0
+    try:
+        out = fn(release, knowledge, **kw)
+    except (ValueError, TypeError, KeyError):  # the records lack what it reads
+        return None
+    values = ([getattr(out, f.name) for f in dataclasses.fields(out)]
+              if dataclasses.is_dataclass(out) else [out])
+    # arrays and numbers compared as floats, a string (a score's orientation) as itself
+    return [v if isinstance(v, str) else np.asarray(v, dtype=float) for v in values
+            if isinstance(v, str | np.ndarray | list | tuple | float | int)]
+
+
+def same_score_as(part: AttackPart) -> str | None:
+    """The name of a registered attack of ``part``'s family (other than ``part``) whose
+    outputs on the family's self-test records equal ``part``'s (score arrays within
+    ``np.allclose``, the same orientation), None where none does."""
+    import numpy as np
+
+    mine = self_test_scores(part)
+    if mine is None:
+        return None
+    for other in attacks_for(part.family):
+        if other.name == part.name:
+            continue
+        theirs = self_test_scores(other)
+        if theirs is not None and len(theirs) == len(mine) and all(
+                a == b if isinstance(a, str) or isinstance(b, str)
+                else a.shape == b.shape and np.allclose(a, b, equal_nan=True)
+                for a, b in zip(mine, theirs, strict=True)):
+            return other.name
+    return None
+
+
+def _refuse_same_score(part: AttackPart) -> None:
+    """The attack registry's check: a new attack must compute something no registered attack
+    of its family computes (a one-line ValueError names the twin)."""
+    twin = same_score_as(part)
+    if twin is not None:
+        raise ValueError(f"attack: {part.name!r} scores the {part.family} self-test records "
+                         f"exactly as {twin!r} does; register a new attack only for a new score")
 
 # -- queries: configs, the metric schema, pages and the CLI read these ------------------------
 

@@ -29,9 +29,16 @@ class Registry(Generic[T]):
     instances: ClassVar[list[Registry[Any]]] = []
 
     def __init__(self, what: str, *, loader: str | None = None,
-                 order: Callable[[T], Any] | None = None) -> None:
+                 order: Callable[[T], Any] | None = None,
+                 check: Callable[[str, T], None] | None = None) -> None:
         Registry.instances.append(self)
         self.what = what
+        #: called as ``check(name, entry)`` before an entry registered after the loader's
+        #: package has been imported is added (it raises to refuse it); the declarations the
+        #: loader imports are not checked one by one (their test checks them all), so reading
+        #: the registry stays light
+        self._check = check
+        self._loaded = loader is None
         self._entries: dict[str, T] = {}
         #: a package imported on the first read (the declarations that register themselves:
         #: :mod:`core.catalog`); imported by name so that a declaration module may import the
@@ -54,6 +61,8 @@ class Registry(Generic[T]):
         def _add(obj: T) -> T:
             if name in self._entries:
                 raise ValueError(f"{self.what}: {name!r} is already registered")
+            if self._check is not None and self._loaded:
+                self._check(name, obj)
             self._entries[name] = obj
             self.version += 1
             return obj
@@ -71,6 +80,7 @@ class Registry(Generic[T]):
 
             loader, self._loader = self._loader, None
             importlib.import_module(loader)
+            self._loaded = True
 
     def _sorted(self) -> dict[str, T]:
         self._load()
