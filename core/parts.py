@@ -63,9 +63,10 @@ class Family:
     #: core.exposure_records.RecordScores`` (higher = more exposed); None: its runs keep no
     #: per-record scores
     exposure: str | None = None
-    #: ``"module:attr"`` of its self-test input, ``fn() -> (release, knowledge)``: a small
-    #: seeded release on which the registry compares a new attack's scores with every existing
-    #: one's (:func:`same_score_as`); None: no comparison
+    #: ``"module:attr"`` of its self-test input, ``fn() -> (release, knowledge, settings)``: a
+    #: small seeded release, and settings that keep the attacks quick on it (applied where an
+    #: attack's settings block has the field), on which the registry compares a new attack's
+    #: scores with every existing one's (:func:`same_score_as`); None: no comparison
     self_test: str | None = None
 
 
@@ -73,7 +74,8 @@ FAMILIES: Registry[Family] = Registry("family")
 for _f in (
         Family("attribute_privacy", "attribute inference on released representations",
                "attack_{who}_{stat}", ("acc", "bacc", "auc", "adv", "ce_nats"),
-               exposure="core.exposure_records:attribute_records"),
+               exposure="core.exposure_records:attribute_records",
+               self_test="core.attacks.attribute:self_test_records"),
         Family("membership", "membership inference", "mia_{who}_{stat}",
                ("auc", "adv", "bacc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr",
                 "epsilon_lower_bound"), exposure="core.exposure_records:membership_records",
@@ -526,6 +528,10 @@ ATTACKS: Registry[AttackPart] = Registry("attack", loader=_CATALOG, order=lambda
                                          check=lambda name, part: _refuse_same_score(part))
 
 
+#: a part's outputs on its family's self-test (each part is run on it once per process)
+_SELF_TEST: dict[AttackPart, list[Any] | None] = {}
+
+
 def self_test_scores(part: AttackPart) -> list[Any] | None:
     """``part``'s outputs on its family's self-test records (:attr:`Family.self_test`) as a list
     of arrays (every array field of what it returns), called with its settings' defaults;
@@ -540,21 +546,32 @@ def self_test_scores(part: AttackPart) -> list[Any] | None:
     fam = FAMILIES.get(part.family)
     if fam.self_test is None:
         return None
-    release, knowledge = load_object(fam.self_test)()
+    if part in _SELF_TEST:
+        return _SELF_TEST[part]
+    release, knowledge, quick = load_object(fam.self_test)()
     fn = load_object(part.function)
-    kw = {**dict(part.options), **(part.settings().model_dump() if part.settings else {})}
+    settings = part.settings().model_dump() if part.settings else {}
+    kw = {**dict(part.options), **settings,
+          **{k: v for k, v in quick.items() if k in settings}}
     params = inspect.signature(fn).parameters
     if "seed" in params:
         kw["seed"] = 0
     try:
         out = fn(release, knowledge, **kw)
     except (ValueError, TypeError, KeyError):  # the records lack what it reads
+        _SELF_TEST[part] = None
         return None
     values = ([getattr(out, f.name) for f in dataclasses.fields(out)]
               if dataclasses.is_dataclass(out) else [out])
-    # arrays and numbers compared as floats, a string (a score's orientation) as itself
-    return [v if isinstance(v, str) else np.asarray(v, dtype=float) for v in values
-            if isinstance(v, str | np.ndarray | list | tuple | float | int)]
+    names = ([f.name for f in dataclasses.fields(out)] if dataclasses.is_dataclass(out)
+             else ["value"])
+    # arrays and numbers compared as floats, a score's orientation as itself; labels such as
+    # an output's attacker name are not scores
+    _SELF_TEST[part] = [v if isinstance(v, str) else np.asarray(v, dtype=float)
+                        for n, v in zip(names, values, strict=True)
+                        if isinstance(v, np.ndarray | list | tuple | float | int)
+                        or (isinstance(v, str) and n == "direction")]
+    return _SELF_TEST[part]
 
 
 def same_score_as(part: AttackPart) -> str | None:

@@ -508,11 +508,11 @@ class MembershipScores:
 
 
 def self_test_records(n: int = 24, k: int = 4, classes: int = 3, m: int = 12
-                      ) -> tuple[MembershipRelease, None]:
+                      ) -> tuple[MembershipRelease, None, dict[str, Any]]:
     """The membership family's self-test input (:attr:`core.parts.Family.self_test`): a small
     seeded release whose members are more confident than its non-members, with ``k`` shadow
     models (each row IN half of them) and ``m`` population records; the registry refuses a
-    second attack whose scores on it equal an existing attack's."""
+    second attack whose scores on it equal an existing attack's (no settings to shorten)."""
     rng = np.random.default_rng(0)
     labels = rng.integers(0, classes, n)
     member = np.arange(n) % 2 == 0
@@ -526,7 +526,7 @@ def self_test_records(n: int = 24, k: int = 4, classes: int = 3, m: int = 12
         p_true=probs[np.arange(n), labels], probs=probs, labels=labels, shadow_p=shadow_p,
         shadow_in=shadow_in, population_p=pop,
         population_shadow_p=np.clip(pop[:, None] + rng.normal(0, 0.05, (m, k)), 1e-3, 1 - 1e-3))
-    return release, None
+    return release, None, {}
 
 
 def _need(value: np.ndarray | None, name: str) -> np.ndarray:
