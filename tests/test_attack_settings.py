@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
 import pytest
 
 from benchmarks import registry_bench as R
+from core.attacks.membership import MembershipScores
 from core.attacks.protocol import attack_params
 from core.config import ConfigError, MembershipAttackSpec, parse_config
 from core.knowledge import ThreatModel
@@ -19,11 +21,16 @@ TINY = {"kind": "membership", "data": {"name": "digits"},
         "train": {"members": 40, "epochs": 1}, "attack": {"shadows": 4, "rmia_references": 1}}
 
 
+def _squared_confidence(release, knowledge=None, **_):
+    """p_y²: a score no registered attack computes (the registry refuses a twin)."""
+    return MembershipScores(np.asarray(release.p_true) ** 2)
+
+
 @contextlib.contextmanager
 def _temporary(**kw):
     part = AttackPart(name="mia_tmp_setting", title="temporary", accepts=("model",),
                       threat=ThreatModel(sees="-", knows="-", goal="-"),
-                      function="core.attacks.membership:loss_on_release", family="membership",
+                      function=_squared_confidence, family="membership",
                       config_name="tmp_setting", **kw)
     ATTACKS.register(part.name, part)
     try:
