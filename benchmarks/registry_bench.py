@@ -450,6 +450,289 @@ def import_cycles(root: Path = ROOT) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# "module:attr" strings: every one resolved by one test (tests/test_registry_strings.py)
+
+
+def _registry_modules(root: Path = ROOT) -> list[str]:
+    """Modules under the project's packages that create a :class:`core.registry.Registry` at
+    module level (importing them fills :data:`core.registry.Registry.instances`)."""
+    out = []
+    for name, path in _modules(root).items():
+        for node in _tree(path).body:
+            value = getattr(node, "value", None)
+            if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "Registry":
+                out.append(name)
+                break
+    return sorted(out)
+
+
+def dotted_string_sites(root: Path = ROOT) -> list[tuple[str, str]]:
+    """``(where, "module:attr")`` for every object path the project names by string: each entry
+    of every registry (its fields and typed groups, :func:`core.registry.object_paths`;
+    ``where`` = ``"<registry>:<name>"``) and every string constant in the source that is one
+    (``where`` = ``file:line``: tables such as the data sets' loaders)."""
+    import importlib
+
+    from core.registry import OBJECT_PATH, Registry, object_paths
+
+    for module in _registry_modules(root):
+        importlib.import_module(module)
+    out = []
+    for reg in Registry.instances:
+        for name, entry in reg.items():
+            out.extend((f"{reg.what}:{name}", p) for p in object_paths(entry))
+    for pkg in PACKAGES:
+        for path in _py(root / pkg):
+            for node in ast.walk(_tree(path)):
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                        and OBJECT_PATH.fullmatch(node.value)):
+                    out.append((f"{_rel(path)}:{node.lineno}", node.value))
+    return list(dict.fromkeys(out))
+
+
+def unresolved_dotted_strings(root: Path = ROOT) -> list[str]:
+    """``where: path (why)`` for every object path of :func:`dotted_string_sites` that does not
+    import (a misspelt module or attribute). Target: none."""
+    from core.registry import resolve_path
+
+    out = []
+    for where, path in dotted_string_sites(root):
+        try:
+            resolve_path(path)
+        except (ImportError, AttributeError) as e:
+            out.append(f"{where}: {path} ({type(e).__name__}: {e})")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# attack settings: each attack's own block, in its catalog module
+
+
+def attack_settings_outside_attack_modules() -> list[str]:
+    """``attack: setting`` for every ``cfg.attack`` field an attack reads that its own settings
+    block in :mod:`core.catalog` does not declare: one named in ``params`` (declared by the
+    family's config) or a block defined elsewhere. Target: none."""
+    from core.parts import ATTACKS
+
+    out = []
+    for name, part in ATTACKS.items():
+        block = part.settings
+        own = (set(block.model_fields) if block is not None
+               and block.__module__.startswith("core.catalog.") else set())
+        out.extend(f"{name}: {s}" for s in part.setting_names() if s not in own)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# training loops, function lengths, loose modules, folder-level cycles
+
+
+def _call_name(call: ast.Call) -> str:
+    """``a.b.c`` of a call's callee (the last parts that are names or attributes)."""
+    parts = []
+    f = call.func
+    while isinstance(f, ast.Attribute):
+        parts.append(f.attr)
+        f = f.value
+    if isinstance(f, ast.Name):
+        parts.append(f.id)
+    return ".".join(reversed(parts))
+
+
+def _grad_names(fn: ast.AST | None) -> set[str]:
+    """Names ``fn`` binds to a torch.func gradient (``g = vmap(grad(loss))``)."""
+    out: set[str] = set()
+    for n in ast.walk(fn) if fn is not None else ():
+        if isinstance(n, ast.Assign) and any(
+                isinstance(c, ast.Call) and _call_name(c).split(".")[-1] == "grad"
+                for c in ast.walk(n.value)):
+            out.update(t.id for t in n.targets if isinstance(t, ast.Name))
+    return out
+
+
+def _gradient_line(node: ast.AST, grads: set[str], steps: set[str]) -> int | None:
+    """The first line in ``node`` that computes a gradient: ``.backward()``,
+    ``torch.autograd.grad``, a torch.func gradient of ``grads``, or a call of a step function
+    of ``steps`` (a function that computes a gradient and updates: an objective's local step)."""
+    lines = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            name = _call_name(n)
+            last = name.split(".")[-1]
+            if (last == "backward" or name.endswith("autograd.grad") or name in grads
+                    or last in steps):
+                lines.append(n.lineno)
+    return min(lines) if lines else None
+
+
+#: in-place tensor updates that change parameters by hand (``p.sub_(lr * g)``)
+_UPDATES = ("add_", "sub_", "addcmul_", "mul_", "copy_", "_foreach_add_", "_foreach_sub_")
+
+
+def _mentions_lr(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name | ast.Attribute)
+               and "lr" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
+               for n in ast.walk(node))
+
+
+def _updates_after(node: ast.AST, line: int, steps: set[str]) -> bool:
+    """Whether ``node`` steps an optimiser (``.step()``, a step function of ``steps``) or
+    updates tensors at or after ``line`` (in place, or ``w - lr * g``)."""
+    for n in ast.walk(node):
+        if getattr(n, "lineno", 0) < line:
+            continue
+        if isinstance(n, ast.Call):
+            last = _call_name(n).split(".")[-1]
+            if (last.endswith("step") or last.startswith("sgd") or last in _UPDATES
+                    or last in steps):
+                return True
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Sub):
+            return True
+        if (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
+                and _mentions_lr(n.right)):
+            return True
+    return False
+
+
+#: modules that optimise an attack's inputs throughout (gradient inversion: dummy data through
+#: a simulated local update of the victim), not a model: their loops are not training loops
+INPUT_OPTIMISERS = ("core/attacks/gradient_inversion.py",)
+
+
+def _optimises_inputs(fn: ast.AST) -> bool:
+    """Whether ``fn`` optimises an attack's inputs, not a model: it builds an optimiser over a
+    literal list of bare tensors (``Adam([x])``: gradient inversion's dummy data, a
+    representation inversion's image; a module's tensors such as ``[m.noise.mu]`` are model
+    training), or differentiates through a simulated step (``create_graph=True``: the
+    inversion replaying the victim's local update)."""
+    for n in ast.walk(fn):
+        if not isinstance(n, ast.Call):
+            continue
+        if (".optim." in f".{_call_name(n)}" and n.args
+                and isinstance(n.args[0], ast.List | ast.Tuple)
+                and all(isinstance(e, ast.Name) for e in n.args[0].elts)):
+            return True
+        if any(k.arg == "create_graph" and isinstance(k.value, ast.Constant) and k.value.value
+               for k in n.keywords):
+            return True
+    return False
+
+
+def _step_functions(root: Path) -> set[str]:
+    """Names of the functions under ``root`` that compute a gradient and update without a
+    loop of their own (an FL objective's ``module_step`` / ``stacked_step``): a loop calling
+    one is a training loop."""
+    out = set()
+    for path in _py(root):
+        for fn in ast.walk(_tree(path)):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if any(isinstance(n, ast.For | ast.While) for n in ast.walk(fn)):
+                continue
+            line = _gradient_line(fn, _grad_names(fn), set())
+            if line is not None and _updates_after(fn, line, set()):
+                out.add(fn.name)
+    return out
+
+
+def training_loop_list(root: Path = CORE) -> dict[str, list[str]]:
+    """``{"loops": [...], "excluded": [...]}``: ``file:function:line`` of every minibatch loop
+    over a model's parameters under ``root`` (a ``for`` / ``while`` loop whose body computes a
+    gradient, :func:`_gradient_line`, and then steps an optimiser or updates the weights,
+    :func:`_updates_after`; the innermost such loop of a nest counts once), and those left out
+    because their function optimises an attack's inputs (:func:`_optimises_inputs`)."""
+    out: dict[str, list[str]] = {"loops": [], "excluded": []}
+    steps = _step_functions(root)
+
+    def trains(loop: ast.AST, grads: set[str]) -> bool:
+        line = _gradient_line(loop, grads, steps)
+        return line is not None and _updates_after(loop, line, steps)
+
+    def visit(node: ast.AST, fn: ast.AST | None, name: str, path: Path) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, child, child.name if fn is None else f"{name}.{child.name}", path)
+                continue
+            if isinstance(child, ast.For | ast.While):
+                grads = _grad_names(fn)
+                inner = [n for n in ast.walk(child) if n is not child
+                         and isinstance(n, ast.For | ast.While) and trains(n, grads)]
+                if trains(child, grads) and not inner:
+                    where = f"{_rel(path)}:{name}:{child.lineno}"
+                    bad = (_rel(path) in INPUT_OPTIMISERS
+                           or fn is not None and _optimises_inputs(fn))
+                    out["excluded" if bad else "loops"].append(where)
+            visit(child, fn, name, path)
+
+    for path in _py(root):
+        visit(_tree(path), None, "<module>", path)
+    return out
+
+
+def function_lines(roots: tuple[Path, ...] = (CORE, ROOT / "dashboard")) -> dict[str, int]:
+    """``file:qualname`` -> lines (``def`` to its last line) of every function and method,
+    nested ones included, in every module under ``roots``."""
+    out: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str, path: Path) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = f"{prefix}.{child.name}" if prefix else child.name
+                out[f"{_rel(path)}:{name}"] = child.end_lineno - child.lineno + 1
+                visit(child, name, path)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}.{child.name}" if prefix else child.name, path)
+            else:
+                visit(child, prefix, path)
+
+    for root in roots:
+        for path in _py(root):
+            visit(_tree(path), "", path)
+    return out
+
+
+def longest_functions(n: int = 5) -> list[tuple[str, int]]:
+    """The ``n`` longest functions of ``core/`` and ``dashboard/`` (:func:`function_lines`)."""
+    lines = function_lines()
+    return sorted(lines.items(), key=lambda t: (-t[1], t[0]))[:n]
+
+
+def loose_core_module_list(root: Path = CORE) -> list[str]:
+    """The modules directly in ``core/`` (its ``__init__`` aside)."""
+    return sorted(p.name for p in root.glob("*.py") if p.name != "__init__.py")
+
+
+def _folder(module: str, modules: dict[str, Path]) -> str:
+    """The folder (package) a module sits in: a package is its own folder."""
+    return module if modules[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def folder_import_cycle_list(root: Path = ROOT) -> list[list[str]]:
+    """The import cycles between folders: strongly connected components of two or more
+    folders of the graph whose nodes are the project's packages (``core``, ``core.attacks``,
+    ``dashboard.components``, ...; a loose module is in its parent's folder) and whose edges
+    are :func:`import_edges` between modules of different folders."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    modules = _modules(root)
+    folders = sorted({_folder(m, modules) for m in modules})
+    index = {f: i for i, f in enumerate(folders)}
+    pairs = sorted({(index[_folder(a, modules)], index[_folder(b, modules)])
+                    for _, _, a, b in import_edges(root)} - {(i, i) for i in index.values()})
+    if not pairs:
+        return []
+    rows, cols = np.array(pairs).T
+    graph = coo_matrix((np.ones(len(pairs)), (rows, cols)), shape=(len(folders),) * 2)
+    _, label = connected_components(graph, directed=True, connection="strong")
+    groups: dict[int, list[str]] = {}
+    for name, c in zip(folders, label):
+        groups.setdefault(int(c), []).append(name)
+    return sorted(g for g in groups.values() if len(g) >= 2)
+
+
+# ---------------------------------------------------------------------------------------------
 # the benchmark
 
 
@@ -491,6 +774,16 @@ def main(quick: bool = False) -> dict[str, Any]:
     scaffolds = page_run_scaffold_list()
     runner, runner_lines = longest_runner_function()
     validations = validations_per_page_run()
+    import dataclasses
+
+    from core.parts import DefensePart
+
+    unresolved = unresolved_dotted_strings()
+    outside = attack_settings_outside_attack_modules()
+    loops = training_loop_list()
+    longest = longest_functions()
+    loose = loose_core_module_list()
+    folder_cycles = folder_import_cycle_list()
     headline = {
         "runners_using_protocol": sum(protocol.values()),
         "runners_scoring_attacks": len(protocol),
@@ -509,6 +802,13 @@ def main(quick: bool = False) -> dict[str, Any]:
         "upward_imports": len(upward),
         "import_cycles": len(cycles),
         "longest_runner_function_lines": runner_lines,
+        "unresolved_dotted_strings": len(unresolved),
+        "attack_settings_outside_attack_modules": len(outside),
+        "defense_part_fields": len(dataclasses.fields(DefensePart)),
+        "training_loops": len(loops["loops"]),
+        "longest_function_lines": longest[0][1],
+        "loose_core_modules": len(loose),
+        "folder_import_cycles": len(folder_cycles),
     }
     rows = [{"figure": k, "value": v} for k, v in headline.items()]
     notes = ("counted by AST walks of the source (benchmarks/registry_bench.py, "
@@ -519,7 +819,16 @@ def main(quick: bool = False) -> dict[str, Any]:
              "changed by every commit that touched core/catalog/relaxloss.py / label_only.py. "
              "validations_per_run: validations of the run's config in the script run where Run "
              "is clicked on the Membership page (AppTest, tiny settings). "
-             f"longest_runner_function_lines: {runner}.")
+             f"longest_runner_function_lines: {runner}. "
+             f"unresolved_dotted_strings: of {len(dotted_string_sites())} object paths (every "
+             "registry entry's and every object-path constant in the source), those that do "
+             "not import. training_loops: innermost for/while loops in core/ that compute a "
+             "gradient then step an optimiser or update weights (AST scan; loops optimising an "
+             "attack's inputs left out): " + ", ".join(loops["loops"])
+             + f"; left out: {', '.join(loops['excluded'])}. "
+             f"longest_function_lines: {longest[0][0]} (core/ and dashboard/). "
+             "folder_import_cycles: strongly connected components of the import graph between "
+             "folders (a loose module in its parent's folder).")
     return {"name": "registry", "headline": headline, "rows": rows, "notes": notes,
             "targets": {"runners_using_protocol": "= runners_scoring_attacks",
                         "attack_name_branches": 0, "defense_kind_branches": 0,
@@ -528,14 +837,23 @@ def main(quick: bool = False) -> dict[str, Any]:
                         "edits_to_add_attack_new_signal": 1, "knob_range_declarations_max": 1,
                         "validations_per_run": 1, "defense_name_literals_outside_parts": 0,
                         "page_run_scaffolds": 1, "upward_imports": 0, "import_cycles": 0,
-                        "longest_runner_function_lines": "< 100"},
+                        "longest_runner_function_lines": "< 100",
+                        "unresolved_dotted_strings": 0,
+                        "attack_settings_outside_attack_modules": 0,
+                        "defense_part_fields": "<= 12", "training_loops": "<= 2",
+                        "longest_function_lines": "<= 80", "loose_core_modules": "<= 8",
+                        "folder_import_cycles": 0},
             "details": {"runners": protocol, "branches": branches, "seed_mixer_sites": mixers,
                         "range_checker_functions": checkers, "layer_violations": layers,
                         "upward_imports": upward, "import_cycles": cycles,
                         "name_literals": literals, "temporary_attack": seen,
                         "defense_files": defense_files, "signal_attack_files": signal_files,
                         "knob_range_places": knob_places, "page_run_scaffolds": scaffolds,
-                        "longest_runner_function": runner}}
+                        "longest_runner_function": runner,
+                        "unresolved_dotted_strings": unresolved,
+                        "attack_settings_outside_attack_modules": outside,
+                        "training_loops": loops, "longest_functions": longest,
+                        "loose_core_modules": loose, "folder_import_cycles": folder_cycles}}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,32 +54,24 @@ UNIT_RANGES: dict[str, tuple[float, float]] = {
     "AUC": (0.0, 1.0), "fraction": (0.0, 1.0), "probability": (0.0, 1.0),
     "SSIM": (-1.0, 1.0), "score": (-math.inf, math.inf),
 }
-#: how a "neither" metric's description says that less of it is more leakage (the schema's
-#: wording for MSE and cross-entropy)
-_LESS_IS_LEAKIER = ("lower = leakier", "lower = more leakage")
 #: z of the paired test (:func:`core.compare.dominance`'s default: two standard errors)
 Z = 2.0
 
 
 def metric_range(name: str) -> tuple[float, float]:
-    """[low, high] of metric ``name`` from its unit (a difference of two fractions, "x minus
-    y", spans [-1, 1])."""
+    """[low, high] of metric ``name``: its schema span where it declares one (a difference of
+    two fractions spans [-1, 1]), else its unit's range."""
     spec = S.get(name)
-    lo, hi = UNIT_RANGES.get(spec.unit, (0.0, math.inf))
-    if spec.unit == "fraction" and " minus " in spec.description:
-        lo = -1.0
-    return lo, hi
+    return spec.span if spec.span is not None else UNIT_RANGES.get(spec.unit, (0.0, math.inf))
 
 
 def higher_is_private(name: str) -> bool:
-    """Whether more of privacy metric ``name`` means less leakage: False for a ``leakage``
-    metric, True for a ``neither`` metric whose description says lower is leakier (MSE);
-    any other metric is no privacy metric (one-line ValueError)."""
+    """Whether more of privacy metric ``name`` means less leakage, read from its schema
+    direction: False for a ``leakage`` metric, True for a ``protection`` metric (an attacker's
+    MSE or cross-entropy); any other metric is no privacy metric (one-line ValueError)."""
     spec = S.get(name)
-    if spec.direction == "leakage":
-        return False
-    if spec.direction == "neither" and any(t in spec.description for t in _LESS_IS_LEAKIER):
-        return True
+    if spec.direction in S.PRIVACY_DIRECTIONS:
+        return spec.direction == "protection"
     raise ValueError(f"threat.metric: got {name!r}, a metric of direction {spec.direction!r}; "
                      "expected a privacy metric (an attack's success, or an error where lower "
                      "is leakier)")

@@ -1037,7 +1037,7 @@ def fixed_point_specs(defense: str) -> tuple[DefenseSpec, ...]:
     """The defense's registered fixed points (:class:`core.parts.FixedPoint`) as unswept
     specs."""
     return tuple(DefenseSpec.of(defense, (), label=p.label, **dict(p.params))
-                 for p in DEFENSES.get(defense).fixed_points)
+                 for p in DEFENSES.get(defense).page.fixed_points)
 
 
 DPSGD_NO_NOISE = fixed_point_specs("dp_sgd")[0]

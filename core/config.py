@@ -39,6 +39,7 @@ from core.config_files import MAX_DEPTH
 from core.parts import (
     DEFENSES,
     attack_by_config_name,
+    attacks_for,
     baseline_for,
     check_attackers,
     check_combination,
@@ -97,6 +98,47 @@ MembershipDefense = family_defense("membership")
 FilDefense = family_defense("fisher_information")
 PropertyDefense = family_defense("property")
 ReprDefense = family_defense("repr_reconstruction")
+
+
+def attack_spec(family: str, base: type[Block]) -> type[Block]:
+    """``family``'s attack config: ``base`` (the family's own fields: which attackers, shadow
+    counts, ...) carrying every setting its registered attacks declare in their settings
+    blocks (:attr:`core.parts.AttackPart.settings`, each in its attack's catalog module),
+    generated from the registry as the defense unions are. Two blocks may share a setting only
+    with the same type and default (the fresh attackers' ``max_train``); the chosen attacks'
+    settings are validated by their own blocks (:func:`check_attack_settings`)."""
+    from pydantic import create_model
+
+    fields: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for part in attacks_for(family):
+        for name, info in (part.settings.model_fields.items() if part.settings else ()):
+            if name in base.model_fields:
+                raise TypeError(f"{part.name}.settings.{name}: the {family} attack config "
+                                "declares it already")
+            if name in fields and (repr(fields[name][1]) != repr(info)):
+                raise TypeError(f"{part.name}.settings.{name}: declared differently by "
+                                f"{owner[name]}")
+            fields.setdefault(name, (info.annotation, info))
+            owner.setdefault(name, part.name)
+    return create_model(base.__name__.lstrip("_"), __base__=base, __module__=__name__,
+                        __doc__=base.__doc__, **fields)
+
+
+def check_attack_settings(family: str, spec: BaseModel) -> None:
+    """Validate the settings of ``spec``'s chosen attackers by their own declarations: every
+    setting an attack reads must be a field of the family's config, and its settings block
+    must accept the values (one-line ValueError naming the field)."""
+    carried = type(spec).model_fields
+    for name in spec.attackers:
+        part = attack_by_config_name(family, name)
+        for field_ in part.setting_names():
+            if field_ not in carried:
+                raise ValueError(f"attack.{field_}: attack {name!r} reads a setting the "
+                                 f"{family} attack config does not carry; declare it in the "
+                                 "attack's settings block (in its catalog module)")
+        if part.settings is not None:
+            part.settings.model_validate({f: getattr(spec, f) for f in part.settings.model_fields})
 
 
 class DataSpec(_Model):
@@ -275,21 +317,21 @@ class FedAvgSpec(_Model):
     vectorised: bool = True
 
 
-class AttackSpec(_Model):
+class _AttackSpec(_Model):
     """Fresh attribute-inference attackers trained by the server on frozen representations
-    (names from :data:`core.parts.ATTACKS`; each runs on the release and on raw x)."""
+    (names from :data:`core.parts.ATTACKS`; each runs on the release and on raw x), with
+    their settings (each attack's block)."""
 
     attackers: tuple[str, ...] = ("logreg", "mlp")
-    mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
-    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = Field(
-        500, description="the MLP attacker's epoch cap: it trains until its validation loss "
-                         "stops falling (patience core.training.PATIENCE), at most this many")
-    max_train: Annotated[int, Ge(50), Le(1_000_000)] = 10_000
 
     @model_validator(mode="after")
-    def _check_attackers(self) -> AttackSpec:
+    def _check_attackers(self) -> _AttackSpec:
         check_attackers("attribute_privacy", self.attackers)
+        check_attack_settings("attribute_privacy", self)
         return self
+
+
+AttackSpec = attack_spec("attribute_privacy", _AttackSpec)
 
 
 # -- defense blocks: a tagged block each, carrying only its own parameters ---------------------
@@ -416,20 +458,14 @@ class ImageTrainSpec(_Model):
                                 batch_size=32, lr=0.1)
 
 
-class InversionSpecCfg(_Model):
+class _InversionSpecCfg(_Model):
     """The gradient-inversion attacker (names from :data:`core.parts.ATTACKS`): ``targets``
     independent targets, each one observed upload of ``batch_size`` images, attacked in one
-    batched optimisation; the observation is one step's gradient or a FedAvg local update."""
+    batched optimisation; the observation is one step's gradient or a FedAvg local update
+    (the inverters' settings block)."""
 
     attackers: tuple[str, ...] = ("idlg",)
     targets: Annotated[int, Ge(1), Le(256)] = 8
-    batch_size: Annotated[int, Ge(1), Le(64)] = Field(1, description="images per observed upload")
-    iterations: Annotated[int, Ge(1), Le(24_000)] | None = Field(
-        None, description="optimiser iterations; None = the preset's default")
-    observation: Literal["gradient", "fedavg"] = "gradient"
-    local_steps: Annotated[int, Ge(1), Le(50)] = Field(
-        3, description="fedavg observation: local SGD steps in the observed update")
-    local_lr: Annotated[float, Gt(0.0), Le(10.0)] = 0.1
     model_state: Literal["fresh", "trained"] = Field(
         "fresh", description="attack the upload made from the freshly initialised model "
         "(round 1) or from the trained model (the last round)")
@@ -437,9 +473,13 @@ class InversionSpecCfg(_Model):
                                   "model (one representative per class, the paper's Fig. 10)")
 
     @model_validator(mode="after")
-    def _check_attackers(self) -> InversionSpecCfg:
+    def _check_attackers(self) -> _InversionSpecCfg:
         check_attackers("gradient_leakage", self.attackers)
+        check_attack_settings("gradient_leakage", self)
         return self
+
+
+InversionSpecCfg = attack_spec("gradient_leakage", _InversionSpecCfg)
 
 
 class GradientLeakageConfig(_Experiment):
@@ -502,21 +542,21 @@ class MembershipTrainSpec(_Model):
     optimizer: Literal["sgd", "adam"] = "adam"
 
 
-class MembershipAttackSpec(_Model):
+class _MembershipAttackSpec(_Model):
     """Membership attacks (:mod:`core.attacks.membership`); LiRA and RMIA read K shadow /
-    reference models trained with the target's own procedure on halves of the pool."""
+    reference models trained with the target's own procedure on halves of the pool (RMIA's
+    settings: its block)."""
 
     attackers: tuple[str, ...] = ("loss", "lira_offline", "lira_online", "rmia")
     shadows: Annotated[int, Ge(2), Le(256)] = Field(16, description="shadow models K (even)")
-    rmia_references: Annotated[int, Ge(1), Le(64)] = 2
-    rmia_a: Annotated[float, Ge(0.0), Le(1.0)] = 0.3
     targets: Annotated[int, Ge(1), Le(257)] = Field(
         1, description="target models whose scores are pooled (as ML Privacy Meter does): the "
                        "target and targets − 1 shadow models, each scored against the others")
 
     @model_validator(mode="after")
-    def _check(self) -> MembershipAttackSpec:
+    def _check(self) -> _MembershipAttackSpec:
         check_attackers("membership", self.attackers)
+        check_attack_settings("membership", self)
         if self.shadows % 2:
             raise ValueError(f"shadows: got {self.shadows}; must be even (each row is in exactly "
                              "half the shadow models)")
@@ -534,6 +574,9 @@ class MembershipAttackSpec(_Model):
                               note="with pooled targets a shadow target leaves each row "
                                    "shadows/2 − 1 OUT models")
         return self
+
+
+MembershipAttackSpec = attack_spec("membership", _MembershipAttackSpec)
 
 
 class MembershipConfig(_Experiment):
@@ -662,6 +705,7 @@ class FilAttackSpec(_Model):
     @model_validator(mode="after")
     def _check(self) -> FilAttackSpec:
         check_attackers("fisher_information", self.attackers)
+        check_attack_settings("fisher_information", self)
         return self
 
 
@@ -774,23 +818,21 @@ class PropertyTrainSpec(_Model):
     hidden_dim: Annotated[int, Ge(2), Le(4096)] = 64
 
 
-class PropertyAttackSpec(_Model):
+class _PropertyAttackSpec(_Model):
     """Property attacks on the target subsets' aggregates: the in-training adversary, fresh
-    K-way classifiers trained on shadow subsets from the aux split, the prior."""
+    K-way classifiers trained on shadow subsets from the aux split (their settings block), the
+    prior."""
 
     attackers: tuple[str, ...] = PROPERTY_ATTACKS
-    aggregation: Literal["same", "mean", "max"] = Field(
-        "same", description="the fresh attackers' aggregator: the defender's ('same') or a "
-                            "substitute (Table 17: mean defense, max attacker)")
-    mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
-    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = Field(
-        500, description="the fresh MLP's epoch cap: it trains until its validation loss stops "
-                         "falling (patience core.training.PATIENCE), at most this many")
 
     @model_validator(mode="after")
-    def _check(self) -> PropertyAttackSpec:
+    def _check(self) -> _PropertyAttackSpec:
         check_attackers("property", self.attackers)
+        check_attack_settings("property", self)
         return self
+
+
+PropertyAttackSpec = attack_spec("property", _PropertyAttackSpec)
 
 
 class PropertyConfig(_Experiment):
@@ -844,25 +886,21 @@ class ReprTrainSpec(_Model):
         3000, description="seeded cap on the training rows (speed)")
 
 
-class ReprAttackSpec(_Model):
+class _ReprAttackSpec(_Model):
     """Reconstruction attacks on r + δ (:mod:`core.attacks.reconstruction`), scored on
-    ``targets`` test images (the paper attacks 50)."""
+    ``targets`` test images (the paper attacks 50); each attack's settings are its block's."""
 
     attackers: tuple[str, ...] = REPR_ATTACKS
     targets: Annotated[int, Ge(2), Le(2000)] = 50
-    fresh_hidden: Annotated[int, Ge(2), Le(8192)] = Field(
-        512, description="the fresh decoder's width (two hidden layers)")
-    fresh_epochs: Annotated[int, Ge(1), Le(1000)] = Field(
-        60, description="the fresh decoder learns from the aux split alone (1,000 images on "
-                        "mnist5k): it keeps improving to about 60 epochs")
-    inversion_iterations: Annotated[int, Ge(1), Le(20_000)] = 300
-    inversion_tv: Annotated[float, Ge(0.0), Le(100.0)] = Field(
-        0.05, description="weight of the total-variation prior in the inversion")
 
     @model_validator(mode="after")
-    def _check(self) -> ReprAttackSpec:
+    def _check(self) -> _ReprAttackSpec:
         check_attackers("repr_reconstruction", self.attackers)
+        check_attack_settings("repr_reconstruction", self)
         return self
+
+
+ReprAttackSpec = attack_spec("repr_reconstruction", _ReprAttackSpec)
 
 
 class ReprBoundSpec(_Model):

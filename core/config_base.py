@@ -7,7 +7,7 @@ unions from the registered parts.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from annotated_types import Ge, Le, Lt
 from pydantic import BaseModel, ConfigDict
@@ -24,6 +24,10 @@ ClipNorm = Annotated[float, Ge(1e-6), Le(1000.0)]
 
 class Block(BaseModel):
     """Base for every config block: unknown keys are errors, instances are immutable."""
+
+    #: (v1 path, field): where the engine's first config shape kept a defense block's
+    #: parameters (top-level ``tradeoff_lambda``, ``dp.epsilon``): :mod:`core.migrations`
+    legacy_fields: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
                               allow_inf_nan=False)

@@ -10,9 +10,12 @@ written here: they are generated from the registered attacks (:mod:`core.parts`:
 metric template, each attack's stats and its one title) with the per-stat texts of
 :data:`FAMILY_STATS`, so registering an attack registers its metrics.
 
-- ``direction``: ``"utility"`` (more = more utility), ``"leakage"`` (more = more leakage) or
-  ``"neither"`` (a setting, a count, a time, or a quantity where *less* means more leakage,
-  such as an attacker's cross-entropy or a reconstruction's MSE; the description says so).
+- ``direction``: ``"utility"`` (more = more utility), ``"leakage"`` (more = more leakage),
+  ``"protection"`` (more = *less* leakage: an attacker's error, such as its cross-entropy or a
+  reconstruction's MSE) or ``"neither"`` (a setting, a count, a time). The advisor, the report
+  and Compare read this field, never the description's words.
+- ``span``: the metric's [low, high] where it differs from its unit's (a difference of two
+  fractions spans [-1, 1]).
 - ``chance``: the level a know-nothing attacker (or the majority-class predictor) reaches: a
   float, or the name of the metric that holds it per run (``"chance"``, ``"utility_majority"``).
 """
@@ -27,7 +30,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-DIRECTIONS = ("utility", "leakage", "neither")
+DIRECTIONS = ("utility", "leakage", "protection", "neither")
+#: the directions a privacy metric may have (an attack's success, or an attacker's error)
+PRIVACY_DIRECTIONS = ("leakage", "protection")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,8 @@ class MetricSpec:
     #: noise): stored as inf (``"inf"`` in result JSON), shown as "∞"; every other metric's
     #: non-finite value is a defect
     infinite_ok: bool = False
+    #: [low, high] where it differs from the unit's range (None: the unit's)
+    span: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or any(c.isspace() for c in self.name):
@@ -134,9 +141,9 @@ _R = "reconstruction"
 
 
 def _stat(description: str, unit: str, direction: str, chance: float | str | None = None,
-          group: str = _A) -> dict[str, Any]:
+          group: str = _A, span: tuple[float, float] | None = None) -> dict[str, Any]:
     return {"description": description, "unit": unit, "direction": direction, "chance": chance,
-            "group": group}
+            "group": group, "span": span}
 
 
 #: per family, per stat: the spec's fields; ``{who_text}`` is the attack's title
@@ -149,7 +156,7 @@ FAMILY_STATS: dict[str, dict[str, dict[str, Any]]] = {
         "adv": _stat("advantage max(TPR − FPR) (OvR mean if k > 2): {who_text}", "fraction",
                      "leakage", 0.0),
         "ce_nats": _stat("test cross-entropy (lower = more leakage): {who_text}", "nats",
-                         "neither", "attack_prior_ce_nats"),
+                         "protection", "attack_prior_ce_nats"),
     },
     "membership": {
         "auc": _stat("membership AUC: {who_text}", "AUC", "leakage", 0.5),
@@ -168,14 +175,14 @@ FAMILY_STATS: dict[str, dict[str, dict[str, Any]]] = {
         "bacc": _stat("property balanced accuracy: {who_text}", "fraction", "leakage", "chance"),
         "auc": _stat("one-vs-rest macro AUC over the K bins: {who_text}", "AUC", "leakage", 0.5),
         "ce_nats": _stat("test cross-entropy (lower = more leakage): {who_text}", "nats",
-                         "neither"),
+                         "protection"),
         # property_majority is 1/K when the bins are balanced
         "gap": _stat("accuracy minus the majority-bin rate: {who_text}", "fraction", "leakage",
-                     0.0),
+                     0.0, span=(-1.0, 1.0)),
     },
     "gradient_leakage": {
         "mse": _stat("per-pixel MSE vs clean targets (lower = leakier): {who_text}", "MSE",
-                     "neither", group=_R),
+                     "protection", group=_R),
         "psnr": _stat("mean PSNR of matched reconstructions: {who_text}", "dB", "leakage",
                       group=_R),
         "psnr_median": _stat("median PSNR of matched reconstructions: {who_text}", "dB",
@@ -188,8 +195,8 @@ FAMILY_STATS: dict[str, dict[str, dict[str, Any]]] = {
                          "neither", group="timing"),
     },
     "repr_reconstruction": {
-        "mse": _stat("per-pixel MSE from r + δ (lower = leakier): {who_text}", "MSE", "neither",
-                     group=_R),
+        "mse": _stat("per-pixel MSE from r + δ (lower = leakier): {who_text}", "MSE",
+                     "protection", group=_R),
         "psnr": _stat("mean PSNR from r + δ, data range 1: {who_text}", "dB", "leakage",
                       group=_R),
         "ssim": _stat("mean SSIM from r + δ: {who_text}", "SSIM", "leakage", group=_R),
@@ -209,7 +216,7 @@ RAW_PREFIX = "raw_"
 # against the majority value, not 1/k (which reads an imbalanced attribute's majority share as
 # leakage)
 _GAP = _stat("accuracy minus the majority-value rate: {who_text}",
-             "fraction", "leakage", 0.0)
+             "fraction", "leakage", 0.0, span=(-1.0, 1.0))
 #: the strongest inverter of a gradient-leakage run, under the family's names
 STRONGEST = {"gradient_leakage": ("best", "the strongest inverter")}
 
@@ -400,7 +407,7 @@ for _spec in (
     _S("bound_h_bits", "H(u|r) estimated from the best attacker's cross-entropy (optimistic)",
        "bits", "neither", None, "bound"),
     _S("h_u_given_r_bits", "H(u|r) estimate from the best fresh attacker's CE (lower = leakier)",
-       "bits", "neither", None, "bound"),
+       "bits", "protection", None, "bound"),
     _S("bound_thm2_valid", "1 if Theorem 2 applies (binary attribute), else 0",
        "flag", "neither", None, "bound"),
     _S("bound_thm2_paper", "Theorem 2 bound on attack accuracy, the paper's closed form",
@@ -520,7 +527,7 @@ for _spec in (
 # -- reconstruction and Fisher information (cross-paper)
 for _spec in (
     _S("recon_mse", "mean squared error of reconstructions vs targets (lower = leakier)",
-       "MSE", "neither", None, "reconstruction"),
+       "MSE", "protection", None, "reconstruction"),
     _S("recon_psnr", "PSNR of reconstructions vs targets, data range 1", "dB", "leakage", None,
        "reconstruction"),
     _S("recon_ssim", "structural similarity of reconstructions vs targets", "SSIM", "leakage",
@@ -541,7 +548,7 @@ for _spec in (
     _S("recon_batch_size", "images per observed upload", "count", "neither", None,
        "reconstruction"),
     _S("model_inversion_mse_median", "model inversion: median over classes of the MSE to the "
-       "class centre (lower = leakier)", "MSE", "neither",
+       "class centre (lower = leakier)", "MSE", "protection",
        None, "reconstruction"),
     _S("model_inversion_psnr_median", "model inversion: median over classes of the PSNR to the "
        "class centre", "dB", "leakage", None, "reconstruction"),
@@ -607,7 +614,7 @@ for _spec in (
     _S("utility_train_acc", "accuracy of the target model on its members (training rows)",
        "fraction", "neither", None, "utility"),
     _S("train_test_gap", "members' accuracy minus test accuracy (the overfitting MIA feeds on)",
-       "fraction", "leakage", 0.0, "utility"),
+       "fraction", "leakage", 0.0, "utility", span=(-1.0, 1.0)),
     _S("members", "members scored (the target's training rows)", "count", "neither", None,
        "attack"),
     _S("bound_mia_paper", "Inf2Guard Theorem 1 bound on membership accuracy (paper form, "
@@ -717,7 +724,7 @@ for _spec in (
     _S("property_majority", "test share of the most frequent property bin (the prior's rate)",
        "fraction", "neither", None, "attack"),
     _S("property_h_bits", "H(u|R) estimate from the lowest attacker cross-entropy (lower = leakier)",
-       "bits", "neither", None, "bound"),
+       "bits", "protection", None, "bound"),
     _S("bound_pia_fano", "K-ary bound 1 − (H − 1)/log₂(K − 1) on property accuracy at estimated H",
        "fraction", "leakage", "chance", "bound"),
     _S("bound_pia_fano_exact", "tight Fano bound on property accuracy at the estimated H(u|R)",
@@ -787,7 +794,7 @@ for _spec in (
     _S("train_utility_ce", "task cross-entropy on r + δ per epoch (curves)", "nats", "neither",
        None, "training"),
     _S("train_decoder_mse", "in-training decoder's MSE per epoch (curves; lower = leakier)",
-       "MSE", "neither", None, "training"),
+       "MSE", "protection", None, "training"),
     _S("train_noise_entropy", "entropy of δ per coordinate per epoch (curves)", "nats",
        "neither", None, "training"),
 ):

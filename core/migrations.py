@@ -29,11 +29,12 @@ _DROPPED = {"utility_epochs": "utility_epochs was read nowhere (the utility head
 
 
 def _legacy(name: str) -> tuple[tuple[str, str], ...]:
-    """(v1 path, block field) of the registered defense ``name``
-    (:attr:`core.parts.DefensePart.legacy_fields`); none for an unknown name."""
+    """(v1 path, block field) of the registered defense ``name`` (its config block's
+    ``legacy_fields``, :class:`core.config_base.Block`); none for an unknown name."""
     from core.parts import DEFENSES
 
-    return DEFENSES.get(name).legacy_fields if name in DEFENSES else ()
+    block = DEFENSES.get(name).config if name in DEFENSES else None
+    return block.legacy_fields if block is not None else ()
 
 
 def _v1_block(name: str, obj: dict[str, Any], notes: list[str]) -> dict[str, Any]:

@@ -1,12 +1,11 @@
 """Defenses and attacks as registered parts (DESIGN: Architecture).
 
 A :class:`DefensePart` names its config block (a tagged pydantic model carrying only its own
-parameters), the release it produces, its privacy knob and its accounting, and where its
-builder lives (per family: :meth:`DefensePart.builder_for`); besides, everything other modules
-would otherwise branch on by its name: whether it is its families' undefended baseline, the
-:class:`Control` s a page draws for it, a family page's live readout, the fixed points a
-comparison may add (:class:`FixedPoint`), where the first config shape kept its parameters,
-and the defenses its paper claims to beat. No module outside :mod:`core.catalog` and this one
+parameters), the release it produces (:class:`Releases`, per family), its privacy knob, its
+accounting, its builder (:class:`Builders`, per family) and whether it is its families'
+undefended baseline; what a page draws for it (controls, live readouts, variants, the fixed
+points a comparison may add, its order) is its :class:`PageSpec`, what its paper claims its
+:class:`PaperSpec`. No module outside :mod:`core.catalog` and this one
 compares a part's name with a string (``benchmarks/registry_bench.py`` counts it). An :class:`AttackPart` declares
 everything a runner, a config and a page need: its :class:`Family`, the name a user writes in
 ``cfg.attack.attackers`` (:attr:`AttackPart.key`), one display title, the releases it accepts,
@@ -20,7 +19,7 @@ Queries: :func:`attacks_for`, :func:`attack_by_config_name`, :func:`config_names
 same entries to grey out what does not apply.
 
 This module is light (no torch): builders and attack functions are ``"module:attr"`` strings
-imported on use.
+imported on use, every one resolved by ``tests/test_registry_strings.py``.
 """
 
 from __future__ import annotations
@@ -64,16 +63,23 @@ class Family:
     #: core.exposure_records.RecordScores`` (higher = more exposed); None: its runs keep no
     #: per-record scores
     exposure: str | None = None
+    #: ``"module:attr"`` of its self-test input, ``fn() -> (release, knowledge, settings)``: a
+    #: small seeded release, and settings that keep the attacks quick on it (applied where an
+    #: attack's settings block has the field), on which the registry compares a new attack's
+    #: scores with every existing one's (:func:`same_score_as`); None: no comparison
+    self_test: str | None = None
 
 
 FAMILIES: Registry[Family] = Registry("family")
 for _f in (
         Family("attribute_privacy", "attribute inference on released representations",
                "attack_{who}_{stat}", ("acc", "bacc", "auc", "adv", "ce_nats"),
-               exposure="core.exposure_records:attribute_records"),
+               exposure="core.exposure_records:attribute_records",
+               self_test="core.attacks.attribute:self_test_records"),
         Family("membership", "membership inference", "mia_{who}_{stat}",
                ("auc", "adv", "bacc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr",
-                "epsilon_lower_bound"), exposure="core.exposure_records:membership_records"),
+                "epsilon_lower_bound"), exposure="core.exposure_records:membership_records",
+               self_test="core.attacks.membership:self_test_records"),
         Family("property", "property inference on aggregated representations",
                "property_{who}_{stat}", ("acc", "bacc", "auc", "ce_nats", "gap")),
         Family("gradient_leakage", "reconstruction from uploaded gradients", "recon_{who}_{stat}",
@@ -254,91 +260,164 @@ class FixedPoint:
 
 
 @dataclass(frozen=True)
-class DefensePart:
-    name: str
-    title: str
-    families: tuple[str, ...]
-    release: str
-    knob: Knob | None
-    #: accountant name (:data:`core.bounds.accountants.ACCOUNTANTS`) or None for defenses with
-    #: no formal guarantee, measured by attacks only
-    accounting: str | None
-    #: ``"core.module:builder"`` (imported on use) or, for a part defined outside privlab,
-    #: the callable itself
-    builder: str | Callable[..., Any]
-    description: str = ""
-    #: (family, release) pairs where the release differs by family (``none`` releases
-    #: representations in attribute privacy and uploads in gradient leakage)
-    family_releases: tuple[tuple[str, str], ...] = ()
+class Releases:
+    """What the adversary observes under a defense: its ``main`` release, where it differs by
+    family (``none`` releases representations in attribute privacy and uploads in gradient
+    leakage), and what it releases besides there (Inf2Guard's membership defense publishes its
+    encoder's representations r too)."""
+
+    main: str
+    #: (family, release) pairs where the release differs from :attr:`main`
+    per_family: tuple[tuple[str, str], ...] = ()
+    #: (family, release) pairs released besides the main release there
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def for_family(self, family: str) -> str:
+        return dict(self.per_family).get(family, self.main)
+
+    def all_for(self, family: str) -> tuple[str, ...]:
+        """Every release of ``family``, the main one first."""
+        return (self.for_family(family), *(r for f, r in self.extra if f == family))
+
+
+@dataclass(frozen=True)
+class Builders:
+    """Where a defense's builder lives: ``"core.module:builder"`` (imported on use; a test
+    resolves every one) or, for a part defined outside privlab, the callable itself; with
+    the families whose runner builds it another way (``none`` trains plainly outside the
+    FedAvg family)."""
+
+    default: str | Callable[..., Any]
+    per_family: tuple[tuple[str, str | Callable[..., Any]], ...] = ()
+
+    def for_family(self, family: str) -> str | Callable[..., Any]:
+        return dict(self.per_family).get(family, self.default)
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """How pages and comparisons show a defense besides its knob."""
+
+    #: the block fields a page draws besides the knob (:meth:`DefensePart.controls_for`)
+    controls: tuple[Control, ...] = ()
+    #: (family, ``"module:attr"``): the closed-form panel a family's page shows before any run
+    #: (``fn(cfg, spec, shape, basis=None) -> {"cards", "notes", ...}``)
+    readouts: tuple[tuple[str, str], ...] = ()
     #: a choice field of the block whose values are defenses of their own on a comparison
     #: plane (the κ channel's Natural / White / ...; core.compare, the Compare page)
     variants: str | None = None
     #: (value, title) of the :attr:`variants` field's values where a page names them (default:
     #: the value capitalised)
     variant_titles: tuple[tuple[str, str], ...] = ()
-    #: (family, release) pairs the defense releases *besides* its main release there
-    #: (Inf2Guard's membership defense publishes its encoder's representations r too)
-    extra_releases: tuple[tuple[str, str], ...] = ()
-    #: (family, "module:attr") where the family's runner builds the defense with another
-    #: builder than :attr:`builder` (``none`` trains plainly outside the FedAvg family)
-    family_builders: tuple[tuple[str, str], ...] = ()
-    #: the config block (a :class:`core.config_base.Block` with ``kind: Literal[name]``); the
-    #: config unions of its families are generated from it (:func:`defense_blocks`)
-    config: type | None = None
-    #: the undefended baseline of its families (the plane's reference point)
-    baseline: bool = False
-    #: where it is listed (pages, unions, ``privlab parts``): by ``order``, then registration
-    order: int = 1000
-    #: the block fields a page draws besides the knob (:meth:`controls_for`)
-    controls: tuple[Control, ...] = ()
-    #: (family, ``"module:attr"``): the closed-form panel a family's page shows before any run
-    #: (``fn(cfg, spec, shape, basis=None) -> {"cards", "notes", ...}``)
-    readouts: tuple[tuple[str, str], ...] = ()
     #: settings a comparison may add beside the knob sweep
     fixed_points: tuple[FixedPoint, ...] = ()
-    #: (v1 path, block field): where the engine's first config shape kept this defense's
-    #: parameters (top-level ``tradeoff_lambda``, ``dp.epsilon``): :mod:`core.migrations`
-    legacy_fields: tuple[tuple[str, str], ...] = ()
-    #: defenses its paper claims it keeps more utility than at equal attack success (the
-    #: lessons check the claim on a comparison)
+    #: where it is listed (pages, unions, ``privlab parts``): by ``order``, then registration
+    order: int = 1000
+
+
+@dataclass(frozen=True)
+class PaperSpec:
+    """What the defense's paper claims (the lessons check the claims on a comparison)."""
+
+    #: defenses its paper claims it keeps more utility than at equal attack success
     outperforms: tuple[str, ...] = ()
     #: the name its paper's claims use (default: the title)
     short_title: str = ""
 
+
+#: DefensePart keywords of the first, flat declaration shape -> (group, the group's field);
+#: a declaration written that way still reads (one spelling is stored: the groups)
+_FLAT = {"controls": ("page", "controls"), "readouts": ("page", "readouts"),
+         "variants": ("page", "variants"), "variant_titles": ("page", "variant_titles"),
+         "fixed_points": ("page", "fixed_points"), "order": ("page", "order"),
+         "outperforms": ("paper", "outperforms"), "short_title": ("paper", "short_title"),
+         "family_releases": ("release", "per_family"), "extra_releases": ("release", "extra"),
+         "family_builders": ("builder", "per_family")}
+
+
+@dataclass(frozen=True, init=False)
+class DefensePart:
+    """A registered defense: the engine's concerns as fields (its config block, release, knob,
+    accounting, builder, whether it is its families' undefended baseline), the page's and
+    the paper's in typed groups (:class:`PageSpec`, :class:`PaperSpec`). ``release`` and
+    ``builder`` may be written as a string (one release, one builder for every family).
+    Where the first config shape kept the block's parameters is the block's own
+    ``legacy_fields`` (:mod:`core.migrations`)."""
+
+    name: str
+    title: str
+    families: tuple[str, ...]
+    release: Releases
+    knob: Knob | None
+    #: accountant name (:data:`core.bounds.accountants.ACCOUNTANTS`) or None for defenses with
+    #: no formal guarantee, measured by attacks only
+    accounting: str | None
+    builder: Builders
+    description: str
+    #: the config block (a :class:`core.config_base.Block` with ``kind: Literal[name]``); the
+    #: config unions of its families are generated from it (:func:`defense_blocks`)
+    config: type | None
+    #: the undefended baseline of its families (the plane's reference point)
+    baseline: bool
+    page: PageSpec
+    paper: PaperSpec
+
+    def __init__(self, name: str, title: str, families: tuple[str, ...],
+                 release: str | Releases, knob: Knob | None, accounting: str | None,
+                 builder: str | Callable[..., Any] | Builders, description: str = "",
+                 config: type | None = None, baseline: bool = False,
+                 page: PageSpec = PageSpec(), paper: PaperSpec = PaperSpec(),
+                 **flat: Any) -> None:
+        from dataclasses import replace
+
+        groups: dict[str, Any] = {
+            "release": release if isinstance(release, Releases) else Releases(release),
+            "builder": builder if isinstance(builder, Builders) else Builders(builder),
+            "page": page, "paper": paper}
+        for key, value in flat.items():
+            if key not in _FLAT:
+                raise TypeError(f"DefensePart: got an unknown keyword {key!r}")
+            group, field_ = _FLAT[key]
+            groups[group] = replace(groups[group], **{field_: value})
+        for key, value in (("name", name), ("title", title), ("families", tuple(families)),
+                           ("knob", knob), ("accounting", accounting),
+                           ("description", description), ("config", config),
+                           ("baseline", baseline), *groups.items()):
+            object.__setattr__(self, key, value)
+
     def controls_for(self, family: str) -> tuple[Control, ...]:
         """The controls ``family``'s page draws for this defense."""
-        return tuple(c for c in self.controls if not c.families or family in c.families)
+        return tuple(c for c in self.page.controls if not c.families or family in c.families)
 
     def variant_values(self) -> tuple[str, ...]:
-        """The values of the :attr:`variants` field (a ``Literal`` of the block); empty
+        """The values of the page's variants field (a ``Literal`` of the block); empty
         without one."""
         import typing
 
-        if not self.variants or self.config is None:
+        if not self.page.variants or self.config is None:
             return ()
         return tuple(str(v) for v in typing.get_args(
-            self.config.model_fields[self.variants].annotation))
+            self.config.model_fields[self.page.variants].annotation))
 
     def readout_for(self, family: str) -> str | None:
         """``"module:attr"`` of ``family``'s live readout, None where it declares none."""
-        return dict(self.readouts).get(family)
+        return dict(self.page.readouts).get(family)
 
     @property
     def short(self) -> str:
-        return self.short_title or self.title
+        return self.paper.short_title or self.title
 
     def release_for(self, family: str) -> str:
         """The release this defense produces in ``family``."""
-        return dict(self.family_releases).get(family, self.release)
+        return self.release.for_family(family)
 
     def releases_for(self, family: str) -> tuple[str, ...]:
         """Every release the adversary observes in ``family`` (the main one first)."""
-        extra = tuple(r for f, r in self.extra_releases if f == family)
-        return (self.release_for(family), *extra)
+        return self.release.all_for(family)
 
-    def builder_for(self, family: str) -> str:
-        """``"module:attr"`` of the builder the ``family``'s runner calls."""
-        return dict(self.family_builders).get(family, self.builder)
+    def builder_for(self, family: str) -> str | Callable[..., Any]:
+        """The builder the ``family``'s runner calls (``"module:attr"`` or the callable)."""
+        return self.builder.for_family(family)
 
 
 @dataclass(frozen=True)
@@ -347,7 +426,10 @@ class AttackPart:
 
     ``function`` is the protocol function the runner calls through
     :func:`core.attacks.protocol.run_attack` as ``function(release, knowledge, **options,
-    **params)``; ``params`` are the ``cfg.attack`` fields it reads, ``options`` fixed keyword
+    **settings)``; its ``settings`` block (a :class:`core.config_base.Block` declared in its
+    own catalog module) holds the ``cfg.attack`` fields it reads, with their ranges: the
+    family's attack config carries every attack's block (:func:`core.config.attack_spec`) and
+    validates the chosen attacks' settings by their blocks. ``options`` are fixed keyword
     arguments (the preset a shared function runs). ``config_name`` is what a user writes in
     ``cfg.attack.attackers`` (default: ``name``); ``metric_key`` the ``{who}`` of its metric
     names (default: the config name)."""
@@ -364,6 +446,10 @@ class AttackPart:
     #: what kind of adversary: "in_training" (the one the defense trained against), "fresh",
     #: "baseline" (no model)
     role: Literal["in_training", "fresh", "baseline"] = "fresh"
+    #: its settings block: the ``cfg.attack`` fields it reads, with their ranges (None: none)
+    settings: type | None = None
+    #: ``cfg.attack`` fields it reads besides its block's (a family's own field); a name the
+    #: family's config does not carry is a one-line error at validation
     params: tuple[str, ...] = field(default_factory=tuple)
     family: str = "attribute_privacy"
     config_name: str | None = None
@@ -391,6 +477,11 @@ class AttackPart:
                              f"{', '.join(NEEDS)}")
         for sig in self.signals:
             SIGNALS.get(sig)
+
+    def setting_names(self) -> tuple[str, ...]:
+        """The ``cfg.attack`` fields it is called with: its block's, then its ``params``."""
+        own = tuple(self.settings.model_fields) if self.settings is not None else ()
+        return own + tuple(p for p in self.params if p not in own)
 
     @property
     def key(self) -> str:
@@ -432,8 +523,88 @@ class Signal:
 _CATALOG = "core.catalog"
 SIGNALS: Registry[Signal] = Registry("signal", loader=_CATALOG)
 DEFENSES: Registry[DefensePart] = Registry("defense", loader=_CATALOG,
-                                           order=lambda d: d.order)
-ATTACKS: Registry[AttackPart] = Registry("attack", loader=_CATALOG, order=lambda a: a.order)
+                                           order=lambda d: d.page.order)
+ATTACKS: Registry[AttackPart] = Registry("attack", loader=_CATALOG, order=lambda a: a.order,
+                                         check=lambda name, part: _refuse_same_score(part))
+
+
+#: a part's outputs on its family's self-test (each part is run on it once per process)
+_SELF_TEST: dict[AttackPart, list[Any] | None] = {}
+
+
+def self_test_scores(part: AttackPart) -> list[Any] | None:
+    """``part``'s outputs on its family's self-test records (:attr:`Family.self_test`) as a list
+    of arrays (every array field of what it returns), called with its settings' defaults;
+    None where the family has no self-test or the records lack what the attack needs."""
+    import dataclasses
+    import inspect
+
+    import numpy as np
+
+    from core.registry import load_object
+
+    fam = FAMILIES.get(part.family)
+    if fam.self_test is None:
+        return None
+    if part in _SELF_TEST:
+        return _SELF_TEST[part]
+    release, knowledge, quick = load_object(fam.self_test)()
+    try:
+        fn = load_object(part.function)
+    except (ValueError, ImportError, AttributeError):  # tests/test_registry_strings.py says why
+        return None
+    settings = part.settings().model_dump() if part.settings else {}
+    kw = {**dict(part.options), **settings,
+          **{k: v for k, v in quick.items() if k in settings}}
+    params = inspect.signature(fn).parameters
+    if "seed" in params:
+        kw["seed"] = 0
+    try:
+        out = fn(release, knowledge, **kw)
+    except (ValueError, TypeError, KeyError):  # the records lack what it reads
+        _SELF_TEST[part] = None
+        return None
+    values = ([getattr(out, f.name) for f in dataclasses.fields(out)]
+              if dataclasses.is_dataclass(out) else [out])
+    names = ([f.name for f in dataclasses.fields(out)] if dataclasses.is_dataclass(out)
+             else ["value"])
+    # arrays and numbers compared as floats, a score's orientation as itself; labels such as
+    # an output's attacker name are not scores
+    _SELF_TEST[part] = [v if isinstance(v, str) else np.asarray(v, dtype=float)
+                        for n, v in zip(names, values, strict=True)
+                        if isinstance(v, np.ndarray | list | tuple | float | int)
+                        or (isinstance(v, str) and n == "direction")]
+    return _SELF_TEST[part]
+
+
+def same_score_as(part: AttackPart) -> str | None:
+    """The name of a registered attack of ``part``'s family (other than ``part``) whose
+    outputs on the family's self-test records equal ``part``'s (score arrays within
+    ``np.allclose``, the same orientation), None where none does."""
+    import numpy as np
+
+    mine = self_test_scores(part)
+    if mine is None:
+        return None
+    for other in attacks_for(part.family):
+        if other.name == part.name:
+            continue
+        theirs = self_test_scores(other)
+        if theirs is not None and len(theirs) == len(mine) and all(
+                a == b if isinstance(a, str) or isinstance(b, str)
+                else a.shape == b.shape and np.allclose(a, b, equal_nan=True)
+                for a, b in zip(mine, theirs, strict=True)):
+            return other.name
+    return None
+
+
+def _refuse_same_score(part: AttackPart) -> None:
+    """The attack registry's check: a new attack must compute something no registered attack
+    of its family computes (a one-line ValueError names the twin)."""
+    twin = same_score_as(part)
+    if twin is not None:
+        raise ValueError(f"attack: {part.name!r} scores the {part.family} self-test records "
+                         f"exactly as {twin!r} does; register a new attack only for a new score")
 
 # -- queries: configs, the metric schema, pages and the CLI read these ------------------------
 

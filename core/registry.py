@@ -7,8 +7,9 @@ one-line error naming what was asked for and what exists.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -21,11 +22,23 @@ class UnknownName(KeyError):
 
 
 class Registry(Generic[T]):
-    """Name -> entry. ``what`` names the registry in errors (``"defense"``, ``"attack"``)."""
+    """Name -> entry. ``what`` names the registry in errors (``"defense"``, ``"attack"``).
+    Every instance is listed in :data:`Registry.instances` (the test that resolves every
+    ``"module:attr"`` entry reads them all)."""
+
+    instances: ClassVar[list[Registry[Any]]] = []
 
     def __init__(self, what: str, *, loader: str | None = None,
-                 order: Callable[[T], Any] | None = None) -> None:
+                 order: Callable[[T], Any] | None = None,
+                 check: Callable[[str, T], None] | None = None) -> None:
+        Registry.instances.append(self)
         self.what = what
+        #: called as ``check(name, entry)`` before an entry registered after the loader's
+        #: package has been imported is added (it raises to refuse it); the declarations the
+        #: loader imports are not checked one by one (their test checks them all), so reading
+        #: the registry stays light
+        self._check = check
+        self._loaded = loader is None
         self._entries: dict[str, T] = {}
         #: a package imported on the first read (the declarations that register themselves:
         #: :mod:`core.catalog`); imported by name so that a declaration module may import the
@@ -48,6 +61,8 @@ class Registry(Generic[T]):
         def _add(obj: T) -> T:
             if name in self._entries:
                 raise ValueError(f"{self.what}: {name!r} is already registered")
+            if self._check is not None and self._loaded:
+                self._check(name, obj)
             self._entries[name] = obj
             self.version += 1
             return obj
@@ -65,6 +80,7 @@ class Registry(Generic[T]):
 
             loader, self._loader = self._loader, None
             importlib.import_module(loader)
+            self._loaded = True
 
     def _sorted(self) -> dict[str, T]:
         self._load()
@@ -131,3 +147,37 @@ def load_object(path: str | Callable[..., Any]):
         raise ValueError(f"object path: got {str(path)[:80]!r}; only registered "
                          f"'{ALLOWED_PACKAGES[0]}.<module>:<name>' objects are loaded")
     return getattr(importlib.import_module(module), attr)
+
+
+#: a ``"package.module:attr"`` object path (the form :func:`load_object` imports)
+OBJECT_PATH = re.compile(r"(?:core|cache|dashboard)(?:\.\w+)+:\w+(?:\.\w+)*")
+
+
+def object_paths(value: Any) -> list[str]:
+    """Every ``"module:attr"`` string held in ``value``: itself, or inside a dataclass's fields,
+    a tuple, list or a dict's values (a registry entry and the typed groups it holds)."""
+    import dataclasses
+
+    if isinstance(value, str):
+        return [value] if OBJECT_PATH.fullmatch(value) else []
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [p for f in dataclasses.fields(value)
+                for p in object_paths(getattr(value, f.name))]
+    if isinstance(value, tuple | list):
+        return [p for v in value for p in object_paths(v)]
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in object_paths(v)]
+    return []
+
+
+def resolve_path(path: str) -> Any:
+    """The object ``"module:attr"`` names (``attr`` may be dotted: a class's method); an
+    ImportError or AttributeError says what is missing. Unlike :func:`load_object` it accepts
+    any privlab package (the registry-strings test resolves them all)."""
+    import importlib
+
+    module, _, attr = path.partition(":")
+    obj = importlib.import_module(module)
+    for name in attr.split("."):
+        obj = getattr(obj, name)
+    return obj

@@ -121,14 +121,14 @@ class TeachingSweep:
     def variant(self) -> str | None:
         """The variant the knob is swept on (the κ channel's ``channel``: the part's registered
         ``variants`` field in the swept block), None when the defense has none."""
-        field_name = DEFENSES.get(self.defense).variants
+        field_name = DEFENSES.get(self.defense).page.variants
         value = self.defense_block().get(field_name) if field_name else None
         return None if value is None else str(value)
 
     @property
     def variant_words(self) -> str:
         """``"the White channel"`` (empty without a variant): what the lesson names."""
-        field_name = DEFENSES.get(self.defense).variants
+        field_name = DEFENSES.get(self.defense).page.variants
         v = self.variant
         return "" if v is None else f"the {v.capitalize()} {field_name}"
 
@@ -750,7 +750,7 @@ def compare_figures(comparison: Any) -> CompareFigures:
         if ends is not None:
             curves.append(ends)
     claims = [(c, o) for c in comparison.defended
-              for other in DEFENSES.get(c.defense).outperforms
+              for other in DEFENSES.get(c.defense).paper.outperforms
               for o in comparison.defended if o.defense == other]
     pick = _level_pick(comparison, *claims[0]) if claims else None
     return CompareFigures(curves, pick, words)

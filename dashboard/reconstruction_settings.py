@@ -22,11 +22,11 @@ def defense_choices(family: str = KIND) -> dict[str, tuple[str, str, dict[str, A
     out: dict[str, tuple[str, str, dict[str, Any]]] = {}
     for name in defenses_for(family):
         part = DEFENSES.get(name)
-        titles = dict(part.variant_titles)
+        titles = dict(part.page.variant_titles)
         values = part.variant_values()
         for v in values:
             symbol = part.knob.symbol + " · " if part.knob else ""
-            out[v] = (f"{symbol}{titles.get(v, v.capitalize())}", name, {part.variants: v})
+            out[v] = (f"{symbol}{titles.get(v, v.capitalize())}", name, {part.page.variants: v})
         if not values:
             out[name] = (part.title, name, {})
     return out
@@ -35,7 +35,7 @@ def defense_choices(family: str = KIND) -> dict[str, tuple[str, str, dict[str, A
 def choice_of(block: Any) -> str:
     """The choice a defense block (a validated block) is on the page."""
     part = DEFENSES.get(block.kind)
-    return str(getattr(block, part.variants)) if part.variants else block.kind
+    return str(getattr(block, part.page.variants)) if part.page.variants else block.kind
 
 
 #: the page's "defense" choices: none, each channel of the channel block, DP-SGD

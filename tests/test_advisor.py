@@ -29,6 +29,31 @@ def test_preset_cases(case):
     json.dumps(advice.to_dict())  # plain JSON for the benchmark and bundles
 
 
+def test_privacy_direction_and_range_are_read_from_the_schema_fields(monkeypatch):
+    """The advisor reads a metric's typed direction and span, never its description's words: a
+    ``neither`` metric whose prose says "lower = leakier" is no privacy metric, and a spec's
+    span decides its range whatever its description says."""
+    from dataclasses import replace
+
+    from core import metric_schema as S
+
+    assert A.higher_is_private("recon_best_mse") and not A.higher_is_private("mia_loss_auc")
+    assert A.metric_range("train_test_gap") == (-1.0, 1.0)
+    assert A.metric_range("mia_loss_adv") == (0.0, 1.0)
+    specs = {"prose_mse": S.MetricSpec("prose_mse", "MSE minus nothing (lower = leakier)",
+                                       "fraction", "neither"),
+             "typed_gap": S.MetricSpec("typed_gap", "a gap", "fraction", "leakage",
+                                       span=(-1.0, 1.0))}
+    monkeypatch.setattr(S, "_REGISTRY", {**S._REGISTRY, **specs})
+    with pytest.raises(ValueError, match="of direction 'neither'"):
+        A.higher_is_private("prose_mse")
+    assert A.metric_range("prose_mse") == (0.0, 1.0)
+    assert A.metric_range("typed_gap") == (-1.0, 1.0)
+    monkeypatch.setitem(S._REGISTRY, "prose_mse", replace(specs["prose_mse"],
+                                                          direction="protection"))
+    assert A.higher_is_private("prose_mse")
+
+
 def test_at_least_three_presets_cover_the_issue():
     names = {c.name for c in CASES}
     assert len(CASES) >= 3

@@ -35,8 +35,8 @@ def test_registry_round_trip_and_errors():
 
 def test_every_defense_declares_release_knob_and_accounting():
     for part in DEFENSES.values():
-        assert part.release in ("representation", "model", "update")
-        assert part.builder.count(":") == 1
+        assert part.release.main in ("representation", "model", "update")
+        assert all(part.builder_for(f).count(":") == 1 for f in part.families)
         if part.knob is not None:
             assert part.knob.low < part.knob.high and part.knob.scale in ("linear", "log")
     assert DEFENSES.get("dp_gaussian").accounting == "rdp"
@@ -134,3 +134,22 @@ def test_dir_stage_store_round_trip_with_weights(tmp_path):
     (tmp_path / "train" / "ab" / ("ab" * 32) / "arrays.npz").write_bytes(b"garbage")
     assert store.load("train", "ab" * 32) is None
     assert store.load("train", "cd" * 32) is None
+
+
+def test_defense_part_groups_its_concerns():
+    """At most 12 fields (the page's and the paper's concerns in typed groups), and a
+    declaration in the first, flat keywords reads the same as the grouped one."""
+    import dataclasses
+
+    from core.parts import Control, DefensePart, PageSpec, Releases
+
+    assert len(dataclasses.fields(DefensePart)) <= 12
+    common = {"name": "x", "title": "x", "families": ("membership",), "knob": None,
+              "accounting": None, "builder": "core.catalog.relaxloss:build_relaxloss"}
+    flat = DefensePart(**common, release="model", order=5, controls=(Control("alpha"),),
+                       extra_releases=(("membership", "representation"),))
+    grouped = DefensePart(**common, page=PageSpec(order=5, controls=(Control("alpha"),)),
+                          release=Releases("model", extra=(("membership", "representation"),)))
+    assert flat == grouped and flat.releases_for("membership") == ("model", "representation")
+    with pytest.raises(TypeError, match="unknown keyword 'colour'"):
+        DefensePart(**common, release="model", colour="red")

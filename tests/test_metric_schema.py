@@ -230,3 +230,13 @@ def test_one_advantage_meaning():
     assert empirical_advantage(u, sc) == M.advantage(u, sc)
     assert M.attack_scores(u, 1 / (1 + np.exp(-sc)))["advantage"] == pytest.approx(
         M.advantage(u, sc))
+
+
+def test_a_privacy_metric_says_its_direction_in_the_field():
+    """Every metric whose description tells a reader that less of it is more leakage is typed
+    ``protection`` (the advisor, the report and Compare read the field, not the words), and
+    only privacy metrics are."""
+    for spec in S.all_specs():
+        says_less_is_leakier = any(t in spec.description
+                                   for t in ("lower = leakier", "lower = more leakage"))
+        assert says_less_is_leakier == (spec.direction == "protection"), spec.name

@@ -451,3 +451,21 @@ def prior_on_release(release: Any, knowledge: Any, **_: Any) -> Any:
 
     n = len(release.targets)
     return AttackOutput("prior", prior_proba(knowledge.aux_labels, n, knowledge.n_classes))
+
+
+def self_test_records(n: int = 24, d: int = 4, classes: int = 2):
+    """The attribute family's self-test input (:attr:`core.parts.Family.self_test`): seeded
+    representations whose first coordinate carries the attribute, ``n`` target rows and ``2n``
+    auxiliary rows with their values, an in-training adversary's probabilities, and a few
+    epochs for a fresh MLP; the registry refuses a second attack whose outputs on it equal an
+    existing attack's."""
+    from core.releases import RepresentationRelease
+
+    rng = np.random.default_rng(0)
+    u = rng.integers(0, classes, 3 * n)
+    R = rng.normal(size=(3 * n, d))
+    R[:, 0] += 1.5 * u
+    proba = rng.dirichlet(np.ones(classes), n)
+    knowledge = AdversaryKnowledge(n_classes=classes, aux_features=R[n:], aux_labels=u[n:])
+    return (RepresentationRelease(targets=R[:n], adversary_proba=proba), knowledge,
+            {"mlp_epochs": 5})

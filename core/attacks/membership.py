@@ -508,6 +508,28 @@ class MembershipScores:
         return self.scores if self.direction == HIGHER_IS_MEMBER else -self.scores
 
 
+def self_test_records(n: int = 24, k: int = 4, classes: int = 3, m: int = 12
+                      ) -> tuple[MembershipRelease, None, dict[str, Any]]:
+    """The membership family's self-test input (:attr:`core.parts.Family.self_test`): a small
+    seeded release whose members are more confident than its non-members, with ``k`` shadow
+    models (each row IN half of them) and ``m`` population records; the registry refuses a
+    second attack whose scores on it equal an existing attack's (no settings to shorten)."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, classes, n)
+    member = np.arange(n) % 2 == 0
+    logits = rng.normal(size=(n, classes))
+    logits[np.arange(n), labels] += np.where(member, 2.0, 0.5)
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    shadow_in = np.stack([np.roll(np.arange(k) < k // 2, i) for i in range(n)])
+    shadow_p = np.clip(rng.uniform(0.2, 0.6, (n, k)) + 0.3 * shadow_in, 1e-3, 1 - 1e-3)
+    pop = rng.uniform(0.2, 0.7, m)
+    release = MembershipRelease(
+        p_true=probs[np.arange(n), labels], probs=probs, labels=labels, shadow_p=shadow_p,
+        shadow_in=shadow_in, population_p=pop,
+        population_shadow_p=np.clip(pop[:, None] + rng.normal(0, 0.05, (m, k)), 1e-3, 1 - 1e-3))
+    return release, None, {}
+
+
 def _need(value: np.ndarray | None, name: str) -> np.ndarray:
     if value is None:
         raise ValueError(f"release.{name}: this attack needs it; the release has none")

@@ -77,8 +77,9 @@ def attack_part(name: str, family: str | None = None) -> AttackPart:
 
 
 def attack_params(part: AttackPart, spec: Any) -> dict[str, Any]:
-    """The ``cfg.attack`` fields the attack declares (``part.params``), read from ``spec``."""
-    return {p: getattr(spec, p) for p in part.params}
+    """The ``cfg.attack`` fields the attack declares (its settings block's and ``params``),
+    read from ``spec``."""
+    return {p: getattr(spec, p) for p in part.setting_names()}
 
 
 def release_kinds(release: Any) -> tuple[str, ...]:

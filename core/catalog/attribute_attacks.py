@@ -6,8 +6,34 @@ Each attack's registration is its one declaration (:mod:`core.catalog`).
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from annotated_types import Ge, Le
+from pydantic import Field
+
+from core.config_base import Block
 from core.knowledge import ThreatModel
 from core.parts import ATTACKS, AttackPart
+
+#: the seeded cap on the aux rows a fresh attacker trains on
+_MaxTrain = Annotated[int, Ge(50), Le(1_000_000)]
+
+
+class LogregSettings(Block):
+    """The fresh logistic regression's training rows."""
+
+    max_train: _MaxTrain = 10_000
+
+
+class MlpSettings(Block):
+    """The fresh MLP attacker: its width, its epoch cap and its training rows."""
+
+    mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
+    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = Field(
+        500, description="the MLP attacker's epoch cap: it trains until its validation loss "
+                         "stops falling (patience core.training.PATIENCE), at most this many")
+    max_train: _MaxTrain = 10_000
+
 
 _SEES_R = "the released representations r of the target rows (test split) and the encoder"
 _KNOWS_AUX = "auxiliary rows (aux split) with their attribute values, encoded with the released encoder"
@@ -25,13 +51,13 @@ ATTACKS.register("in_training", AttackPart(
 ATTACKS.register("logreg", AttackPart(
     name="logreg", title="fresh logistic regression", accepts=("representation", "raw"),
     threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
-    function="core.attacks.attribute:fresh_on_release", fresh=True, params=("max_train",),
+    function="core.attacks.attribute:fresh_on_release", fresh=True, settings=LogregSettings,
     family="attribute_privacy", needs=("encoder", "aux"), options=(("model", "logreg"),)))
 ATTACKS.register("mlp", AttackPart(
     name="mlp", title="fresh MLP", accepts=("representation", "raw"),
     threat=ThreatModel(sees=_SEES_R, knows=_KNOWS_AUX, goal=_GOAL_U),
     function="core.attacks.attribute:fresh_on_release", fresh=True,
-    params=("mlp_hidden", "mlp_epochs", "max_train"), family="attribute_privacy",
+    settings=MlpSettings, family="attribute_privacy",
     needs=("encoder", "aux"), options=(("model", "mlp"),)))
 ATTACKS.register("prior", AttackPart(
     name="prior", title="prior (no model)", accepts=("representation", "raw", "model", "update"),

@@ -12,7 +12,7 @@ from annotated_types import Ge, Le
 from pydantic import Field, model_validator
 
 from core.config_base import Block
-from core.parts import DEFENSES, Control, DefensePart, Knob
+from core.parts import DEFENSES, Control, DefensePart, Knob, PageSpec, Releases
 
 
 class ChannelDefense(Block):
@@ -47,12 +47,9 @@ _GL = ("gradient_leakage",)
 _MIA = ("membership",)
 _CENTRAL = "core.defenses.central"
 DEFENSES.register("channel", DefensePart(
-    config=ChannelDefense, order=60,
-    name="channel", title="κ channel (data-space noise)", families=_GL + _MIA, release="update",
-    family_releases=(("membership", "model"),), variants="channel",
-    variant_titles=(("natural", "Natural (σI)"), ("white", "White (∝ Σ_D)"),
-                    ("personalized", "Personalized (σ·diag β)"),
-                    ("laplace", "Laplace (derived bound)")),
+    config=ChannelDefense,
+    name="channel", title="κ channel (data-space noise)", families=_GL + _MIA,
+    release=Releases("update", per_family=(("membership", "model"),)),
     knob=Knob.of(ChannelDefense, "kappa", "κ", "capacity per round (nats)", "log",
               "lower_is_more_private", budget_metric="kappa", grid=(2.0, 8.0, 32.0, 128.0, 512.0),
               family_fields=(("membership", (
@@ -63,10 +60,15 @@ DEFENSES.register("channel", DefensePart(
                   ("gradient_leakage", (
                       ("per_dim", True), ("low", 1e-3), ("high", 10.0),
                       ("teaching", (0.01, 0.03, 0.1, 0.3, 1.0)))))),
-    controls=(Control("noise_mode", "Noise", "redraw: fresh noise every step (κ per step, n·κ "
-                      "over the run); fixed: one noisy copy of the data (κ in total).",
-                      families=_GL, segmented=True),),
-    readouts=(("gradient_leakage", "core.defenses.channel_live:live_kappa"),),
+    page=PageSpec(
+        order=60, variants="channel",
+        variant_titles=(("natural", "Natural (σI)"), ("white", "White (∝ Σ_D)"),
+                        ("personalized", "Personalized (σ·diag β)"),
+                        ("laplace", "Laplace (derived bound)")),
+        controls=(Control("noise_mode", "Noise", "redraw: fresh noise every step (κ per step, "
+                          "n·κ over the run); fixed: one noisy copy of the data (κ in total).",
+                          families=_GL, segmented=True),),
+        readouts=(("gradient_leakage", "core.defenses.channel_live:live_kappa"),)),
     accounting="capacity", builder=f"{_CENTRAL}:build_channel",
     description="The model trains on D̃ = D + ξ with ξ solved from the capacity κ (Eq. 18): "
                 "Natural σI, White ∝ Σ_D (Eq. 19), Personalized σ·diag β (Eq. 20, exact via "

@@ -12,7 +12,16 @@ from annotated_types import Ge, Gt, Le
 from pydantic import Field, model_validator
 
 from core.config_base import Block, ClipNorm, Delta
-from core.parts import DEFENSES, Control, DefensePart, FixedPoint, Knob
+from core.parts import (
+    DEFENSES,
+    Control,
+    DefensePart,
+    FixedPoint,
+    Knob,
+    PageSpec,
+    PaperSpec,
+    Releases,
+)
 
 
 class DPSGDDefense(Block):
@@ -99,18 +108,20 @@ _GL = ("gradient_leakage",)
 _MIA = ("membership",)
 _CENTRAL = "core.defenses.central"
 DEFENSES.register("dp_sgd", DefensePart(
-    config=DPSGDDefense, order=70,
-    name="dp_sgd", title="DP-SGD (Opacus)", families=_GL + _MIA, release="update",
-    family_releases=(("membership", "model"),),
+    config=DPSGDDefense,
+    name="dp_sgd", title="DP-SGD (Opacus)", families=_GL + _MIA,
+    release=Releases("update", per_family=(("membership", "model"),)),
     knob=Knob.of(DPSGDDefense, "target_epsilon", "ε", "target DP budget (z solved by the accountant)", "log", "lower_is_more_private", budget_metric="epsilon_accountant",
               grid=(1.0, 2.0, 4.0, 8.0)),
-    accounting="prv", builder=f"{_CENTRAL}:build_dpsgd", short_title="DP-SGD",
-    controls=(Control("clip_norm", "clip norm S", families=_GL),),
-    readouts=(("gradient_leakage", "core.defenses.channel_live:live_dpsgd"),),
-    fixed_points=(FixedPoint(
-        "DP-SGD · clipping only (ε = ∞)", (("noise_multiplier", 0.0), ("target_epsilon", None)),
-        question="DP-SGD: add the ε = ∞ point (clipping, no noise)",
-        help="noise_multiplier 0 through the same pipeline: clipping and noise seen apart"),),
+    accounting="prv", builder=f"{_CENTRAL}:build_dpsgd", paper=PaperSpec(short_title="DP-SGD"),
+    page=PageSpec(
+        order=70, controls=(Control("clip_norm", "clip norm S", families=_GL),),
+        readouts=(("gradient_leakage", "core.defenses.channel_live:live_dpsgd"),),
+        fixed_points=(FixedPoint(
+            "DP-SGD · clipping only (ε = ∞)",
+            (("noise_multiplier", 0.0), ("target_epsilon", None)),
+            question="DP-SGD: add the ε = ∞ point (clipping, no noise)",
+            help="noise_multiplier 0 through the same pipeline: clipping and noise seen apart"),)),
     description="Per-sample clipping and Gaussian noise on the batch gradient (Abadi et al. "
                 "2016) through Opacus, trained with its own recipe (full-batch SGD); the knob "
                 "is the target ε (z solved by the PRV accountant, RDP where PRV is "

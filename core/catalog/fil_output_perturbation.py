@@ -12,7 +12,7 @@ from annotated_types import Ge, Le
 from pydantic import Field, model_validator
 
 from core.config_base import Block, Delta, DPEpsilon
-from core.parts import DEFENSES, DefensePart, Knob
+from core.parts import DEFENSES, DefensePart, Knob, PageSpec
 
 
 class FilOutputPerturbation(Block):
@@ -70,7 +70,7 @@ class FilOutputPerturbation(Block):
 
 _FIL = ("fisher_information",)
 DEFENSES.register("fil_output_perturbation", DefensePart(
-    config=FilOutputPerturbation, order=90,
+    config=FilOutputPerturbation, page=PageSpec(order=90),
     name="fil_output_perturbation", title="FIL output perturbation (σ)", families=_FIL,
     release="model",
     knob=Knob.of(FilOutputPerturbation, "eta_target", "η", "target FIL η (worst case)", "log",

@@ -12,7 +12,7 @@ from annotated_types import Ge, Le, Lt
 from pydantic import Field
 
 from core.config_base import Block, ClipNorm, Delta
-from core.parts import DEFENSES, DefensePart, Knob
+from core.parts import DEFENSES, DefensePart, Knob, PageSpec, Releases
 
 
 class Inf2GuardDRADefense(Block):
@@ -41,10 +41,10 @@ class Inf2GuardDRADefense(Block):
 
 _RR = ("repr_reconstruction",)
 DEFENSES.register("inf2guard_dra", DefensePart(
-    config=Inf2GuardDRADefense, order=110,
+    config=Inf2GuardDRADefense, page=PageSpec(order=110, variants="channel"),
     name="inf2guard_dra", title="Inf2Guard perturbation r + δ (ε, channel)", families=_RR,
-    release="representation", family_releases=(("repr_reconstruction", "noisy_representation"),),
-    variants="channel",
+    release=Releases("representation",
+                     per_family=(("repr_reconstruction", "noisy_representation"),)),
     knob=Knob.of(Inf2GuardDRADefense, "epsilon", "ε", "Inf2Guard noise scale (not a DP budget)", "linear",
               "higher_is_more_private", budget_metric="perturbation_scale",
               options=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0),

@@ -12,7 +12,7 @@ from annotated_types import Ge, Le
 from pydantic import Field
 
 from core.config_base import Block
-from core.parts import DEFENSES, DefensePart, Knob
+from core.parts import DEFENSES, DefensePart, Knob, PageSpec, Releases
 
 
 class Inf2GuardPropertyDefense(Block):
@@ -29,9 +29,9 @@ class Inf2GuardPropertyDefense(Block):
 
 _PIA = ("property",)
 DEFENSES.register("inf2guard_property", DefensePart(
-    config=Inf2GuardPropertyDefense, order=100,
+    config=Inf2GuardPropertyDefense, page=PageSpec(order=100),
     name="inf2guard_property", title="Inf2Guard vs property inference (λ)", families=_PIA,
-    release="representation", family_releases=(("property", "subset_representation"),),
+    release=Releases("representation", per_family=(("property", "subset_representation"),)),
     knob=Knob.of(Inf2GuardPropertyDefense, "tradeoff_lambda", "λ", "Inf2Guard privacy weight", "linear",
               "higher_is_more_private", budget_metric="tradeoff_lambda",
               grid=(0.0, 0.25, 0.5, 0.75, 1.0),

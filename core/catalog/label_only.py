@@ -152,15 +152,12 @@ def calibrated_score(target: np.ndarray, shadows: np.ndarray, shadow_in: np.ndar
 
 
 def _attack(name: str, release: Any):
-    from core.registry import load_object
+    from core.attacks.membership import MembershipScores
 
-    # the membership family's score type, named as the registry names a part (a declaration
-    # module sits below the attacks and does not import them)
-    scores_type = load_object("core.attacks.membership:MembershipScores")
     if release.shadow_in is None:
         raise ValueError(f"release.shadow_in: the {name} attack is calibrated on shadow "
                          "models; the release has none")
-    return scores_type(calibrated_score(release.signal(name), release.shadow_signal(name),
+    return MembershipScores(calibrated_score(release.signal(name), release.shadow_signal(name),
                                         release.shadow_in))
 
 

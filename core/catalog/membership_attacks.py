@@ -6,8 +6,22 @@ Each attack's registration is its one declaration (:mod:`core.catalog`).
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from annotated_types import Ge, Le
+
+from core.config_base import Block
 from core.knowledge import ThreatModel
 from core.parts import ATTACKS, AttackPart
+
+
+class RmiaSettings(Block):
+    """RMIA's settings (Zarifzadeh et al. 2024): the reference (OUT) models per candidate and
+    the offline approximation's a (Pr(x) ≈ ½((1 + a)·Pr_OUT(x) + (1 − a)))."""
+
+    rmia_references: Annotated[int, Ge(1), Le(64)] = 2
+    rmia_a: Annotated[float, Ge(0.0), Le(1.0)] = 0.3
+
 
 _SEES_MODEL = "the released model's outputs (class probabilities) on the candidate records"
 _KNOWS_REC = "each candidate record (x, y)"
@@ -29,7 +43,7 @@ for _n, _t, _k, _needs, _pool in (
         threat=ThreatModel(sees=_SEES_MODEL, knows=_k, goal=_GOAL_M),
         function=f"{_MEM}:{_n}_on_release", fresh=True, family="membership", config_name=_n,
         needs=_needs, pools_targets=_pool,
-        params=("rmia_references", "rmia_a") if _n == "rmia" else ()))
+        settings=RmiaSettings if _n == "rmia" else None))
 ATTACKS.register("mia_representation", AttackPart(
     name="mia_representation", title="representation attack (fresh MLP on r)",
     accepts=("representation",),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from core.config_base import Block
-from core.parts import DEFENSES, DefensePart
+from core.parts import DEFENSES, Builders, DefensePart, PageSpec, Releases
 
 
 class NoDefense(Block):
@@ -23,12 +23,15 @@ _GL = ("gradient_leakage",)
 _MIA = ("membership",)
 _CENTRAL = "core.defenses.central"
 DEFENSES.register("none", DefensePart(
-    config=NoDefense, order=10, baseline=True,
-    name="none", title="none (undefended)", families=_FL + _GL + _MIA, release="representation",
-    knob=None, accounting=None, builder="core.defenses.federated:build_none",
-    readouts=(("gradient_leakage", "core.defenses.channel_live:live_undefended"),),
+    config=NoDefense, baseline=True,
+    name="none", title="none (undefended)", families=_FL + _GL + _MIA,
+    release=Releases("representation", per_family=(("gradient_leakage", "update"),
+                                                   ("membership", "model"))),
+    knob=None, accounting=None,
+    builder=Builders("core.defenses.federated:build_none",
+                     per_family=(("gradient_leakage", f"{_CENTRAL}:build_plain"),
+                                 ("membership", f"{_CENTRAL}:build_plain"))),
+    page=PageSpec(order=10, readouts=(("gradient_leakage",
+                                       "core.defenses.channel_live:live_undefended"),)),
     description="Attribute privacy: the encoder trained on the utility term only (λ = 0). "
-                "Gradient leakage: plain training, the uploads released as they are.",
-    family_releases=(("gradient_leakage", "update"), ("membership", "model")),
-    family_builders=(("gradient_leakage", f"{_CENTRAL}:build_plain"),
-                     ("membership", f"{_CENTRAL}:build_plain"))))
+                "Gradient leakage: plain training, the uploads released as they are."))

@@ -5,8 +5,28 @@ Each attack's registration is its one declaration (:mod:`core.catalog`).
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from annotated_types import Ge, Le
+from pydantic import Field
+
+from core.config_base import Block
 from core.knowledge import ThreatModel
 from core.parts import ATTACKS, AttackPart
+
+
+class FreshPropertySettings(Block):
+    """The fresh property attackers (MLP and logistic regression read the same block): the
+    aggregator they apply and the MLP's width and epoch cap."""
+
+    mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
+    mlp_epochs: Annotated[int, Ge(1), Le(1000)] = Field(
+        500, description="the fresh MLP's epoch cap: it trains until its validation loss stops "
+                         "falling (patience core.training.PATIENCE), at most this many")
+    aggregation: Literal["same", "mean", "max"] = Field(
+        "same", description="the fresh attackers' aggregator: the defender's ('same') or a "
+                            "substitute (Table 17: mean defense, max attacker)")
+
 
 _SEES_AGG = ("the aggregated representation Agg({f(x)}) (mean or max) of each target subset "
              "of the test split")
@@ -28,15 +48,13 @@ ATTACKS.register("property_mlp", AttackPart(
     name="property_mlp", title="fresh MLP on shadow subsets", accepts=("subset_representation",),
     threat=ThreatModel(sees=_SEES_AGG, knows=_KNOWS_SHADOW, goal=_GOAL_P),
     function=f"{_PA}:fresh_on_release", role="fresh", family="property", config_name="mlp",
-    params=("mlp_hidden", "mlp_epochs", "aggregation"), needs=("encoder", "aux"),
-    options=(("model", "mlp"),)))
+    settings=FreshPropertySettings, needs=("encoder", "aux"), options=(("model", "mlp"),)))
 ATTACKS.register("property_logreg", AttackPart(
     name="property_logreg", title="fresh logistic regression on shadow subsets",
     accepts=("subset_representation",),
     threat=ThreatModel(sees=_SEES_AGG, knows=_KNOWS_SHADOW, goal=_GOAL_P),
     function=f"{_PA}:fresh_on_release", role="fresh", family="property", config_name="logreg",
-    params=("mlp_hidden", "mlp_epochs", "aggregation"), needs=("encoder", "aux"),
-    options=(("model", "logreg"),)))
+    settings=FreshPropertySettings, needs=("encoder", "aux"), options=(("model", "logreg"),)))
 ATTACKS.register("property_prior", AttackPart(
     name="property_prior", title="prior (no model)", accepts=("subset_representation",),
     threat=ThreatModel(sees="nothing", knows="the bin frequencies of its shadow subsets",

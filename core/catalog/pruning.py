@@ -6,17 +6,20 @@ part's one declaration (:mod:`core.catalog`).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from annotated_types import Ge, Le
 from pydantic import Field
 
 from core.config_base import Block
-from core.parts import DEFENSES, Control, DefensePart, Knob
+from core.parts import DEFENSES, Control, DefensePart, Knob, PageSpec
 
 
 class PruningDefense(Block):
     """Magnitude pruning: the smallest-magnitude fraction ``rate`` of each upload zeroed."""
+
+    # the first config shape: top-level pruning_rate and pruning_target
+    legacy_fields: ClassVar = (("pruning_rate", "rate"), ("pruning_target", "target"))
 
     kind: Literal["pruning"] = "pruning"
     rate: Annotated[float, Ge(0.0), Le(0.99)] = Field(
@@ -28,13 +31,12 @@ class PruningDefense(Block):
 
 _FL = ("attribute_privacy",)
 DEFENSES.register("pruning", DefensePart(
-    config=PruningDefense, order=50,
+    config=PruningDefense,
     name="pruning", title="magnitude pruning of uploads", families=_FL, release="representation",
     knob=Knob.of(PruningDefense, "rate", "p", "pruning rate", "linear", "higher_is_more_private",
               budget_metric="pruning_rate", grid=(0.5, 0.8, 0.9, 0.95, 0.99)),
     accounting=None, builder="core.defenses.federated:build_pruning",
-    controls=(Control("target", "prune", "Prune the uploaded parameters (TAPPFL's MC baseline) "
-                                         "or the update."),),
-    # the first config shape: top-level pruning_rate and pruning_target
-    legacy_fields=(("pruning_rate", "rate"), ("pruning_target", "target")),
+    page=PageSpec(order=50, controls=(
+        Control("target", "prune", "Prune the uploaded parameters (TAPPFL's MC baseline) "
+                                   "or the update."),)),
     description="The smallest-magnitude fraction of each upload zeroed (TAPPFL's MC baseline)."))

@@ -30,7 +30,7 @@ from torch import Tensor
 from core.config_base import Block
 from core.engine.hooks import Hook, StepState
 from core.engine.recipe import Recipe
-from core.parts import DEFENSES, DefensePart, Knob
+from core.parts import DEFENSES, DefensePart, Knob, PageSpec
 
 
 class RelaxLossDefense(Block):
@@ -192,7 +192,7 @@ def build_relaxloss(block: RelaxLossDefense, *, image_shape: tuple[int, ...], tr
 
 
 DEFENSES.register("relaxloss", DefensePart(
-    config=RelaxLossDefense, order=120,
+    config=RelaxLossDefense, page=PageSpec(order=120),
     name="relaxloss", title="RelaxLoss (α)", families=("membership",), release="model",
     knob=Knob.of(RelaxLossDefense, "alpha", "α", "RelaxLoss target loss level (nats)", "linear",
                  "higher_is_more_private", budget_metric=ALPHA_METRIC,

@@ -51,7 +51,7 @@ def _floor_kind_changed(base: float | None) -> None:
 
 def grid_key(d: C.DefenseSpec) -> str:
     """The page's grid box of a curve (``cmp_grid_dp_sgd``, ``cmp_grid_channel:white``)."""
-    field = DEFENSES.get(d.defense).variants
+    field = DEFENSES.get(d.defense).page.variants
     return "cmp_grid_" + d.defense + "".join(f":{v}" for f, v in d.params if f == field)
 
 

@@ -169,7 +169,7 @@ def defense_knob_ui(defense: str) -> dict[str, Any]:
 
 def params_ui(defense: str) -> dict[str, Any]:
     """The defense block's other fields its part declares for this page
-    (:attr:`core.parts.DefensePart.controls`), in a row of columns."""
+    (:attr:`core.parts.PageSpec.controls`), in a row of columns."""
     return controls_ui(KIND, defense, key=lambda f: field_key(defense, f))
 
 

@@ -91,13 +91,13 @@ def fixed_points() -> dict[C.DefenseSpec, str]:
 
 def option_of(d: C.DefenseSpec) -> str:
     """``dp_sgd`` or ``channel:white`` (a defense and the value of its variant field)."""
-    field = DEFENSES.get(d.defense).variants
+    field = DEFENSES.get(d.defense).page.variants
     return d.defense + "".join(f":{v}" for f, v in d.params if f == field)
 
 
 def spec_of_option(family: str, opt: str, grid: tuple[float, ...] | None) -> C.DefenseSpec:
     name, *vals = opt.split(":")
-    field = DEFENSES.get(name).variants
+    field = DEFENSES.get(name).page.variants
     return C.DefenseSpec(name, tuple((field, v) for v in vals[:1] if field), grid)
 
 
@@ -109,7 +109,7 @@ def defense_options(family: str) -> list[str]:
     for n in C.applicable_defenses(family):
         if is_baseline(n):
             continue
-        field = DEFENSES.get(n).variants
+        field = DEFENSES.get(n).page.variants
         variants = C.block_variants(family, n).get(field) if field else None
         if variants:
             out.extend(f"{n}:{v}" for v in variants)
@@ -202,7 +202,7 @@ def controls() -> C.ComparisonSpec | None:
             else:
                 specs.append(spec_of_option(family, opt, grid))
     for name in dict.fromkeys(o.split(":")[0] for o in chosen):  # the parts' fixed points
-        for i, (point, spec) in enumerate(zip(DEFENSES.get(name).fixed_points,
+        for i, (point, spec) in enumerate(zip(DEFENSES.get(name).page.fixed_points,
                                               C.fixed_point_specs(name), strict=True)):
             if st.checkbox(point.question or f"{DEFENSES.get(name).title}: add {point.label}",
                            key=fixed_point_key(name, i), help=point.help or None):
