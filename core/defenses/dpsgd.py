@@ -306,6 +306,7 @@ def train_dpsgd(
                              batch_size=batch_size, sample_rate=sample_rate, lr=lr,
                              optimizer=optimizer, momentum=momentum, mode=grad_sample_mode)
     _check_dp_args(max_grad_norm, delta, noise_multiplier, target_epsilon, accountant)
+    model.train()  # Opacus validates a model in training mode (fit trains in it anyway)
     check_opacus_compatible(model)
 
     t0 = time.perf_counter()
