@@ -38,8 +38,9 @@ that will run (:func:`core.bounds.accountants.dpsgd_noise_multiplier`) and calli
 int(epochs / q) and runs an unguarded PRV search). Both the solve and the readout are memoised
 per (ε or z, q, steps, δ, accountant): a target and its shadow models share them.
 
-Reproducibility: the Poisson sampler draws from a CPU ``torch.Generator`` and the noise from ``noise_generator`` on the parameters' device, both seeded from
-``seed`` (never the global RNG). Models must pass ``opacus.validators.ModuleValidator`` (no
+Reproducibility: the Poisson sampler draws from a CPU ``torch.Generator`` and the noise from
+``noise_generator`` on the parameters' device, both seeded from ``seed`` (never the global
+RNG). Models must pass ``opacus.validators.ModuleValidator`` (no
 BatchNorm). The model is trained in place; Opacus' hooks and per-sample attributes are removed
 at the end.
 """
