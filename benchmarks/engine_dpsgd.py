@@ -14,7 +14,10 @@ Both train the same architecture (:func:`core.models.build_model`, same seed) on
 synthetic rows at batch 64 (q = 1/steps, the expected step 64 rows) with z = 1, S = 1, so they
 end with the same weights bit for bit (``same_weights``, checked on the first pair: the two
 did the same work). Each timing is a whole call (setup, the steps, Opacus' cleanup; the engine
-path's ε readout is memoised after the warm-up); images are the rows the steps took. Same
+path's ε readout is memoised after the warm-up), in the process's CPU time on the CPU (one
+thread; the cores are shared, and other processes' load inflates wall time, not CPU time;
+wall times are kept in the details) and in wall time on CUDA; images are the rows the steps
+took. Same
 process, one CPU thread, a warm-up pair, then ``REPEATS`` pairs, which of the two runs first
 alternating;
 ``dpsgd_vs_bare_opacus`` = the median over pairs of engine images/s / bare images/s (≥ 0.95
@@ -125,10 +128,14 @@ def _pair(arch: str, width: float, shape, steps: int, device, *, check: bool,
     for way, fn in (ways if bare_first else ways[::-1]):
         models[way] = _model(arch, width, shape, device)
         _sync(device)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         rows = fn(models[way], X, y, shape)
         _sync(device)
-        out[way] = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        # on the (shared) CPU the process's CPU time: other processes' load does not inflate
+        # it as it inflates wall time; on CUDA the wall time
+        out[way] = cpu if device.type == "cpu" else wall
+        out[f"{way}_wall"] = wall
         if rows >= 0:
             out["rows"] = rows
     if check:
@@ -146,6 +153,7 @@ def measure(device: str | None = None, repeats: int = REPEATS) -> dict[str, Any]
     ratios: dict[str, float] = {}
     rates: dict[str, dict[str, float]] = {}
     details: dict[str, Any] = {"device": str(dev), "threads": THREADS, "batch": BATCH,
+                               "clock": "process_time" if dev.type == "cpu" else "wall",
                                "repeats": repeats, "grad_sample_mode": "ghost",
                                "noise_multiplier": 1.0, "max_grad_norm": 1.0, "archs": {}}
     try:
@@ -162,7 +170,9 @@ def measure(device: str | None = None, repeats: int = REPEATS) -> dict[str, Any]
                 "arch": arch, "width": width, "input": list(shape), "steps": steps,
                 "rows_taken": rows, "same_weights": first["same_weights"],
                 "engine_s": [round(p["engine"], 4) for p in pairs],
-                "bare_s": [round(p["bare"], 4) for p in pairs]}
+                "bare_s": [round(p["bare"], 4) for p in pairs],
+                "engine_wall_s": [round(p["engine_wall"], 4) for p in pairs],
+                "bare_wall_s": [round(p["bare_wall"], 4) for p in pairs]}
     finally:
         torch.set_num_threads(threads)
     details["loadavg"] = _loadavg()
