@@ -3,9 +3,15 @@
 
 Per-example gradients are clipped to L2 norm ``max_grad_norm`` (S) and the summed batch
 gradient gets Gaussian noise of std z·S (z = ``noise_multiplier``); batches are Poisson
-samples with rate q = 1 / ceil(n / B) (Opacus' ``DPDataLoader``: each row in each step with
-probability q, ceil(n / B) steps per epoch). In the paper's capacity terms C_DP ≤ B/z² (Thm 4
-with σ = z²S², S cancels; spec §4.1).
+samples with rate q = 1 / ceil(n / B) (each row in each step with probability q, int(1/q)
+steps per epoch: the engine's :class:`core.engine.order.Poisson`, drawing what Opacus'
+``DPDataLoader`` would). In the paper's capacity terms C_DP ≤ B/z² (Thm 4 with σ = z²S², S
+cancels; spec §4.1).
+
+Training runs through the one engine loop (:func:`core.engine.loop.fit`): :class:`OpacusStep`
+is the gradient step as a hook — its prepare wraps the model and the engine's optimiser by
+Opacus' ``PrivacyEngine.make_private``, so the DPOptimizer clips, noises and steps in the
+optimiser's place.
 
 Per-sample gradient norms come from Opacus' ghost clipping (``grad_sample_mode="ghost"``, Li
 et al. 2022; Bu et al. 2023): for a linear layer the norm of the per-example gradient δᵢaᵢᵀ is
@@ -32,9 +38,9 @@ that will run (:func:`core.bounds.accountants.dpsgd_noise_multiplier`) and calli
 int(epochs / q) and runs an unguarded PRV search). Both the solve and the readout are memoised
 per (ε or z, q, steps, δ, accountant): a target and its shadow models share them.
 
-Reproducibility: the Poisson sampler draws from a CPU ``torch.Generator`` handed to the data
-loader and the noise from ``noise_generator`` on the parameters' device, both seeded from
-``seed`` (never the global RNG). Models must pass ``opacus.validators.ModuleValidator`` (no
+Reproducibility: the Poisson sampler draws from a CPU ``torch.Generator`` and the noise from
+``noise_generator`` on the parameters' device, both seeded from ``seed`` (never the global
+RNG). Models must pass ``opacus.validators.ModuleValidator`` (no
 BatchNorm). The model is trained in place; Opacus' hooks and per-sample attributes are removed
 at the end.
 """
@@ -50,10 +56,14 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, TensorDataset
 
 from core.bounds import accountants as _acc
 from core.bounds.accountants import dpsgd_accounting, dpsgd_noise_multiplier
+from core.engine.hooks import Hook, StepState
+from core.engine.loop import Supervised, fit
+from core.engine.order import Poisson
+from core.engine.recipe import Recipe
 from core.noisy_training import (
     OPTIMIZERS,
     GradientCanary,
@@ -65,13 +75,12 @@ from core.noisy_training import (
     check_range,
     check_test,
     evaluate_accuracy,
-    make_optimizer,
 )
 from core.progress import Progress
 from core.seeds import torch_stream
 
-__all__ = ["GRAD_SAMPLE_MODES", "DPTrainResult", "batch_size_for", "check_opacus_compatible",
-           "train_dpsgd"]
+__all__ = ["GRAD_SAMPLE_MODES", "DPTrainResult", "OpacusStep", "batch_size_for",
+           "check_opacus_compatible", "train_dpsgd"]
 
 #: Opacus per-sample gradient modes offered: ghost clipping (norms only) or materialised
 #: per-example gradients (hooks)
@@ -99,30 +108,6 @@ class DPTrainResult(TrainResult):
     max_grad_norm: float
     expected_batch_size: float
     capacity_bound: float
-
-
-class _Rows(Dataset):
-    """(image, label) rows of tensors; ``__getitems__`` lets the DataLoader fetch a whole
-    Poisson batch with one indexing op instead of one per row."""
-
-    def __init__(self, X: Tensor, y: Tensor) -> None:
-        self.X, self.y = X, y
-
-    def __len__(self) -> int:
-        return len(self.X)
-
-    def __getitem__(self, i: int) -> tuple[Tensor, Tensor]:
-        return self.X[i], self.y[i]
-
-    def __getitems__(self, idx: list[int]) -> tuple[Tensor, Tensor]:
-        t = torch.as_tensor(idx, dtype=torch.long, device=self.X.device)
-        return self.X[t], self.y[t]
-
-
-def _batch_as_is(batch: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-    """Collate for :class:`_Rows`: the batch is already stacked (an empty Poisson batch comes
-    back as (0, ...) tensors, which Opacus' DPOptimizer handles: noise only)."""
-    return batch
 
 
 def check_opacus_compatible(model: nn.Module) -> None:
@@ -202,9 +187,13 @@ def _readout(sigma: float, q: float, steps: int, delta: float, accountant: str,
     return float(out["epsilon"]), str(out["accountant"]), str(out["fallback_reason"])
 
 
-def _make_private(accountant, model, opt, loader, sigma, max_grad_norm, noise_gen, mode):
-    """(engine, module, optimizer, loss function, loader) from Opacus' ``make_private``; the loss
-    function is Opacus' two-pass ghost-clipping wrapper in ghost mode, cross-entropy otherwise."""
+def _make_private(accountant: str, model: nn.Module, opt: torch.optim.Optimizer,
+                  loader: DataLoader, sigma: float, max_grad_norm: float,
+                  noise_gen: torch.Generator, mode: str) -> tuple[Any, nn.Module, Any, Any]:
+    """(engine, module, optimizer, loss function) from Opacus' ``make_private``; the loss
+    function is Opacus' two-pass ghost-clipping wrapper in ghost mode, None (the engine's
+    cross-entropy) otherwise. ``loader`` only tells Opacus n and B (q = 1/len(loader), the
+    expected batch q·n): the engine samples the batches, so Opacus' loader is not used."""
     from opacus import PrivacyEngine
 
     with warnings.catch_warnings():
@@ -216,10 +205,10 @@ def _make_private(accountant, model, opt, loader, sigma, max_grad_norm, noise_ge
             max_grad_norm=float(max_grad_norm), noise_generator=noise_gen, poisson_sampling=True,
             grad_sample_mode=mode, criterion=nn.CrossEntropyLoss())
     if mode == "ghost":
-        dp_model, dp_opt, loss_fn, dp_loader = out
+        dp_model, dp_opt, loss_fn, _ = out
     else:
-        (dp_model, dp_opt, dp_loader), loss_fn = out, nn.CrossEntropyLoss()
-    return engine, dp_model, dp_opt, loss_fn, dp_loader
+        (dp_model, dp_opt, _), loss_fn = out, None
+    return engine, dp_model, dp_opt, loss_fn
 
 
 def _install_canary(dp_opt: Any, canary: GradientCanary, sample_rate: float) -> None:
@@ -241,47 +230,43 @@ def _install_canary(dp_opt: Any, canary: GradientCanary, sample_rate: float) -> 
     dp_opt.add_noise = add_noise_with_canaries
 
 
-def _run_epochs(dp_model, dp_opt, loss_fn, dp_loader, model, y_test, X_test, image_shape,
-                epochs, progress, result: DPTrainResult) -> None:
-    per_epoch = len(dp_loader)
-    every = max(1, per_epoch // 5)
-    params = list(dp_opt.params)
-    ghost = not isinstance(loss_fn, nn.CrossEntropyLoss)
-    for ep in range(int(epochs)):
-        dp_model.train()
-        t_ep = time.perf_counter()
-        total, rows = 0.0, 0
-        for j, (xb, yb) in enumerate(dp_loader):
-            dp_opt.zero_grad(set_to_none=True)
-            if len(yb) == 0 and ghost:
-                # an empty Poisson batch still takes a (noise-only) step, which the accountant
-                # counts: the ghost loss has no rows to average, so the clipped sum is set to
-                # zero by hand (the hooks mode handles an empty batch itself)
-                for p in params:
-                    p.grad = torch.zeros_like(p)
-                dp_opt.step()
-            else:
-                loss = loss_fn(dp_model(xb), yb)
-                with warnings.catch_warnings():
-                    # Opacus' backward hooks fire on module outputs (inputs need no grad)
-                    warnings.filterwarnings("ignore", message="Full backward hook is firing")
-                    warnings.filterwarnings("ignore", message="Using a non-full backward hook")
-                    loss.backward()
-                dp_opt.step()
-                if len(yb):
-                    total += float(loss.detach()) * len(yb)
-                    rows += len(yb)
-            result.steps += 1
-            if progress is not None and (j + 1) % every == 0:
-                progress.update((ep + (j + 1) / per_epoch) / epochs,
-                                f"DP-SGD epoch {ep + 1}/{epochs}: step {j + 1}/{per_epoch}")
-        result.curves.setdefault("epoch_seconds", []).append(time.perf_counter() - t_ep)
-        result.curves.setdefault("train_loss", []).append(total / max(rows, 1))
-        if X_test is not None:
-            result.curves.setdefault("test_acc", []).append(
-                evaluate_accuracy(model, X_test, y_test, image_shape))
-        if progress is not None:
-            progress.update((ep + 1) / epochs, f"DP-SGD epoch {ep + 1}/{epochs} done")
+class OpacusStep(Hook):
+    """DP-SGD's gradient step as an engine hook (Abadi et al. 2016, Algorithm 1): before the
+    first epoch Opacus' ``make_private`` wraps the model (per-sample gradient norms) and the
+    engine's optimiser, whose place the DPOptimizer takes (clip to S, add N(0, z²S²) to the
+    sum, divide by the expected batch q·n, step); canaries enter its summed clipped gradient
+    (:func:`_install_canary`). In ghost mode the step's loss is Opacus' two-pass wrapper.
+    Call :meth:`close` after training to remove Opacus' hooks from the model."""
+
+    def __init__(self, loader: DataLoader, *, accountant: str, sigma: float,
+                 max_grad_norm: float, noise_generator: torch.Generator, mode: str,
+                 canary: GradientCanary | None = None) -> None:
+        self.loader, self.accountant, self.sigma = loader, accountant, sigma
+        self.max_grad_norm, self.noise_generator, self.mode = max_grad_norm, noise_generator, mode
+        self.canary = canary
+        self.engine: Any = None
+        self.module: nn.Module | None = None
+        self.loss_fn: Any = None
+
+    def prepare(self, state: StepState) -> None:
+        self.engine, self.module, state.optimizer, self.loss_fn = _make_private(
+            self.accountant, state.model, state.optimizer, self.loader, self.sigma,
+            self.max_grad_norm, self.noise_generator, self.mode)
+        if self.canary is not None:
+            _install_canary(state.optimizer, self.canary, 1.0 / len(self.loader))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """The wrapped model's forward pass (its hooks see every row)."""
+        return self.module(x)
+
+    def loss(self, logits: Tensor, y: Tensor, state: StepState) -> Any:
+        # an empty Poisson step works through the wrapper too: its clipped sum is zero and
+        # the DPOptimizer still adds the noise the accountant counts
+        return None if self.loss_fn is None else self.loss_fn(logits, y)
+
+    def close(self) -> None:
+        if self.module is not None:
+            self.module._close()  # Opacus' hooks and per-sample attributes leave the model
 
 
 def train_dpsgd(
@@ -318,6 +303,58 @@ def train_dpsgd(
     accountant used. ``canary``: white-box audit canaries added to the summed clipped gradient
     before the noise (module docstring).
     """
+    batch_size = _check_args(X, y, image_shape, X_test, y_test, epochs=epochs,
+                             batch_size=batch_size, sample_rate=sample_rate, lr=lr,
+                             optimizer=optimizer, momentum=momentum, mode=grad_sample_mode)
+    _check_dp_args(max_grad_norm, delta, noise_multiplier, target_epsilon, accountant)
+    model.train()  # Opacus validates a model in training mode (fit trains in it anyway)
+    check_opacus_compatible(model)
+
+    t0 = time.perf_counter()
+    n = len(X)
+    per_epoch = -(-n // batch_size)  # the batches of a plain loader: Opacus' q = 1/per_epoch
+    q = 1.0 / per_epoch
+    prv_points = int(_acc.PRV_MAX_POINTS)
+    sigma = (float(noise_multiplier) if noise_multiplier is not None else
+             _solve_sigma(float(target_epsilon), q, int(epochs) * per_epoch, float(delta),
+                          accountant, prv_points))
+    step = OpacusStep(DataLoader(TensorDataset(as_images(X, image_shape), y),
+                                 batch_size=batch_size),
+                      accountant=accountant, sigma=sigma, max_grad_norm=float(max_grad_norm),
+                      noise_generator=torch_stream(seed, "dpsgd", "noise", device=X.device),
+                      mode=grad_sample_mode, canary=canary)
+    recipe = Recipe(epochs=int(epochs), batch_size=batch_size, lr=float(lr),
+                    optimizer=optimizer, momentum=float(momentum))
+    evaluate = (None if X_test is None else
+                lambda: {"test_acc": evaluate_accuracy(model, X_test, y_test, image_shape)})
+    try:
+        with warnings.catch_warnings():
+            # Opacus' backward hooks fire on module outputs (the inputs need no grad)
+            warnings.filterwarnings("ignore", message="Full backward hook is firing")
+            warnings.filterwarnings("ignore", message="Using a non-full backward hook")
+            log = fit(model, Supervised(X, y, tuple(image_shape), forward=step.forward),
+                      recipe=recipe, order=Poisson(torch_stream(seed, "dpsgd", "batches"), q),
+                      hooks=[step], progress=progress, label="DP-SGD epoch",
+                      evaluate=evaluate, time_epochs=True)
+    finally:
+        step.close()
+    result = DPTrainResult(noise_mode="dpsgd", steps=log.steps, epsilon=float("nan"),
+                           delta=float(delta), accountant=accountant, noise_multiplier=sigma,
+                           sample_rate=q, max_grad_norm=float(max_grad_norm),
+                           expected_batch_size=q * n,
+                           capacity_bound=(batch_size / sigma**2 if sigma > 0 else math.inf))
+    result.curves = {"epoch_seconds": log.curves["epoch_seconds"], "train_loss": log.train_loss,
+                     **({"test_acc": log.curves["test_acc"]} if X_test is not None else {})}
+    _read_epsilon(result, step.engine, prv_points)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _check_args(X: Tensor, y: Tensor, image_shape: tuple[int, ...], X_test: Tensor | None,
+                y_test: Tensor | None, *, epochs: int, batch_size: int | None,
+                sample_rate: float | None, lr: float, optimizer: str, momentum: float,
+                mode: str) -> int:
+    """Check :func:`train_dpsgd`'s data and recipe; returns the loader batch size B."""
     check_data(X, y, image_shape)
     check_test(X_test, y_test, image_shape)
     check_int("epochs", epochs, 1)
@@ -331,46 +368,17 @@ def train_dpsgd(
     check_range("lr", lr, 0.0, lo_open=True)
     check_choice("optimizer", optimizer, OPTIMIZERS)
     check_range("momentum", momentum, 0.0, 0.999)
-    check_choice("grad_sample_mode", grad_sample_mode, GRAD_SAMPLE_MODES)
-    _check_dp_args(max_grad_norm, delta, noise_multiplier, target_epsilon, accountant)
-    check_opacus_compatible(model)
+    check_choice("grad_sample_mode", mode, GRAD_SAMPLE_MODES)
+    return int(batch_size)
 
-    t0 = time.perf_counter()
-    dev = X.device
-    n = len(X)
-    loader = DataLoader(_Rows(as_images(X, image_shape), y), batch_size=int(batch_size),
-                        collate_fn=_batch_as_is,
-                        generator=torch_stream(seed, "dpsgd", "batches"))
-    per_epoch = len(loader)
-    q = 1.0 / per_epoch  # Opacus' own sample rate for this loader
-    steps = int(epochs) * per_epoch
-    prv_points = int(_acc.PRV_MAX_POINTS)
-    sigma = (float(noise_multiplier) if noise_multiplier is not None else
-             _solve_sigma(float(target_epsilon), q, steps, float(delta), accountant, prv_points))
-    noise_gen = torch_stream(seed, "dpsgd", "noise", device=dev)
-    opt = make_optimizer(model, optimizer, lr, momentum)
-    engine, dp_model, dp_opt, loss_fn, dp_loader = _make_private(
-        accountant, model, opt, loader, sigma, max_grad_norm, noise_gen, grad_sample_mode)
-    if canary is not None:
-        _install_canary(dp_opt, canary, q)
-    result = DPTrainResult(noise_mode="dpsgd", epsilon=float("nan"), delta=float(delta),
-                           accountant=accountant, noise_multiplier=sigma, sample_rate=q,
-                           max_grad_norm=float(max_grad_norm), expected_batch_size=q * n,
-                           capacity_bound=(float(batch_size) / sigma**2 if sigma > 0
-                                           else math.inf))
-    try:
-        _run_epochs(dp_model, dp_opt, loss_fn, dp_loader, model, y_test, X_test, image_shape,
-                    epochs, progress, result)
-    finally:
-        dp_model._close()  # remove Opacus' hooks and per-sample attributes from ``model``
-    # ε from what Opacus' accountant recorded (one (z, q, steps) entry for a plain run)
-    hist = engine.accountant.history
-    ran = sum(int(s) for *_, s in hist)
-    if sigma == 0.0:
+
+def _read_epsilon(result: DPTrainResult, engine: Any, prv_points: int) -> None:
+    """ε from the (z, q, steps) Opacus' accountant recorded (one entry for a plain run)."""
+    ran = sum(int(s) for *_, s in engine.accountant.history)
+    if result.noise_multiplier == 0.0:
         # clipping without noise: no (ε, δ) holds for any finite ε
         result.epsilon, result.accountant = math.inf, "none"
     elif ran:
         result.epsilon, result.accountant, result.fallback_reason = _readout(
-            sigma, q, ran, float(delta), accountant, prv_points)
-    result.seconds = time.perf_counter() - t0
-    return result
+            result.noise_multiplier, result.sample_rate, ran, result.delta, result.accountant,
+            prv_points)

@@ -38,6 +38,7 @@ from core.checks import check_field, check_int
 from core.data.subsets import AGGREGATIONS, Subsets, aggregate_torch
 from core.engine.hooks import Game, StepState
 from core.engine.loop import Objective, fit
+from core.engine.order import Shuffle
 from core.engine.recipe import Recipe
 from core.nn import Encoder, PropertyAdversary, TaskHead, seeded
 from core.progress import Progress
@@ -188,7 +189,7 @@ def train_inf2guard_property(
     rows = torch.as_tensor(subsets.rows(), device=dev)
     fit(released, Objective(lambda b: F.cross_entropy(head(enc(Xf[rows[b]])), y[rows[b]]),
                             len(rows)),
-        recipe=pre, order=gen, optimizer=opt_fh, split=_split, label="pre-training epoch",
+        recipe=pre, order=Shuffle(gen, split=_split), optimizer=opt_fh, label="pre-training epoch",
         progress=None if progress is None else progress.sub(0.0, pretrain_epochs / total))
 
     # (ii) the adversary on frozen aggregates
@@ -198,11 +199,11 @@ def train_inf2guard_property(
         return F.cross_entropy(adv(agg), ub)
 
     fit(list(adv.parameters()), Objective(warm_up, len(subsets)), recipe=adv_recipe,
-        order=gen, optimizer=opt_g, split=_split)
+        order=Shuffle(gen, split=_split), optimizer=opt_g)
     # (iii) the game (Eq. 11 / Algorithm 2)
     fit(list(enc.parameters()) + list(head.parameters()), Objective(game.objective, len(subsets)),
         recipe=Recipe(epochs=int(epochs), batch_size=int(batch_subsets), lr=float(lr)),
-        order=gen, optimizer=opt_fh, split=_split, hooks=[game],
+        order=Shuffle(gen, split=_split), optimizer=opt_fh, hooks=[game],
         label=f"defense epoch (λ = {float(tradeoff_lambda):g})",
         progress=None if progress is None else progress.sub(pretrain_epochs / total, 1.0))
     for net in (enc, head, adv):

@@ -190,17 +190,17 @@ def _noisy(x: Tensor, perturb: Callable | None, gen: torch.Generator) -> Tensor:
 def victim_uploads(cfg: GradientLeakageConfig, model, params: dict[str, Tensor], x: Tensor,
                    y: Tensor, build: DefenseBuild, *,
                    dp: tuple[float, float] | None) -> tuple[dict[str, Tensor], Tensor]:
-    """What each attacked device uploads, for all T targets at once (torch.func vmap):
+    """What each attacked device uploads, for all T targets:
 
     - observation ``gradient``: ∇_W CE(W; x̃, y) of the batch (FedSGD), x̃ the batch through
       the defense's transform (``build.perturb``, e.g. x + ξ);
     - observation ``fedavg``: the update W_o − W_i after ``local_steps`` full-batch SGD steps
       on x̃ (noise redrawn each step, or one draw kept, per ``build.noise_mode``);
-    - an uploaded-gradient channel (``dp = (z, S)``, DP-SGD's): per-sample gradients clipped to
-      S, summed, N(0, z²S²) added, divided by b (one DP-SGD step; the FedAvg form repeats it
-      per local step).
+    - an uploaded-gradient channel (``dp = (z, S)``, DP-SGD's): :func:`_dp_uploads`, the
+      steps through the DP-SGD every training uses.
 
-    Returns (upload name -> (T, *shape), the noisy images of the first step (T, b, C, H, W))."""
+    Without a channel all T targets go at once (torch.func vmap). Returns (upload name ->
+    (T, *shape), the noisy images of the first step (T, b, C, H, W))."""
     from torch.func import grad, vmap
 
     a = cfg.attack
@@ -208,35 +208,54 @@ def victim_uploads(cfg: GradientLeakageConfig, model, params: dict[str, Tensor],
     steps = a.local_steps if a.observation == "fedavg" else 1
     fixed = build.perturb is not None and build.noise_mode == "fixed"
     T = x.shape[0]
+    x_noisy = _noisy(x, build.perturb, gen)
+    if dp is not None:
+        return _dp_uploads(cfg, model, params, x, y, dp), x_noisy.detach()
     W = {n: p.detach().unsqueeze(0).expand(T, *p.shape).clone() for n, p in params.items()}
     batch_grad = vmap(grad(lambda p, xb, yb: _ce(model, p, xb, yb)))
-
-    def one_sample(p, xi, yi):
-        return _ce(model, p, xi.unsqueeze(0), yi.unsqueeze(0))
-
-    sample_grads = vmap(vmap(grad(one_sample), in_dims=(None, 0, 0)))
-    x_first = None
-    x_noisy = _noisy(x, build.perturb, gen)
+    x_first = x_noisy
     for s in range(steps):
         if s > 0 and not fixed:
             x_noisy = _noisy(x, build.perturb, gen)
-        if x_first is None:
-            x_first = x_noisy
-        if dp is None:
-            g = batch_grad(W, x_noisy, y)
-        else:
-            z, S = dp
-            g_i = sample_grads(W, x, y)  # (T, b, *shape): DP-SGD sees clean data
-            norms = torch.sqrt(sum(v.flatten(2).pow(2).sum(-1) for v in g_i.values()))
-            scale = (S / (norms + 1e-12)).clamp(max=1.0)
-            b = x.shape[1]
-            g = {}
-            for n, v in g_i.items():
-                summed = (v * scale.view(T, b, *([1] * (v.dim() - 2)))).sum(1)
-                noise_t = torch.randn(summed.shape, generator=gen, device=x.device, dtype=v.dtype)
-                g[n] = (summed + z * S * noise_t) / b
+        g = batch_grad(W, x_noisy, y)
         if a.observation == "gradient":
             return {n: v.detach() for n, v in g.items()}, x_first.detach()
         W = {n: W[n] - a.local_lr * g[n] for n in W}
     upd = {n: (W[n] - params[n].detach().unsqueeze(0)).detach() for n in W}
     return upd, x_first.detach()
+
+
+def _dp_uploads(cfg: GradientLeakageConfig, model, params: dict[str, Tensor], x: Tensor,
+                y: Tensor, dp: tuple[float, float]) -> dict[str, Tensor]:
+    """Each device's upload under DP-SGD (z, S = ``dp``) on its clean batch (DP-SGD sees no
+    data-space noise): ``local_steps`` SGD steps at ``local_lr`` (one for the gradient
+    observation) by :func:`core.defenses.dpsgd.train_dpsgd`, the DP-SGD every training runs,
+    with sampling rate 1 (every image of the batch in every step: the device's full-batch
+    step) and its own noise stream. The gradient observation is the step's clipped, summed,
+    noised gradient / b (what Opacus' DPOptimizer leaves in ``.grad``; plain SGD reads it
+    without changing it); the FedAvg one W_o − W_i. Devices run one after another."""
+    import copy
+
+    from core.defenses.dpsgd import train_dpsgd
+    from core.seeds import derive
+
+    a = cfg.attack
+    z, S = dp
+    T, b = x.shape[:2]
+    out: dict[str, list[Tensor]] = {n: [] for n in params}
+    for t in range(T):
+        net = copy.deepcopy(model)
+        with torch.no_grad():
+            for n, p in net.named_parameters():
+                if n in params:
+                    p.copy_(params[n])
+        # ε of one device's steps is not reported: the cheap accountant; δ only passes checks
+        train_dpsgd(net, x[t].reshape(b, -1), y[t], image_shape=tuple(x.shape[2:]),
+                    epochs=a.local_steps if a.observation == "fedavg" else 1, lr=a.local_lr,
+                    max_grad_norm=S, delta=1e-5, batch_size=b, noise_multiplier=z,
+                    accountant="rdp", optimizer="sgd", seed=derive(cfg.seed, "victim", "dp", t))
+        for n, p in net.named_parameters():
+            if n in params:
+                v = p.grad if a.observation == "gradient" else p - params[n]
+                out[n].append(v.detach())
+    return {n: torch.stack(v) for n, v in out.items()}
