@@ -2,12 +2,16 @@
 
 Every epoch the n rows are shuffled by ``torch.randperm(n, generator=order)`` (a local
 generator from :mod:`core.seeds`; the global torch RNG is never touched) and cut into
-minibatches of the recipe's batch size, the last one smaller. Per step: the hooks'
+minibatches of the recipe's batch size, the last one smaller; another
+:class:`core.engine.order.Order` may choose the rows instead (:class:`~core.engine.order.Poisson`
+sampling for DP-SGD, whose steps may be empty). Per step: the hooks'
 ``before_step``, the task's objective (a :class:`Supervised` classifier's cross-entropy unless
 a loss hook replaces it, or any ``objective(rows)`` of an :class:`Objective`), the backward
-pass, the hooks' ``gradient``, the optimiser step (:class:`core.engine.recipe.Recipe`). The
-epoch's loss is summed on the device in float64 (no host read inside an epoch; the same bits
-as a Python float sum of ``float(loss) · rows``). The schedule steps once per epoch.
+pass, the hooks' ``gradient``, the optimiser step (:class:`core.engine.recipe.Recipe`; a
+prepare hook may wrap it, as Opacus' DPOptimizer does). The epoch's loss is summed on the
+device in float64 over the rows the steps took (no host read inside an epoch; the same bits
+as a Python float sum of ``float(loss) · rows``; an empty step adds nothing). The schedule
+steps once per epoch.
 
 Besides: progress a few times per epoch (its ``update`` raises :class:`core.progress.Cancelled`
 when the run is cancelled) and a ``cancel_check`` before every step; per-epoch curves
@@ -30,6 +34,7 @@ from torch import Tensor, nn
 
 from core.engine.hooks import Hook, StepState
 from core.engine.options import autocast_for, prepare_model
+from core.engine.order import Order, Shuffle
 from core.engine.recipe import Recipe
 
 __all__ = ["Objective", "Supervised", "TrainLog", "fit", "params_of"]
@@ -142,15 +147,48 @@ def _host(v: Any) -> Any:
     return v.item() if isinstance(v, Tensor) and v.numel() == 1 else v
 
 
+def _epoch_steps(state: StepState, task: Supervised | Objective, net: Any,
+                 hooks: Sequence[Hook], batches: Order, *, label: str, progress: Any,
+                 cancel_check: Callable[[], None] | None) -> tuple[Tensor, int]:
+    """The steps of epoch ``state.epoch``: (the loss summed over the rows taken, a float64
+    device scalar; the rows taken)."""
+    n, b, ep, epochs, opt = state.n, state.batch_size, state.epoch, state.epochs, state.optimizer
+    per_epoch = batches.steps(n, b)
+    every = max(1, per_epoch // 5)
+    tot, seen = torch.zeros((), dtype=torch.float64, device=state.device), 0
+    for j, (idx, rows) in enumerate(batches.epoch(n, b, state.device)):
+        if cancel_check is not None:
+            cancel_check()
+        state.idx, state.rows, state.reported = idx, rows, None
+        for h in hooks:
+            h.before_step(state)
+        loss = task.objective(state, hooks, net)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        for h in hooks:
+            h.gradient(state)
+        opt.step()
+        if rows:  # an empty step's loss is the mean of nothing (NaN)
+            shown = loss if state.reported is None else state.reported
+            tot += shown.detach().double() * rows
+            seen += rows
+        state.step += 1
+        if progress is not None and (j + 1) % every == 0:
+            progress.update((ep - 1 + (j + 1) / per_epoch) / epochs,
+                            f"{label} {ep}/{epochs}: step {j + 1}/{per_epoch}")
+    return tot, seen
+
+
 def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, recipe: Recipe,
-        order: torch.Generator, hooks: Sequence[Hook] = (), progress: Any = None,
+        order: torch.Generator | Order, hooks: Sequence[Hook] = (), progress: Any = None,
         label: str = "epoch", cancel_check: Callable[[], None] | None = None,
         validation: Callable[[], Tensor | float] | None = None, patience: int | None = None,
         min_delta: float = 1e-6, on_epoch: Callable[[int, TrainLog], None] | None = None,
         evaluate: Callable[[], dict[str, float]] | None = None,
         time_epochs: bool = False) -> TrainLog:
     """Train ``model`` (a module, or a list of parameters whose modes the caller owns) on
-    ``task`` under ``recipe``, in place; see the module docstring.
+    ``task`` under ``recipe``, in place; see the module docstring. ``order``: a generator (a
+    :class:`~core.engine.order.Shuffle` of it) or an :class:`~core.engine.order.Order`.
 
     ``validation`` (no arguments; called under ``torch.no_grad()`` after every epoch, with a
     module in eval mode): the weights of the epoch with the lowest value are kept (an
@@ -162,52 +200,33 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
     dev = params[0].device
     opt = recipe.optimizer_for(params)
     sched = recipe.scheduler_for(opt)
-    n, b, epochs = int(task.n), int(recipe.batch_size), int(recipe.epochs)
+    n, epochs = int(task.n), int(recipe.epochs)
     if n < 1:
         raise ValueError("rows: got 0; allowed: at least 1 training row")
     state = StepState(model=module, params=params, optimizer=opt, recipe=recipe, n=n, device=dev)
     task.prepare(state)
     for h in hooks:
         h.prepare(state)
+    batches = order if isinstance(order, Order) else Shuffle(order)
     net = prepare_model(module) if (module is not None and isinstance(task, Supervised)
                                     and task.forward is None) else module
     log = TrainLog()
     best_val, best_state, bad = math.inf, None, 0
-    per_epoch = -(-n // b)
-    every = max(1, per_epoch // 5)
     t0 = time.perf_counter()
     for ep in range(1, epochs + 1):
         state.epoch = ep
         if module is not None:
             module.train()
         t_ep = time.perf_counter()
-        perm = torch.randperm(n, generator=order).to(dev)
-        tot = torch.zeros((), dtype=torch.float64, device=dev)
-        for j, i in enumerate(range(0, n, b)):
-            if cancel_check is not None:
-                cancel_check()
-            state.idx, state.rows, state.reported = perm[i:i + b], min(b, n - i), None
-            for h in hooks:
-                h.before_step(state)
-            loss = task.objective(state, hooks, net)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            for h in hooks:
-                h.gradient(state)
-            opt.step()
-            shown = loss if state.reported is None else state.reported
-            tot += shown.detach().double() * state.rows
-            state.step += 1
-            if progress is not None and (j + 1) % every == 0:
-                progress.update((ep - 1 + (j + 1) / per_epoch) / epochs,
-                                f"{label} {ep}/{epochs}: step {j + 1}/{per_epoch}")
+        tot, seen = _epoch_steps(state, task, net, hooks, batches, label=label,
+                                 progress=progress, cancel_check=cancel_check)
         if sched is not None:
             sched.step()
         for h in hooks:
             h.epoch_end(state)
         if time_epochs:
             log.curves.setdefault("epoch_seconds", []).append(time.perf_counter() - t_ep)
-        log.train_loss.append(float(tot) / n)
+        log.train_loss.append(float(tot) / max(seen, 1))
         log.epochs_run = ep
         if evaluate is not None:
             for k, v in evaluate().items():
