@@ -173,3 +173,25 @@ def test_progress_and_cancel_and_on_round():
     with pytest.raises(Cancelled):
         run_fedavg(obj, state, data, rounds=2, fraction_fit=0.5, local_epochs=1, batch_size=4, lr=0.1,
                    seed=0, progress=Progress(None, token))
+
+
+@pytest.mark.parametrize("vectorised", [True, False])
+def test_cancel_is_checked_before_every_local_step(vectorised):
+    # six local epochs: progress is reported only every few steps, the cancel check every step
+    parts = _unequal_partition()
+    obj, state = _tappfl_state(parts)
+    token, steps = CancelToken(), []
+    name = "stacked_step" if vectorised else "module_loss"
+    inner = getattr(obj, name)
+
+    def counting(*args):
+        steps.append(1)
+        if len(steps) == 3:
+            token.cancel()
+        return inner(*args)
+
+    setattr(obj, name, counting)
+    with pytest.raises(Cancelled):
+        run_fedavg(obj, state, _data(), rounds=1, fraction_fit=1.0, local_epochs=6, batch_size=4,
+                   lr=0.1, seed=0, vectorised=vectorised, progress=Progress(None, token))
+    assert len(steps) == 3

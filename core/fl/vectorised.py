@@ -129,7 +129,8 @@ class StackedLocalStep(Hook):
             roll=self.roll[:, s],
             dropout=None if self.dropout is None else self.dropout[:, s],
         )
-        for n, v in self.objective.stacked_step(self.theta, self.private, batch, self.lr).items():
+        stats = self.objective.stacked_step(self.theta, self.private, batch, self.lr)
+        for n, v in stats.items():
             state.count(n, v)
 
 
