@@ -93,12 +93,9 @@ class _ShiftObjective:
         w -= lr * g.view(-1, 1, 1)
         return {"rows": batch.mask.sum(1)}
 
-    def module_step(self, theta, private, batch, lr):
-        loss = -batch.fields["x"].mean() * theta.weight.sum()
-        g, = torch.autograd.grad(loss, [theta.weight])
-        with torch.no_grad():
-            theta.weight -= lr * g
-        return {"rows": torch.tensor(float(len(batch.fields["x"])))}
+    def module_loss(self, theta, private, batch, lr):
+        loss = -batch.fields["x"].mean() * theta.weight.sum()  # the engine takes the SGD step
+        return loss, {"rows": torch.tensor(float(len(batch.fields["x"])))}
 
     def round_metrics(self, totals):
         return {"rows": float(totals["rows"])}
@@ -176,3 +173,25 @@ def test_progress_and_cancel_and_on_round():
     with pytest.raises(Cancelled):
         run_fedavg(obj, state, data, rounds=2, fraction_fit=0.5, local_epochs=1, batch_size=4, lr=0.1,
                    seed=0, progress=Progress(None, token))
+
+
+@pytest.mark.parametrize("vectorised", [True, False])
+def test_cancel_is_checked_before_every_local_step(vectorised):
+    # six local epochs: progress is reported only every few steps, the cancel check every step
+    parts = _unequal_partition()
+    obj, state = _tappfl_state(parts)
+    token, steps = CancelToken(), []
+    name = "stacked_step" if vectorised else "module_loss"
+    inner = getattr(obj, name)
+
+    def counting(*args):
+        steps.append(1)
+        if len(steps) == 3:
+            token.cancel()
+        return inner(*args)
+
+    setattr(obj, name, counting)
+    with pytest.raises(Cancelled):
+        run_fedavg(obj, state, _data(), rounds=1, fraction_fit=1.0, local_epochs=6, batch_size=4,
+                   lr=0.1, seed=0, vectorised=vectorised, progress=Progress(None, token))
+    assert len(steps) == 3

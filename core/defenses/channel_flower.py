@@ -57,8 +57,8 @@ class ChannelDeviceObjective(NoisyImageObjective):
         gen = torch_stream(self.seed, "device_noise", device, step, device=x_flat.device)
         return self.noise.perturb(x_flat, generator=gen)
 
-    def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
-                    lr: float) -> dict[str, Tensor]:
+    def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
+                    lr: float) -> tuple[Tensor, dict[str, Tensor]]:
         st = private["noise"]
         x = batch.fields["x"]
         xn = self._draw(x.reshape(len(x), -1), int(st.device_id.item()), int(st.step.item()))
@@ -66,7 +66,7 @@ class ChannelDeviceObjective(NoisyImageObjective):
             st.step.add_(1.0)
         noisy = DeviceBatch(fields={**batch.fields, "x": xn.reshape(x.shape)}, roll=batch.roll,
                             dropout=batch.dropout)
-        return super().module_step(theta, private, noisy, lr)
+        return super().module_loss(theta, private, noisy, lr)
 
     def stacked_step(self, theta, private, batch: StackedBatch, lr: float) -> dict[str, Tensor]:
         ids, steps = private["noise"]["device_id"], private["noise"]["step"]

@@ -34,7 +34,7 @@ from core.checks import range_error
 from core.config import ConfigError, TappflConfig
 from core.data.base import Dataset
 from core.defenses.tappfl_presets import paper_preset, quick_preset  # noqa: F401  (re-exported: torch-free home)
-from core.defenses.tappfl_step import tappfl_module_step, tappfl_round_metrics
+from core.defenses.tappfl_step import tappfl_module_loss, tappfl_round_metrics
 from core.device import get_device
 from core.fl.fedavg import run_fedavg
 from core.fl.types import DeviceBatch, FedAvgState, Params, StackedBatch, UploadTransform
@@ -136,9 +136,9 @@ class TappflObjective:
         return stats
 
     # -- reference form: plain modules, one device ----------------------------------------
-    def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
-                    lr: float) -> dict[str, Tensor]:
-        return tappfl_module_step(self, theta(batch.fields["x"], batch.dropout), theta, private,
+    def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
+                    lr: float) -> tuple[Tensor, dict[str, Tensor]]:
+        return tappfl_module_loss(self, theta(batch.fields["x"], batch.dropout), theta, private,
                                   batch, lr)
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from core.defenses.tappfl_step import tappfl_module_step, tappfl_round_metrics
+from core.defenses.tappfl_step import tappfl_module_loss, tappfl_round_metrics
 from core.fl.types import DeviceBatch, Params, StackedBatch
 from core.models.stacked import GroupedNet, SeededDropout
 from core.nn import AttributeAdversary, MICritic, jsd_mi
@@ -226,15 +226,17 @@ class ConvTappflObjective:
         return stats
 
     # -- reference form: plain modules, one device ------------------------------------------
-    def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
-                    lr: float) -> dict[str, Tensor]:
+    def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
+                    lr: float) -> tuple[Tensor, dict[str, Tensor]]:
         x = batch.fields["x"]
         if len(x) < self.min_rows:
             zero = torch.zeros((), dtype=x.dtype, device=x.device)
-            return {"ce_sum": zero, "jsd_sum": zero, "rows": zero,
-                    "correct_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device),
-                    "rows_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device)}
-        return tappfl_module_step(self, theta(x), theta, private, batch, lr)
+            # a loss that reaches no parameter of Θ: no gradient, so the engine's SGD skips Θ
+            return torch.zeros((), dtype=x.dtype, device=x.device, requires_grad=True), {
+                "ce_sum": zero, "jsd_sum": zero, "rows": zero,
+                "correct_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device),
+                "rows_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device)}
+        return tappfl_module_loss(self, theta(x), theta, private, batch, lr)
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
         return tappfl_round_metrics(totals)

@@ -1,8 +1,12 @@
 """TAPPFL's local step on plain modules (the reference form every extractor shares) and its
 per-round metrics: one home for :mod:`core.defenses.tappfl` (the MLP) and
-:mod:`core.defenses.tappfl_conv` (registered architectures)."""
+:mod:`core.defenses.tappfl_conv` (registered architectures). The step stops at the
+extractor's loss: the engine's loop takes Θ's plain SGD step (:mod:`core.fl.sequential`)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -12,7 +16,7 @@ from torch import Tensor, nn
 from core.fl.types import DeviceBatch
 from core.nn import jsd_mi
 
-__all__ = ["tappfl_module_step", "tappfl_round_metrics"]
+__all__ = ["tappfl_module_loss", "tappfl_round_metrics"]
 
 
 def _sgd_(params: list[Tensor], grads: tuple[Tensor, ...], lr: float) -> None:
@@ -20,14 +24,29 @@ def _sgd_(params: list[Tensor], grads: tuple[Tensor, ...], lr: float) -> None:
         torch._foreach_add_(params, list(grads), alpha=-lr)
 
 
-def tappfl_module_step(obj, r: Tensor, theta: nn.Module, private: dict[str, nn.Module],
-                       batch: DeviceBatch, lr: float) -> dict[str, Tensor]:
+@contextmanager
+def _frozen(params: list[Tensor]) -> Iterator[None]:
+    """``params`` as constants while a graph is built (the extractor's loss reaches Ψ and Ω,
+    whose gradients it does not need: the engine's backward then computes Θ's only)."""
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
+def tappfl_module_loss(obj, r: Tensor, theta: nn.Module, private: dict[str, nn.Module],
+                       batch: DeviceBatch, lr: float) -> tuple[Tensor, dict[str, Tensor]]:
     """One device's TAPPFL step on plain modules (the reference form; ``obj`` carries λ,
-    the adversary steps and scale), given its representations ``r = theta(x)``."""
+    the adversary steps and scale), given its representations ``r = theta(x)``: Ψ's and Ω's
+    SGD steps, then the extractor's loss −λ·CE − (1−λ)·I_JSD (Eq. 7) with the updated Ψ, Ω,
+    and the step's statistics."""
     adv, crit = private["adversary"], private["critic"]
     x, u = batch.fields["x"], batch.fields["u"]
     oh = F.one_hot(u, obj.n_values).to(x.dtype)
-    adv_p, crit_p, th_p = list(adv.parameters()), list(crit.parameters()), list(theta.parameters())
+    adv_p, crit_p = list(adv.parameters()), list(crit.parameters())
     rd = r.detach()
     stats: dict[str, Tensor] = {}
     for a in range(obj.adversary_steps):
@@ -49,14 +68,15 @@ def tappfl_module_step(obj, r: Tensor, theta: nn.Module, private: dict[str, nn.M
         _sgd_(crit_p, grads[len(adv_p):], lr)
         stats["jsd_sum"] = jsd.detach() * len(u)
     loss = torch.zeros((), dtype=x.dtype, device=x.device)
-    if obj.lam > 0:
-        loss = loss - obj.lam * F.cross_entropy(adv(r), u)
-    if obj.lam < 1:
-        with torch.no_grad():
-            ex = crit.embed_x(x)
-        loss = loss - (1 - obj.lam) * jsd_mi(*crit.score_pair(ex, crit.embed_r(r), oh, batch.roll))
-    _sgd_(th_p, torch.autograd.grad(loss, th_p), lr)
-    return stats
+    with _frozen(adv_p + crit_p):
+        if obj.lam > 0:
+            loss = loss - obj.lam * F.cross_entropy(adv(r), u)
+        if obj.lam < 1:
+            with torch.no_grad():
+                ex = crit.embed_x(x)
+            loss = loss - (1 - obj.lam) * jsd_mi(*crit.score_pair(ex, crit.embed_r(r), oh,
+                                                                  batch.roll))
+    return loss, stats
 
 
 def tappfl_round_metrics(totals: dict[str, Tensor]) -> dict[str, float]:

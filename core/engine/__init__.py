@@ -5,6 +5,10 @@
   stopping, canaries through hooks);
 - :mod:`core.engine.batched`: the batched form, K models of one architecture trained together
   over stacked parameters with the same hooks;
+- :mod:`core.engine.steps`: the batched form's step driver (K models' steps given ahead, a
+  hook's whole step, cancel and progress), which a FedAvg round's devices run through too;
+- :mod:`core.engine.order`: which rows each step of ``fit`` takes (a seeded shuffle, Poisson
+  sampling, or the steps of a plan);
 - :mod:`core.engine.recipe`: :class:`~core.engine.recipe.Recipe`, the optimiser (SGD with
   momentum, Adam, weight decay) and its step or cosine schedule;
 - :mod:`core.engine.hooks`: what a defense contributes instead of a loop (a loss term, a

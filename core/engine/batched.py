@@ -8,7 +8,8 @@ Per step the K batches are one (K, b) index, padded where a model has fewer rows
 weigh 0: ``StepState.weights`` (K, b) sums to 1 over each model's own rows); one backward runs
 through the sum of the K models' mean losses (model k's loss depends only on its slice, so each
 slice's gradient is its own), then a per-model SGD (momentum, weight decay) or Adam update
-written with tensor ops, at the schedule's ``Recipe.lr_at(epoch)``. A model without a batch
+written with tensor ops, at the schedule's ``Recipe.lr_at(epoch)``; the steps of an epoch run
+through the engine's step driver (:func:`core.engine.steps.run_steps`). A model without a batch
 left in the epoch takes no step at all (weights, moments and step count unchanged), as it
 would not alone.
 
@@ -43,6 +44,7 @@ from core.engine.hooks import Hook, StepState
 from core.engine.loop import TrainLog
 from core.engine.options import autocast_for
 from core.engine.recipe import Recipe
+from core.engine.steps import Steps, run_steps
 
 __all__ = ["ADAM_BETAS", "ADAM_EPS", "LAYOUTS", "BatchedFit", "batch_coupled", "fit_batched"]
 
@@ -283,23 +285,17 @@ def fit_batched(models: Sequence[nn.Module], X: Tensor, y: Tensor, in_mask: np.n
         state.epoch = ep
         lr = recipe.lr_at(ep)
         idx, valid, host_counts = epoch_index(rows, orders, steps, b, dev)
-        for j in range(steps):
-            if cancel_check is not None:
-                cancel_check()
-            ij, vj = idx[j], valid[j]
-            counts = vj.sum(1)
-            active = counts > 0
-            state.idx, state.rows, state.reported = ij, int(host_counts[j].max()), None
-            state.weights = vj.to(X.dtype) / counts.clamp(min=1).unsqueeze(1).to(X.dtype)
-            for h in hooks:
-                h.before_step(state)
+
+        def step(state: StepState, j: int, valid: Tensor = valid,
+                 host_counts: np.ndarray = host_counts, lr: float = lr) -> None:
+            active = valid[j].any(1)
             params = {n: (v.transpose(1, 2) if n in lin else v) for n, v in zip(names, leaves)}
             with autocast_for(dev):  # bf16 when the engine option asks, else nothing changes
                 if coupled:
                     loss = _grouped_loss(fwd, params, buffers, y, state, hooks, shape,
                                          host_counts[j])
                 else:
-                    xb = state.source[ij]
+                    xb = state.source[state.idx]
                     for h in hooks:
                         xb = h.inputs(xb, state)
                     loss = _padded_loss(fwd, params, buffers, y, xb.reshape(K, b, *shape),
@@ -319,10 +315,11 @@ def fit_batched(models: Sequence[nn.Module], X: Tensor, y: Tensor, in_mask: np.n
                           weight_decay=wd)
             else:
                 sgd_step(leaves, grads, bufs, active, lr, all_active, mom, wd)
-            state.step += 1
-            if progress is not None and (j + 1) % every == 0:
-                progress.update((ep - 1 + (j + 1) / steps) / epochs,
-                                f"{label} {ep}/{epochs}: step {j + 1}/{steps}")
+
+        run_steps(state, Steps(idx, valid, host_counts), hooks, step, dtype=X.dtype,
+                  progress=progress, every=every, cancel_check=cancel_check,
+                  report=lambda j, ep=ep: ((ep - 1 + (j + 1) / steps) / epochs,
+                                           f"{label} {ep}/{epochs}: step {j + 1}/{steps}"))
         for h in hooks:
             h.epoch_end(state)
         if progress is not None:

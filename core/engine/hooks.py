@@ -12,7 +12,11 @@ A :class:`Hook` overrides any of:
 - ``before_step(state)``: before the main forward pass (a game's adversary step on its own
   networks and optimiser);
 - ``gradient(state)``: after the backward pass, before the optimiser step (canary terms);
-- ``epoch_end(state)``: after each epoch.
+- ``epoch_end(state)``: after each epoch;
+- ``step(state)``: the whole step in place of the loop's forward, backward and optimiser
+  update, for a step whose update is its own (an FL objective's local step: SGD fused into
+  recorded linear layers, a game's per-device adversary and critic); only the batched step
+  driver (:mod:`core.engine.steps`) runs it, and one hook at most may take the step.
 
 A game defense (Inf2Guard, adversarial regularisation) is a :class:`Game`: a hook that declares
 its adversary's networks and their :class:`~core.engine.recipe.Recipe` and takes the adversary's
@@ -113,6 +117,9 @@ class Hook:
 
     def epoch_end(self, state: StepState) -> None:
         """After every epoch."""
+
+    def step(self, state: StepState) -> None:
+        """The whole step (only where a hook overrides it; :mod:`core.engine.steps`)."""
 
 
 class CanaryHook(Hook):

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import torch
     from torch import Tensor
 
-__all__ = ["Order", "Poisson", "Shuffle"]
+__all__ = ["Order", "Planned", "Poisson", "Shuffle"]
 
 #: most uniforms a Poisson epoch draws at once (bounds host memory for large n·steps)
 _CHUNK = 1 << 22
@@ -107,3 +107,23 @@ class Poisson(Order):
             counts += mask.sum(1).tolist()
         rows = torch.cat(cols).to(device)
         yield from zip(rows.split(counts), counts, strict=True)
+
+
+class Planned(Order):
+    """The steps' rows given ahead: step s takes ``index[s, :counts[s]]`` (``index`` (T, b) on
+    the device, ``counts`` the T row counts on the host); every epoch repeats the T steps."""
+
+    def __init__(self, index: Tensor, counts: list[int]) -> None:
+        if len(counts) > len(index) or any(not 0 <= int(m) <= index.shape[-1] for m in counts):
+            raise ValueError(f"counts: got {len(counts)} counts for {len(index)} planned steps "
+                             f"of {index.shape[-1]} rows; allowed: at most one count per step, "
+                             f"each in [0, {index.shape[-1]}]")
+        self.index, self.counts = index, [int(m) for m in counts]
+
+    def steps(self, n: int, batch_size: int) -> int:
+        return len(self.counts)
+
+    def epoch(self, n: int, batch_size: int, device: torch.device | str
+              ) -> Iterator[tuple[Tensor, int]]:
+        for s, m in enumerate(self.counts):
+            yield self.index[s, :m], m

@@ -11,7 +11,7 @@ re-implemented:
   generator as ``run_fedavg`` (same devices, batch order, x' roll, dropout masks, transform
   seed), applies the same upload transform and aggregates with :func:`core.fl.fedavg.aggregate`;
 - a client runs :func:`core.fl.sequential.train_round_sequential` (the objective's
-  ``module_step``) on its one-device slice of the round plan.
+  ``module_loss`` through the engine's loop) on its one-device slice of the round plan.
 
 So the global model equals the simulator's after the same rounds, up to float summation order
 (tests/test_flower_adapter.py). Ray workers rebuild the objective themselves: it is given as an
@@ -202,7 +202,7 @@ def _client_query(msg, context):
 
 
 def _client_train(msg, context):
-    """One device's local training: the objective's ``module_step`` over the device's batches
+    """One device's local training: the objective's ``module_loss`` over the device's batches
     of the round plan, via the sequential reference's round function on a one-device plan."""
     from flwr.app import MetricRecord, RecordDict
 

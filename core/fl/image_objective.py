@@ -106,19 +106,16 @@ class NoisyImageObjective:
             return {"ce_sum": (ce * mask).sum(1), "rows": mask.sum(1),
                     "correct": ((logits.argmax(-1) == y).to(x.dtype) * mask).sum(1)}
 
-    def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
-                    lr: float) -> dict[str, Tensor]:
+    def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
+                    lr: float) -> tuple[Tensor, dict[str, Tensor]]:
         x, y = batch.fields["x"], batch.fields["y"]
         x = self._noisy(x)
-        params = [p for p in theta.parameters()]
         logits = theta(x.reshape(x.shape[0], *self.image_shape))
         ce = F.cross_entropy(logits, y)
-        grads = torch.autograd.grad(ce, params)
         with torch.no_grad():
-            torch._foreach_add_(params, list(grads), alpha=-lr)
-            return {"ce_sum": ce.detach() * len(y),
-                    "rows": torch.tensor(float(len(y)), device=x.device),
-                    "correct": (logits.argmax(-1) == y).to(x.dtype).sum()}
+            return ce, {"ce_sum": ce.detach() * len(y),
+                        "rows": torch.tensor(float(len(y)), device=x.device),
+                        "correct": (logits.argmax(-1) == y).to(x.dtype).sum()}
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
         rows = float(totals["rows"]) if "rows" in totals else 0.0

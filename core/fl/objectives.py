@@ -45,18 +45,15 @@ class PlainObjective:
         sgd_from_records(rec, torch.autograd.grad(loss, [o for *_, o in rec]), lr)
         return stats
 
-    def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
-                    lr: float) -> dict[str, Tensor]:
+    def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
+                    lr: float) -> tuple[Tensor, dict[str, Tensor]]:
         x, y = batch.fields["x"], batch.fields["y"]
-        params = list(theta.parameters())
         logits = theta(x)
         ce = F.cross_entropy(logits, y)
-        grads = torch.autograd.grad(ce, params)
         with torch.no_grad():
-            torch._foreach_add_(params, list(grads), alpha=-lr)
             stats = {"ce_sum": ce.detach() * len(y), "rows": torch.tensor(float(len(y)), device=x.device),
                      "correct": (logits.argmax(-1) == y).to(x.dtype).sum()}
-        return stats
+        return ce, stats
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
         rows = float(totals["rows"]) if "rows" in totals else 0.0

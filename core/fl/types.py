@@ -94,13 +94,16 @@ class LocalObjective(Protocol):
     functions update parameters in place with plain SGD at ``lr`` and return per-device
     statistics (sums over the step's valid rows) as tensors — shape (K, ...) for the stacked
     form, (...) for the module form; the simulator adds them up over the round and
-    :meth:`round_metrics` turns the totals into the round's curve values.
+    :meth:`round_metrics` turns the totals into the round's curve values. The module form
+    stops short of Θ's update: ``module_loss`` takes any private networks' own steps and
+    returns Θ's loss with the statistics, and the engine's loop takes Θ's plain SGD step
+    (:mod:`core.fl.sequential`).
 
     ``stacked_step`` receives plain tensors (not requiring grad) with a leading device dim K;
     2-D linear weights arrive as ``<layer>.weight_t`` in (K, in, out) layout
     (:func:`core.nn.to_batched_layout`); the objective computes its gradients as it likes
     (TAPPFL: autograd w.r.t. layer outputs + fused updates, :func:`core.nn.record_linear`).
-    ``module_step`` receives the ordinary modules loaded with one device's parameters.
+    ``module_loss`` receives the ordinary modules loaded with one device's parameters.
     """
 
     shared: nn.Module
@@ -108,7 +111,7 @@ class LocalObjective(Protocol):
 
     def stacked_step(self, theta: Params, private: dict[str, Params], batch: StackedBatch, lr: float) -> dict[str, Tensor]: ...
 
-    def module_step(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch, lr: float) -> dict[str, Tensor]: ...
+    def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch, lr: float) -> tuple[Tensor, dict[str, Tensor]]: ...
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]: ...
 

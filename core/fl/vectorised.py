@@ -17,6 +17,11 @@ Unequal local data sizes: every device's step s uses ``plan.index[:, s]`` with a
 partial batch is averaged over its valid rows (``weight`` = mask / count) and a device with no
 batch left gets zero gradient. With plain SGD (no momentum, no weight decay) a zero gradient is
 exactly "no update", so the result equals the sequential reference (:mod:`core.fl.sequential`).
+
+The steps run through the engine's batched step driver (:func:`core.engine.steps.run_steps`,
+as :func:`core.engine.batched.fit_batched`'s do) with the round plan as the order; the
+objective's ``stacked_step`` is its whole-step hook (:class:`StackedLocalStep`), since its
+update (fused into recorded layers, or per-device adversary networks) is its own.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from core.engine.hooks import Hook, StepState
+from core.engine.recipe import Recipe
+from core.engine.steps import Steps, run_steps
 from core.fl.types import FedAvgState, LocalObjective, Params, RoundPlan, StackedBatch
 from core.nn import from_batched_layout, to_batched_layout
 from core.progress import Progress
@@ -97,6 +105,35 @@ def train_round_vectorised(
     return local, totals
 
 
+class StackedLocalStep(Hook):
+    """The objective's ``stacked_step`` as the whole step of the engine's batched step driver
+    (:func:`core.engine.steps.run_steps`): the update stays the objective's own (fused SGD on
+    recorded linear layers, TAPPFL's adversary and critic ascent on the per-device networks),
+    the driver owns the plan's order, the cancel check and the progress. Each device's terms
+    act on its own rows; the per-device statistics add up in ``state.meta``."""
+
+    per_example = True
+
+    def __init__(self, objective: LocalObjective, theta: Params, private: dict[str, Params],
+                 data: dict[str, Tensor], mask: Tensor, roll: Tensor, dropout: Tensor | None,
+                 lr: float) -> None:
+        self.objective, self.theta, self.private, self.data = objective, theta, private, data
+        self.mask, self.roll, self.dropout, self.lr = mask, roll, dropout, lr
+
+    def step(self, state: StepState) -> None:
+        s, idx = state.step, state.idx
+        batch = StackedBatch(
+            fields={n: v[idx] for n, v in self.data.items()},
+            mask=self.mask[:, s],
+            weight=state.weights,
+            roll=self.roll[:, s],
+            dropout=None if self.dropout is None else self.dropout[:, s],
+        )
+        stats = self.objective.stacked_step(self.theta, self.private, batch, self.lr)
+        for n, v in stats.items():
+            state.count(n, v)
+
+
 def _train_chunk(objective, state, glob, plan, data, sl: slice, *, lr, progress):
     dev = plan.index.device
     devices = plan.devices[sl]
@@ -104,30 +141,23 @@ def _train_chunk(objective, state, glob, plan, data, sl: slice, *, lr, progress)
     rows = torch.as_tensor(devices, dtype=torch.long, device=dev)
     theta = _leaves(to_batched_layout(repeat_params(glob, k)))
     private = {name: _leaves(to_batched_layout(stack_rows(p, rows))) for name, p in state.private.items()}
-    totals: dict[str, Tensor] = {}
     t_max = int(np.max(plan.steps[sl])) if k else 0
-    every = _progress_every(t_max)
-    maskf = plan.mask[sl].to(torch.float32)
-    weight = maskf / plan.count[sl].clamp(min=1).unsqueeze(-1).to(torch.float32)
-    index, roll = plan.index[sl], plan.roll[sl]
-    drop = None if plan.dropout is None else plan.dropout[sl]
-    for s in range(t_max):
-        idx = index[:, s]
-        batch = StackedBatch(
-            fields={n: v[idx] for n, v in data.items()},
-            mask=maskf[:, s],
-            weight=weight[:, s],
-            roll=roll[:, s],
-            dropout=None if drop is None else drop[:, s],
-        )
-        stats = objective.stacked_step(theta, private, batch, lr)
-        for n, v in stats.items():
-            totals[n] = totals[n] + v if n in totals else v
-        if progress is not None and (s + 1) % every == 0:
-            progress.update((s + 1) / t_max, f"round {plan.round}: local step {s + 1}/{t_max}")
+    mask = plan.mask[sl, :t_max]
+    steps = Steps(index=plan.index[sl, :t_max].transpose(0, 1), valid=mask.transpose(0, 1),
+                  counts=plan.count[sl, :t_max].T.cpu().numpy())
+    hook = StackedLocalStep(objective, theta, private, data, mask.to(torch.float32),
+                            plan.roll[sl], None if plan.dropout is None else plan.dropout[sl], lr)
+    run = StepState(model=None, params=list(theta.values()), optimizer=None,
+                    recipe=Recipe(epochs=1, batch_size=plan.index.shape[-1], lr=lr,
+                                  optimizer="sgd"),
+                    n=int(np.max(plan.sizes[sl])) if k else 0, device=dev, models=k)
+    run_steps(run, steps, [hook], dtype=torch.float32, progress=progress,
+              every=_progress_every(t_max),
+              cancel_check=None if progress is None else progress.check_cancel,
+              report=lambda s: ((s + 1) / t_max, f"round {plan.round}: local step {s + 1}/{t_max}"))
     with torch.no_grad():
         for name, p in private.items():
             for n, v in from_batched_layout({n: v.detach() for n, v in p.items()}).items():
                 state.private[name][n].index_copy_(0, rows, v)
-    totals = {n: v.detach().sum(0) for n, v in totals.items()}
+    totals = {n: v.detach().sum(0) for n, v in run.meta.items()}
     return from_batched_layout({n: v.detach() for n, v in theta.items()}), totals
