@@ -7,6 +7,8 @@
   subsampled Gaussian mechanism's accounting assumes (Abadi et al. 2016, §3.1; Mironov et al.
   2019), and its draws are those of Opacus' ``DPDataLoader`` (``UniformWithReplacementSampler``:
   ``torch.rand(n) < q`` per step) from the same generator, bit for bit.
+- :class:`Planned`: the rows of every step given ahead (a FedAvg round plan's batches for one
+  device).
 
 An order draws on the host from a local CPU generator (never the global RNG) and moves an
 epoch's rows to the device in one transfer, so no step reads a value back from the device;
