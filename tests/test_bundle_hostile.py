@@ -443,3 +443,39 @@ def test_the_zip_crc_still_guards_a_stored_entry(bundle, tmp_path):
     raw[at] ^= 0x01
     assert zlib.crc32(bytes(raw[at:at + info.file_size])) != info.CRC
     refused(bytes(raw), ResultStore(tmp_path / "empty"), r"config\.yaml is damaged .*CRC")
+
+
+# ---------------------------------------------------------------------------------------------
+# privlab verify --recompute
+
+
+def test_verify_recompute_says_whether_an_imported_run_agrees(bundle, tmp_path, monkeypatch,
+                                                               capsys):
+    import core.experiments as E
+    from cache.bundle.recompute import recompute
+    from core.cli import main
+
+    monkeypatch.setattr(E, "run", lambda cfg, **kw: contract_runner(cfg))
+    path, _, key = bundle
+    forged = forge(path, tmp_path / "forged.zip", change=lambda n, d: edit_result(
+        d, lambda m: m["metrics"].update(attack_logreg_acc=0.999)) if n == "result.json" else d)
+    honest_store = ResultStore(tmp_path / "honest")
+    import_bundle(path, store=honest_store)
+    root = str(honest_store.root)
+    assert main(["verify", "--recompute", key[:10], "--cache-dir", root]) == 0
+    out = capsys.readouterr().out
+    assert "metrics agree with this engine's run" in out and "attack_logreg_acc" in out
+    forged_store = ResultStore(tmp_path / "forged")
+    import_bundle(forged, store=forged_store)
+    got = recompute(forged_store, key)
+    assert got.from_cache is False and not got.agree  # the second call reads the run stored here
+    (bad,) = [c for c in got.checks if not c.agrees]
+    assert bad.name == "attack_logreg_acc" and bad.imported == 0.999
+    assert bad.how == "outside the other's interval"
+    assert main(["verify", "--recompute", key, "--json", "--cache-dir",
+                 str(forged_store.root)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["agree"] is False and data["from_cache"] is True
+    # a key that is no imported run: one line, exit 2
+    assert main(["verify", "--recompute", "abcdef0123", "--cache-dir", root]) == 2
+    assert "no imported run matches" in capsys.readouterr().err
