@@ -454,12 +454,15 @@ class ResultStore:
         return rows if limit is None else rows[:limit]
 
     def delete(self, key: str, *, imported: bool | None = None) -> bool:
-        """Delete a run by key or unique prefix; False if there is none. ``imported`` as in
-        :meth:`get`: None deletes a run computed here, else an imported one of that key."""
+        """Delete a run by key or unique prefix; False if there is none. ``imported``: None
+        deletes a run computed here, else an imported one of that key; True an imported one
+        (or a run an older store kept among its own with an origin); False only a run
+        computed here."""
         imports = self.imports(create=False)
-        if imported is True or (imported is None and imports is not None
-                                and self.index.resolve(key) is None):
-            return imports is not None and imports.delete(key)
+        if imported is not False and imports is not None \
+                and imports.index.resolve(key) is not None \
+                and (imported is True or self.index.resolve(key) is None):
+            return imports.delete(key)
         full = self.index.resolve(key)
         if full is None:
             full = check_key_or_prefix(key)
