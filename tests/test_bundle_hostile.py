@@ -8,11 +8,9 @@ half imports, concurrent imports, code in notebooks."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import stat
-import struct
 import sys
 import threading
 import tracemalloc
@@ -31,6 +29,8 @@ from cache.store import ImportedRuns, ResultStore
 sys.path.insert(0, str(Path(__file__).parent))
 from _tappfl_contract import contract_runner
 from test_bundle import SWEEP, TINY
+
+from benchmarks.bundle_trust import edit_result, entries, forge, shrink_declared
 
 
 def contract_bundle(tmp: Path, config=TINY) -> tuple[Path, ResultStore, str]:
@@ -66,37 +66,6 @@ def sweep_bundle(tmp_path_factory):
     return path, sweep.key
 
 
-def entries(path: Path) -> list[tuple[zipfile.ZipInfo, bytes]]:
-    with zipfile.ZipFile(path) as zf:
-        return [(i, zf.read(i)) for i in zf.infolist()]
-
-
-def forge(src: Path, dst: Path, change=None, add=(), manifest=None, rehash=True) -> Path:
-    """Copy a bundle: ``change(name, bytes)`` -> new bytes (None drops the file); ``add``: more
-    (name or ZipInfo, bytes); ``manifest(m)`` edits the manifest; checksums recomputed."""
-    files: list[tuple[zipfile.ZipInfo | str, bytes]] = []
-    man = None
-    for info, data in entries(src):
-        if info.filename == "manifest.json":
-            man = json.loads(data)
-            continue
-        new = change(info.filename, data) if change else data
-        if new is not None:
-            files.append((info.filename, new))
-    files.extend(add)
-    assert man is not None
-    if rehash:
-        man["files"] = {(n.filename if isinstance(n, zipfile.ZipInfo) else n):
-                        hashlib.sha256(d).hexdigest() for n, d in files}
-    if manifest:
-        manifest(man)
-    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("manifest.json", json.dumps(man))
-        for n, d in files:
-            zf.writestr(n, d)
-    return dst
-
-
 def refused(path, store: ResultStore, match: str, **kw) -> str:
     """The one-line refusal of importing ``path``; the store holds nothing afterwards."""
     with pytest.raises(BundleError, match=match) as exc:
@@ -105,12 +74,6 @@ def refused(path, store: ResultStore, match: str, **kw) -> str:
     assert "\n" not in msg and len(msg) < 400, msg
     assert store.list() == [] and not (store.root / "imported").exists()
     return msg
-
-
-def edit_result(data: bytes, fn) -> bytes:
-    meta = json.loads(data)
-    fn(meta)
-    return json.dumps(meta).encode()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,27 +112,12 @@ def test_duplicate_names_are_refused(bundle, tmp_path):
 # sizes: inflation beyond the declared size, oversized manifests and directories
 
 
-def _shrink_declared(zip_bytes: bytes, name: str, size: int) -> bytes:
-    """Patch ``name``'s uncompressed size in its local header and central directory entry."""
-    b = bytearray(zip_bytes)
-    enc = name.encode()
-    for sig, off in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
-        at = 0
-        while (at := b.find(sig, at)) >= 0:
-            name_at = at + (30 if sig == b"PK\x03\x04" else 46)
-            if b[name_at:name_at + len(enc)] == enc:
-                b[at + off:at + off + 4] = struct.pack("<L", size)
-                break
-            at += 4
-    return bytes(b)
-
-
 def test_inflation_beyond_the_declared_size_stops_and_is_refused(bundle, tmp_path):
     path, _, _ = bundle
     big = b"\x00" * (200 << 20)  # 200 MB of zeros: about 200 kB deflated
     bad = forge(path, tmp_path / "bomb.zip", add=[("padding.txt", big)])
     del big
-    data = _shrink_declared(bad.read_bytes(), "padding.txt", 1000)
+    data = shrink_declared(bad.read_bytes(), "padding.txt", 1000)
     empty = ResultStore(tmp_path / "empty")
     tracemalloc.start()
     try:

@@ -26,11 +26,11 @@ from cache.bundle import manifest as M
 from cache.bundle.errors import BundleError
 
 #: the most bytes any one file of a bundle may inflate to
-MAX_ENTRY = 96 << 20
+MAX_ENTRY = 64 << 20
 #: the most bytes of ``manifest.json``
 MAX_MANIFEST = 4 << 20
 #: the most bytes held in memory at once for parsing (runs, configs, specs, the notebook)
-MAX_HELD = 160 << 20
+MAX_HELD = 128 << 20
 #: the most bytes inflated in all (figures are hashed as they stream, never held)
 MAX_TOTAL = 1 << 30
 #: the most files in a bundle, and the most bytes of its central directory

@@ -178,6 +178,7 @@ def _run(files: dict[str, bytes], entry: Mapping[str, Any], same_engine: bool,
         raise BundleError(f"bundle: {meta_name} is not a run (a JSON object); nothing imported")
     try:
         result = Result.from_parts(meta, npz)  # np.load(allow_pickle=False)
+        del npz  # the arrays are made: their bytes need not be held beside them
         _types(result)
     except Exception as exc:  # noqa: BLE001 -- missing fields, wrong types: one line
         raise BundleError(f"bundle: {meta_name} cannot be read ({type(exc).__name__}: "
