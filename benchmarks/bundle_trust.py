@@ -4,12 +4,13 @@ attack's AUC through a bundle.
 
 Every case of :func:`cases` builds a bundle of one class (path escapes, links, inflation beyond
 the declared size, oversized manifests, nesting, damaged streams, forged metrics, foreign
-engines, duplicate names, half imports, concurrent imports, code in notebooks) from a
-contract-shaped run (no training) and imports it in a child process: the import's peak memory
-is the child's peak resident memory during it (``VmHWM``, reset through
-``/proc/self/clear_refs`` just before; ``ru_maxrss`` where that is refused) less its resident
-memory just before it, after a warm-up import (the modules an import loads are counted once,
-not as the bundle's), with tracemalloc's peak of Python allocations beside it. Outcomes: ``refused`` (one line, the store
+engines, duplicate names, half imports, concurrent imports, code in notebooks, and the largest
+run the caps accept: the worst case for memory) from a contract-shaped run (no training) and
+imports it in a child process. The import's peak memory is the child's peak resident memory
+during it (``VmHWM``, reset through ``/proc/self/clear_refs`` just before; ``ru_maxrss`` where
+that is refused) less its resident memory just before it, after a warm-up import (the modules
+an import loads are counted once, not as the bundle's), with tracemalloc's peak of Python
+allocations beside it. Outcomes: ``refused`` (one line, the store
 left empty), ``imported`` (kept apart: a run request afterwards computes here), or
 ``unhandled`` (anything else: another exception, a message of more than one line, a store not
 empty after a refusal, a forged run served).
@@ -51,7 +52,7 @@ MEMBERSHIP = {"kind": "membership", "data": {"name": "digits"},
               "projection_points": 0}
 CLASSES = ("path escapes", "links", "inflation beyond declared size", "oversized manifests",
            "nesting", "damaged streams", "forged metrics", "foreign engines", "duplicate names",
-           "half imports", "concurrent imports", "code in notebooks")
+           "half imports", "concurrent imports", "code in notebooks", "largest accepted run")
 PEAK_LIMIT_MB = 256
 
 
@@ -262,7 +263,7 @@ def cases(tmp: Path) -> list[Case]:
     add("half imports", "damaged file after three valid runs",
         forge(sweep, tmp / "late.zip", change=lambda n, d: b"\xff" if n == "report.html"
               else d))
-    add("half imports", "the largest accepted run (60 MB of arrays)",
+    add("largest accepted run", "60 MB of arrays under the 64 MB cap",
         _padded_arrays(run, tmp / "padded.zip", 60), expect="imported")
     code = "open('ran.txt', 'w').write('ran')\n"
     nb = {"cells": [{"cell_type": "code", "source": code, "metadata": {}, "outputs": [],
