@@ -193,8 +193,9 @@ def bundle(target: Any, path: str | Path, *, store: Store = None, **kw: Any) -> 
 
 
 def import_bundle(path: str | Path | bytes, *, store: Store = None, **kw: Any) -> Any:
-    """Import a bundle into the store after checking every checksum, the engine and each key
-    (``import_bundle``; ``read_only=True`` to read one written by another engine)."""
+    """Import a bundle into the store's imported runs after checking every file, number,
+    the engine and each key (``import_bundle``; ``read_only=True`` to read one written by
+    another engine); an imported run is never served as a run computed here."""
     read = _optional(_BUNDLES, "import_bundle", "bundles")
     return read(path, store=_store(store), **kw)
 

@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, str] = {
     "audit_cache": "benchmarks.audit_cache_bench:main",
     "widget_sweep": "benchmarks.widget_sweep_bench:main",
     "bundle": "benchmarks.bundle_bench:main",
+    "bundle_trust": "benchmarks.bundle_trust:main",
     "notebook": "benchmarks.notebook_bench:main",
     "report": "benchmarks.report_bench:main",
     "exposure": "benchmarks.exposure_bench:main",

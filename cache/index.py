@@ -215,6 +215,11 @@ class RunIndex:
                        (key,))
         return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
+    def origin_text(self, key: str) -> str | None:
+        """The raw origin of ``key``'s row (None: computed here, or no row)."""
+        rows = self._q("SELECT origin FROM runs WHERE key = ?", (key,))
+        return rows[0][0] if rows and rows[0][0] else None
+
     def usage_rows(self) -> list[tuple[str, str, str, float | None, str]]:
         """(key, kind, engine_version, last_used, created) of every run (for cache.gc)."""
         return [tuple(r) for r in self._q(

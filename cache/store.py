@@ -9,6 +9,10 @@ Layout under ``root`` (argument, else ``$PRIVLAB_CACHE_DIR``, else the user cach
     locks/<key>.lock                     fcntl.flock: one computing process per key
     stages/<stage>/<key[:2]>/<key>/      cached stages of runs (cache.stages.DirStageStore):
                                          trained weights, releases, attack outputs
+    imported/                            runs imported from bundles (cache.bundle), a store
+                                         of the same layout with its own index: History,
+                                         bundles, reports and Compare read them with their
+                                         origin; a run request (get_or_run, peek) never does
 
 An entry is served only if its row and files exist, both sha256 checksums match the row and
 the stored key matches. A checksum mismatch is resolved by the entry's own ``sha256.json``:
@@ -53,6 +57,8 @@ from core.progress import CancelToken, Progress, ProgressCallback
 from core.result import Result
 
 ENV_VAR = "PRIVLAB_CACHE_DIR"
+#: the folder under a store's root that holds the imported runs (:class:`ImportedRuns`)
+IMPORTED_DIR = "imported"
 Runner = Callable[..., Result]
 
 
@@ -95,6 +101,7 @@ class ResultStore:
         self.notes: list[str] = []
         self.index = self._open_index()
         self.stages = DirStageStore(self.root / "stages")
+        self._imports: ImportedRuns | None = None
 
     # -- the index ---------------------------------------------------------------------------
 
@@ -249,22 +256,54 @@ class ResultStore:
                 return None
             return self._repair_locked(key, touch=touch)
 
-    def peek(self, config: Any) -> Result | None:
+    def peek(self, config: Any, *, imported: bool = False) -> Result | None:
         """The cached Result for ``config`` without running anything: a config model as it is,
-        a mapping validated first (ConfigError if invalid)."""
-        hit = self._read_or_repair(cache_key(parse_config(config)), wait=False, touch=True)
-        return hit if hit is None or self._points_stored(hit) else None
+        a mapping validated first (ConfigError if invalid). ``imported``: when this engine has
+        not computed it, an imported run of the same key is read instead (for showing it with
+        its origin, never as a run of this engine)."""
+        key = cache_key(parse_config(config))
+        hit = self._read_or_repair(key, wait=False, touch=True)
+        if hit is not None and self._points_stored(hit) and self._computed_here(key):
+            return hit
+        imports = self.imports(create=False)
+        if imported and imports is not None:
+            return imports._read_or_repair(key, wait=False)
+        return None
 
-    def get(self, key: str, *, strict: bool = False) -> Result | None:
+    def _computed_here(self, key: str) -> bool:
+        """Whether ``key``'s row is a run this engine computed (an index written before imports
+        had their own store holds them beside computed runs, marked by their origin)."""
+        return self.index.origin_text(key) is None
+
+    # -- imported runs -------------------------------------------------------------------------
+
+    def imports(self, *, create: bool = False) -> ImportedRuns | None:
+        """The store of runs imported from bundles (``root/imported``); None when there is
+        none yet and ``create`` is False (or this is that store)."""
+        if self._imports is None:
+            path = self.root / IMPORTED_DIR
+            if not create and not path.is_dir():
+                return None
+            self._imports = ImportedRuns(path)
+        return self._imports
+
+    def get(self, key: str, *, strict: bool = False, imported: bool | None = None
+            ) -> Result | None:
         """The stored Result for a key or a unique key prefix (>= 6 hex chars); None if absent.
 
         An entry that fails its checks is left in place for ``privlab verify --repair``:
         ``strict`` raises CorruptEntry naming what failed, else None. A row damaged while
         its files are sound is rewritten from them. Raises ValueError for a malformed or
-        ambiguous prefix, StoreIOError when the file system refuses the read."""
-        full = self.index.resolve(key)
+        ambiguous prefix, StoreIOError when the file system refuses the read.
+
+        ``imported``: None reads a run computed here and else an imported one of that key,
+        True only imported runs, False only runs computed here."""
+        imports = self.imports(create=False)
+        full = self.index.resolve(key) if imported is not True else None
         if full is None:
-            return None
+            if imported is False or imports is None:
+                return None
+            return imports.get(key, strict=strict)
         try:
             return self._read(full, touch=True)
         except CorruptEntry as exc:
@@ -308,7 +347,7 @@ class ResultStore:
             hit = self._read(key, touch=True)  # lock-free fast path: atomic writes, checksums guard
         except CorruptEntry:
             hit = None
-        if hit is not None and self._points_stored(hit):
+        if hit is not None and self._points_stored(hit) and self._computed_here(key):
             return hit
         self._check_writable(f"store run {key[:12]} (run with --no-cache to compute it "
                              "without storing)")
@@ -317,7 +356,7 @@ class ResultStore:
             cancel = progress.cancel
         with self._lock(self._lock_path(key), f"lock run {key[:12]}", cancel=cancel):
             hit = self._repair_locked(key, touch=True)
-            if hit is not None and self._points_stored(hit):
+            if hit is not None and self._points_stored(hit) and self._computed_here(key):
                 return hit
             self._clear_tmp(key)
             t0 = time.perf_counter()
@@ -375,22 +414,15 @@ class ResultStore:
             raise
 
     def import_result(self, result: Result, *, origin: dict[str, Any]) -> bool:
-        """Store a Result made elsewhere (a bundle, :mod:`cache.bundle`) under its own key,
-        exactly as recorded there (config, engine, metrics, arrays), with ``origin`` in its
-        index row and beside its files; False when the key is stored already (kept as it is).
-        The caller has checked the key against the config; StoreIOError as :meth:`get_or_run`."""
-        key = check_key_or_prefix(result.key or "")
-        if len(key) != 64:
-            raise ValueError(f"key: got {key!r}; an imported run needs its full 64-hex key")
-        self._check_writable(f"import run {key[:12]}")
-        with self._lock(self._lock_path(key), f"lock run {key[:12]}"):
-            if self._repair_locked(key) is not None:
-                return False
-            self._clear_tmp(key)
-            seconds = result.timings.get("total_s")
-            self._write_entry(key, result, None if seconds is None else float(seconds),
-                              dict(origin))
-        return True
+        """Store a Result made elsewhere (a bundle, :mod:`cache.bundle`) under its own key in
+        the imported runs' store (:meth:`imports`), exactly as recorded there (config, engine,
+        metrics, arrays), with ``origin`` in its index row and beside its files; False when
+        that key was imported already (kept as it is). No run request is ever served from it.
+        The caller has checked the run; StoreIOError as :meth:`get_or_run`."""
+        self._check_writable(f"import run {str(result.key)[:12]}")
+        imports = self.imports(create=True)
+        assert imports is not None
+        return imports.add(result, origin=origin)
 
     def _points_stored(self, result: Result) -> bool:
         """A stored sweep is served only while every point it lists is stored: one whose points
@@ -412,11 +444,25 @@ class ResultStore:
     # -- history ----------------------------------------------------------------------------
 
     def list(self, kind: str | None = None, limit: int | None = None) -> list[RunRecord]:
-        """Index rows, newest first, optionally of one ``kind`` and at most ``limit``."""
-        return self.index.records(kind, limit)
+        """Index rows, newest first, optionally of one ``kind`` and at most ``limit``: the runs
+        computed here and the imported ones (each with its ``origin``)."""
+        rows = self.index.records(kind, limit)
+        imports = self.imports(create=False)
+        if imports is None:
+            return rows
+        rows = sorted(rows + imports.list(kind, limit), key=lambda r: r.created, reverse=True)
+        return rows if limit is None else rows[:limit]
 
-    def delete(self, key: str) -> bool:
-        """Delete a run by key or unique prefix; False if there is none."""
+    def delete(self, key: str, *, imported: bool | None = None) -> bool:
+        """Delete a run by key or unique prefix; False if there is none. ``imported``: None
+        deletes a run computed here, else an imported one of that key; True an imported one
+        (or a run an older store kept among its own with an origin); False only a run
+        computed here."""
+        imports = self.imports(create=False)
+        if imported is not False and imports is not None \
+                and imports.index.resolve(key) is not None \
+                and (imported is True or self.index.resolve(key) is None):
+            return imports.delete(key)
         full = self.index.resolve(key)
         if full is None:
             full = check_key_or_prefix(key)
@@ -433,7 +479,10 @@ class ResultStore:
         if not isinstance(label, str) or len(label) > 500:
             raise ValueError(f"label: got {label!r:.60}; allowed: text of at most 500 characters")
         full = self.index.resolve(key)
-        return full is not None and self.index.set_label(full, label)
+        if full is None:
+            imports = self.imports(create=False)
+            return imports is not None and imports.set_label(key, label)
+        return self.index.set_label(full, label)
 
     def export(
         self, path: str | Path, *, fmt: Literal["csv", "json"], kind: str | None = None,
@@ -448,7 +497,46 @@ class ResultStore:
         rebuild only what fails. Returns a :class:`cache.verify.VerifyReport`."""
         from cache.verify import verify_store
 
-        return verify_store(self, repair=repair)
+        report = verify_store(self, repair=repair)
+        imports = self.imports(create=False)
+        if imports is not None:
+            report.add(verify_store(imports, repair=repair), "imported")
+        return report
+
+
+class ImportedRuns(ResultStore):
+    """The runs imported from bundles: a store of the same layout and checks, whose entries
+    carry their origin and are never served to a run request (it has no :meth:`get_or_run`
+    or :meth:`peek`), so a bundle's numbers never pass as computed by this engine."""
+
+    def imports(self, *, create: bool = False) -> None:
+        return None
+
+    def get_or_run(self, config: Any, **kw: Any) -> Result:
+        raise TypeError("imported runs are never served to a run request")
+
+    def peek(self, config: Any, *, imported: bool = False) -> Result | None:
+        raise TypeError("imported runs are never served to a run request")
+
+    def add(self, result: Result, *, origin: dict[str, Any]) -> bool:
+        """Store ``result`` under its own key with ``origin``; False when it is stored."""
+        key = check_key_or_prefix(result.key or "")
+        if len(key) != 64:
+            raise ValueError(f"key: got {key!r}; an imported run needs its full 64-hex key")
+        self._check_writable(f"import run {key[:12]}")
+        with self._lock(self._lock_path(key), f"lock run {key[:12]}"):
+            if self._repair_locked(key) is not None:
+                return False
+            self._clear_tmp(key)
+            seconds = result.timings.get("total_s")
+            self._write_entry(key, result, None if seconds is None else float(seconds),
+                              dict(origin))
+        return True
+
+    def import_lock(self):
+        """Held for a whole import: two imports of one bundle never interleave, so a failed
+        one takes back only what it added and the other finds the store whole."""
+        return self._lock(self.locks_dir / "import.lock", "import a bundle")
 
 
 def _free(root: Path) -> int | None:

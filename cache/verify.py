@@ -68,6 +68,19 @@ class VerifyReport:
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "problems": self.problems, "clean": self.clean}
 
+    def add(self, other: VerifyReport, label: str) -> None:
+        """Count ``other`` (the imported runs' store) in this report, its lists' items marked
+        with ``label``."""
+        if other.index != "ok" and self.index == "ok":
+            self.index = f"{label}: {other.index}"
+        self.index_rebuilt |= other.index_rebuilt
+        self.entries_ok += other.entries_ok
+        self.stages_ok += other.stages_ok
+        self.leftovers += other.leftovers
+        for name in ("entries_corrupt", "rows_damaged", "orphans_sound", "orphans_corrupt",
+                     "stages_corrupt", "unreadable", "skipped_locked", "repaired"):
+            getattr(self, name).extend(f"{label}: {x}" for x in getattr(other, name))
+
     def summary(self) -> str:
         parts = [f"index {'ok' if self.index == 'ok' else 'damaged'}"
                  + (" (rebuilt)" if self.index_rebuilt else ""),

@@ -22,7 +22,7 @@
     privlab data remove NAME
     privlab du [--json]
     privlab gc [--older-engines] [--max-size 2GB] [--grace SECONDS] [--dry-run] [--json]
-    privlab verify [--repair] [--json]
+    privlab verify [--repair] [--json] | privlab verify --recompute KEY [--json]
 
 Data flows as everywhere else: config file -> ``core.config`` (validate) ->
 ``cache.store.ResultStore.get_or_run`` -> ``core.experiments.run``. Bad input of any kind
@@ -724,9 +724,38 @@ def cmd_gc(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_recompute(args: argparse.Namespace) -> int:
+    """``privlab verify --recompute KEY``: an imported run computed here, each metric compared
+    with the bundle's within their intervals (:mod:`cache.bundle.recompute`). Exit 0 when all
+    agree, 1 otherwise."""
+    from cache.bundle.recompute import recompute
+
+    got = recompute(_store(args), args.recompute)
+    if args.json:
+        _json_out(got.to_dict())
+        return EXIT_OK if got.agree else EXIT_FAILURE
+    rows = [{"metric": c.name, "bundle": "-" if c.imported is None else f"{c.imported:.6g}",
+             "here": "-" if c.here is None else f"{c.here:.6g}",
+             "interval": "-" if c.interval is None else
+             f"[{c.interval[0]:.4g}, {c.interval[1]:.4g}]",
+             "agrees": "yes" if c.agrees else "NO", "how": c.how} for c in got.checks]
+    print(_table(rows, ["metric", "bundle", "here", "interval", "agrees", "how"]))
+    print(got.sentence)
+    return EXIT_OK if got.agree else EXIT_FAILURE
+
+
+def add_recompute(sp: argparse.ArgumentParser) -> None:
+    """``--recompute KEY`` on ``privlab verify``."""
+    sp.add_argument("--recompute", metavar="KEY", default=None,
+                    help="compute an imported run here and say whether its numbers agree with "
+                         "the bundle's within their intervals (exit 1 when they do not)")
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     """Check the index, every run and every stage entry; ``--repair`` removes or rebuilds only
     what fails. Exit 0 when nothing is (left) wrong, 1 otherwise."""
+    if getattr(args, "recompute", None):
+        return cmd_recompute(args)
     report = _store(args).verify(repair=args.repair)
     if args.json:
         _json_out(report.to_dict())
@@ -936,6 +965,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="remove or rebuild only what fails (a damaged index is rebuilt from "
                          "the runs, a damaged row from its run, corrupt runs and stages removed)")
     sp.add_argument("--json", action="store_true")
+    add_recompute(sp)
     cache_dir(sp)
     sp.set_defaults(func=cmd_verify)
     return p

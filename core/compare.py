@@ -744,6 +744,8 @@ class Comparison:
     #: the cache keys of the defenses' sweep configs (the comparison's identity; the sweeps
     #: themselves are not stored, only their points)
     sweep_keys: list[str] = field(default_factory=list)
+    #: the keys of points read from imported runs (a bundle's numbers, not computed here)
+    imported: list[str] = field(default_factory=list)
 
     @property
     def undefended(self) -> Curve | None:
@@ -885,22 +887,28 @@ def run_comparison(spec: ComparisonSpec, store: Any,
     return cmp
 
 
-def read_comparison(spec: ComparisonSpec, store: Any) -> Comparison:
+def read_comparison(spec: ComparisonSpec, store: Any, *, imported: bool = False) -> Comparison:
     """The comparison from the points stored in ``store`` (one ``peek`` each); runs nothing.
-    Raises :class:`MissingPoints` when a point is not stored, ValueError as
-    :func:`run_comparison`."""
+    ``imported``: a point this engine has not computed is read from the store's imported runs
+    (a bundle's), and named in :attr:`Comparison.imported`. Raises :class:`MissingPoints` when
+    a point is not stored, ValueError as :func:`run_comparison`."""
     t0 = time.perf_counter()
     plans, refused, sweep_keys = _plan(spec)
     by_key: dict[str, Any] = {}
+    from_bundles: list[str] = []
     for _, pts in plans:
         for p in pts:
             if p.key not in by_key:
                 by_key[p.key] = store.peek(p.config)
+                if by_key[p.key] is None and imported:
+                    by_key[p.key] = store.peek(p.config, imported=True)
+                    if by_key[p.key] is not None:
+                        from_bundles.append(p.key)
                 if by_key[p.key] is None:
                     raise MissingPoints(f"point {p.label} of {spec.family} on {spec.data} is "
                                         "not stored")
     cmp = _assemble(spec, plans, refused, by_key, set())
-    cmp.seconds, cmp.sweep_keys = time.perf_counter() - t0, sweep_keys
+    cmp.seconds, cmp.sweep_keys, cmp.imported = time.perf_counter() - t0, sweep_keys, from_bundles
     return cmp
 
 

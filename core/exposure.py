@@ -52,6 +52,30 @@ def record_scores(result: Result, attack: str | None = None) -> RecordScores:
     return load_object(fam.exposure)(result, attack=attack)
 
 
+def recomputed_auc(result: Result, attack: str) -> tuple[float, float]:
+    """(AUC recomputed from the stored arrays alone, AUC stored in the metrics) of a membership
+    ``attack``: every target model's scores and membership labels
+    (``record_model_scores_<attack>``, ``record_model_members_<attack>``), the rows the report
+    scored (:func:`core.attacks.membership.scored_rows`, seeded by the run's seed) and the
+    trapezoid over their ROC, as :func:`core.attacks.membership.membership_report` computes it.
+    One-line ValueError when the run keeps no such arrays."""
+    from core.attacks import membership as M
+    from core.exposure_records import OLD_RUN
+    from core.metrics import roc_curve_points
+    from core.parts import attack_by_config_name
+
+    names = (f"record_model_scores_{attack}", f"record_model_members_{attack}")
+    if result.kind != "membership" or any(n not in result.artifacts for n in names):
+        raise ValueError(f"attack: run {str(result.key)[:12]} keeps no per-model scores of "
+                         f"{attack!r}; {OLD_RUN}")
+    s = np.asarray(result.artifacts[names[0]], np.float64).reshape(-1)  # as the report read
+    y = np.asarray(result.artifacts[names[1]]).reshape(-1).astype(bool)
+    rows = M.scored_rows(s, y, seed=int(result.seed))
+    fpr, tpr = roc_curve_points(y[rows].astype(np.int64), s[rows], drop_intermediate=False)
+    stored = result.metrics[attack_by_config_name("membership", attack).metric_name("auc")]
+    return M.trapezoid_auc(fpr, tpr), float(stored)
+
+
 #: a title's trailing knob symbol ("RelaxLoss (α)"), dropped where the value follows
 _SYMBOL = re.compile(r" \(\S{1,2}\)$")
 

@@ -326,6 +326,52 @@ def infinite_ok(name: str) -> bool:
     return bool(spec is not None and spec.infinite_ok)
 
 
+#: the values a metric of each unit can take by definition (a figure outside is impossible):
+#: an AUC, a probability, a flag and a share lie in [0, 1], a signed share (an advantage
+#: TPR − FPR) and SSIM in [−1, 1]; counts, times, ε, δ and error magnitudes are not negative.
+#: Units without a fixed range (nats, dB, ratios, scores, η, ...) have none here.
+UNIT_RANGES: dict[str, tuple[float, float]] = {
+    "AUC": (0.0, 1.0), "probability": (0.0, 1.0), "flag": (0.0, 1.0), "δ": (0.0, 1.0),
+    "fraction": (-1.0, 1.0), "SSIM": (-1.0, 1.0),
+    "count": (0.0, math.inf), "rows": (0.0, math.inf), "seconds": (0.0, math.inf),
+    "ε": (0.0, math.inf), "MSE": (0.0, math.inf), "variance": (0.0, math.inf),
+    "std": (0.0, math.inf), "norm": (0.0, math.inf),
+}
+#: groups whose values are not bounded by their unit (a bound can be vacuous: below 0 or
+#: above 1)
+UNBOUNDED_GROUPS = frozenset({"bound"})
+
+
+def value_range(name: str) -> tuple[float, float] | None:
+    """The closed interval every value of metric ``name`` lies in by definition
+    (:data:`UNIT_RANGES` by its unit; None: unregistered, a bound, or a unit without one).
+    Shares are taken in [−1, 1]: an advantage is a signed difference of two shares."""
+    if not is_registered(name):
+        return None
+    spec = get(name)
+    if spec.group in UNBOUNDED_GROUPS:
+        return None
+    return UNIT_RANGES.get(spec.unit)
+
+
+def out_of_range(metrics: Mapping[str, Any]) -> str | None:
+    """The first metric whose value lies outside :func:`value_range`, as one line naming it
+    and its range; None when every value is possible (NaN and ±inf are
+    :mod:`core.finite`'s to judge)."""
+    for name, raw in metrics.items():
+        rng = value_range(name)
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            return f"metric {name}: got {raw!r:.40}; a metric is a number"
+        if rng is None or not math.isfinite(value):
+            continue
+        lo, hi = rng
+        if not lo <= value <= hi:
+            return f"metric {name}: got {value:g}; allowed range [{lo:g}, {hi:g}]"
+    return None
+
+
 def chance_value(name: str, metrics: Mapping[str, float]) -> float | None:
     """The chance level of metric ``name`` in a run's ``metrics``: the float, the value of the
     metric it names (None when the run lacks it or it is NaN), or None."""

@@ -394,7 +394,7 @@ def notebook_for(target: Target, *, store: Any) -> Any:
     else:
         target = target_of(target)
         if isinstance(target, ComparisonSpec):
-            cells = _comparison_cells(target, read_comparison(target, store))
+            cells = _comparison_cells(target, read_comparison(target, store, imported=True))
         else:
             result = _stored(target, store)
             cells = _sweep_cells(result) if result.kind == "sweep" else _run_cells(result)

@@ -54,6 +54,19 @@ def _bound_elsewhere() -> bool:
     return addr is not None and not is_loopback(addr)
 
 
+def beyond_loopback() -> bool:
+    """Whether the server is bound beyond loopback or this visitor connects from elsewhere."""
+    return _bound_elsewhere() or not visitor_on_loopback()
+
+
+def signed_in() -> bool:
+    """Whether this session signed in: the password form of ``PRIVLAB_PASSWORD``, or
+    Streamlit's OIDC login (``PRIVLAB_INSECURE=1`` signs nobody in)."""
+    if os.environ.get(PASSWORD_ENV, "") and st.session_state.get(_AUTHED) is True:
+        return True
+    return oidc_configured() and bool(st.user.is_logged_in)
+
+
 def oidc_configured() -> bool:
     """Streamlit's OIDC login is set up (an ``[auth]`` section in secrets.toml)."""
     try:

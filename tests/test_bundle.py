@@ -112,9 +112,11 @@ def test_run_roundtrip_into_an_empty_store(filled, tmp_path):
     report = import_bundle(tmp_path / "run.zip", store=empty)
     assert report.imported == [key] and not report.read_only and report.already == []
     same_result(src, empty.get(key))
-    # same engine: a normal entry, served as the cached run of its config
-    hit = empty.peek(src.config)
+    # same engine: kept apart from the runs computed here, never served to a run request
+    assert empty.peek(src.config) is None
+    hit = empty.peek(src.config, imported=True)
     assert hit is not None and hit.key == key
+    assert empty.get(key, imported=False) is None and empty.get(key, imported=True) is not None
     (rec,) = empty.list()
     assert rec.origin["bundle"] == "run.zip" and rec.origin["read_only"] is False
     assert rec.origin["engine"] == src.engine_version
@@ -134,8 +136,11 @@ def test_sweep_roundtrip_brings_every_point(filled, tmp_path):
     same_result(sweep, empty.get(sweep.key))
     for k in keys:
         same_result(store.get(k), empty.get(k))
-    again = empty.get_or_run(SWEEP)  # served whole: the sweep and its points are there
-    assert again.from_cache and again.key == sweep.key
+    # never served to a run request: the sweep and its points run here, beside the imported
+    again = empty.get_or_run(SWEEP)
+    assert not again.from_cache and again.key == sweep.key
+    assert empty.get(sweep.key, imported=True) is not None
+    assert len([r for r in empty.list() if r.key == sweep.key]) == 2
 
 
 def test_comparison_roundtrip_reads_the_same_curves(filled, tmp_path):
@@ -147,7 +152,10 @@ def test_comparison_roundtrip_reads_the_same_curves(filled, tmp_path):
     assert sorted(report.imported) == sorted(info.points) and report.kind == "comparison"
     spec = spec_from_dict(report.spec)
     assert spec == dataclasses.replace(SPEC, executor="serial", workers=None)
-    back = C.read_comparison(spec, empty)
+    with pytest.raises(C.MissingPoints):  # a comparison of this engine reads no imported run
+        C.read_comparison(spec, empty)
+    back = C.read_comparison(spec, empty, imported=True)
+    assert sorted(back.imported) == sorted(info.points)
     assert [c.name for c in back.curves] == [c.name for c in cmp.curves]
     for a, b in zip(cmp.curves, back.curves, strict=True):
         for f in ("knob", "utility", "leakage", "budget", "leak_lo", "leak_hi"):
@@ -237,7 +245,7 @@ def test_no_pickle_in_the_npz_and_a_pickled_array_is_refused(tmp_path):
     rewrite(path, bad, lambda n, d: evil if n == "arrays.npz" else
             json.dumps(man).encode() if n == "manifest.json" else d)
     empty = ResultStore(tmp_path / "empty")
-    with pytest.raises(BundleError, match=r"result\.json cannot be read .*pickle"):
+    with pytest.raises(BundleError, match=r"arrays\.npz holds .evil\.npy. of dtype object .*pickle"):
         import_bundle(bad, store=empty)
     assert empty.list() == []
 
@@ -280,19 +288,21 @@ def test_another_engine_is_refused_then_imported_read_only_and_marked(tmp_path, 
         import_bundle(tmp_path / "old.zip", store=empty)
     assert "\n" not in str(exc.value) and empty.list() == []
     report = import_bundle(tmp_path / "old.zip", store=empty, read_only=True)
-    assert report.read_only and report.imported == [r.key] and report.notes == []
+    assert report.read_only and report.imported == [r.key]
+    assert report.notes == [("notebook.ipynb and notebook.py: the bundle author's code, never "
+                             "run on import; read it before running it")]
     assert "read-only" in report.sentence and other in report.sentence
     same_result(r, empty.get(r.key))
     assert empty.peek(TINY) is None  # never served in place of a run of this engine
     (rec,) = empty.list()
     assert rec.origin["read_only"] is True and rec.origin["engine"] == other
     # the origin survives a lost index (it has its own file beside the entry)
-    empty.index.close()
-    for p in empty.root.glob("index.sqlite*"):
+    empty.imports().index.close()
+    for p in (empty.root / "imported").glob("index.sqlite*"):
         p.unlink()
+    rebuilt = ResultStore(empty.root)
     with pytest.warns(RuntimeWarning, match="rebuilt it from 1 stored runs"):
-        rebuilt = ResultStore(empty.root)
-    assert rebuilt.list()[0].origin == rec.origin
+        assert rebuilt.list()[0].origin == rec.origin
     check = rebuilt.verify()
     assert check.clean and check.entries_ok == 1  # an imported entry is a sound entry
 

@@ -128,6 +128,29 @@ def test_a_family_without_records_and_an_old_run_say_so_in_one_line():
         record_exposure(old)
 
 
+def test_every_membership_auc_is_recomputed_from_the_stored_arrays(runs):
+    from core.exposure import recomputed_auc
+
+    r = runs["membership"]
+    diffs = {}
+    for name in MEMBERSHIP["attack"]["attackers"]:
+        got, stored = recomputed_auc(r, name)
+        diffs[name] = abs(got - stored)
+    assert max(diffs.values()) <= 1e-9, diffs
+    # non-members are kept too: each pool record's mean score over the models it was out of
+    a = r.artifacts
+    out = ~a["record_model_members_lira_offline"].astype(bool)
+    assert np.array_equal(np.isfinite(a["record_nonmember_score_lira_offline"]), out.any(0))
+    assert np.all(np.isfinite(a["record_nonmember_score_loss"][a["record_member"] == 0]))
+    # a changed score moves the recomputed AUC: the check can fail
+    bad = Result(kind=r.kind, config=r.config, seed=r.seed, metrics=dict(r.metrics),
+                 artifacts={**a, "record_model_scores_loss": -a["record_model_scores_loss"]})
+    got, stored = recomputed_auc(bad, "loss")
+    assert abs(got - stored) > 1e-3
+    with pytest.raises(ValueError, match="keeps no per-model scores"):
+        recomputed_auc(Result(kind="membership", config={}, seed=0), "loss")
+
+
 # ---------------------------------------------------------------------------------------------
 # the per-record arrays move no metric
 
@@ -168,6 +191,11 @@ def test_membership_record_arrays_pool_over_the_targets_that_trained_on_a_record
     # 10: 1 (target); 11: 5 (shadow); 12: 3 (its shadow score is not finite); 13: never IN
     assert np.allclose(out["record_score_lira"][:3], [1.0, 5.0, 3.0])
     assert np.isnan(out["record_score_lira"][3])
+    # out of a model: 10 out of the shadow (9), 11 of the target (9), 12 of none, 13 of both
+    assert np.allclose(out["record_nonmember_score_lira"][[0, 1, 3]], [9.0, 9.0, 9.0])
+    assert np.isnan(out["record_nonmember_score_lira"][2])
+    assert out["record_model_scores_lira"].shape == (2, 4)
+    assert out["record_model_members_lira"].tolist() == [[1, 0, 1, 0], [0, 1, 1, 0]]
     assert np.allclose(out["record_score_loss"], [2.0, np.nan, 4.0, np.nan], equal_nan=True)
     assert out["record_targets_in"].tolist() == [1, 1, 2, 0]
     assert out["record_score_lira"].dtype == np.float32

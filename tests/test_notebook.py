@@ -164,7 +164,8 @@ def test_projection_and_reconstruction_runs_redraw_their_embedding_and_images(
 def test_a_bundles_notebook_executes_against_the_store_it_was_imported_into(tiny, store,
                                                                             tmp_path):
     """The notebook a bundle carries, run offline against an empty store the bundle was
-    imported into: every headline number equal to the bundle's (read from the store)."""
+    imported into: an imported run is never served as computed here, so the notebook runs it
+    and every headline number lies within its tolerance of the bundle's."""
     import json
     import zipfile
 
@@ -179,6 +180,6 @@ def test_a_bundles_notebook_executes_against_the_store_it_was_imported_into(tiny
     out = execute(nb, store=empty, timeout=300)
     text = _stdout(out)
     n = len(privlab.headline(tiny))
-    assert f"all {n} headline numbers equal (read from the store)" in text
+    assert f"all {n} headline numbers within tolerance (recomputed)" in text
     for name, number in privlab.headline(tiny).items():  # the bundle holds the same numbers
         assert stored["metrics"][name] == number.value

@@ -64,11 +64,17 @@ def reserved(name: str) -> bool:
         or name.split("/")[0] in (POINTS, FIGURES)
 
 
+def plain_name(name: Any) -> bool:
+    """Whether ``name`` is a plain file name (an extra's or a figure's: no folder, no
+    leading dot, at most 100 characters)."""
+    return isinstance(name, str) and bool(_NAME.fullmatch(name))
+
+
 def check_extra_name(name: Any) -> str:
     """An extra's file name, or a one-line BundleError naming it."""
     from cache.bundle.errors import BundleError
 
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or reserved(name):
+    if not plain_name(name) or reserved(name):
         raise BundleError(f"extras: got the name {name!r}; allowed: a plain file name (letters, "
                           "digits, '_', '-', '.'; at most 100 characters) that is not one of "
                           "the bundle's own files")

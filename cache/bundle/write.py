@@ -90,7 +90,7 @@ def _get(store: Any, key: str, what: str) -> Result:
 def _contents(target: Any, store: Any) -> _Contents:
     if isinstance(target, ComparisonSpec):
         try:
-            cmp = read_comparison(target, store)
+            cmp = read_comparison(target, store, imported=True)
         except MissingPoints as exc:
             raise BundleError(f"comparison: {exc}; run the comparison first") from None
         points: dict[str, Result] = {}

@@ -713,6 +713,20 @@ def _tpr_rows(y01: np.ndarray, s: np.ndarray, fprs: tuple[float, ...], n_pos: in
     return rows
 
 
+def trapezoid_auc(fpr: np.ndarray, tpr: np.ndarray) -> float:
+    """AUC by the trapezoid over the full ROC (= Mann–Whitney U / (n₊n₋), ties counted ½)."""
+    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+
+
+def scored_rows(scores: Any, labels: Any, *, seed: int) -> np.ndarray:
+    """The rows a membership report scores: the finite scores, members and non-members then
+    balanced (:func:`balance_members`, seeded): shadow targets hold about, not exactly, half
+    the pool."""
+    s, y = np.asarray(scores), np.asarray(labels)
+    ok = np.flatnonzero(np.isfinite(s))
+    return ok[balance_members(y[ok], seed=seed)]
+
+
 def membership_report(
     scores: Any,
     is_member: Any,
@@ -757,8 +771,7 @@ def membership_report(
     y01 = y.astype(np.int64)
     fpr_all, tpr_all = roc_curve_points(y01, s, drop_intermediate=False)
     fpr_plot, tpr_plot = roc_curve_points(y01, s, drop_intermediate=True)
-    # AUC by the trapezoid over the full ROC (= Mann–Whitney with ties counted ½)
-    auc = float(np.sum(np.diff(fpr_all) * (tpr_all[1:] + tpr_all[:-1]) / 2.0))
+    auc = trapezoid_auc(fpr_all, tpr_all)
     adv = advantage(y01, s)
     iv = attack_intervals(y01, _unit_ranks(s), n_boot=n_boot, seed=seed, confidence=confidence)
     adv_lo, adv_hi = iv["advantage"]

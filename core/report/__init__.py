@@ -185,7 +185,7 @@ def _resolve(target: Any, store: Any) -> _Target:
 
     if isinstance(target, Comparison | ComparisonSpec):
         # a page that holds the assembled comparison hands it in: it is not read twice
-        cmp = target if isinstance(target, Comparison) else read_comparison(target, store)
+        cmp = target if isinstance(target, Comparison) else read_comparison(target, store, imported=True)
         target = cmp.spec
         runs = []
         for c in cmp.curves:

@@ -369,22 +369,30 @@ def record_arrays(ctx: Context, scores: dict[str, np.ndarray],
     """Per-record exposure (:mod:`core.exposure`), read from the scores the reports read:
     ``record_index`` (each pool row's index in the data set), ``record_member`` (1 where the
     target trained on it), ``record_targets_in`` (of the pooled target models, how many
-    trained on it) and per attack ``record_score_<attack>``: the mean of the record's member
-    scores (higher = member) over the target models that trained on it, non-finite scores
-    left out (NaN where none did). A pooled attack's scores are T consecutive blocks of the
-    pool (the target, then each shadow as target, :func:`attack_scores`), each with its own
-    membership labels. float32 and int: a few kB per attack."""
+    trained on it) and per attack ``record_score_<attack>`` / ``record_nonmember_score_<attack>``:
+    the mean of the record's scores (higher = member) over the target models that trained /
+    did not train on it, non-finite scores left out (NaN where there were none). A pooled
+    attack's scores are T consecutive blocks of the pool (the target, then each shadow as
+    target, :func:`attack_scores`), each with its own membership labels; those blocks are kept
+    whole as ``record_model_scores_<attack>`` (T, n; the dtype the report read) and
+    ``record_model_members_<attack>`` (T, n), so that the attack's AUC is recomputed from the
+    stored arrays alone (:func:`core.exposure.recomputed_auc`). A few kB per attack and model."""
     n = len(ctx.pool)
     out: dict[str, np.ndarray] = {"record_index": ctx.pool.astype(np.int32),
                                   "record_member": ctx.member.astype(np.int8)}
     inside = {a: np.asarray(labels[a], bool).reshape(-1, n) for a in scores}
     for name, sc in scores.items():
-        s = np.asarray(sc, np.float64).reshape(-1, n)
-        ok = inside[name] & np.isfinite(s)
-        count = ok.sum(0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(ok, s, 0.0).sum(0) / count
-        out[f"record_score_{name}"] = np.where(count > 0, mean, np.nan).astype(np.float32)
+        raw = np.asarray(sc).reshape(-1, n)
+        s = raw.astype(np.float64)
+        for prefix, side in (("record_score", inside[name]), ("record_nonmember_score",
+                                                              ~inside[name])):
+            ok = side & np.isfinite(s)
+            count = ok.sum(0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = np.where(ok, s, 0.0).sum(0) / count
+            out[f"{prefix}_{name}"] = np.where(count > 0, mean, np.nan).astype(np.float32)
+        out[f"record_model_scores_{name}"] = raw
+        out[f"record_model_members_{name}"] = inside[name].astype(np.int8)
     out["record_targets_in"] = max(inside.values(), key=len).sum(0).astype(np.int16)
     return out
 
@@ -420,11 +428,10 @@ def reports(ctx: Context, scores: dict[str, np.ndarray],
     seed, out = ctx.cfg.seed, Reports()
     for name, sc in scores.items():
         p = ctx.parts[name]
-        ok = np.flatnonzero(np.isfinite(sc))
-        if len(ok) < len(sc):  # an attack's non-finite scores are dropped: say so beside them
-            out.raised.append(_nonfinite_caveat(p, name, len(sc) - len(ok), len(sc)))
-        # shadow targets hold about, not exactly, half the pool: balance before scoring
-        ok = ok[M.balance_members(labels[name][ok], seed=seed)]
+        n_finite = int(np.isfinite(sc).sum())
+        if n_finite < len(sc):  # an attack's non-finite scores are dropped: say so beside them
+            out.raised.append(_nonfinite_caveat(p, name, len(sc) - n_finite, len(sc)))
+        ok = M.scored_rows(sc, labels[name], seed=seed)
         rep = M.membership_report(sc[ok], labels[name][ok], seed=seed)
         for stat, key in (("auc", "auc"), ("adv", "advantage"), ("bacc", "balanced_accuracy"),
                           ("tpr_at_1pct_fpr", "tpr_at_1pct"),

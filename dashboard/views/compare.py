@@ -259,7 +259,7 @@ def _comparison(_spec: C.ComparisonSpec, keys: tuple[str, ...], metrics: tuple[s
     metrics, when every point is stored (:class:`core.compare.MissingPoints` otherwise, which
     is not cached): scrubbing the slider or switching tables reruns the page without touching
     the store."""
-    return C.read_comparison(_spec, get_store())
+    return C.read_comparison(_spec, get_store(), imported=True)
 
 
 def show(cmp: C.Comparison, advice: Advice | None = None) -> None:
@@ -306,6 +306,11 @@ def show(cmp: C.Comparison, advice: Advice | None = None) -> None:
     d3.download_button("Figure (standalone HTML)", lambda: figure_html(fig),
                        file_name="compare.html", mime="text/html", key="cmp_html")
     bundle_button(cmp.spec, key="cmp")
+    if cmp.imported:
+        n = sum(len(row) for c in cmp.curves for row in c.keys)
+        st.caption(f"{len(cmp.imported)} of {n} points were imported from a bundle, not "
+                   "computed here: History names where each came from, and `privlab verify "
+                   "--recompute KEY` runs one here.")
     overlap_ui(cmp, position)
     with st.expander("Every point"):
         st.dataframe(points_frame(cmp), hide_index=True, width="stretch")

@@ -22,6 +22,7 @@ from core.fingerprint import same_engine
 from core.migrations import migrate
 from dashboard.components import copy_run, metrics_frame
 from dashboard.components.bundle_button import add_origin_column, bundle_button, origin_caption
+from dashboard.components.bundle_import import import_ui, read_run, recompute_ui
 from dashboard.components.compare_plot import figure_html
 from dashboard.components.history_diff import (
     config_diff,
@@ -81,6 +82,7 @@ st.caption(f"Store: `{store.root}` · every run is keyed by the sha256 of its va
            "and the engine's version and source fingerprint; trained models, releases and attack "
            "outputs are cached by stage underneath, so rerunning with another attacker retrains nothing.")
 
+import_ui(store)
 kinds = sorted({current_kind(r.kind) for r in store.list()})
 f1, f2 = st.columns([1, 1])
 kind = f1.selectbox("Kind", ["all", *kinds], key="history_kind")
@@ -131,17 +133,21 @@ e2.download_button("Download JSON", export_bytes(records, "json"),
                    file_name="privlab_runs.json", mime="application/json", key="history_json")
 
 st.subheader("One run")
-by_key = {r.key: r for r in records}
-key = st.selectbox("Run", list(by_key), key="history_run",
-                   format_func=lambda k: f"{k[:12]} · {current_kind(by_key[k].kind)} · "
-                                         f"{by_key[k].created[:19].replace('T', ' ')} · "
-                                         f"{setting(by_key[k].kind, by_key[k].config)}")
-rec = by_key[key]
-result = store.get(key)
+# an imported run may share its key with a run computed here: each row is its own choice
+by_id = {r.key + (" imported" if r.origin else ""): r for r in records}
+chosen = st.selectbox("Run", list(by_id), key="history_run",
+                      format_func=lambda i: f"{i[:12]} · {current_kind(by_id[i].kind)} · "
+                                            f"{by_id[i].created[:19].replace('T', ' ')} · "
+                                            f"{setting(by_id[i].kind, by_id[i].config)}"
+                                            + (" · imported" if by_id[i].origin else ""))
+rec = by_id[chosen]
+key = rec.key
+result = read_run(store, rec)
 if not same_engine(rec.engine_version):
     st.caption(f"Run {key[:12]} was computed by an older engine ({rec.engine_version or 'unknown'}"
                "); rerun to refresh.")
 origin_caption(rec)
+recompute_ui(store, rec)
 copy_run(rec.config)
 left, right = st.columns(2)
 with left:
@@ -170,7 +176,7 @@ if result is not None:
 
 confirm = st.checkbox(f"Yes, delete run {key[:12]}", key="history_confirm")
 if st.button("Delete run", disabled=not confirm, key="history_delete"):
-    if store.delete(key):
+    if store.delete(key, imported=bool(rec.origin)):
         st.session_state.pop("history_confirm", None)
         st.toast(f"Deleted {key[:12]}")
         st.rerun()
@@ -189,12 +195,13 @@ def pair_section(store, records: list) -> None:
         return
     if not st.toggle("Compare two runs", key="history_pair"):
         return
-    by = {r.key: r for r in records}
+    by = {r.key + (" imported" if r.origin else ""): r for r in records}
     keys = list(by)
 
     def label(k: str) -> str:
         r = by[k]
-        return f"{k[:12]} · {current_kind(r.kind)} · {setting(r.kind, r.config)}"
+        return (f"{k[:12]} · {current_kind(r.kind)} · {setting(r.kind, r.config)}"
+                + (" · imported" if r.origin else ""))
 
     c1, c2 = st.columns(2)
     first = next((i for i, k in enumerate(keys) if by[k].kind != "sweep"), 0)  # a run, not a grid
@@ -204,7 +211,7 @@ def pair_section(store, records: list) -> None:
     kb = c2.selectbox("Run B", keys, index=same[0] if same else 1, key="history_b",
                       format_func=label)
     ra, rb = by[ka], by[kb]
-    a, b = store.get(ka), store.get(kb)
+    a, b = read_run(store, ra), read_run(store, rb)
     ca, cb = migrate(ra.config)[0], migrate(rb.config)[0]
     names = list(dict.fromkeys(
         headline_metric_names(current_kind(ra.kind), ca, ra.metrics)
