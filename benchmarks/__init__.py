@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, str] = {
     "caveats": "benchmarks.caveats_bench:main",
     "browser": "benchmarks.browser_bench:main",
     "relaxloss": "benchmarks.relaxloss_bench:main",
+    "defense_grids": "benchmarks.defense_grids:main",
     "models": "benchmarks.models_bench:main",
     "audit_cache": "benchmarks.audit_cache_bench:main",
     "widget_sweep": "benchmarks.widget_sweep_bench:main",
