@@ -115,7 +115,32 @@ def run_one(name: str, quick: bool) -> tuple[dict[str, Any] | None, str | None, 
         return None, traceback.format_exc(), time.perf_counter() - t0
 
 
+def result_path(name: str, res: dict[str, Any], quick: bool, out_dir: Path = RESULTS_DIR) -> Path:
+    """Where benchmark ``name``'s result ``res`` is written (``file_stem``, e.g. gpu.cuda: a
+    result measured on a GPU)."""
+    stem = str(res.get("file_stem", name))
+    return out_dir / (f"{stem}.quick.json" if quick else f"{stem}.json")
+
+
+def write_result(name: str, res: dict[str, Any], secs: float, info: dict[str, Any], quick: bool,
+                 out_dir: Path = RESULTS_DIR) -> Path:
+    """Write one result file; the one place every file gets its engine, commit and load when
+    written (:func:`core.provenance.stamp`)."""
+    path = result_path(name, res, quick, out_dir)
+    res = {k: v for k, v in res.items() if k != "file_stem"}
+    refresh = f"python -m benchmarks {name}" + (" --quick" if quick else "")
+    record = {**_jsonable({**res, "name": res.get("name", name)}), "quick": quick,
+              "seconds": round(secs, 3), "machine": info, "provenance": stamp(refresh)}
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["rerun"]:
+        from benchmarks.rerun import main as rerun
+
+        return rerun(argv[1:])
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     p.add_argument("names", nargs="*", metavar="NAME", help=f"any of: {', '.join(BENCHMARKS)}")
     p.add_argument("--quick", action="store_true", help="smaller problem sizes (smoke run)")
@@ -138,15 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
             print(f"== {name} == FAILED after {secs:.1f} s\n{tb}", flush=True)
             continue
-        res = {**res, "name": res.get("name", name)}
-        stem = str(res.pop("file_stem", name))  # e.g. gpu.cuda: measured on a GPU
-        print(format_result(res) + f"\n({secs:.1f} s)\n", flush=True)
-        # the one place every result file gets its engine, commit and load when written
-        refresh = f"python -m benchmarks {name}" + (" --quick" if args.quick else "")
-        record = {**_jsonable(res), "quick": args.quick, "seconds": round(secs, 3), "machine": info,
-                  "provenance": stamp(refresh)}
-        path = out_dir / (f"{stem}.quick.json" if args.quick else f"{stem}.json")
-        path.write_text(json.dumps(record, indent=1) + "\n")
+        print(format_result({**res, "name": res.get("name", name)}) + f"\n({secs:.1f} s)\n",
+              flush=True)
+        write_result(name, res, secs, info, args.quick, out_dir)
     if failed:
         print(f"benchmarks: {len(failed)} failed: {', '.join(failed)}", file=sys.stderr)
         return 1
