@@ -4,7 +4,8 @@ No names = every benchmark in :data:`benchmarks.BENCHMARKS`. Each result is prin
 aligned table (pandas) with its notes and targets, and written to
 ``benchmarks/results/NAME.json`` (``NAME.quick.json`` for ``--quick``) together with machine
 facts (cores, load average, library versions, date, git commit) so that numbers from different
-machines can be told apart. Exit code 1 if any benchmark raised, 2 for an unknown name, else 0.
+machines can be told apart, and a ``provenance`` block (:func:`core.provenance.stamp`: engine id,
+commit, load when written, the refreshing command) that pages show beside every figure read. Exit code 1 if any benchmark raised, 2 for an unknown name, else 0.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 import traceback
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import BENCHMARKS
+from core.provenance import git_commit, stamp
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -34,18 +35,6 @@ def _version(pkg: str) -> str | None:
         return version(pkg)
     except PackageNotFoundError:
         return None
-
-
-def _git_commit() -> str | None:
-    root = Path(__file__).resolve().parents[1]
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10, check=False).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return sha + ("-dirty" if dirty else "")
 
 
 def machine_info() -> dict[str, Any]:
@@ -60,7 +49,7 @@ def machine_info() -> dict[str, Any]:
         load = None
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "cpu_count": os.cpu_count(),
         "cpu_usable": usable,
         "load_average_1_5_15": load,
@@ -126,7 +115,32 @@ def run_one(name: str, quick: bool) -> tuple[dict[str, Any] | None, str | None, 
         return None, traceback.format_exc(), time.perf_counter() - t0
 
 
+def result_path(name: str, res: dict[str, Any], quick: bool, out_dir: Path = RESULTS_DIR) -> Path:
+    """Where benchmark ``name``'s result ``res`` is written (``file_stem``, e.g. gpu.cuda: a
+    result measured on a GPU)."""
+    stem = str(res.get("file_stem", name))
+    return out_dir / (f"{stem}.quick.json" if quick else f"{stem}.json")
+
+
+def write_result(name: str, res: dict[str, Any], secs: float, info: dict[str, Any], quick: bool,
+                 out_dir: Path = RESULTS_DIR) -> Path:
+    """Write one result file; the one place every file gets its engine, commit and load when
+    written (:func:`core.provenance.stamp`)."""
+    path = result_path(name, res, quick, out_dir)
+    res = {k: v for k, v in res.items() if k != "file_stem"}
+    refresh = f"python -m benchmarks {name}" + (" --quick" if quick else "")
+    record = {**_jsonable({**res, "name": res.get("name", name)}), "quick": quick,
+              "seconds": round(secs, 3), "machine": info, "provenance": stamp(refresh)}
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["rerun"]:
+        from benchmarks.rerun import main as rerun
+
+        return rerun(argv[1:])
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     p.add_argument("names", nargs="*", metavar="NAME", help=f"any of: {', '.join(BENCHMARKS)}")
     p.add_argument("--quick", action="store_true", help="smaller problem sizes (smoke run)")
@@ -149,12 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
             print(f"== {name} == FAILED after {secs:.1f} s\n{tb}", flush=True)
             continue
-        res = {**res, "name": res.get("name", name)}
-        stem = str(res.pop("file_stem", name))  # e.g. gpu.cuda: measured on a GPU
-        print(format_result(res) + f"\n({secs:.1f} s)\n", flush=True)
-        record = {**_jsonable(res), "quick": args.quick, "seconds": round(secs, 3), "machine": info}
-        path = out_dir / (f"{stem}.quick.json" if args.quick else f"{stem}.json")
-        path.write_text(json.dumps(record, indent=1) + "\n")
+        print(format_result({**res, "name": res.get("name", name)}) + f"\n({secs:.1f} s)\n",
+              flush=True)
+        write_result(name, res, secs, info, args.quick, out_dir)
     if failed:
         print(f"benchmarks: {len(failed)} failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -153,6 +153,9 @@ if __name__ == "__main__":
         out["machine"] = machine_info()
     except ImportError:  # pragma: no cover
         pass
+    from core.provenance import stamp
+
+    out["provenance"] = stamp("python -m benchmarks.equal_privacy" + (" --quick" if a.quick else ""))
     path = a.out or (OUT.with_suffix(".quick.json") if a.quick else OUT)
     path.write_text(json.dumps(out, indent=2, allow_nan=False, default=str) + "\n")
     print(json.dumps(out["headline"], indent=2))

@@ -613,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
                        with_irfil=not a.no_irfil)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["command"] = " ".join(["python -m benchmarks.faithfulness_research", *sys.argv[1:]])
+    from core.provenance import stamp
+
+    res["provenance"] = stamp(res["command"])
     a.out.write_text(json.dumps(res, indent=1, default=float))
     print(json.dumps(res.get("headline"), indent=1))
     return 0

@@ -220,6 +220,9 @@ def _write(path: Path, group: str, rows: list[dict[str, Any]], partial: bool) ->
            "cores": os.cpu_count(), "partial": partial}
     if group == "kappa_gl":
         doc["channels"] = _thm1(rows)
+    from core.provenance import stamp
+
+    doc["provenance"] = stamp(f"python -m benchmarks.paper_arch {group}")
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 

@@ -317,6 +317,31 @@ def write_trust(h: dict[str, int], root: Path | None = None) -> None:
     doc.setdefault("sources", {}).update({k: "papers.json (core.papers.headline)"
                                           for k in TRUST_KEYS})
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    write_provenance_trust(root)
+
+
+#: trust.json's provenance figures (:func:`core.provenance.scan`, the test's own scan)
+PROVENANCE_KEYS = ("shown_figures_without_provenance", "stale_figures_unmarked")
+
+
+def write_provenance_trust(root: Path | None = None) -> dict[str, int]:
+    """Merge the provenance scan of every figure the paper check and the cost captions show
+    into ``trust.json``'s headline (other keys kept)."""
+    from core.papers import ROOT
+    from core.provenance import scan
+
+    root = root or ROOT
+    s = scan(root)
+    path = root / TRUST_JSON
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        doc = {"name": "trust"}
+    doc.setdefault("headline", {}).update({k: s[k] for k in PROVENANCE_KEYS})
+    doc.setdefault("sources", {}).update({k: f"core.provenance.scan over {s['shown_figures']} "
+                                             "figures shown from result files" for k in PROVENANCE_KEYS})
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    return s
 
 
 def main(quick: bool = False) -> dict[str, Any]:

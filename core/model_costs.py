@@ -1,11 +1,12 @@
 """What training a registered architecture costs, before a run: parameters, forward FLOPs
 (:func:`core.models.forward_flops`), the image passes a config's training makes, and the
-time those take here and on a GPU.
+time those take on a CPU and on a GPU.
 
 Time = image passes × 3 × forward FLOPs / FLOP/s (a training step ≈ forward + backward ≈ 3 ×
-the forward; Kaplan et al. 2020's rule). The FLOP/s are measured, never assumed, for this
-machine: the ``gpu`` benchmark's (``benchmarks/results/gpu.json``, per architecture, fp32) or
-else the ``models`` benchmark's (``models.json``) training steps of the same architecture, so
+the forward; Kaplan et al. 2020's rule). The FLOP/s are measured, never assumed, but on
+the machine that made the committed result files (so an estimate here, said so with the
+files' provenance, :mod:`core.provenance`): the ``gpu`` benchmark's (per architecture, fp32)
+or else the ``models`` benchmark's training steps of the same architecture, so
 each architecture's own efficiency is kept (an MLP reaches a far smaller fraction of the peak
 than a ResNet). A GPU's time is the ``gpu`` benchmark's CUDA measurement where one was made
 (``gpu.cuda.json``), else an estimate from the FLOPs at :data:`GPU_UTILISATION` of an
@@ -117,11 +118,20 @@ def _measured_rows(name: str) -> tuple[tuple[str, float, float, str, float], ...
     return tuple(out)
 
 
-def cpu_rate(arch: str, width: float = 1.0) -> tuple[float, str] | None:
-    """(FLOP/s of ``arch``'s training steps on this machine's CPU, from what): the fastest
-    fp32 row of the same architecture at the nearest width measured in ``gpu.json`` and
-    ``models.json`` (3×32×32, one thread); another architecture's median where this one was
-    not measured; None when nothing was."""
+def _origin_note(names: tuple[str, ...]) -> str:
+    """Each file's mark where another engine made it (:mod:`core.provenance`), joined."""
+    from core.provenance import origin_of
+
+    marks = [origin_of(_read(n), n).mark() for n in dict.fromkeys(names)]
+    return "".join(f"; {m}" for m in marks if m)
+
+
+def cpu_rate(arch: str, width: float = 1.0) -> tuple[float, str, tuple[str, ...]] | None:
+    """(FLOP/s of ``arch``'s training steps on a CPU, from what, the result files read): the
+    fastest fp32 row of the same architecture at the nearest width measured by the ``gpu``
+    and ``models`` benchmarks (3×32×32, one thread); another architecture's median where this
+    one was not measured; None when nothing was. The rows come from committed files made on
+    whatever machine ran those benchmarks, so the text says it is an estimate from there."""
     rows = [(*r, name) for name in ("gpu.json", "models.json") for r in _measured_rows(name)]
     own = [r for r in rows if r[0] == arch]
     if own:
@@ -129,11 +139,16 @@ def cpu_rate(arch: str, width: float = 1.0) -> tuple[float, str] | None:
         near = min(abs(math.log(r[1] / max(width, 1e-9))) for r in own)
         best = max((r for r in own if abs(math.log(r[1] / max(width, 1e-9))) == near),
                    key=lambda r: r[2])
-        return best[2], f"measured here: {best[3]}; benchmarks/results/{best[5]}"
+        bench = best[5].split(".")[0]
+        return best[2], (f"an estimate from another machine: {best[3]} in the {bench} "
+                         f"benchmark, not measured on this one"
+                         + _origin_note((best[5],))), (best[5],)
     if rows:
         fs = sorted(r[2] for r in rows)
-        return fs[len(fs) // 2], ("the median measured architecture's FLOP/s here, "
-                                  f"{arch} not measured")
+        names = tuple(dict.fromkeys(r[5] for r in rows))
+        return fs[len(fs) // 2], (f"an estimate from another machine: the median measured "
+                                  f"architecture's FLOP/s there, {arch} not measured"
+                                  + _origin_note(names)), names
     return None
 
 

@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from core.measures import RESULTS, _match, dig, load, num
+from core.provenance import source_files, stale_mark
 from core.verdicts import UNRESOLVED, decide, fmt_value
 
 NOT_MEASURED = "not measured"
+#: the table's short form of a provenance mark (the whole mark is in the row's details)
+OLDER_SHORT = "made by an older engine (see the details)"
 SHORT = 110  # characters of a not-measured reason in the table (the rest in the details)
 
 
@@ -63,13 +66,16 @@ def cell(claim: Any, first: dict[str, Any] | None, root: Path) -> dict[str, Any]
     text = f"{claim.base_label} {fmt_value(r.base)} → {claim.test_label} {fmt_value(r.test)}"
     text += (f"; Δ {fmt_value(iv.estimate)} [{fmt_value(iv.lo)}, {fmt_value(iv.hi)}] "
              f"({iv.method})" if iv else f"; no interval: {r.why}")
+    mark = stale_mark(source_files(r.sources), root)
+    if mark:
+        text += f" ({mark})"
     return {**base, "measured": True, "verdict": decide(iv, claim.relation),
             "interval": iv.as_dict() if iv else None, "value": [r.base, r.test],
             "seeds": seeds, "why": "" if iv else r.why, "sources": r.sources,
             "seconds": round(sum(x for x in secs if x is not None), 1) if behind else None,
             "cpu_seconds": round(sum(x for x in cpus if x is not None), 1) if behind else None,
             "protocol": str(doc.get("reductions") or ""), "partial": bool(doc.get("partial")),
-            "text": text}
+            "stale": mark, "text": text}
 
 
 def differs(row: dict[str, Any]) -> bool:
@@ -99,7 +105,8 @@ def short(row: dict[str, Any]) -> str:
     iv = a.get("interval")
     ivt = (f"Δ {fmt_value(iv['estimate'])} [{fmt_value(iv['lo'])}, {fmt_value(iv['hi'])}]"
            if iv else "no interval")
-    return f"{a['verdict']} · {arch_title(a['arch'])}{width}, {a['data']} · {ivt}{mark}"
+    old = f" · {OLDER_SHORT}" if a.get("stale") else ""
+    return f"{a['verdict']} · {arch_title(a['arch'])}{width}, {a['data']} · {ivt}{mark}{old}"
 
 
 def arch_title(arch: str) -> str:

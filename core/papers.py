@@ -33,6 +33,7 @@ from typing import Any
 
 from core import paper_arch
 from core.paper_claims import CLAIMS, OWN, PAPER, Claim, PaperArch, PresetRead, Scale
+from core.provenance import source_files, stale_mark
 from core.verdicts import FAILS, HOLDS, UNRESOLVED, VERDICTS, decide, deciding_cell, fmt_value
 
 __all__ = [
@@ -181,9 +182,10 @@ def format_hours(seconds: float) -> str:
     return f"{h:.1f} h" if h >= 1 else f"{seconds / 60:.0f} min"
 
 
-def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool) -> dict[str, Any]:
+def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool, mark: str = "") -> dict[str, Any]:
     """The largest-preset cell of a claim measured by a CUDA preset not run here: the command
-    and, from the measured CPU step cost, how long the paper's training would take on CPU."""
+    and, from the measured CPU step cost, how long the paper's training would take on CPU.
+    ``mark``: the cost file's provenance mark (:func:`core.provenance.stale_mark`)."""
     p = PRESETS[preset_id]
     from core.data.torchvision_sets import is_present
 
@@ -192,7 +194,7 @@ def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool) -> dict[str, 
     sps = cost.get("seconds_per_step")
     if isinstance(sps, (int, float)) and sps > 0:
         what = cost.get("timed_description") or p.timed_model
-        est = (f"estimate: ≈ {format_hours(sps * p.steps)} on this CPU "
+        est = (f"estimate: ≈ {format_hours(sps * p.steps)} on the CPU that timed it "
                f"({sps:.3g} s per SGD step timed on a synthetic batch {tuple(p.batch_shape)}; "
                f"timed: {what}; × {p.steps:,} steps: {p.steps_note})")
     else:
@@ -206,7 +208,9 @@ def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool) -> dict[str, 
     own = cost.get("preset_seconds_per_step")
     if isinstance(own, (int, float)) and own > 0 and p.our_widths:
         model += (f", timed too: {own:.3g} s/step → ≈ {format_hours(own * p.steps)} for the "
-                  "same steps on this CPU")
+                  "same steps on that CPU")
+    if mark and isinstance(sps, (int, float)):
+        model += f" ({mark})"
     return {"value": None, "text": f"{NOT_MEASURED} ({where}; {data_txt}); {est}{model}",
             "holds": None, "estimate": True, "preset": preset_id, "command": run,
             "estimate_seconds": (sps * p.steps) if isinstance(sps, (int, float)) else None}
@@ -287,6 +291,7 @@ def _constant_base(claim: Claim) -> bool:
 def _cell(claim: Claim, scale: Scale, root: Path) -> dict[str, Any]:
     """One scale of a claim: the reading, the interval of test − base, and its verdict."""
     r = scale.measure.read(root)
+    mark = stale_mark(source_files(r.sources), root)
     cell: dict[str, Any] = {"setting": scale.setting, "measured": r.measured, "estimate": False,
                             "value": [r.base, r.test] if r.measured else None,
                             "interval": r.interval.as_dict() if r.interval else None,
@@ -304,7 +309,9 @@ def _cell(claim: Claim, scale: Scale, root: Path) -> dict[str, Any]:
         text += f"; Δ {fmt_value(iv.estimate)} [{fmt_value(iv.lo)}, {fmt_value(iv.hi)}] ({iv.method})"
     else:
         text += f"; no interval: {r.why}"
-    cell["text"] = text
+    if mark:
+        text += f" ({mark})"
+    cell["text"], cell["stale"] = text, mark
     return cell
 
 
@@ -351,7 +358,8 @@ def build_table(root: Path = ROOT, *, costs: dict[str, Any] | None = None,
         if len(cells) > 1:
             largest = cells[-1]
         elif c.preset is not None:
-            largest = preset_cell(c.preset, costs, cuda)
+            largest = preset_cell(c.preset, costs, cuda,
+                                  stale_mark([Path(PAPERS_JSON).name], root))
         else:
             largest = {"value": None, "text": "no larger preset (the default is the largest)",
                        "verdict": None, "estimate": False, "measured": False}

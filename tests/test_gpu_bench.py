@@ -53,11 +53,14 @@ def test_the_cost_model_prefers_the_gpu_bench_rows(quick_run, tmp_path, monkeypa
     monkeypatch.setattr(model_costs, "RESULTS", tmp_path)
     model_costs._measured_rows.cache_clear()
     try:
-        rate, what = model_costs.cpu_rate("wrn28_2", 0.0625)
+        rate, what, files = model_costs.cpu_rate("wrn28_2", 0.0625)
         row = next(r for r in out["rows"] if r.get("arch") == "wrn28_2"
                    and r.get("precision") == "fp32" and r.get("part") == "cpu_step")
         assert rate == pytest.approx(row["gflops_per_s"] * 1e9)
-        assert "gpu.json" in what
+        assert files == ("gpu.json",)
+        # a figure from a committed file: never "measured here", never a repository path
+        assert "another machine" in what and "measured here" not in what
+        assert "benchmarks/results" not in what and "no record of the engine" in what
         # a GPU estimate without a CUDA measurement says it is one
         _, gpu_what, measured = model_costs.gpu_rate("wrn28_2")
         assert not measured and "assumed" in gpu_what

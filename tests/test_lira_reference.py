@@ -100,7 +100,7 @@ def test_the_membership_page_shows_the_preset_its_cost_and_the_refusal(tmp_path,
     assert not at.exception, at.exception
     (box,) = [e for e in at.expander if "LiRA reference" in e.label]
     text = " ".join(m.value for m in box.markdown)
-    assert "Wide ResNet 28-2" in text and "on this CPU" in text and "on a GPU" in text
+    assert "Wide ResNet 28-2" in text and "on a CPU" in text and "on a GPU" in text
     (info,) = [i.value for i in box.info]
     assert str(tmp_path / "data" / "cifar10") in info and "\n" not in info
     assert not [b for b in box.button if "LiRA" in b.label]  # no Run without CIFAR-10

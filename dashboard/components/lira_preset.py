@@ -45,7 +45,7 @@ def lira_reference_panel(key: str = "mi_lira_ref") -> None:
             f"CIFAR-10, **{arch}** ({c.params:,} parameters, {format_count(c.forward_flops)}FLOPs "
             f"forward per image), {cfg.train.members:,} members, {cfg.train.epochs} epochs, "
             f"{cfg.attack.shadows} shadow models, LiRA online and offline. Estimated training "
-            f"({format_count(c.passes or 0)} images): **{format_duration(c.cpu_seconds)} on this "
+            f"({format_count(c.passes or 0)} images): **{format_duration(c.cpu_seconds)} on a "
             f"CPU** ({c.cpu_based_on}); **{format_duration(c.gpu_seconds)} on a GPU** "
             f"({c.gpu_based_on}).")
         st.caption(f"Differences from the reference code: {L.DIFFERENCES}.")

@@ -29,11 +29,12 @@ def _ours_short(r: dict[str, Any]) -> str:
     if cell is None:
         return f"{papers.NOT_MEASURED}: {r['why']}"
     ends = cell["text"].split(";", 1)[0]
+    old = f" · {paper_arch.OLDER_SHORT}" if cell.get("stale") else ""
     iv = cell.get("interval")
     if iv:
         f = papers.fmt_value
-        return f"Δ {f(iv['estimate'])} [{f(iv['lo'])}, {f(iv['hi'])}] · {ends}"
-    return f"no interval · {ends} · {cell.get('why', '')}"
+        return f"Δ {f(iv['estimate'])} [{f(iv['lo'])}, {f(iv['hi'])}] · {ends}{old}"
+    return f"no interval · {ends} · {cell.get('why', '')}{old}"
 
 
 def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -102,8 +103,8 @@ def paper_check_section(root: Path | None = None, *, cuda: bool | None = None) -
             "$PRIVLAB_DATA_DIR at the papers' data sizes and epochs; our runners' encoders, "
             "LeNet-5 where the paper used it) runs on CUDA and was not run here; the times are "
             "extrapolated from a few SGD steps of the paper's model and of the preset's own "
-            "model, timed on this CPU with a synthetic batch of the same shape "
-            "(python -m benchmarks papers).")
+            "model, timed with a synthetic batch of the same shape on the CPU of the machine that "
+            "made the paper check's file (python -m benchmarks papers), not necessarily this one.")
     with st.expander("Quotes, every scale's reading, sources and presets"):
         for r in rows:
             lines = [f"**{r['claim_id']}** — {r['verdict']}"

@@ -164,7 +164,7 @@ def cost_text(config: Mapping[str, Any], arch: str, width: float,
     cpu = format_duration(c.cpu_seconds)
     gpu = format_duration(c.gpu_seconds)
     return (f"{head}. This run trains it on ≈ {format_count(passes)} images "
-            f"(≈ {format_count(c.train_flops or 0)}FLOPs): **{cpu} on this CPU** "
+            f"(≈ {format_count(c.train_flops or 0)}FLOPs): **{cpu} on a CPU** "
             f"({c.cpu_based_on}); **{gpu} on {gpu_here}** ({c.gpu_based_on}; compute only).")
 
 

@@ -66,8 +66,8 @@ INIT_TEXT = {
                      "every weight and bias uniform in (−0.5, 0.5), not PyTorch's default, "
                      "under which its sigmoids sit near 0.5 and DLG (soft labels) stalls. "
                      "Its own recipe (Adam lr 3e-3, batch 32, 20 epochs) trains it well above "
-                     "chance; the **DLG setting** preset runs it (measured in "
-                     "benchmarks/results/dlg_lenet.json).",
+                     "chance; the **DLG setting** preset runs it (measured by the dlg_lenet "
+                     "benchmark: python -m benchmarks dlg_lenet).",
     "mlp": "Small MLP: PyTorch's default initialisation, drawn from the run's seed.",
     "lenet5": "LeNet-5: PyTorch's default initialisation, drawn from the run's seed.",
 }
