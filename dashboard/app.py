@@ -11,6 +11,15 @@ page URL runs that page alone (no st.navigation, no sidebar, no wide layout).
 from __future__ import annotations
 
 import streamlit as st
+
+from dashboard import warmup
+
+# the server imports the pages' modules in the background from its start (dashboard.warmup;
+# server.py starts it, this starts it for servers run on app.py itself): wait for them rather
+# than import the same modules beside it
+warmup.start()
+warmup.wait_pages()
+
 from streamlit import config as st_config
 
 from cache.errors import StoreError
