@@ -57,18 +57,25 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(ROOT))
 
 
-def _wall(cmd: list[str], cwd: Path) -> float:
+def _wall(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of ``cmd`` in a fresh process."""
+    import resource
+
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=_env(), check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def tiny_run(repeats: int = 5) -> dict[str, Any]:
     """Fresh-process walls of the tiny run through the CLI and of the torch floor, alternating
-    (floor, run) ``repeats`` times; the ratio of their medians."""
+    (floor, run) ``repeats`` times; the ratio of their medians. The same for their CPU seconds
+    (``cpu_ratio``), which a loaded machine skews less than walls."""
     load_start = load()
-    runs, floors = [], []
+    runs, floors, run_cpu, floor_cpu = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="privlab_startup_") as tmp:
         cfg = Path(tmp) / "tiny.yaml"
         cfg.write_text(json.dumps(TINY))  # JSON is YAML
@@ -76,14 +83,22 @@ def tiny_run(repeats: int = 5) -> dict[str, Any]:
                "--cache-dir", str(Path(tmp) / "store"), "--progress", "off"]
         _wall(run, ROOT)  # the file cache warm for both (not counted)
         for _ in range(repeats):
-            floors.append(_wall([sys.executable, "-c", FLOOR], Path(tmp)))
-            runs.append(_wall(run, ROOT))
+            for walls, cpus, cmd, cwd in ((floors, floor_cpu, [sys.executable, "-c", FLOOR],
+                                           Path(tmp)), (runs, run_cpu, run, ROOT)):
+                wall, cpu = _wall(cmd, cwd)
+                walls.append(wall)
+                cpus.append(cpu)
     run_s, floor_s = statistics.median(runs), statistics.median(floors)
+
+    def r3(xs: list[float]) -> list[float]:
+        return [round(x, 3) for x in xs]
+
     return {"tiny_run_over_torch_floor": round(run_s / floor_s, 3),
             "tiny_run_s": round(run_s, 3), "torch_floor_s": round(floor_s, 3),
-            "tiny_run_walls_s": [round(x, 3) for x in runs],
-            "torch_floor_walls_s": [round(x, 3) for x in floors],
-            "load_start": load_start, "load_end": load()}
+            "cpu_ratio": round(statistics.median(run_cpu) / statistics.median(floor_cpu), 3),
+            "tiny_run_walls_s": r3(runs), "torch_floor_walls_s": r3(floors),
+            "tiny_run_cpu_s": r3(run_cpu), "torch_floor_cpu_s": r3(floor_cpu),
+            "repeats": repeats, "load_start": load_start, "load_end": load()}
 
 
 def _settle(pid: int, quiet_s: float = 1.5, timeout_s: float = 300.0) -> None:
