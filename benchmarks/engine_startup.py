@@ -53,27 +53,37 @@ def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def _env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(ROOT))
+#: the subprocesses cache bytecode as Python does by default (a sandbox may set
+#: PYTHONDONTWRITEBYTECODE, and then every fresh process compiles privlab's modules again while
+#: torch's come compiled); ``tiny_run(bytecode_cache=False)`` keeps the environment's setting
+BYTECODE_ENV = "PYTHONDONTWRITEBYTECODE"
 
 
-def _wall(cmd: list[str], cwd: Path) -> tuple[float, float]:
+def _env(bytecode_cache: bool = True) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if bytecode_cache:
+        env.pop(BYTECODE_ENV, None)
+    return env
+
+
+def _wall(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU (user + system) seconds of ``cmd`` in a fresh process."""
     import resource
 
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=_env(), check=True, stdout=subprocess.DEVNULL,
+    subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
-def tiny_run(repeats: int = 5) -> dict[str, Any]:
+def tiny_run(repeats: int = 5, bytecode_cache: bool = True) -> dict[str, Any]:
     """Fresh-process walls of the tiny run through the CLI and of the torch floor, alternating
     (floor, run) ``repeats`` times; the ratio of their medians. The same for their CPU seconds
     (``cpu_ratio``), which a loaded machine skews less than walls."""
+    env = _env(bytecode_cache)
     load_start = load()
     runs, floors, run_cpu, floor_cpu = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="privlab_startup_") as tmp:
@@ -81,11 +91,11 @@ def tiny_run(repeats: int = 5) -> dict[str, Any]:
         cfg.write_text(json.dumps(TINY))  # JSON is YAML
         run = [sys.executable, "-m", "core.cli", "run", str(cfg), "--no-cache",
                "--cache-dir", str(Path(tmp) / "store"), "--progress", "off"]
-        _wall(run, ROOT)  # the file cache warm for both (not counted)
+        _wall(run, ROOT, env)  # the file and bytecode caches warm for both (not counted)
         for _ in range(repeats):
             for walls, cpus, cmd, cwd in ((floors, floor_cpu, [sys.executable, "-c", FLOOR],
                                            Path(tmp)), (runs, run_cpu, run, ROOT)):
-                wall, cpu = _wall(cmd, cwd)
+                wall, cpu = _wall(cmd, cwd, env)
                 walls.append(wall)
                 cpus.append(cpu)
     run_s, floor_s = statistics.median(runs), statistics.median(floors)
@@ -98,7 +108,8 @@ def tiny_run(repeats: int = 5) -> dict[str, Any]:
             "cpu_ratio": round(statistics.median(run_cpu) / statistics.median(floor_cpu), 3),
             "tiny_run_walls_s": r3(runs), "torch_floor_walls_s": r3(floors),
             "tiny_run_cpu_s": r3(run_cpu), "torch_floor_cpu_s": r3(floor_cpu),
-            "repeats": repeats, "load_start": load_start, "load_end": load()}
+            "repeats": repeats, "bytecode_cache": BYTECODE_ENV not in env,
+            "load_start": load_start, "load_end": load()}
 
 
 def _settle(pid: int, quiet_s: float = 1.5, timeout_s: float = 300.0) -> None:
@@ -139,7 +150,7 @@ def _open(page_path: str, ready, *, settle: bool = True,
             server: dict[str, subprocess.Popen] = {}
             t_spawn = time.monotonic()
             with B.serve(Path(tmp) / "store", Path(tmp) / "server.log",
-                         env_extra={"PRIVLAB_PREWARM": "1"},
+                         env_extra={"PRIVLAB_PREWARM": "1"}, drop=(BYTECODE_ENV,),
                          on_start=lambda p: server.update(proc=p)) as url:
                 t_answer = time.monotonic()
                 if settle:
@@ -210,6 +221,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5, help="alternating tiny-run repeats")
     ap.add_argument("--no-browser", action="store_true", help="only the tiny run")
+    ap.add_argument("--env-bytecode", action="store_true",
+                    help=f"the tiny run keeps the environment's {BYTECODE_ENV}")
     ap.add_argument("--only", choices=("tiny", "first_page", "compare"), default=None)
     args = ap.parse_args()
     if args.only == "first_page":
@@ -217,7 +230,7 @@ if __name__ == "__main__":
     elif args.only == "compare":
         res = compare_cold()
     elif args.only == "tiny":
-        res = tiny_run(args.repeats)
+        res = tiny_run(args.repeats, not args.env_bytecode)
     else:
         res = measure(args.repeats, not args.no_browser)
     print(json.dumps(res, indent=1))
