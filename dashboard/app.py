@@ -80,4 +80,7 @@ nav = st.navigation(PAGES)
 # numbers this session's full runs (dashboard.widgets tells the page's own runs from others)
 st.session_state["_privlab_run"] = st.session_state.get("_privlab_run", 0) + 1
 render_sidebar()
-nav.run()
+try:
+    nav.run()
+finally:  # drawn (or stopped): the warm start's runs phase need not wait for a page any more
+    warmup.page_drawn()

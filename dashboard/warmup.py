@@ -6,13 +6,17 @@ Two phases, in one daemon thread per process:
 
 1. **pages**: the top-level imports of ``dashboard/app.py`` and of every page script in
    ``dashboard/views/`` (read from their source, so a page's new import is warmed without a
-   list to keep). ``app.py`` waits for this phase (:func:`wait_pages`) before it imports
+   list to keep), and :data:`PAGE_LAZY`, the heavy modules a page's first draw imports
+   inside functions. ``app.py`` waits for this phase (:func:`wait_pages`) before it imports
    anything itself: the page and the thread never import the same modules at once (two
    threads importing one circular group of modules can stop each other: Python's import locks
    then raise a deadlock error in one of them).
 2. **runs**: what a run imports lazily (:data:`core.runs.pool.WARM_MODULES`: the engine, the
    runners, torch._dynamo, which the first optimiser pulls in, and Opacus), so a first Run
-   does not pay them either. A job that starts meanwhile imports what it needs itself.
+   does not pay them either. It starts once a page has been drawn (:func:`page_drawn`) or
+   :data:`RUNS_AFTER_S` after the pages phase, whichever comes first: a page opened while
+   the server starts is not drawn beside these imports (they hold the GIL). A job that starts
+   meanwhile imports what it needs itself.
 
 ``PRIVLAB_PREWARM=0`` turns it off (as it does the local pool's start). A module that fails
 to import here is skipped and kept in :func:`status`; the page that needs it then raises the
@@ -36,10 +40,17 @@ PREWARM_ENV = "PRIVLAB_PREWARM"
 PAGE_WAIT_S = 120.0
 #: the page a server is most often opened on comes first (Home is the default page)
 FIRST_VIEWS = ("home.py", "membership.py", "compare.py")
+#: imported inside functions by a page's first draw: its figures (plotly's graph objects), and
+#: torch._dynamo, which building a model on the meta device for a cost estimate pulls in
+#: (torch._refs; Membership's LiRA panel): about 1.2 s of CPU of Membership's first draw
+PAGE_LAZY = ("plotly.graph_objects", "plotly.subplots", "torch._dynamo")
+#: seconds after the pages phase at which the runs phase starts if no page was drawn before
+RUNS_AFTER_S = 10.0
 
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}
 _PAGES_DONE = threading.Event()
+_PAGE_DRAWN = threading.Event()
 
 
 def enabled() -> bool:
@@ -60,11 +71,12 @@ def script_imports(path: Path) -> list[str]:
 
 
 def page_modules(root: Path = DASHBOARD) -> tuple[str, ...]:
-    """The pages phase's modules: ``app.py``'s imports, then every view's, each once."""
+    """The pages phase's modules: ``app.py``'s imports, then every view's, then
+    :data:`PAGE_LAZY`, each once."""
     first = [root / "views" / n for n in FIRST_VIEWS]
     views = [*first, *sorted(set((root / "views").glob("*.py")) - set(first))]
     mods = [m for p in (root / "app.py", *views) if p.exists() for m in script_imports(p)]
-    return tuple(dict.fromkeys(m for m in mods if m != "__future__"))
+    return tuple(dict.fromkeys(m for m in (*mods, *PAGE_LAZY) if m != "__future__"))
 
 
 def run_modules() -> tuple[str, ...]:
@@ -89,6 +101,7 @@ def _warm() -> None:
         _import_all(page_modules(), "pages")
     finally:
         _PAGES_DONE.set()
+    _PAGE_DRAWN.wait(RUNS_AFTER_S)
     _import_all(run_modules(), "runs")
     _STATE["done"] = True
 
@@ -112,6 +125,11 @@ def wait_pages(timeout: float = PAGE_WAIT_S) -> bool:
     if _STATE.get("thread") is None:
         return True
     return _PAGES_DONE.wait(timeout)
+
+
+def page_drawn() -> None:
+    """A script run has ended (app.py says so after each page): the runs phase may start."""
+    _PAGE_DRAWN.set()
 
 
 def status() -> dict[str, Any]:

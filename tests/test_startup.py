@@ -64,20 +64,26 @@ def test_page_modules_are_the_views_top_level_imports():
     assert "core.experiments" in warmup.run_modules()
 
 
-def test_warm_start_imports_the_pages_then_the_runs():
+def test_warm_start_imports_the_pages_then_after_a_page_the_runs():
     got = _python("""
         import json, sys, time
         from dashboard import warmup
+        warmup.RUNS_AFTER_S = 300.0
         assert "torch" not in sys.modules
         t = warmup.start()
         assert warmup.start() is t  # once per process
         assert warmup.wait_pages(300)
         pages = [m for m in warmup.page_modules() if m not in sys.modules]
+        time.sleep(1.0)
+        early = [m for m in ("opacus", "core.runs.attribute_privacy") if m in sys.modules]
+        warmup.page_drawn()
         t.join(300)
         runs = [m for m in warmup.run_modules() if m not in sys.modules]
-        print(json.dumps({"pages": pages, "runs": runs, "status": warmup.status()}))
+        print(json.dumps({"pages": pages, "early": early, "runs": runs,
+                          "status": warmup.status()}))
     """, PRIVLAB_PREWARM="1")
     assert got["pages"] == [] and got["runs"] == []
+    assert got["early"] == []  # the runs phase waited for a page
     assert got["status"]["done"] and "failed" not in got["status"], got["status"]
 
 
