@@ -9,7 +9,8 @@ JSON; :func:`measure` returns the same dict (``benchmarks/engine_bench.py`` read
   ``streamlit run dashboard/server.py`` (empty store, no page opened before) once the server
   has settled: it answers its health check and it and its pool's workers have used no CPU for
   1.5 s (their background start done, as a user who opens the page a little after starting
-  the server finds it); seconds from navigation until the page has drawn its content (its
+  the server finds it: dashboard.warmup's pages phase ended, its runs phase waiting for a
+  first page); seconds from navigation until the page has drawn its content (its
   heading and Run button shown, its script run ended). ``first_page.at_answer_s``: the same
   on another fresh server, opened the moment it answers (its background start still running),
   and ``first_page.spawn_to_drawn_s`` from that server's spawn.
