@@ -1,5 +1,8 @@
-"""The one metrics module of privlab (DESIGN: Metrics): numpy + scikit-learn (+ scikit-image
-for SSIM).
+"""The one metrics module of privlab (DESIGN: Metrics): numpy (+ scipy's beta quantile for
+exact intervals, scikit-image for SSIM), each figure equal bit for bit to scikit-learn's
+definition of the same name (``roc_curve``, ``roc_auc_score``, ``balanced_accuracy_score``; the
+tests compare them), without importing scikit-learn: every run scores its attacks here, and
+sklearn's import (scipy.stats, pandas) would cost a small run more than its training.
 
 Attack metrics take the attacker's *probabilities* so every view (accuracy, balanced accuracy,
 AUC, advantage, cross-entropy, ROC) comes from the same numbers:
@@ -14,11 +17,9 @@ undefined for it (its one-vs-rest AUC / advantage), never an error.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
 import numpy as np
-from sklearn.metrics import balanced_accuracy_score, roc_auc_score, roc_curve
 
 from core.checks import check_int, check_range, range_error
 
@@ -113,10 +114,46 @@ def advantage(y01: np.ndarray, score: np.ndarray) -> float:
     return float(_resampled_auc_adv(y == 1, s, np.arange(y.size)[None, :])[1][0])
 
 
+def _roc(y01: np.ndarray, score: np.ndarray, drop_intermediate: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(fpr, tpr) of "positive iff score >= t" at every distinct score t, from (0, 0) to (1, 1)
+    (Fawcett 2006, Algorithm 1): the positives and negatives at or above each threshold
+    counted exactly, then one division each, so the points are those of sklearn's
+    ``roc_curve``. ``drop_intermediate`` drops points collinear with their neighbours (no
+    corner: zero second difference of both counts), as sklearn does; the area is unchanged."""
+    order = np.argsort(score, kind="mergesort")[::-1]
+    s = score[order]
+    last = np.r_[np.flatnonzero(s[1:] != s[:-1]), s.size - 1]  # last row of each tied group
+    tps = np.cumsum(y01[order], dtype=np.float64)[last]
+    fps = 1.0 + last - tps
+    if drop_intermediate and fps.size > 2:
+        corner = np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True]
+        tps, fps = tps[corner], fps[corner]
+    tps, fps = np.r_[0.0, tps], np.r_[0.0, fps]
+    return fps / fps[-1], tps / tps[-1]
+
+
+def _trapezoid(fpr: np.ndarray, tpr: np.ndarray) -> float:
+    """Area under the ROC points by the trapezoid rule (sklearn's ``auc``)."""
+    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+
+
 def _auc_binary(y01: np.ndarray, score: np.ndarray) -> float:
+    """Binary ROC AUC (sklearn's ``roc_auc_score``: the trapezoid over the ROC's corners)."""
     if y01.min() == y01.max():
         return float("nan")
-    return float(roc_auc_score(y01, score))
+    s = np.asarray(score, dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        raise ValueError("proba: got NaN or inf; expected finite probabilities")
+    return _trapezoid(*_roc(y01, s, True))
+
+
+def _balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
+    """Mean recall over the classes present in ``y`` (sklearn's ``balanced_accuracy_score``:
+    a class only predicted has no recall and is left out)."""
+    counts = np.bincount(y)
+    hits = np.bincount(y[pred == y], minlength=counts.size)
+    present = counts > 0
+    return float(np.mean(hits[present] / counts[present]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +201,7 @@ def attack_scores(
 
     Returns ``accuracy`` (of :func:`decide`: argmax, or argmax p·w with ``decision_weights``), ``balanced_accuracy`` (mean recall over the classes present
     in ``y_true``), ``auc`` (binary ROC AUC; multi-class: one-vs-rest macro AUC over the classes
-    present, sklearn ``roc_auc_score(multi_class='ovr')`` when all k are present),
+    present, = sklearn ``roc_auc_score(multi_class='ovr')`` when all k are present),
     ``advantage`` (binary: max_t TPR - FPR; multi-class: mean one-vs-rest advantage over present
     classes), ``cross_entropy_nats`` (mean -ln p(true), clipped), ``chance`` (1/k) and ``n``.
     Undefined values (e.g. AUC when ``y_true`` holds one class) are NaN.
@@ -185,21 +222,14 @@ def attack_scores(
         return out
     pred = decide(p, decision_weights)
     out["accuracy"] = accuracy(y, pred)
-    with warnings.catch_warnings():  # one class present: sklearn warns, the value is still defined
-        warnings.simplefilter("ignore", UserWarning)
-        out["balanced_accuracy"] = float(balanced_accuracy_score(y, pred))
+    out["balanced_accuracy"] = _balanced_accuracy(y, pred)
     if k == 2:
         y01 = (y == 1).astype(np.int64)
         out["auc"] = _auc_binary(y01, p[:, 1])
         out["advantage"] = advantage(y01, p[:, 1])
     else:
         present = np.unique(y)
-        rows_sum_to_one = np.allclose(p.sum(axis=1), 1.0, atol=1e-6)
-        if present.size == k and rows_sum_to_one:
-            out["auc"] = float(
-                roc_auc_score(y, p, multi_class="ovr", average="macro", labels=np.arange(k))
-            )
-        elif present.size >= 2:
+        if present.size >= 2:
             out["auc"] = float(
                 np.mean([_auc_binary((y == c).astype(np.int64), p[:, c]) for c in present])
             )
@@ -265,10 +295,12 @@ def roc_curve_points(
     y = _as_labels(y, "y")
     if y.size == 0 or np.unique(y).size != 2 or y.max() > 1:
         raise ValueError("y: expected binary labels 0/1 with both classes present")
-    fpr, tpr, _ = roc_curve(
-        y, np.asarray(score, dtype=np.float64), drop_intermediate=drop_intermediate
-    )
-    return fpr, tpr
+    s = np.asarray(score, dtype=np.float64)
+    if s.shape != y.shape:
+        raise ValueError(f"score: got shape {s.shape}; expected {y.shape} to match y")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("score: got NaN or inf; expected finite scores")
+    return _roc(y, s, drop_intermediate)
 
 
 def tpr_at_fpr(y: np.ndarray, score: np.ndarray, fpr_target: float) -> float:
@@ -277,6 +309,15 @@ def tpr_at_fpr(y: np.ndarray, score: np.ndarray, fpr_target: float) -> float:
     fpr, tpr = roc_curve_points(y, score, drop_intermediate=False)
     ok = fpr <= fpr_target + 1e-15
     return float(np.max(tpr[ok])) if np.any(ok) else 0.0
+
+
+def _beta_quantile(q, a, b):
+    """The q-quantile of Beta(a, b) (``scipy.stats.beta.ppf(q, a, b)``): the inverse regularised
+    incomplete beta function that ppf evaluates (Boost's ``ibeta_inv``), from scipy.special,
+    which imports in a fraction of scipy.stats' time."""
+    from scipy.special import betaincinv
+
+    return betaincinv(a, b, q)
 
 
 def empirical_epsilon_lower_bound(
@@ -308,13 +349,11 @@ def empirical_epsilon_lower_bound(
         raise ValueError("n_neg, n_pos: give both counts (for Clopper-Pearson limits) or neither")
     if n_neg is not None:
         check_range("confidence", confidence, 0, 1, lo_open=True, hi_open=True)
-        from scipy.stats import beta
-
         a = 1.0 - (1.0 + confidence) / 2.0  # one-sided tail per rate
 
         def upper(rate: np.ndarray, n: int) -> np.ndarray:
             k = np.rint(rate * n)
-            return np.where(k >= n, 1.0, beta.ppf(1.0 - a, k + 1, np.maximum(n - k, 1e-300)))
+            return np.where(k >= n, 1.0, _beta_quantile(1.0 - a, k + 1, np.maximum(n - k, 1e-300)))
 
         fpr_u = upper(fpr, int(n_neg))
         fnr_u = upper(1.0 - tpr, int(n_pos))
@@ -335,13 +374,11 @@ def empirical_epsilon_lower_bound(
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Exact (Clopper–Pearson) two-sided interval for a binomial proportion k/n: the same as
     ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method='exact')``."""
-    from scipy.stats import beta
-
     a = (1.0 - check_range("confidence", confidence, 0, 1, lo_open=True, hi_open=True)) / 2.0
     n = check_int("n", n, 1, note="a count")
     k = check_int("k", k, 0, n, note="a count, at most n")
-    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1.0 - a, k + 1, n - k))
+    lo = 0.0 if k == 0 else float(_beta_quantile(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(_beta_quantile(1.0 - a, k + 1, n - k))
     return lo, hi
 
 

@@ -11,6 +11,15 @@ page URL runs that page alone (no st.navigation, no sidebar, no wide layout).
 from __future__ import annotations
 
 import streamlit as st
+
+from dashboard import warmup
+
+# the server imports the pages' modules in the background from its start (dashboard.warmup;
+# server.py starts it, this starts it for servers run on app.py itself): wait for them rather
+# than import the same modules beside it
+warmup.start()
+warmup.wait_pages()
+
 from streamlit import config as st_config
 
 from cache.errors import StoreError
@@ -71,4 +80,7 @@ nav = st.navigation(PAGES)
 # numbers this session's full runs (dashboard.widgets tells the page's own runs from others)
 st.session_state["_privlab_run"] = st.session_state.get("_privlab_run", 0) + 1
 render_sidebar()
-nav.run()
+try:
+    nav.run()
+finally:  # drawn (or stopped): the warm start's runs phase need not wait for a page any more
+    warmup.page_drawn()

@@ -6,7 +6,8 @@ Streamlit's frontend that the server lives at the site's root (``window.__stream
 probes ``/membership/_stcore/health`` and ``/membership/_stcore/host-config``: two 404s in the
 browser's console on every direct visit, before the frontend falls back to the root. Nothing
 else changes: the same script, the same config, the password gate in ``app.py``. It also starts
-the process's local pool in the background (:func:`core.runs.pool.prewarm_in_background`).
+the pages' and runs' imports (:mod:`dashboard.warmup`) and the process's local pool
+(:func:`core.runs.pool.prewarm_in_background`) in the background.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import streamlit as st
 from starlette.middleware import Middleware
 
 from core.runs.pool import prewarm_in_background
+from dashboard import warmup
 from dashboard.jobs import default_nice
 
 Message = MutableMapping[str, Any]
@@ -76,8 +78,11 @@ class BaseUrlMiddleware:
         await self.app(scope, receive, send_patched)
 
 
+# the pages' and the runs' imports start now, in the background, rather than with the first
+# page a user opens (PRIVLAB_PREWARM=0 turns both this and the pool off; app.py asks again,
+# for servers started on app.py itself)
+warmup.start()
 # the Compare page runs its points on the process's local pool: its workers start now, in the
-# background, rather than with the first comparison (PRIVLAB_PREWARM=0 turns it off; app.py
-# asks again, for servers started on app.py itself)
+# background, rather than with the first comparison
 prewarm_in_background(nice=default_nice())
 app = st.App("app.py", middleware=[Middleware(BaseUrlMiddleware)])

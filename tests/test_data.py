@@ -302,3 +302,14 @@ def test_torchvision_idx_files_convert(name, folder, tmp_path, monkeypatch):
     if name == "fashion_mnist":
         assert np.array_equal(ds.attributes["footwear"], np.isin(ds.y, [5, 7, 9]))
         assert np.array_equal(ds.attributes["upper_body"], np.isin(ds.y, [0, 2, 4, 6]))
+
+
+def test_digits_equal_sklearn_load_digits():
+    from sklearn.datasets import load_digits as sk_load_digits
+
+    from core.data.images import _digits_arrays
+
+    X, y = _digits_arrays()
+    d = sk_load_digits()
+    assert np.array_equal(X, np.ascontiguousarray(d.data / 16.0, dtype=np.float32))
+    assert np.array_equal(y, d.target) and y.dtype == np.int64

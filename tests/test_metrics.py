@@ -101,3 +101,59 @@ def test_reconstruction_wrappers():
     img = rng.random((3, 16, 16))
     assert M.ssim(img, img, channel_axis=0) == pytest.approx(1.0)
     assert M.accuracy(np.array([1, 2, 3]), np.array([1, 2, 0])) == pytest.approx(2 / 3)
+
+
+def _score_draws(rng: np.random.Generator, n: int) -> list[np.ndarray]:
+    """Scores with no ties, many ties, only a few values, and tiny differences."""
+    return [rng.random(n), np.round(rng.random(n), 1), rng.integers(0, 4, n).astype(float),
+            rng.normal(size=n) * 1e-9]
+
+
+@pytest.mark.filterwarnings("ignore:y_pred contains classes not in y_true")
+def test_roc_auc_and_balanced_accuracy_equal_sklearn_bit_for_bit():
+    from sklearn.metrics import balanced_accuracy_score, roc_curve
+
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 7, 40, 301):
+        y = rng.integers(0, 2, n)
+        y[:2] = (0, 1)  # both classes
+        for s in _score_draws(rng, n):
+            for drop in (True, False):
+                fpr, tpr = M.roc_curve_points(y, s, drop_intermediate=drop)
+                f_sk, t_sk, _ = roc_curve(y, s, drop_intermediate=drop)
+                assert np.array_equal(fpr, f_sk) and np.array_equal(tpr, t_sk)
+            assert M.attack_scores(y, np.clip(s, 0, 1))["auc"] == roc_auc_score(y, np.clip(s, 0, 1))
+        for k in (2, 3, 10):
+            yk, pred = rng.integers(0, k, n), rng.integers(0, k + 1, n)  # a class only predicted
+            assert M._balanced_accuracy(yk, pred) == balanced_accuracy_score(yk, pred)
+
+
+def test_multiclass_auc_equals_sklearn_ovr_bit_for_bit():
+    rng = np.random.default_rng(4)
+    for k in (3, 5, 10):
+        y = np.r_[np.arange(k), rng.integers(0, k, 200)]
+        p = rng.dirichlet(np.ones(k), y.size)
+        p = np.round(p, 2) / np.round(p, 2).sum(1, keepdims=True)  # ties inside each column
+        sk = roc_auc_score(y, p, multi_class="ovr", average="macro", labels=np.arange(k))
+        assert M.attack_scores(y, p)["auc"] == sk
+
+
+def test_scores_refuse_non_finite_values_in_one_line():
+    y = np.array([0, 1, 0, 1])
+    with pytest.raises(ValueError, match="^score: got NaN or inf"):
+        M.roc_curve_points(y, np.array([0.1, np.nan, 0.2, 0.3]))
+    with pytest.raises(ValueError, match="^proba: got NaN or inf"):
+        M.attack_scores(y, np.array([0.1, np.nan, 0.2, 0.3]))
+
+
+def test_beta_quantiles_equal_scipy_stats_bit_for_bit():
+    from scipy.stats import beta
+
+    rng = np.random.default_rng(5)
+    n = rng.integers(1, 5000, 400)
+    k = rng.integers(0, n) + 0.0
+    for q in (0.005, 0.025, 0.975, 0.995):
+        assert np.array_equal(M._beta_quantile(q, k + 1, n - k), beta.ppf(q, k + 1, n - k))
+    a = (1.0 - 0.95) / 2.0
+    lo, hi = M.clopper_pearson(7, 40)
+    assert (lo, hi) == (float(beta.ppf(a, 7, 34)), float(beta.ppf(1.0 - a, 8, 33)))

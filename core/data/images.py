@@ -5,7 +5,10 @@ Digit sets share derived private attributes (see :func:`digit_attributes`).
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -41,13 +44,24 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _package_file(package: str, *parts: str) -> Path:
+    """A data file shipped inside ``package``, found without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"{package}: not installed; it ships the file {'/'.join(parts)}")
+    return Path(next(iter(spec.submodule_search_locations)), *parts)
+
+
 @lru_cache(maxsize=1)
 def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits as sk_load_digits
-
-    d = sk_load_digits()
-    X = np.ascontiguousarray(d.data / 16.0, dtype=np.float32)
-    return _readonly(X), _readonly(d.target.astype(np.int64))
+    # scikit-learn's own file, parsed as its load_digits() parses it (np.loadtxt of the gzipped
+    # CSV, the label in the last column), without importing sklearn: its import pulls in
+    # scipy.stats and pandas, more than a tiny run's whole training
+    with gzip.open(_package_file("sklearn", "datasets", "data", "digits.csv.gz"), "rt",
+                   encoding="utf-8") as f:
+        data = np.loadtxt(f, delimiter=",")
+    X = np.ascontiguousarray(data[:, :-1] / 16.0, dtype=np.float32)
+    return _readonly(X), _readonly(data[:, -1].astype(np.int64))
 
 
 @lru_cache(maxsize=1)

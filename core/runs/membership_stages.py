@@ -108,10 +108,17 @@ class Context:
                 for name in self.signals}
 
 
+def _train_spectrum(ds):
+    """The training split's spectrum, for a defense that asks for it (the κ channel); its
+    import (scipy.linalg) is paid only then."""
+    from core.bounds.channel_readout import image_spectrum
+
+    return image_spectrum(np.asarray(ds.X)[ds.split("train")])
+
+
 def context(cfg: MembershipConfig, progress: Progress) -> Context:
     """Load the data, draw the pool and the reference rows, build the defense."""
     from core.attacks.protocol import attack_part
-    from core.bounds.channel_readout import image_spectrum
     from core.data import load_dataset
     from core.defenses.builds import build_defense
     from core.device import get_device
@@ -133,7 +140,7 @@ def context(cfg: MembershipConfig, progress: Progress) -> Context:
     cfg.model.part.check_input(shape, cfg.data.name)
     build = build_defense(
         FAMILY, cfg.defense, image_shape=shape, n_classes=n_classes, train=cfg.train,
-        spectrum=lambda: image_spectrum(np.asarray(ds.X)[ds.split("train")]), reference=X[d0],
+        spectrum=lambda: _train_spectrum(ds), reference=X[d0],
         reference_labels=y[d0], model=cfg.model)
     part = {"data": cfg.data.model_dump(mode="json"), "seed": cfg.seed, "device": dev.type,
             "defense": cfg.defense.model_dump(mode="json"),
