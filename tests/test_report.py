@@ -20,7 +20,8 @@ from benchmarks.report_bench import (
 )
 from cache.store import ResultStore
 from core.report import build_report, recommend
-from core.report.rules import fmt
+from core.report.render import esc as esc_text
+from core.report.rules import fmt, plain
 
 ATTRIBUTE = {"kind": "attribute_privacy",
              "data": {"name": "synthetic", "n_samples": 600, "dependence": 0.6},
@@ -79,7 +80,10 @@ def test_membership_recommendation_both_ways_from_the_stored_numbers(run, store)
     sig = [run.metrics[f"mia_{a}_auc"] for a in attacks if p[a] < 0.05]
     v = strict.points[0]
     assert {c.key: c.p for c in v.checks} == pytest.approx(p)
-    assert v.sacro is (not sig or sum(sig) / len(sig) <= 0.65)
+    # SACRO-ML's score: weight 2 for more than 10 % significant, 4 for their mean AUC > 0.65
+    score = 2 * (len(sig) / len(attacks) > 0.1) + 4 * bool(sig and sum(sig) / len(sig) > 0.65)
+    assert v.sacro_score == min(score, 5) and v.sacro is (score == 0)
+    assert v.sacro_word == f"score {v.sacro_score} of 5 toward rejection"
     # the same rule on the Result a page holds, without the store
     assert recommend(run, store=None, level=below).sentence == strict.sentence
 
@@ -93,7 +97,38 @@ def test_a_strong_attack_is_not_released_by_either_rule(run, store):
     leaky.metrics["mia_loss_auc"] = 0.9
     rec = recommend(leaky, store=None, level=0.05)
     assert rec.release is False and rec.points[0].sacro is False
+    assert rec.points[0].sacro_score >= 4  # the mean-AUC criterion supports rejection
     assert "loss threshold" in rec.sentence
+
+
+def test_sacro_ml_scores_both_criteria_on_its_0_to_5_scale():
+    """SACRO-ML's two criteria on planted checks: significant share > 10 % (weight 2) and the
+    significant AUCs' mean > 0.65 (weight 4), summed and capped at 5; neither is a refusal."""
+    from core.report.rules import AttackCheck, Verdict, _sacro
+
+    def score(aucs_p: list[tuple[float, float]]) -> Verdict:
+        v = Verdict(key="k" * 12, label="x", kind="membership", rule="tpr", release=None,
+                    reason=[], level=0.05)
+        v.checks = [AttackCheck(who=f"a{i}", key=f"a{i}", title=f"a{i}", prefix="k", auc=a, p=p)
+                    for i, (a, p) in enumerate(aucs_p)]
+        _sacro(v)
+        return v
+
+    assert score([(0.9, 0.001)]).sacro_score == 5  # 2 + 4, capped at 5
+    assert score([(0.6, 0.01)]).sacro_score == 2  # significant, mean at most 0.65
+    # 1 of 11 significant (under 10 %), its AUC above 0.65: only the mean criterion's 4
+    v = score([(0.7, 0.001)] + [(0.5, 0.5)] * 10)
+    assert v.sacro_score == 4 and v.sacro is False and "supports release" in plain(v.sacro_reason)
+    assert score([(0.5, 0.5)] * 3).sacro_score == 0
+    assert score([(0.5, 0.5)] * 3).sacro is True
+
+
+def test_the_report_states_how_the_two_rules_differ(run, store):
+    from core.report.rules import RULES_DIFFER_TEXT
+
+    rep = build_report(run.key, store=store)
+    assert "a 0–5 score, not a refusal" in rep.html
+    assert esc_text(RULES_DIFFER_TEXT) in rep.html and "weight 2" in rep.html
 
 
 def test_level_outside_the_unit_interval_is_one_line(run, store):

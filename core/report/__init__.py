@@ -27,6 +27,7 @@ from typing import Any
 from core.report.render import Page, esc, verdict_class
 from core.report.rules import (
     NO_RULE,
+    RULES_DIFFER_TEXT,
     SACRO_RULE_TEXT,
     Num,
     Verdict,
@@ -305,13 +306,14 @@ def _recommendation_block(page: Page, rec: Recommendation) -> None:
              f'</h2><p class="big">{page.parts(rec.parts)}</p>')
     level = page.num(level_num(rec.level))
     page.add(f'<div class="rules"><div><h3>The rule (level {level}, set by the user)</h3>'
-             f"<p>{esc(rec.rule_text)}</p></div><div><h3>SACRO-ML's rule beside it</h3>"
+             f"<p>{esc(rec.rule_text)}</p></div><div><h3>SACRO-ML's rule beside it: a 0–5 score, not a refusal</h3>"
              f"<p>{esc(rec.sacro_text)}</p>")
     if len(rec.points) == 1:
         v = rec.points[0]
         page.add(f'<p><span class="tag {verdict_class(v.sacro)}">{esc(v.sacro_word)}</span> '
                  f"{page.parts(v.sacro_reason)}</p>")
     page.add("</div></div>")
+    page.add(f'<p class="note">{esc(RULES_DIFFER_TEXT)}</p>')
     for v in rec.points[:1] if len(rec.points) == 1 else ():
         for note in v.notes:
             page.add(f'<p class="note">{page.parts(note)}</p>')
