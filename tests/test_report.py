@@ -199,10 +199,15 @@ def test_a_comparison_has_one_verdict_per_point_and_names_the_best(comparison, s
     rep = build_report(comparison, store=store, level=0.5)
     rec = rep.recommendation
     assert len(rec.points) == n_points == 3
-    released = [v for v in rec.points if v.release]
-    if released:
-        assert rec.best is max(released, key=lambda v: v.utility.value)
-        assert rec.sentence.startswith(f"Release {rec.best.label}")
+    # the release reads the advisor's points: each curve's knob value with its seed-mean
+    # utility (the comparison's utility_mean), never one seed's run
+    if rec.release:
+        labels = {(c.name + (f" · {c.symbol} = {fmt(float(k))}" if c.knob_field and c.symbol
+                             else "")): float(c.utility_mean[i])
+                  for c in cmp.curves for i, k in enumerate(c.knob)}
+        named = next(lab for lab in labels if rec.sentence.startswith(f"Release {lab}:"))
+        assert f"seed mean {fmt(labels[named])}" in rec.sentence and "· seed" not in \
+            rec.sentence
     strict = recommend(comparison, store=store, level=0.001)
     assert strict.release is False and strict.best is None
     assert strict.sentence.startswith("Do not release any of the 3 points")

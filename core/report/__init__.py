@@ -127,6 +127,8 @@ class _Target:
     #: (label, curve name, Result) per run
     runs: list[tuple[str, str, Any]]
     comparison: Any = None
+    #: a comparison's points as the advisor reads them: (label, curve, knob index, run indices)
+    points: list[tuple[str, Any, int, list[int]]] = field(default_factory=list)
 
 
 def _defense_text(result: Any) -> str:
@@ -189,8 +191,12 @@ def _resolve(target: Any, store: Any) -> _Target:
         cmp = target if isinstance(target, Comparison) else read_comparison(target, store, imported=True)
         target = cmp.spec
         runs = []
+        points = []
         for c in cmp.curves:
             for i, k in enumerate(c.knob):
+                points.append((c.name + (f" · {c.symbol} = {fmt(float(k))}"
+                                         if c.knob_field and c.symbol else ""), c, i,
+                               list(range(len(runs), len(runs) + len(c.seeds)))))
                 for j, s in enumerate(c.seeds):
                     key = c.keys[i][j]
                     label = c.name + (f" · {c.symbol} = {fmt(float(k))}"
@@ -199,7 +205,7 @@ def _resolve(target: Any, store: Any) -> _Target:
                         label += f" · seed {s}"
                     runs.append((label, c.name, _get(store, key)))
         return _Target(f"Privacy report: comparison of {len(cmp.curves)} defenses",
-                       f"{_family_title(target.family)} on {target.data}", runs, cmp)
+                       f"{_family_title(target.family)} on {target.data}", runs, cmp, points)
     if not isinstance(target, str):
         raise TypeError(f"target: got {type(target).__name__}; expected a run key, a sweep "
                          "key or a ComparisonSpec")
@@ -251,6 +257,8 @@ def _recommend(t: _Target, level: float) -> Recommendation:
         v = verdicts[0]
         return Recommendation(level, rule, rule_text(rule, level, v.kind), SACRO_RULE_TEXT,
                               verdicts, None, v.sentence, v.release, list(v.reason))
+    if t.points:
+        return _recommend_points(t, verdicts, level, rule)
     best = best_point(verdicts)
     decided = [v for v in verdicts if v.release is not None]
     if best is not None:
@@ -268,6 +276,47 @@ def _recommend(t: _Target, level: float) -> Recommendation:
     kind = verdicts[0].kind if verdicts else None
     return Recommendation(level, rule, rule_text(rule, level, kind), SACRO_RULE_TEXT, verdicts,
                           best, plain(parts), release, parts)
+
+
+def _recommend_points(t: _Target, verdicts: list[Verdict], level: float, rule: str
+                      ) -> Recommendation:
+    """A comparison's recommendation over the advisor's points (each curve's knob value, seeds
+    pooled): a point meets the rule when the seed mean of the number the rule compares (the
+    TPR bound, or the AUC interval's lower end) does, and the one released is the point with
+    the most seed-mean utility (the comparison's ``utility_mean``, the advisor's number)."""
+    import numpy as np
+
+    met: list[tuple[float, str, int]] = []
+    decided = 0
+    for label, curve, i, idx in t.points:
+        vals = [verdicts[k].value.value for k in idx if verdicts[k].value is not None
+                and verdicts[k].value.value is not None]
+        if not vals or len(vals) < len(idx):
+            continue
+        decided += 1
+        mean = float(np.mean(vals))
+        ok = mean <= level if rule == "tpr" else not mean > 0.5
+        u = float(curve.utility_mean[i])
+        if ok and math.isfinite(u):
+            met.append((u, label, len(idx)))
+    n = len(t.points)
+    kind = verdicts[0].kind if verdicts else None
+    if met:
+        u, label, seeds = max(met)
+        parts: list[Any] = [(f"Release {label}: the point with the most utility (seed mean "
+                            f"{fmt(u)} of {metric_title(verdicts[0].utility_name or '')}, "
+                            f"over {seeds} seed{'s' if seeds > 1 else ''}) among the {len(met)} of {n} "
+                            "points whose seed "
+                            "mean meets the rule.")]
+        release: bool | None = True
+    elif decided:
+        parts = [f"Do not release any of the {n} points: no point's seed mean meets the rule."]
+        release = False
+    else:
+        parts = ["No release rule applies to these points (see each verdict)."]
+        release = None
+    return Recommendation(level, rule, rule_text(rule, level, kind), SACRO_RULE_TEXT, verdicts,
+                          None, plain(parts), release, parts)
 
 
 # ---------------------------------------------------------------------------------------------
