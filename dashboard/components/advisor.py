@@ -171,7 +171,8 @@ def advisor_ui(comparison: C.Comparison) -> A.Advice | None:
     except ValueError as exc:
         st.error(str(exc), icon=":material/error:")
         return None
-    (st.success if advice.status == "met" else st.warning)(advice.sentence)
+    (st.success if advice.status == "met" else st.warning)(
+        advice.sentence + release_rule_words(comparison, advice))
     rows = [{k: short_name(v) if k == "defense" else v for k, v in r.items()}
             for r in advice.rows()]
     if rows:
@@ -179,6 +180,29 @@ def advisor_ui(comparison: C.Comparison) -> A.Advice | None:
     st.session_state[_LAST] = (_identity(comparison), advice)
     _run_missing(advice)
     return advice
+
+
+def release_rule_words(comparison: C.Comparison, advice: A.Advice) -> str:
+    """The privacy report's release rule on the same seed-mean points, said in the advisor's
+    block; where the two answers differ, which rule each uses (the advisor: the threat level
+    and floor stated above; the release rule: its level on TPR at 1 % FPR)."""
+    from core.report import recommend
+    from dashboard.components.report_button import DEFAULT_LEVEL
+
+    try:
+        rec = recommend(comparison, store=get_store(), level=st.session_state.get(
+            "cmp_report_level", DEFAULT_LEVEL))
+    except (LookupError, ValueError, OSError):
+        return ""
+    c = advice.chosen
+    label = None if c is None else c.curve + (f" · {c.setting}" if c.setting else "")
+    if label is not None and rec.release and rec.sentence.startswith(f"Release {label}:"):
+        return " The privacy report's release rule names the same point."
+    if rec.release is None:
+        return f"\n\nThe privacy report's release rule does not decide these points: {rec.rule_text}"
+    return (f"\n\nThe privacy report's release rule answers differently: {rec.sentence} Which "
+            "rule each uses: the advisor, your threat level and utility floor above; the "
+            f"release rule, {rec.rule_text}")
 
 
 def last_advice(comparison: C.Comparison) -> A.Advice | None:
