@@ -208,10 +208,40 @@ def test_a_comparison_has_one_verdict_per_point_and_names_the_best(comparison, s
         named = next(lab for lab in labels if rec.sentence.startswith(f"Release {lab}:"))
         assert f"seed mean {fmt(labels[named])}" in rec.sentence and "· seed" not in \
             rec.sentence
+    if all(v.release for v in rec.points):  # every point meets: the most useful seed mean
+        utility = {(c.name, i): float(c.utility_mean[i]) for c in cmp.curves
+                   for i in range(len(c.knob))}
+        assert rec.point == max(utility, key=utility.get)
     strict = recommend(comparison, store=store, level=0.001)
     assert strict.release is False and strict.best is None
     assert strict.sentence.startswith("Do not release any of the 3 points")
     assert mismatched(rep, store, 0.5) == []
+
+
+def test_the_release_rule_beside_the_advisor_names_the_same_point_or_says_its_rule(
+        comparison, store):
+    """The advisor and the release rule read the same seed-mean points: where both accept
+    every point they name the same one; a different pick is said with the rule each uses."""
+    from core import advisor as A
+    from core.compare import read_comparison
+    from core.report import beside_advice
+
+    cmp = read_comparison(comparison, store)
+    rec = recommend(cmp, store=store, level=0.99)
+    assert rec.release is True and rec.point is not None
+    advice = A.advise(cmp, threat=A.Threat(cmp.spec.family, cmp.spec.privacy, 1.0),
+                      floor=A.Floor(0.0))
+    chosen = (advice.chosen.curve, advice.chosen.index)
+    assert chosen == rec.point
+    assert beside_advice(rec, chosen) == "The privacy report's release rule names the same point."
+    other = next((c.name, i) for c in cmp.curves for i in range(len(c.knob))
+                 if (c.name, i) != rec.point)
+    said = beside_advice(rec, other)
+    assert said.startswith("The privacy report's release rule answers differently: Release")
+    assert "Which rule each uses" in said and rec.rule_text in said
+    strict = recommend(cmp, store=store, level=0.001)
+    assert beside_advice(strict, chosen).startswith("The privacy report's release rule answers "
+                                                    "differently: Do not release")
 
 
 def test_cli_writes_the_report_of_a_comparison_file(comparison, store, tmp_path, capsys):
@@ -266,7 +296,9 @@ def test_membership_page_shows_the_recommendation_and_the_report_box(tmp_path, m
         at.text_input(key=f"mi_{field}__text").set_value(str(value)).run()
     at.button(key="mi_run").click().run(timeout=240)
     assert not at.exception, at.exception
-    said = [m.value for m in at.markdown if "Release recommendation" in m.value]
+    from dashboard.recommendation_check import recommendation_blocks
+
+    said = recommendation_blocks(at)
     assert len(said) == 1 and ("Do not release" in said[0] or "Release:" in said[0])
     box = next(e for e in at.expander if e.label == "Privacy report (HTML / PDF)")
     assert not box.proto.expanded

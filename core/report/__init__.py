@@ -41,7 +41,8 @@ from core.report.rules import (
 )
 from core.report.rules import _family_title as _family_title
 
-__all__ = ["PrivacyReport", "Recommendation", "Verdict", "build_report", "recommend"]
+__all__ = ["PrivacyReport", "Recommendation", "Verdict", "beside_advice", "build_report",
+           "recommend"]
 
 #: short column titles of the attack stats (the schema's descriptions are sentences)
 STAT_TITLES = {"acc": "accuracy", "bacc": "balanced acc", "auc": "AUC", "adv": "advantage",
@@ -91,6 +92,8 @@ class Recommendation:
     #: a run: its verdict; several points: whether one meets the rule (None: no rule applies)
     release: bool | None
     parts: list[Any] = field(default_factory=list)
+    #: a comparison's released point as the advisor names it: (curve name, knob index)
+    point: tuple[str, int] | None = None
 
 
 @dataclass
@@ -286,7 +289,7 @@ def _recommend_points(t: _Target, verdicts: list[Verdict], level: float, rule: s
     the most seed-mean utility (the comparison's ``utility_mean``, the advisor's number)."""
     import numpy as np
 
-    met: list[tuple[float, str, int]] = []
+    met: list[tuple[float, str, int, str, int]] = []
     decided = 0
     for label, curve, i, idx in t.points:
         vals = [verdicts[k].value.value for k in idx if verdicts[k].value is not None
@@ -298,11 +301,11 @@ def _recommend_points(t: _Target, verdicts: list[Verdict], level: float, rule: s
         ok = mean <= level if rule == "tpr" else not mean > 0.5
         u = float(curve.utility_mean[i])
         if ok and math.isfinite(u):
-            met.append((u, label, len(idx)))
+            met.append((u, label, len(idx), curve.name, i))
     n = len(t.points)
     kind = verdicts[0].kind if verdicts else None
     if met:
-        u, label, seeds = max(met)
+        u, label, seeds, name, i = max(met, key=lambda m: m[0])
         parts: list[Any] = [(f"Release {label}: the point with the most utility (seed mean "
                             f"{fmt(u)} of {metric_title(verdicts[0].utility_name or '')}, "
                             f"over {seeds} seed{'s' if seeds > 1 else ''}) among the {len(met)} of {n} "
@@ -316,7 +319,21 @@ def _recommend_points(t: _Target, verdicts: list[Verdict], level: float, rule: s
         parts = ["No release rule applies to these points (see each verdict)."]
         release = None
     return Recommendation(level, rule, rule_text(rule, level, kind), SACRO_RULE_TEXT, verdicts,
-                          None, plain(parts), release, parts)
+                          None, plain(parts), release, parts,
+                          (name, i) if release else None)
+
+
+def beside_advice(rec: Recommendation, chosen: tuple[str, int] | None) -> str:
+    """The release rule's answer said after the advisor's (``chosen``: the advisor's point as
+    (curve name, knob index), None when it names none): that both name the same point, or the
+    rule's answer and which rule each uses, so a page gives one recommendation."""
+    if rec.release is None:
+        return f"The privacy report's release rule does not decide these points: {rec.rule_text}"
+    if chosen is not None and rec.point == chosen:
+        return "The privacy report's release rule names the same point."
+    return (f"The privacy report's release rule answers differently: {rec.sentence} Which rule "
+            "each uses: the advisor, the threat level and utility floor stated above; the "
+            f"release rule, its own level: {rec.rule_text}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -184,9 +184,8 @@ def advisor_ui(comparison: C.Comparison) -> A.Advice | None:
 
 def release_rule_words(comparison: C.Comparison, advice: A.Advice) -> str:
     """The privacy report's release rule on the same seed-mean points, said in the advisor's
-    block; where the two answers differ, which rule each uses (the advisor: the threat level
-    and floor stated above; the release rule: its level on TPR at 1 % FPR)."""
-    from core.report import recommend
+    block (:func:`core.report.beside_advice`); "" when the report cannot be read."""
+    from core.report import beside_advice, recommend
     from dashboard.components.report_button import DEFAULT_LEVEL
 
     try:
@@ -195,14 +194,7 @@ def release_rule_words(comparison: C.Comparison, advice: A.Advice) -> str:
     except (LookupError, ValueError, OSError):
         return ""
     c = advice.chosen
-    label = None if c is None else c.curve + (f" · {c.setting}" if c.setting else "")
-    if label is not None and rec.release and rec.sentence.startswith(f"Release {label}:"):
-        return " The privacy report's release rule names the same point."
-    if rec.release is None:
-        return f"\n\nThe privacy report's release rule does not decide these points: {rec.rule_text}"
-    return (f"\n\nThe privacy report's release rule answers differently: {rec.sentence} Which "
-            "rule each uses: the advisor, your threat level and utility floor above; the "
-            f"release rule, {rec.rule_text}")
+    return "\n\n" + beside_advice(rec, None if c is None else (c.curve, c.index))
 
 
 def last_advice(comparison: C.Comparison) -> A.Advice | None:
