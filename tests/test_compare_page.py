@@ -21,6 +21,7 @@ from core import compare as C
 from core.config import parse_config
 from core.result import Result
 from dashboard.components._format import display_name
+from dashboard.recommendation_check import recommendation_blocks, two_recommendations
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -143,6 +144,16 @@ def test_compare_page_draws_the_plane_table_and_exports_from_the_store(store, pr
     assert not at.exception
     err = " ".join(e.value for e in at.error)
     assert "do not report 'mia_tpr_at_0p1pct_fpr_best'" in err and "mia_auc_best" in err
+
+
+def test_compare_page_gives_one_recommendation_on_seed_means(store, preset):
+    populate(store, preset)
+    at = open_page("views/compare.py")
+    assert not at.exception, at.exception
+    blocks = recommendation_blocks(at)
+    assert len(blocks) == 1 and not two_recommendations(at), blocks
+    assert "· seed" not in blocks[0]  # never one seed's point
+    assert blocks[0].startswith("Threat:") and "release rule" in blocks[0]
 
 
 def test_compare_page_lists_refused_defenses_and_does_not_run_without_a_click(store, preset):

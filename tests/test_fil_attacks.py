@@ -135,6 +135,38 @@ def test_black_box_uses_prior_when_attribute_does_not_move_predictions():
         assert g.accuracy(level).mean() >= emp.max() - 1e-12
 
 
+def test_black_box_reads_pi_with_the_labels_coding_of_the_statistics():
+    """Targets that all hold one label (±1 coding, every target +1) are scored with the
+    statistics' threshold (0 for ±1 labels), not one guessed from the targets' labels: the
+    guesses on the subset equal the full attack's guesses on those rows."""
+    X, y, _ = _data()
+    fit = fit_glm(X, y, model="linear", l2=1e-3)
+    R = release(fit, sigma=1e-3, trials=2, rng=0)
+    stats = [performance_stats(r, model="linear", X=X, y=y) for r in R]
+    assert all(st["threshold"] == 0.0 and st["label_cut"] == 0.0 for st in stats)
+    emp = np.full(3, 1 / 3)  # a flat prior: π alone decides
+    full = black_box_attack(R, model="linear", X_targets=X, y_targets=y, columns=ONEHOT,
+                            candidates=CANDS, prior=emp, stats=stats, pi="confusion")
+    pos = np.flatnonzero(y > 0)
+    part = black_box_attack(R, model="linear", X_targets=X[pos], y_targets=y[pos],
+                            columns=ONEHOT, candidates=CANDS, prior=emp, stats=stats,
+                            pi="confusion")
+    assert np.array_equal(part.guesses, full.guesses[:, pos])
+    # one +1 target whose candidates score 0 and 0.3: the ±1 statistics' threshold 0 tells
+    # them apart (π favours the candidate predicted +1); a threshold of 0.5 guessed from the
+    # targets' labels alone would predict −1 for both and fall to the prior's mode
+    st = {"s2": 1.0, "confusion": np.array([[0.5, 0.5], [0.1, 0.9]]), "label_cut": 0.0,
+          "threshold": 0.0}
+    one = black_box_attack(np.array([[0.3, 0.0]]), model="linear",
+                           X_targets=np.array([[0.0, 1.0]]), y_targets=np.array([1.0]),
+                           columns=[0], candidates=np.array([[0.0], [1.0]]),
+                           prior=np.array([0.6, 0.4]), stats=[st], pi="confusion")
+    assert one.guesses.tolist() == [[1]]
+    with pytest.raises(ValueError, match="stats"):
+        black_box_attack(R, model="linear", X_targets=X, y_targets=y, columns=ONEHOT,
+                         candidates=CANDS, prior=emp, stats=[{"s2": 1.0}] * 2, pi="confusion")
+
+
 def test_label_reconstruction_attains_the_cramer_rao_bound():
     """The note's Monte Carlo case: ŷ_i is unbiased with variance σ²/‖a_i‖² = 1/η_{i,y}²."""
     X, y, _ = _data(n=80)

@@ -79,3 +79,18 @@ def test_claims_are_unique_directional_and_read_stored_results():
 def test_fig14_channel_ordering_is_a_row():
     ids = {c.claim_id for c in CLAIMS}
     assert {"kappa_white_over_natural_mse", "kappa_personalized_over_natural_mse"} <= ids
+
+
+def test_fil_black_box_verdict_states_its_pi_and_the_default_pi_is_measured_beside_it():
+    """The black-box claim names the confusion-matrix π its verdict reads; the rows it reads
+    hold the engine's default (Gaussian) π beside it, and what the note says of both holds."""
+    import json
+
+    claim = next(c for c in CLAIMS if c.claim_id == "fil_blackbox_eta")
+    assert "confusion matrix" in claim.note and "black_box_gaussian_acc" in claim.note
+    rows = [r for r in json.loads((ROOT / "benchmarks/results/fil.json")
+                                  .read_text())["rows"] if r["part"] == "adult_attack"]
+    assert rows and all(r["black_box_pi"] == "confusion" for r in rows)
+    high = [r for r in rows if r["eta_bar"] >= 0.3 - 1e-9]
+    assert high and all(r["black_box_acc"] == r["prior_acc"] for r in high)
+    assert all(r["black_box_gaussian_acc"] > r["prior_acc"] + 0.05 for r in rows)

@@ -20,7 +20,8 @@ from benchmarks.report_bench import (
 )
 from cache.store import ResultStore
 from core.report import build_report, recommend
-from core.report.rules import fmt
+from core.report.render import esc as esc_text
+from core.report.rules import fmt, plain
 
 ATTRIBUTE = {"kind": "attribute_privacy",
              "data": {"name": "synthetic", "n_samples": 600, "dependence": 0.6},
@@ -79,7 +80,10 @@ def test_membership_recommendation_both_ways_from_the_stored_numbers(run, store)
     sig = [run.metrics[f"mia_{a}_auc"] for a in attacks if p[a] < 0.05]
     v = strict.points[0]
     assert {c.key: c.p for c in v.checks} == pytest.approx(p)
-    assert v.sacro is (not sig or sum(sig) / len(sig) <= 0.65)
+    # SACRO-ML's score: weight 2 for more than 10 % significant, 4 for their mean AUC > 0.65
+    score = 2 * (len(sig) / len(attacks) > 0.1) + 4 * bool(sig and sum(sig) / len(sig) > 0.65)
+    assert v.sacro_score == min(score, 5) and v.sacro is (score == 0)
+    assert v.sacro_word == f"score {v.sacro_score} of 5 toward rejection"
     # the same rule on the Result a page holds, without the store
     assert recommend(run, store=None, level=below).sentence == strict.sentence
 
@@ -93,7 +97,38 @@ def test_a_strong_attack_is_not_released_by_either_rule(run, store):
     leaky.metrics["mia_loss_auc"] = 0.9
     rec = recommend(leaky, store=None, level=0.05)
     assert rec.release is False and rec.points[0].sacro is False
+    assert rec.points[0].sacro_score >= 4  # the mean-AUC criterion supports rejection
     assert "loss threshold" in rec.sentence
+
+
+def test_sacro_ml_scores_both_criteria_on_its_0_to_5_scale():
+    """SACRO-ML's two criteria on planted checks: significant share > 10 % (weight 2) and the
+    significant AUCs' mean > 0.65 (weight 4), summed and capped at 5; neither is a refusal."""
+    from core.report.rules import AttackCheck, Verdict, _sacro
+
+    def score(aucs_p: list[tuple[float, float]]) -> Verdict:
+        v = Verdict(key="k" * 12, label="x", kind="membership", rule="tpr", release=None,
+                    reason=[], level=0.05)
+        v.checks = [AttackCheck(who=f"a{i}", key=f"a{i}", title=f"a{i}", prefix="k", auc=a, p=p)
+                    for i, (a, p) in enumerate(aucs_p)]
+        _sacro(v)
+        return v
+
+    assert score([(0.9, 0.001)]).sacro_score == 5  # 2 + 4, capped at 5
+    assert score([(0.6, 0.01)]).sacro_score == 2  # significant, mean at most 0.65
+    # 1 of 11 significant (under 10 %), its AUC above 0.65: only the mean criterion's 4
+    v = score([(0.7, 0.001)] + [(0.5, 0.5)] * 10)
+    assert v.sacro_score == 4 and v.sacro is False and "supports release" in plain(v.sacro_reason)
+    assert score([(0.5, 0.5)] * 3).sacro_score == 0
+    assert score([(0.5, 0.5)] * 3).sacro is True
+
+
+def test_the_report_states_how_the_two_rules_differ(run, store):
+    from core.report.rules import RULES_DIFFER_TEXT
+
+    rep = build_report(run.key, store=store)
+    assert "a 0–5 score, not a refusal" in rep.html
+    assert esc_text(RULES_DIFFER_TEXT) in rep.html and "weight 2" in rep.html
 
 
 def test_level_outside_the_unit_interval_is_one_line(run, store):
@@ -164,14 +199,49 @@ def test_a_comparison_has_one_verdict_per_point_and_names_the_best(comparison, s
     rep = build_report(comparison, store=store, level=0.5)
     rec = rep.recommendation
     assert len(rec.points) == n_points == 3
-    released = [v for v in rec.points if v.release]
-    if released:
-        assert rec.best is max(released, key=lambda v: v.utility.value)
-        assert rec.sentence.startswith(f"Release {rec.best.label}")
+    # the release reads the advisor's points: each curve's knob value with its seed-mean
+    # utility (the comparison's utility_mean), never one seed's run
+    if rec.release:
+        labels = {(c.name + (f" · {c.symbol} = {fmt(float(k))}" if c.knob_field and c.symbol
+                             else "")): float(c.utility_mean[i])
+                  for c in cmp.curves for i, k in enumerate(c.knob)}
+        named = next(lab for lab in labels if rec.sentence.startswith(f"Release {lab}:"))
+        assert f"seed mean {fmt(labels[named])}" in rec.sentence and "· seed" not in \
+            rec.sentence
+    if all(v.release for v in rec.points):  # every point meets: the most useful seed mean
+        utility = {(c.name, i): float(c.utility_mean[i]) for c in cmp.curves
+                   for i in range(len(c.knob))}
+        assert rec.point == max(utility, key=utility.get)
     strict = recommend(comparison, store=store, level=0.001)
     assert strict.release is False and strict.best is None
     assert strict.sentence.startswith("Do not release any of the 3 points")
     assert mismatched(rep, store, 0.5) == []
+
+
+def test_the_release_rule_beside_the_advisor_names_the_same_point_or_says_its_rule(
+        comparison, store):
+    """The advisor and the release rule read the same seed-mean points: where both accept
+    every point they name the same one; a different pick is said with the rule each uses."""
+    from core import advisor as A
+    from core.compare import read_comparison
+    from core.report import beside_advice
+
+    cmp = read_comparison(comparison, store)
+    rec = recommend(cmp, store=store, level=0.99)
+    assert rec.release is True and rec.point is not None
+    advice = A.advise(cmp, threat=A.Threat(cmp.spec.family, cmp.spec.privacy, 1.0),
+                      floor=A.Floor(0.0))
+    chosen = (advice.chosen.curve, advice.chosen.index)
+    assert chosen == rec.point
+    assert beside_advice(rec, chosen) == "The privacy report's release rule names the same point."
+    other = next((c.name, i) for c in cmp.curves for i in range(len(c.knob))
+                 if (c.name, i) != rec.point)
+    said = beside_advice(rec, other)
+    assert said.startswith("The privacy report's release rule answers differently: Release")
+    assert "Which rule each uses" in said and rec.rule_text in said
+    strict = recommend(cmp, store=store, level=0.001)
+    assert beside_advice(strict, chosen).startswith("The privacy report's release rule answers "
+                                                    "differently: Do not release")
 
 
 def test_cli_writes_the_report_of_a_comparison_file(comparison, store, tmp_path, capsys):
@@ -226,7 +296,9 @@ def test_membership_page_shows_the_recommendation_and_the_report_box(tmp_path, m
         at.text_input(key=f"mi_{field}__text").set_value(str(value)).run()
     at.button(key="mi_run").click().run(timeout=240)
     assert not at.exception, at.exception
-    said = [m.value for m in at.markdown if "Release recommendation" in m.value]
+    from dashboard.recommendation_check import recommendation_blocks
+
+    said = recommendation_blocks(at)
     assert len(said) == 1 and ("Do not release" in said[0] or "Release:" in said[0])
     box = next(e for e in at.expander if e.label == "Privacy report (HTML / PDF)")
     assert not box.proto.expanded

@@ -287,11 +287,16 @@ def performance_stats(release: np.ndarray, *, model: str, X: np.ndarray,
     out: dict = {"s2": float(np.sum(0.5 * (a - y) ** 2) / max(1, n - d))}
     vals = set(np.unique(y).tolist())
     if vals <= {0.0, 1.0} or vals <= {-1.0, 1.0}:
-        y01 = (y > (0 if -1.0 in vals else 0.5)).astype(int)
-        pred = (a > (0.5 if model == "linear" and vals <= {0.0, 1.0} else 0.0)).astype(int)
+        # the coding is read from every training label; the attacker scores its targets with
+        # the same cut and threshold (stored here), whatever labels the targets happen to hold
+        label_cut = 0.0 if -1.0 in vals else 0.5
+        threshold = 0.5 if model == "linear" and vals <= {0.0, 1.0} else 0.0
+        y01 = (y > label_cut).astype(int)
+        pred = (a > threshold).astype(int)
         conf = np.zeros((2, 2))
         np.add.at(conf, (y01, pred), 1.0)
         out["confusion"] = conf / np.maximum(conf.sum(1, keepdims=True), 1.0)
+        out["label_cut"], out["threshold"] = label_cut, threshold
     return out
 
 
@@ -321,10 +326,13 @@ def black_box_attack(releases: np.ndarray, *, model: str, X_targets: np.ndarray,
         s2 = np.array([max(st["s2"], 1e-300) for st in stats])[:, None, None]
         loglik = -((a - yt[None, :, None]) ** 2) / (2 * s2)
     elif pi == "confusion":
-        vals = set(np.unique(yt).tolist())
-        y01 = (yt > (0 if -1.0 in vals else 0.5)).astype(int)
-        thr = 0.5 if model == "linear" and -1.0 not in vals else 0.0
-        pred = (a > thr).astype(int)
+        if any("threshold" not in st for st in stats):
+            raise ValueError("stats: the confusion π needs binary training labels ({0, 1} or "
+                             "{-1, 1}); performance_stats found others")
+        # the label coding and the prediction threshold of the performance statistics (read
+        # from every training label), so π is looked up exactly as it was tallied
+        y01 = (yt > stats[0]["label_cut"]).astype(int)
+        pred = (a > stats[0]["threshold"]).astype(int)
         conf = np.stack([st["confusion"] for st in stats])  # (T, 2, 2)
         lik = conf[np.arange(R.shape[0])[:, None, None], y01[None, :, None], pred]
         loglik = np.log(np.maximum(lik, 1e-300))

@@ -27,6 +27,7 @@ from typing import Any
 from core.report.render import Page, esc, verdict_class
 from core.report.rules import (
     NO_RULE,
+    RULES_DIFFER_TEXT,
     SACRO_RULE_TEXT,
     Num,
     Verdict,
@@ -40,7 +41,8 @@ from core.report.rules import (
 )
 from core.report.rules import _family_title as _family_title
 
-__all__ = ["PrivacyReport", "Recommendation", "Verdict", "build_report", "recommend"]
+__all__ = ["PrivacyReport", "Recommendation", "Verdict", "beside_advice", "build_report",
+           "recommend"]
 
 #: short column titles of the attack stats (the schema's descriptions are sentences)
 STAT_TITLES = {"acc": "accuracy", "bacc": "balanced acc", "auc": "AUC", "adv": "advantage",
@@ -90,6 +92,8 @@ class Recommendation:
     #: a run: its verdict; several points: whether one meets the rule (None: no rule applies)
     release: bool | None
     parts: list[Any] = field(default_factory=list)
+    #: a comparison's released point as the advisor names it: (curve name, knob index)
+    point: tuple[str, int] | None = None
 
 
 @dataclass
@@ -126,6 +130,8 @@ class _Target:
     #: (label, curve name, Result) per run
     runs: list[tuple[str, str, Any]]
     comparison: Any = None
+    #: a comparison's points as the advisor reads them: (label, curve, knob index, run indices)
+    points: list[tuple[str, Any, int, list[int]]] = field(default_factory=list)
 
 
 def _defense_text(result: Any) -> str:
@@ -188,8 +194,12 @@ def _resolve(target: Any, store: Any) -> _Target:
         cmp = target if isinstance(target, Comparison) else read_comparison(target, store, imported=True)
         target = cmp.spec
         runs = []
+        points = []
         for c in cmp.curves:
             for i, k in enumerate(c.knob):
+                points.append((c.name + (f" · {c.symbol} = {fmt(float(k))}"
+                                         if c.knob_field and c.symbol else ""), c, i,
+                               list(range(len(runs), len(runs) + len(c.seeds)))))
                 for j, s in enumerate(c.seeds):
                     key = c.keys[i][j]
                     label = c.name + (f" · {c.symbol} = {fmt(float(k))}"
@@ -198,7 +208,7 @@ def _resolve(target: Any, store: Any) -> _Target:
                         label += f" · seed {s}"
                     runs.append((label, c.name, _get(store, key)))
         return _Target(f"Privacy report: comparison of {len(cmp.curves)} defenses",
-                       f"{_family_title(target.family)} on {target.data}", runs, cmp)
+                       f"{_family_title(target.family)} on {target.data}", runs, cmp, points)
     if not isinstance(target, str):
         raise TypeError(f"target: got {type(target).__name__}; expected a run key, a sweep "
                          "key or a ComparisonSpec")
@@ -250,6 +260,8 @@ def _recommend(t: _Target, level: float) -> Recommendation:
         v = verdicts[0]
         return Recommendation(level, rule, rule_text(rule, level, v.kind), SACRO_RULE_TEXT,
                               verdicts, None, v.sentence, v.release, list(v.reason))
+    if t.points:
+        return _recommend_points(t, verdicts, level, rule)
     best = best_point(verdicts)
     decided = [v for v in verdicts if v.release is not None]
     if best is not None:
@@ -267,6 +279,61 @@ def _recommend(t: _Target, level: float) -> Recommendation:
     kind = verdicts[0].kind if verdicts else None
     return Recommendation(level, rule, rule_text(rule, level, kind), SACRO_RULE_TEXT, verdicts,
                           best, plain(parts), release, parts)
+
+
+def _recommend_points(t: _Target, verdicts: list[Verdict], level: float, rule: str
+                      ) -> Recommendation:
+    """A comparison's recommendation over the advisor's points (each curve's knob value, seeds
+    pooled): a point meets the rule when the seed mean of the number the rule compares (the
+    TPR bound, or the AUC interval's lower end) does, and the one released is the point with
+    the most seed-mean utility (the comparison's ``utility_mean``, the advisor's number)."""
+    import numpy as np
+
+    met: list[tuple[float, str, int, str, int]] = []
+    decided = 0
+    for label, curve, i, idx in t.points:
+        vals = [verdicts[k].value.value for k in idx if verdicts[k].value is not None
+                and verdicts[k].value.value is not None]
+        if not vals or len(vals) < len(idx):
+            continue
+        decided += 1
+        mean = float(np.mean(vals))
+        ok = mean <= level if rule == "tpr" else not mean > 0.5
+        u = float(curve.utility_mean[i])
+        if ok and math.isfinite(u):
+            met.append((u, label, len(idx), curve.name, i))
+    n = len(t.points)
+    kind = verdicts[0].kind if verdicts else None
+    if met:
+        u, label, seeds, name, i = max(met, key=lambda m: m[0])
+        parts: list[Any] = [(f"Release {label}: the point with the most utility (seed mean "
+                            f"{fmt(u)} of {metric_title(verdicts[0].utility_name or '')}, "
+                            f"over {seeds} seed{'s' if seeds > 1 else ''}) among the {len(met)} of {n} "
+                            "points whose seed "
+                            "mean meets the rule.")]
+        release: bool | None = True
+    elif decided:
+        parts = [f"Do not release any of the {n} points: no point's seed mean meets the rule."]
+        release = False
+    else:
+        parts = ["No release rule applies to these points (see each verdict)."]
+        release = None
+    return Recommendation(level, rule, rule_text(rule, level, kind), SACRO_RULE_TEXT, verdicts,
+                          None, plain(parts), release, parts,
+                          (name, i) if release else None)
+
+
+def beside_advice(rec: Recommendation, chosen: tuple[str, int] | None) -> str:
+    """The release rule's answer said after the advisor's (``chosen``: the advisor's point as
+    (curve name, knob index), None when it names none): that both name the same point, or the
+    rule's answer and which rule each uses, so a page gives one recommendation."""
+    if rec.release is None:
+        return f"The privacy report's release rule does not decide these points: {rec.rule_text}"
+    if chosen is not None and rec.point == chosen:
+        return "The privacy report's release rule names the same point."
+    return (f"The privacy report's release rule answers differently: {rec.sentence} Which rule "
+            "each uses: the advisor, the threat level and utility floor stated above; the "
+            f"release rule, its own level: {rec.rule_text}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,13 +372,14 @@ def _recommendation_block(page: Page, rec: Recommendation) -> None:
              f'</h2><p class="big">{page.parts(rec.parts)}</p>')
     level = page.num(level_num(rec.level))
     page.add(f'<div class="rules"><div><h3>The rule (level {level}, set by the user)</h3>'
-             f"<p>{esc(rec.rule_text)}</p></div><div><h3>SACRO-ML's rule beside it</h3>"
+             f"<p>{esc(rec.rule_text)}</p></div><div><h3>SACRO-ML's rule beside it: a 0–5 score, not a refusal</h3>"
              f"<p>{esc(rec.sacro_text)}</p>")
     if len(rec.points) == 1:
         v = rec.points[0]
         page.add(f'<p><span class="tag {verdict_class(v.sacro)}">{esc(v.sacro_word)}</span> '
                  f"{page.parts(v.sacro_reason)}</p>")
     page.add("</div></div>")
+    page.add(f'<p class="note">{esc(RULES_DIFFER_TEXT)}</p>')
     for v in rec.points[:1] if len(rec.points) == 1 else ():
         for note in v.notes:
             page.add(f'<p class="note">{page.parts(note)}</p>')

@@ -8,12 +8,20 @@
   true positives out of n_members. That interval covers the members' sampling only; the
   threshold itself is read from the non-members, and with fewer than 100 of them 1 % FPR is
   below one false positive (the verdict says so).
-- **SACRO-ML's rule** (``FinalRecommendationModule._statistically_significant_auc``, Smith et
-  al. 2022): an attack's AUC is significant when p < 0.05 in SACRO-ML's one-sided test of
-  AUC > 0.5 (``P_HIGHER_AUC``: 1 − Φ((AUC − 0.5)/σ₀), σ₀² the null variance of the AUC at 0.5,
-  (0.25 + (n₊ − 1 + n₋ − 1)/12) / (n₊·n₋), Cortes & Mohri 2004 eq. 2, from the scored member and
-  non-member counts); reject when the mean AUC of the significant attacks exceeds 0.65.
-  SACRO-ML averages over repetitions of one attack; here the mean runs over the attacks run.
+- **SACRO-ML's rule** as SACRO-ML applies it (``sacroml/attacks/attack_report_formatter.py``,
+  ``FinalRecommendationModule._statistically_significant_auc`` and ``process_dict``, AI-SDC/
+  SACRO-ML; Smith et al. 2022). An attack's AUC is significant when p < 0.05 in SACRO-ML's
+  one-sided test of AUC > 0.5 (``P_HIGHER_AUC``: 1 − Φ((AUC − 0.5)/σ₀), σ₀² the null variance
+  of the AUC at 0.5, (0.25 + (n₊ − 1 + n₋ − 1)/12) / (n₊·n₋), Cortes & Mohri 2004 eq. 2, from
+  the scored member and non-member counts). Two criteria each add evidence, never a refusal
+  on their own: more than 10 % of the AUCs significant supports rejection with weight 2 (else
+  it supports release); the mean AUC of the significant ones above 0.65 supports rejection with
+  weight 4 (at most 0.65: supports release; no significant AUC: the criterion is silent). The
+  weights of the criteria that support rejection are summed and capped at 5: SACRO-ML's
+  disclosure score on a 0–5 scale, which its output checker reads beside the evidence listed.
+  SACRO-ML runs both over the repetitions of one attack; here over the attacks run.
+- **How they differ**: privlab's rule decides (release or not, at a level on TPR at 1 % FPR);
+  SACRO-ML's grades the evidence (0–5) from AUCs alone and leaves the decision to a person.
 
 Families whose attacks report no TPR at 1 % FPR get the rule that applies to them instead
 (:data:`FAMILY_RULES`), or none: a verdict of ``None`` with the reason, never a made-up number.
@@ -30,9 +38,14 @@ from typing import Any
 TPR_STAT = "tpr_at_1pct_fpr"
 #: the rule of a family no release rule applies to
 NO_RULE = "no_rule"
-#: SACRO-ML's thresholds (FinalRecommendationModule: P_VAL_THRESH, MEAN_AUC_THRESH)
+#: SACRO-ML's thresholds and weights (FinalRecommendationModule: P_VAL_THRESH,
+#: MEAN_AUC_THRESH, STATISTICALLY_SIGNIFICANT_SCORE, MEAN_AUC_SCORE; the score is capped at 5)
 SACRO_P = 0.05
 SACRO_MEAN_AUC = 0.65
+SACRO_SIG_SHARE = 0.1
+SACRO_SIG_WEIGHT = 2
+SACRO_MEAN_AUC_WEIGHT = 4
+SACRO_MAX_SCORE = 5
 #: below this many non-members, 1 % FPR is less than one false positive
 MIN_NEGATIVES_1PCT = 100
 
@@ -40,11 +53,21 @@ TPR_RULE_TEXT = ("Release only when the strongest attack's upper 95 % bound on T
                  "is at most the level {level} (every attack run is checked; the bound is the "
                  "stored interval where the run has one, else the exact Clopper–Pearson "
                  "interval of the stored rate over the members scored).")
-SACRO_RULE_TEXT = ("SACRO-ML: reject when the mean AUC of the attacks whose AUC is significantly "
-                   "above 0.5 (p < 0.05) exceeds 0.65. p is SACRO-ML's P_HIGHER_AUC: a one-sided "
-                   "normal test of AUC > 0.5 with the null variance of the AUC (Cortes & Mohri "
-                   "eq. 2) from the scored member and non-member counts. SACRO-ML averages over "
-                   "repetitions of one attack; here over the attacks run.")
+SACRO_RULE_TEXT = ("SACRO-ML weighs evidence instead of deciding. An attack's AUC is significant "
+                   "when p < 0.05 (SACRO-ML's P_HIGHER_AUC: a one-sided normal test of AUC > 0.5 "
+                   "with the null variance of the AUC, Cortes & Mohri eq. 2, from the scored "
+                   "member and non-member counts). Criterion 1: more than 10 % of the AUCs "
+                   "significant supports rejection, weight 2. Criterion 2: the mean AUC of the "
+                   "significant ones above 0.65 supports rejection, weight 4. The weights that "
+                   "support rejection add up to SACRO-ML's disclosure score, capped at 5 (0: no "
+                   "evidence for rejection). SACRO-ML runs both over repetitions of one attack; "
+                   "here over the attacks run.")
+#: how privlab's rule and SACRO-ML's differ, said once beside both
+RULES_DIFFER_TEXT = ("How the two differ: privlab's rule decides (release or not) from the "
+                     "strongest attack's TPR at a low false-positive rate against a level; "
+                     "SACRO-ML's grades the evidence for rejection on a 0–5 scale from AUCs "
+                     "alone and leaves the decision to the output checker, so a score of 2 or 4 "
+                     "is support for rejection, not a refusal.")
 AUC_RULE_TEXT = ("The TPR-at-1 %-FPR rule does not apply: these attacks report no TPR at 1 % "
                  "FPR. The rule applied instead: release only when the 95 % interval of every "
                  "attack's AUC contains chance (0.5), i.e. no attack is measurably above chance "
@@ -195,6 +218,8 @@ class Verdict:
     sacro: bool | None = None
     sacro_reason: Parts = field(default_factory=list)
     sacro_mean_auc: Num | None = None
+    #: SACRO-ML's disclosure score, 0–5 (None: the rule does not apply)
+    sacro_score: int | None = None
     utility_name: str | None = None
     utility: Num | None = None
     notes: list[Parts] = field(default_factory=list)
@@ -216,7 +241,10 @@ class Verdict:
 
     @property
     def sacro_word(self) -> str:
-        return {True: "release", False: "reject", None: "does not apply"}[self.sacro]
+        """SACRO-ML's score for a table: "score 4 of 5 toward rejection", or "does not apply"."""
+        if self.sacro_score is None:
+            return "does not apply"
+        return f"score {self.sacro_score} of {SACRO_MAX_SCORE} toward rejection"
 
 
 def level_num(level: float) -> Num:
@@ -283,6 +311,8 @@ def _rule_for(kind: str, checks: list[AttackCheck]) -> str:
 
 
 def _sacro(v: Verdict) -> None:
+    """SACRO-ML's two criteria and its 0–5 score (module docstring). ``v.sacro``: True when no
+    criterion supports rejection (score 0), False when one does."""
     with_p = [c for c in v.checks if c.p is not None]
     if not with_p:
         v.sacro, v.sacro_reason = None, [("SACRO-ML's rule does not apply: no attack here has "
@@ -290,18 +320,27 @@ def _sacro(v: Verdict) -> None:
                                          "counts.")]
         return
     sig = [c for c in with_p if c.p < SACRO_P]  # type: ignore[operator]
-    if not sig:
-        v.sacro = True
-        v.sacro_reason = [("No attack's AUC is significantly above 0.5 (every p ≥ 0.05): "
-                          "release.")]
-        return
-    mean = sum(c.auc for c in sig) / len(sig)  # type: ignore[misc]
-    v.sacro_mean_auc = Num(f"{v.prefix}/derived/sacro_mean_auc", mean)
-    v.sacro = not mean > SACRO_MEAN_AUC
-    v.sacro_reason = [(f"{len(sig)} of {len(with_p)} attacks significant "
-                      f"({', '.join(c.title for c in sig)}); their mean AUC "), v.sacro_mean_auc,
-                      " is " + ("above 0.65: reject." if not v.sacro else "at most 0.65: "
-                                                                           "release.")]
+    score = 0
+    share = len(sig) / len(with_p)
+    named = f" ({', '.join(c.title for c in sig)})" if sig else ""
+    if share > SACRO_SIG_SHARE:
+        score += SACRO_SIG_WEIGHT
+        parts: Parts = [(f"{len(sig)} of {len(with_p)} AUCs significant{named}, more than 10 %: "
+                        f"supports rejection (weight {SACRO_SIG_WEIGHT}).")]
+    else:
+        parts = [(f"{len(sig)} of {len(with_p)} AUCs significant, at most 10 %: supports "
+                 "release.")]
+    if sig:
+        mean = sum(c.auc for c in sig) / len(sig)  # type: ignore[misc]
+        v.sacro_mean_auc = Num(f"{v.prefix}/derived/sacro_mean_auc", mean)
+        above = mean > SACRO_MEAN_AUC
+        score += SACRO_MEAN_AUC_WEIGHT if above else 0
+        parts += [" Their mean AUC ", v.sacro_mean_auc,
+                  f" is above 0.65: supports rejection (weight {SACRO_MEAN_AUC_WEIGHT})."
+                  if above else " is at most 0.65: supports release."]
+    v.sacro_score = min(score, SACRO_MAX_SCORE)
+    v.sacro = v.sacro_score == 0
+    v.sacro_reason = [*parts, f" SACRO-ML's score: {v.sacro_score} of {SACRO_MAX_SCORE}."]
 
 
 def verdict(result: Any, *, level: float, label: str | None = None) -> Verdict:

@@ -171,7 +171,8 @@ def advisor_ui(comparison: C.Comparison) -> A.Advice | None:
     except ValueError as exc:
         st.error(str(exc), icon=":material/error:")
         return None
-    (st.success if advice.status == "met" else st.warning)(advice.sentence)
+    (st.success if advice.status == "met" else st.warning)(
+        advice.sentence + release_rule_words(comparison, advice))
     rows = [{k: short_name(v) if k == "defense" else v for k, v in r.items()}
             for r in advice.rows()]
     if rows:
@@ -179,6 +180,21 @@ def advisor_ui(comparison: C.Comparison) -> A.Advice | None:
     st.session_state[_LAST] = (_identity(comparison), advice)
     _run_missing(advice)
     return advice
+
+
+def release_rule_words(comparison: C.Comparison, advice: A.Advice) -> str:
+    """The privacy report's release rule on the same seed-mean points, said in the advisor's
+    block (:func:`core.report.beside_advice`); "" when the report cannot be read."""
+    from core.report import beside_advice, recommend
+    from dashboard.components.report_button import DEFAULT_LEVEL
+
+    try:
+        rec = recommend(comparison, store=get_store(), level=st.session_state.get(
+            "cmp_report_level", DEFAULT_LEVEL))
+    except (LookupError, ValueError, OSError):
+        return ""
+    c = advice.chosen
+    return "\n\n" + beside_advice(rec, None if c is None else (c.curve, c.index))
 
 
 def last_advice(comparison: C.Comparison) -> A.Advice | None:

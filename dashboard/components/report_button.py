@@ -21,11 +21,13 @@ def _level(key: str) -> float:
 
 
 def report_button(target: Any, *, key: str, store_target: Any | None = None,
-                  sections: Sequence[Mapping[str, Any]] = ()) -> None:
+                  sections: Sequence[Mapping[str, Any]] = (), said_above: bool = False
+                  ) -> None:
     """The recommendation for ``target`` (a stored Result or an assembled comparison) and the
     "Privacy report" box; ``store_target`` is what the report is built from (a run key or a
     ComparisonSpec; default: the Result's key, the comparison's spec); ``sections``: more
-    report sections the page holds (the advisor's answer)."""
+    report sections the page holds (the advisor's answer); ``said_above``: the page already
+    shows the recommendation in its own block (Compare's advisor), so none is drawn here."""
     from core.parts import FAMILIES
     from core.report import build_report, recommend
 
@@ -42,8 +44,9 @@ def report_button(target: Any, *, key: str, store_target: Any | None = None,
     except (LookupError, ValueError, OSError) as exc:  # points missing, a damaged entry
         st.caption(f"Privacy report unavailable: {exc}")
         return
-    icon = {True: "✅", False: "⛔", None: "ℹ️"}[rec.release]
-    st.markdown(f"{icon} **Release recommendation:** {rec.sentence}")
+    if not said_above:  # a page with its own answer says the release rule's in that block
+        icon = {True: "✅", False: "⛔", None: "ℹ️"}[rec.release]
+        st.markdown(f"{icon} **Release recommendation:** {rec.sentence}")
     if not (box := deferred("Privacy report (HTML / PDF)", key=f"{key}_report_open",
                             icon=":material/verified_user:")):
         return

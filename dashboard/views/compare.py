@@ -393,6 +393,8 @@ else:
     advice = advisor_ui(cmp)
     with top:
         show(cmp, advice)
-    report_button(cmp, key="cmp", sections=advice_sections(cmp, advice))
+    # one recommendation on the page: the advisor's block also says the release rule's
+    report_button(cmp, key="cmp", sections=advice_sections(cmp, advice),
+                  said_above=advice is not None)
     compare_lesson_panel(cmp)
 running_jobs_panel()
