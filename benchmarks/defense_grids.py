@@ -3,8 +3,8 @@ before and after its reference options, on the Membership page's default run.
 
 Label smoothing (s), adversarial regularisation (λ) and RelaxLoss (α) at every value of their
 knob's comparison and teaching grids, beside the undefended target, each over :data:`SEEDS`
-(:func:`benchmarks.relaxloss_bench.base_config`: digits, 500 members, 60 epochs, loss / offline
-and online LiRA / RMIA with 8 shadows trained the target's way). RelaxLoss runs twice per α:
+(:func:`benchmarks.relaxloss_bench.base_config`: the page's default data, members and epochs,
+loss / offline and online LiRA / RMIA with 8 shadows trained the target's way). RelaxLoss runs twice per α:
 with Algorithm 1's epoch parity as printed (``parity: paper``, what the engine trained before
 the reference options) and with the reference code's (the default now), so the headline says
 how far the parity moves its figures.
