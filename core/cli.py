@@ -119,7 +119,9 @@ def _width(args: argparse.Namespace) -> int | None:
     terminal), or None for ``--wide`` (one line per row, however long)."""
     import shutil
 
-    return None if getattr(args, "wide", False) else max(40, shutil.get_terminal_size((100, 24)).columns)
+    if getattr(args, "wide", False):
+        return None
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
 def _json_out(obj: Any) -> None:

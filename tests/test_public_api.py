@@ -151,8 +151,9 @@ def test_bundle_as_the_readme_calls_it_carries_the_dashboards_figures(store, tmp
             "privlab.bundle(r, 'run.zip', store=" + repr(str(store.root)) + ", companions=False)\n"
             "names = zipfile.ZipFile('run.zip').namelist()\n"
             "print(sorted(n for n in names if n.startswith('figures/') and n.endswith('.html')))\n")
-    out = subprocess.run([sys.executable, "-c", code], check=False, cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run([sys.executable, "-c", code], check=False, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "figures/roc.html" in out.stdout, out.stdout
 
