@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8501
 # Beyond loopback `make run` needs a login: PRIVLAB_PASSWORD, or Streamlit's OIDC ([auth] in
-# .streamlit/secrets.toml); INSECURE=1 serves to the network without one (README: Serving).
+# .streamlit/secrets.toml); INSECURE=1 serves to the network without one (docs/serving.md).
 INSECURE ?=
 PYTEST_ARGS ?=
 # Real data for `make run`: $PRIVLAB_DATA_DIR if set, else ../shared/data when it exists

@@ -181,14 +181,28 @@ def _optional(modules: tuple[str, ...], name: str, what: str) -> Callable[..., A
 
 #: where bundles are written and read (the result store's package)
 _BUNDLES = ("cache.bundle",)
+#: the one seam to the figures a bundle carries: the dashboard draws them (plotly, without
+#: streamlit), a layer above the store, so the store cannot load them itself; resolved on the
+#: first bundle, not at ``import privlab``
+_FIGURE_BUILDER = ("dashboard.bundle_figures", "figures_for")
+
+
+def _figure_builder() -> Callable[[Any], Any]:
+    """The dashboard's figure builder (``_FIGURE_BUILDER``): a Result or a Comparison ->
+    ``{name: plotly Figure}``, imported when first asked for."""
+    module, name = _FIGURE_BUILDER
+    return _optional((module,), name, "bundle figures")
 
 
 def bundle(target: Any, path: str | Path, *, store: Store = None, **kw: Any) -> Any:
     """Write ``target`` (a Result, a sweep, a Comparison, a key or a ComparisonSpec) as a
     self-checking bundle at ``path`` (``write_bundle``: manifest, checksums, runs, figures, the
     notebook and its script, the privacy report); ``kw``: ``write_bundle``'s options
-    (``figures``, ``extras``, ``companions``)."""
+    (``figures``: True (default) draws the dashboard's figures, False none, or a builder or a
+    mapping; ``extras``, ``companions``)."""
     write_bundle = _optional(_BUNDLES, "write_bundle", "bundles")
+    if kw.get("figures", True) is True:
+        kw["figures"] = _figure_builder()
     return write_bundle(target_of(target), path, store=_store(store), **kw)
 
 

@@ -76,7 +76,7 @@ def merge_trust(mi: dict[str, Any] | None = None) -> dict[str, Any]:
                                   "page's lesson against its figures table "
                                   "(core.teaching.check_numbers)",
         "lesson_number_mismatches": "lessons.json rows (core.teaching.check_numbers)",
-        "readme_numbers_mismatched": "README.md tour vs benchmarks.readme_tour from lessons.json",
+        "readme_numbers_mismatched": "docs/tour.md tour vs benchmarks.readme_tour from lessons.json",
         "membership_default_best_auc": "membership_default.json (seed 0, the page's first run)",
         "membership_default_cold_s": "membership_default.json (minimum over repeats, loads "
                                      "recorded)"})

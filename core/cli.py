@@ -98,6 +98,32 @@ def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _fitted(rows: list[dict[str, Any]], cols: list[str], width: int | None) -> str:
+    """:func:`_table` when it fits ``width`` columns (None: always); else one record per row,
+    its first two columns on a line and the others as ``column: value`` wrapped below them,
+    since narrowing a wide table's columns would break its names and values mid-word."""
+    table = _table(rows, cols)
+    if width is None or max(map(len, table.splitlines()), default=0) <= width:
+        return table
+    out = []
+    for r in rows:
+        out.append(_wrapped("  ".join(_fmt_num(r.get(c)) for c in cols[:2]), width))
+        rest = "; ".join(f"{c}: {_fmt_num(r.get(c))}" for c in cols[2:])
+        if rest:
+            out.append(_wrapped(f"  {rest}", width, hang=0))
+    return "\n".join(out)
+
+
+def _width(args: argparse.Namespace) -> int | None:
+    """The columns a table may take: the terminal's (``$COLUMNS``, else 100 when not a
+    terminal), or None for ``--wide`` (one line per row, however long)."""
+    import shutil
+
+    if getattr(args, "wide", False):
+        return None
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
+
+
 def _json_out(obj: Any) -> None:
     print(json.dumps(obj, indent=2, sort_keys=False, allow_nan=False, default=_json_default))
 
@@ -531,6 +557,17 @@ def cmd_papers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _wrapped(line: str, width: int | None, hang: int = 2) -> str:
+    """An indented line of prose wrapped to ``width`` (None: as it is), its continuation
+    lines indented ``hang`` more columns."""
+    import textwrap
+
+    if width is None or len(line) <= width:
+        return line
+    indent = " " * (len(line) - len(line.lstrip()) + hang)
+    return textwrap.fill(line, width, subsequent_indent=indent, break_on_hyphens=False)
+
+
 def _parts_models(args: argparse.Namespace) -> int:
     """``privlab parts --family models``: every registered architecture, its inputs, widths,
     parameters and forward cost at its reference input (full and CPU width)."""
@@ -556,10 +593,12 @@ def _parts_models(args: argparse.Namespace) -> int:
             "MFLOPs/fwd": f"{m['forward_flops'] / 1e6:.2f}",
             "CPU width": f"{m['cpu_width']:g}",
             "params at CPU width": mega(m["params_cpu_width"]["classifier"])})
-    print(_table(rows, list(rows[0]) if rows else ["model"]))
+    print(_fitted(rows, list(rows[0]) if rows else ["model"], _width(args)))
     for m in models:
         if len(m["roles"]) > 1:
-            print(f"  {m['name']}: " + "; ".join(f"{r} {mega(n)}" for r, n in m["params"].items()))
+            print(_wrapped(f"  {m['name']}: " + "; ".join(f"{r} {mega(n)}"
+                                                           for r, n in m["params"].items()),
+                           _width(args)))
     return EXIT_OK
 
 
@@ -588,20 +627,24 @@ def cmd_parts(args: argparse.Namespace) -> int:
         releases = "; ".join(f"{f}: {' + '.join(r)}" for f, r in d["release"].items())
         rows.append({"defense": d["name"], "title": d["title"], "release": releases,
                      "knob": knob, "accounting": d["accounting"]})
-    print(_table(rows, ["defense", "title", "release", "knob", "accounting"]))
+    width = _width(args)
+    if width is not None:
+        print("defenses (--wide: one line each; --json: everything):")
+    print(_fitted(rows, ["defense", "title", "release", "knob", "accounting"], width))
     for family in dict.fromkeys(a["family"] for a in parts["attacks"]):
         atts = [a for a in parts["attacks"] if a["family"] == family]
         print(f"\nattacks of {family} ({FAMILIES.get(family).title}):")
-        print(_table([{"attack": a["config_name"], "registered as": a["name"],
-                       "title": a["title"], "accepts": ", ".join(a["accepts"]),
-                       "needs": ", ".join(a["needs"]) or "-", "role": a["role"],
-                       "listed": "yes" if a["selectable"] else "always / switch",
-                       "pools targets": "yes" if a["pools_targets"] else "no"} for a in atts],
-                     ["attack", "registered as", "title", "accepts", "needs", "role", "listed",
-                      "pools targets"]))
+        print(_fitted([{"attack": a["config_name"], "title": a["title"],
+                        "registered as": a["name"], "accepts": ", ".join(a["accepts"]),
+                        "needs": ", ".join(a["needs"]) or "-", "role": a["role"],
+                        "listed": "yes" if a["selectable"] else "always / switch",
+                        "pools targets": "yes" if a["pools_targets"] else "no"} for a in atts],
+                      ["attack", "title", "registered as", "accepts", "needs", "role", "listed",
+                       "pools targets"], width))
         for a in atts:
             t = a["threat"]
-            print(f"  {a['config_name']}: sees {t['sees']}; knows {t['knows']}; goal: {t['goal']}")
+            print(_wrapped(f"  {a['config_name']}: sees {t['sees']}; knows {t['knows']}; "
+                           f"goal: {t['goal']}", width))
     return EXIT_OK
 
 
@@ -904,7 +947,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "knob and threat model")
     sp.add_argument("--family", default=None, metavar="F",
                     help="only this attack family, or 'models' for the architectures")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help="print every part as JSON")
+    sp.add_argument("--wide", action="store_true",
+                    help="one line per part, however long (default: fit the terminal)")
     sp.set_defaults(func=cmd_parts)
 
     sp = sub.add_parser("papers", help="paper check: each paper's headline claims, the paper's "

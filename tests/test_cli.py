@@ -223,3 +223,28 @@ def test_benchmark_harness_tables_json_and_failures(tmp_path, monkeypatch, capsy
     # a benchmark without the headline its issue names is a failure, not a silent omission
     assert bench_main(["headless", "--results-dir", str(tmp_path)]) == 1
     assert "no 'headline'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("family", [None, "membership", "models"])
+def test_parts_fits_a_100_column_terminal_and_wide_or_json_keep_everything(family, monkeypatch,
+                                                                           capsys):
+    monkeypatch.setenv("COLUMNS", "100")
+    pick = [] if family is None else ["--family", family]
+    assert main(["parts", *pick]) == 0
+    narrow = capsys.readouterr().out
+    assert max(map(len, narrow.splitlines())) <= 100
+    assert main(["parts", *pick, "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert max(map(len, wide.splitlines())) > 100  # the full rows, one line each
+    assert main(["parts", *pick, "--json"]) == 0
+    parts = json.loads(capsys.readouterr().out)
+    # nothing is cut: every name and title is whole on a line, every knob is there once the
+    # wrapping's line breaks are read as spaces
+    flat = " ".join(narrow.split())
+    for key, group in parts.items():
+        for part in group if (key == "models") == (family == "models") else []:
+            name = part.get("config_name", part["name"])
+            assert any(line.split("  ")[0].strip() == name for line in narrow.splitlines())
+            assert part["title"] in narrow
+            if part.get("knob"):
+                assert f"{part['knob']['symbol']} = {part['knob']['field']} in" in flat

@@ -4,6 +4,7 @@ delegated to their own modules."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -119,6 +120,8 @@ def test_headline_of_a_run_is_its_kinds_headline_with_intervals(tiny):
 
 
 def test_bundle_and_report_delegate_or_say_they_are_missing(tiny, store, monkeypatch, tmp_path):
+    from dashboard.bundle_figures import figures_for
+
     for module in ("cache.bundle", "core.bundle", "core.report"):
         monkeypatch.setitem(sys.modules, module, None)  # import fails
     with pytest.raises(RuntimeError, match="^bundles are not available"):
@@ -136,6 +139,32 @@ def test_bundle_and_report_delegate_or_say_they_are_missing(tiny, store, monkeyp
     assert (target, path, kw["store"], kw["figures"]) == (tiny.key, tmp_path / "b.zip", store, False)
     privlab.bundle(tiny, tmp_path / "c.zip", store=store, companions=False)
     assert calls[-1][2]["companions"] is False
+    assert calls[-1][2]["figures"] is figures_for  # the default draws the dashboard's figures
+
+
+def test_bundle_as_the_readme_calls_it_carries_the_dashboards_figures(store, tmp_path):
+    """``privlab.bundle(result, path)`` with nothing else, in a fresh process (no builder
+    registered by an earlier test), as the README writes it."""
+    code = ("import sys, zipfile, privlab\n"
+            "assert 'streamlit' not in sys.modules and 'dashboard' not in sys.modules\n"
+            f"r = privlab.run({TINY!r}, store={str(store.root)!r})\n"
+            "privlab.bundle(r, 'run.zip', store=" + repr(str(store.root)) + ", companions=False)\n"
+            "names = zipfile.ZipFile('run.zip').namelist()\n"
+            "print(sorted(n for n in names if n.startswith('figures/') and n.endswith('.html')))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=False, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "figures/roc.html" in out.stdout, out.stdout
+
+
+def test_import_privlab_loads_neither_streamlit_nor_the_figures():
+    code = ("import sys, privlab\n"
+            "print(sorted(m for m in ('streamlit', 'dashboard.bundle_figures', 'plotly')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == "[]"
 
 
 def test_parts_and_presets():
