@@ -26,11 +26,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from core.compare import Comparison, ComparisonSpec, DefenseSpec, MissingPoints
-from core.config import ConfigError
-from core.notebook import Number, headline, target_of
-from core.result import Result
-from core.sweeps import SweepTable
+from core.config.schema import ConfigError
+from core.config.sweeps import SweepTable
+from core.foundation.result import Result
+from core.report.notebook import Number, headline, target_of
+from core.runs.compare import Comparison, ComparisonSpec, DefenseSpec, MissingPoints
 
 __all__ = [
     "Comparison", "ComparisonSpec", "ConfigError", "DefenseSpec", "MissingPoints", "Number",
@@ -62,7 +62,7 @@ def _store(s: Store) -> ResultStore:
 
 def _parsed(obj: Any, what: str) -> Any:
     """A ``.yaml`` / ``.yml`` / ``.json`` path's or YAML text's data; anything else as it is."""
-    from core.config_files import ConfigFileError, decode_utf8, parse_text, read_bytes
+    from core.config.files import ConfigFileError, decode_utf8, parse_text, read_bytes
 
     try:
         if isinstance(obj, Path) or (isinstance(obj, str) and "\n" not in obj and
@@ -80,7 +80,7 @@ def _parsed(obj: Any, what: str) -> Any:
 def validate(config: Any) -> Any:
     """A validated config model from a mapping, a config model, a ``.yaml`` / ``.yml`` /
     ``.json`` path or YAML text; one-line :class:`ConfigError` otherwise."""
-    from core.config import parse_config
+    from core.config.schema import parse_config
 
     return parse_config(_parsed(config, "config"))
 
@@ -109,12 +109,12 @@ def sweep(config: Any, *, store: Store = None, executor: str | None = None,
 def compare(spec: ComparisonSpec | Mapping[str, Any] | str | Path, *, store: Store = None,
             executor: str | None = None, workers: int | None = None,
             progress: Progress | None = None, compute: bool = True) -> Comparison:
-    """Defenses side by side on one utility-privacy plane (:func:`core.compare.run_comparison`):
+    """Defenses side by side on one utility-privacy plane (:func:`core.runs.compare.run_comparison`):
     ``spec`` a :class:`ComparisonSpec`, its mapping (family, data, utility, privacy,
     defenses, seeds, base) or that mapping as YAML text or a file; only points missing from
-    the store run. ``compute=False`` runs nothing (:func:`core.compare.read_comparison`;
+    the store run. ``compute=False`` runs nothing (:func:`core.runs.compare.read_comparison`;
     :class:`MissingPoints` when a point is not stored)."""
-    from core.compare import read_comparison, run_comparison, spec_from_dict
+    from core.runs.compare import read_comparison, run_comparison, spec_from_dict
 
     if not isinstance(spec, ComparisonSpec):
         spec = spec_from_dict(_parsed(spec, "comparison"))
@@ -144,12 +144,12 @@ def runs(kind: str | None = None, *, limit: int | None = None,
 def notebook(target: Any, path: str | Path | None = None, *, store: Store = None,
              execute: bool = False) -> Any:
     """A notebook recreating ``target`` (a Result, a sweep, a Comparison, a key or a
-    ComparisonSpec; :func:`core.notebook.notebook_for`), executed headless when ``execute``,
+    ComparisonSpec; :func:`core.report.notebook.notebook_for`), executed headless when ``execute``,
     written to ``path`` when given."""
     import nbformat
 
-    from core.notebook import execute as run_cells
-    from core.notebook import notebook_for
+    from core.report.notebook import execute as run_cells
+    from core.report.notebook import notebook_for
 
     s = _store(store)
     nb = notebook_for(target_of(target), store=s)
@@ -162,7 +162,7 @@ def notebook(target: Any, path: str | Path | None = None, *, store: Store = None
 
 def script(target: Any, *, store: Store = None) -> str:
     """The notebook of :func:`notebook` as a ``# %%`` Python script."""
-    from core.notebook import script_for
+    from core.report.notebook import script_for
 
     return script_for(target_of(target), store=_store(store))
 
@@ -223,13 +223,13 @@ def report(target: Any, *, store: Store = None, **kw: Any) -> Any:
 
 def parts() -> dict[str, list[dict[str, Any]]]:
     """Every registered defense, attack and model (what ``privlab parts --json`` prints)."""
-    from core.parts import describe
+    from core.foundation.parts import describe
 
     return describe()
 
 
 def presets() -> dict[str, Any]:
     """The papers' presets by id: each one's validated config (``privlab papers --preset``)."""
-    from core.papers import PRESETS, preset_config
+    from core.paper_check.papers import PRESETS, preset_config
 
     return {pid: preset_config(pid) for pid in PRESETS}

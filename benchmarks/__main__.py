@@ -4,7 +4,7 @@ No names = every benchmark in :data:`benchmarks.BENCHMARKS`. Each result is prin
 aligned table (pandas) with its notes and targets, and written to
 ``benchmarks/results/NAME.json`` (``NAME.quick.json`` for ``--quick``) together with machine
 facts (cores, load average, library versions, date, git commit) so that numbers from different
-machines can be told apart, and a ``provenance`` block (:func:`core.provenance.stamp`: engine id,
+machines can be told apart, and a ``provenance`` block (:func:`core.foundation.provenance.stamp`: engine id,
 commit, load when written, the refreshing command) that pages show beside every figure read. Exit code 1 if any benchmark raised, 2 for an unknown name, else 0.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import BENCHMARKS
-from core.provenance import git_commit, stamp
+from core.foundation.provenance import git_commit, stamp
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -125,7 +125,7 @@ def result_path(name: str, res: dict[str, Any], quick: bool, out_dir: Path = RES
 def write_result(name: str, res: dict[str, Any], secs: float, info: dict[str, Any], quick: bool,
                  out_dir: Path = RESULTS_DIR) -> Path:
     """Write one result file; the one place every file gets its engine, commit and load when
-    written (:func:`core.provenance.stamp`)."""
+    written (:func:`core.foundation.provenance.stamp`)."""
     path = result_path(name, res, quick, out_dir)
     res = {k: v for k, v in res.items() if k != "file_stem"}
     refresh = f"python -m benchmarks {name}" + (" --quick" if quick else "")

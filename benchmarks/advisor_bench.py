@@ -1,11 +1,11 @@
-"""Defense advisor benchmark (:mod:`core.advisor`): the synthetic presets with hand-worked
+"""Defense advisor benchmark (:mod:`core.report.advisor`): the synthetic presets with hand-worked
 answers (``tests/advisor_cases.py``) checked one by one, and the advisor on the stored teaching
-comparison (:func:`core.compare.teaching_spec`, run once serially when the store lacks it):
+comparison (:func:`core.runs.compare.teaching_spec`, run once serially when the store lacks it):
 its answer sentence at the page's default threat and floor, and its latency.
 
 ``python -m benchmarks advisor`` writes ``benchmarks/results/advisor.json``. The headline is
 ``advisor_cases_tested`` (presets whose checks pass); the latency is the median and the worst
-of repeated :func:`core.advisor.advise` calls on the comparison in memory (what a box moved on
+of repeated :func:`core.report.advisor.advise` calls on the comparison in memory (what a box moved on
 the page costs, the comparison itself being cached there), with the load average beside it.
 """
 
@@ -42,7 +42,7 @@ def _cases() -> tuple[int, list[str], list[dict[str, Any]]]:
 
 def _teaching() -> tuple[Any, float, bool]:
     from cache.store import default_store
-    from core import compare as C
+    from core.runs import compare as C
 
     store = default_store()
     spec = C.teaching_spec()
@@ -57,7 +57,7 @@ def _teaching() -> tuple[Any, float, bool]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    from core import advisor as A
+    from core.report import advisor as A
 
     n_ok, failed, case_rows = _cases()
     cmp, read_s, ran = _teaching()

@@ -79,10 +79,10 @@ def _endpoint_summary(rows: list[dict[str, Any]], metric: str, grid: tuple[float
 
 def attribute_part(seeds: list[int], only: float | None = None) -> dict[str, Any]:
     """The Attribute page's default config over its teaching grid (endpoints), cold."""
-    from core.config import parse_config
-    from core.metric_schema import HEADLINES
-    from core.parts import DEFENSES
-    from core.progress import Progress
+    from core.config.schema import parse_config
+    from core.foundation.metric_schema import HEADLINES
+    from core.foundation.parts import DEFENSES
+    from core.foundation.progress import Progress
     from core.runs.attribute_privacy import run_attribute_privacy
     from dashboard.tappfl_settings import page_default_config, with_knob
 
@@ -110,8 +110,8 @@ def attribute_part(seeds: list[int], only: float | None = None) -> dict[str, Any
 
 def attribute_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The Attribute part from its per-run rows (as printed by :func:`attribute_part`)."""
-    from core.metric_schema import HEADLINES
-    from core.parts import DEFENSES
+    from core.foundation.metric_schema import HEADLINES
+    from core.foundation.parts import DEFENSES
     from dashboard.tappfl_settings import page_default_config
 
     base = page_default_config()
@@ -132,10 +132,10 @@ def attribute_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def property_part(seeds: list[int], only: float | None = None) -> dict[str, Any]:
     """The Property page's default config (digits, a fresh clone's data) at the ends of its
     teaching grid, cold; the fresh MLP's accuracy is the number the page's finding reads."""
-    from core.config import parse_config
-    from core.metric_schema import HEADLINES
-    from core.parts import DEFENSES
-    from core.progress import Progress
+    from core.config.schema import parse_config
+    from core.foundation.metric_schema import HEADLINES
+    from core.foundation.parts import DEFENSES
+    from core.foundation.progress import Progress
     from core.runs.property import fresh_attacker_finding, run_property
     from dashboard.property_settings import page_default_config
 
@@ -173,8 +173,8 @@ def property_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     page's finding is rebuilt from the first seed's rows (without the per-run intervals)."""
     from types import SimpleNamespace
 
-    from core.metric_schema import HEADLINES
-    from core.parts import DEFENSES
+    from core.foundation.metric_schema import HEADLINES
+    from core.foundation.parts import DEFENSES
     from core.runs.property import fresh_attacker_finding
     from dashboard.property_settings import page_default_config
 
@@ -208,14 +208,14 @@ def attackers_part(seed: int = 0, max_samples: int = 8000) -> dict[str, Any]:
     import torch
 
     from core.attacks.attribute import _mlp_net, fresh_attacker_proba, prior_shift_weights
-    from core.config import AttackSpec, parse_config
+    from core.config.schema import AttackSpec, parse_config
     from core.data import load_dataset
     from core.defenses.federated import build_defense
-    from core.device import get_device
-    from core.metrics import attack_scores
-    from core.progress import Progress
+    from core.engine.training import train_classifier
+    from core.foundation.device import get_device
+    from core.foundation.metrics import attack_scores
+    from core.foundation.progress import Progress
     from core.runs import attribute_stages as S
-    from core.training import train_classifier
     from dashboard.tappfl_settings import build_config, preset_widgets
 
     cfg = parse_config(build_config(

@@ -72,8 +72,8 @@ def _config(defense: dict[str, Any], tests: int, quick: bool) -> dict[str, Any]:
 
 def main(quick: bool = False) -> dict[str, Any]:
     from core.attacks.audit import noise_removed
-    from core.config import parse_config
-    from core.progress import Progress
+    from core.config.schema import parse_config
+    from core.foundation.progress import Progress
     from core.runs.membership import run_membership
 
     runs = _runs(quick)

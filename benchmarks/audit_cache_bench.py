@@ -28,7 +28,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     from benchmarks.userfiles_bench import merge_trust
     from cache.store import ResultStore
     from core.attacks.audit import noise_removed
-    from core.config import parse_config
+    from core.config.schema import parse_config
 
     cfg = parse_config(BASE)
     t0 = time.perf_counter()

@@ -6,10 +6,10 @@ default run, and the README tour's screenshots.
 (:mod:`dashboard.browser_check`) on a private, empty result store. Before a page with a knob is
 checked, its own default config is read in the browser (its "Copy this run as YAML" block) and
 its teaching sweep over that config is stored through the Python API
-(:func:`core.teaching.teaching_sweep` → ``job_configs`` → ``store.get_or_run``; one seed and
+(:func:`core.report.teaching.teaching_sweep` → ``job_configs`` → ``store.get_or_run``; one seed and
 both ends of the grid, as ``benchmarks/lessons_bench.py --quick`` does), so that the page shows
 its measured lesson; the fields where the page's default differs from
-:func:`core.teaching.default_config` are recorded.
+:func:`core.report.teaching.default_config` are recorded.
 Then, page by page (Home, Data & projections, the six pages with a knob, Compare, History):
 open it, press its Run button with the defaults untouched (Compare runs its teaching preset by
 itself), wait for the result, and record the seconds to the result, any exception box, the
@@ -39,9 +39,9 @@ RESULT_TIMEOUT_MS = 900_000  # a loaded 2-core machine: Compare's preset runs co
 
 def default_differences(page: str, shown: dict[str, Any]) -> dict[str, list[Any]]:
     """Fields where the page's own default config (read in the browser) differs from
-    :func:`core.teaching.default_config` (what benchmarks/lessons_bench.py times):
+    :func:`core.report.teaching.default_config` (what benchmarks/lessons_bench.py times):
     ``field: [page, teaching]`` (the device left out)."""
-    from core import teaching
+    from core.report import teaching
 
     return teaching.default_differences(page, shown, ignore=("device",))
 
@@ -51,7 +51,7 @@ def prefill(store_dir: Path, page: str, base: dict[str, Any]) -> dict[str, Any]:
     seed, both ends of the grid), stored through the Python API."""
     from benchmarks.lessons_bench import _quick_spec
     from cache.store import ResultStore
-    from core import teaching
+    from core.report import teaching
 
     store = ResultStore(store_dir)
     spec = _quick_spec(teaching.teaching_sweep(page, base))
@@ -71,7 +71,7 @@ def expected_missing(store_dir: Path, bases: dict[str, dict[str, Any]]) -> dict[
     """[missing, total] of each page's full teaching sweep over its own default config, read
     from the store after the pass: the page's lesson panel should say the same."""
     from cache.store import ResultStore
-    from core import teaching
+    from core.report import teaching
 
     store = ResultStore(store_dir)
     out = {}
@@ -85,7 +85,7 @@ def expected_missing(store_dir: Path, bases: dict[str, dict[str, Any]]) -> dict[
 
 def check_page(browser, server: str, check, shots: Path, store_dir: Path,
                bases: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from core import teaching
+    from core.report import teaching
     from dashboard import browser_check as B
 
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
@@ -173,13 +173,13 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
         f"{load_end} at the end): seconds are a loaded machine's. Before each page with a "
         "knob is checked, its own default config is read in the browser (its 'Copy this run as "
         "YAML' block; default_differs_from_teaching_default lists the fields where it is not "
-        "core.teaching.default_config, which the lessons benchmark times) and its teaching sweep "
+        "core.report.teaching.default_config, which the lessons benchmark times) and its teaching sweep "
         "over that config is stored through the Python API, QUICK (one seed, both ends of each "
         "grid; prefill), so each lesson reads 'one seed and no interval' and says how many "
         "points are missing; a page whose default is a grid end then shows it from the store "
         "(default_stored_before_run). seconds_to_result: from the Run click, or from opening "
         "the page where it runs its default by itself (Fisher information, Compare: its "
-        "teaching preset, cold). raw_keys: registered metric keys (core.metric_schema, attack metrics "
+        "teaching preset, cold). raw_keys: registered metric keys (core.foundation.metric_schema, attack metrics "
         "included) found as whole tokens in the body's innerText plus the plots' SVG text; "
         "console_errors: console messages of type error plus uncaught page errors; "
         f"{len([r for r in knob_rows if r.get('lesson_sentence')])} of {len(knob_rows)} pages "

@@ -24,7 +24,7 @@ import numpy as np
 
 from cache.bundle import import_bundle, spec_from_dict, write_bundle
 from cache.store import ResultStore
-from core import compare as C
+from core.runs import compare as C
 
 SPEC = C.ComparisonSpec(
     family="membership", data="digits", utility="utility_acc", privacy="mia_loss_auc",

@@ -133,7 +133,7 @@ def sweep_bundle(tmp: Path) -> tuple[Path, str]:
     sys.path.insert(0, str(ROOT / "tests"))
     from _tappfl_contract import contract_runner
 
-    import core.experiments as E
+    import core.runs.experiments as E
     from cache.bundle import write_bundle
     from cache.store import ResultStore
 
@@ -407,7 +407,7 @@ def per_record_auc(tmp: Path) -> tuple[float, list[dict[str, Any]]]:
     attacks of a tiny membership run."""
     from cache.bundle import import_bundle, write_bundle
     from cache.store import ResultStore
-    from core.exposure import recomputed_auc
+    from core.report.exposure import recomputed_auc
 
     src = ResultStore(tmp / "mia-src")
     r = src.get_or_run(MEMBERSHIP)

@@ -5,7 +5,7 @@ sha256 checksums, decode JSON + npz). Misses use a trivial runner, so they measu
 own overhead (tmp dir, fsync, rename, index transaction). The reference row reads the same
 files with plain ``json.loads`` + ``np.load`` and no store, so ``hit / reference`` is the
 store's overhead as a same-process ratio (DESIGN: Benchmarks). One miss through the real
-``core.experiments.run`` (PCA on ``digits``) is added when that runner exists.
+``core.runs.experiments.run`` (PCA on ``digits``) is added when that runner exists.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from cache.store import ResultStore
-from core.config import DataSpec, ProjectionConfig
-from core.result import Result
+from core.config.schema import DataSpec, ProjectionConfig
+from core.foundation.result import Result
 
 HIT_TARGET_MS = 50.0
 
@@ -122,7 +122,7 @@ def main(quick: bool = False) -> dict[str, Any]:
         # peek (what the dashboard calls to show a cached result at once)
         rows.append(_stats("peek (hit)", _time(lambda: store.peek(cfg), n_hit)))
 
-        # one real miss through core.experiments.run (PCA on digits), if the runner exists
+        # one real miss through core.runs.experiments.run (PCA on digits), if the runner exists
         try:
             import core.runs.projection  # noqa: F401
         except ImportError as exc:
@@ -143,10 +143,10 @@ def main(quick: bool = False) -> dict[str, Any]:
                                _time(lambda: store.get_or_run(real), n_big)))
 
         # a cached trained stage (encoder weights + curves) of a tiny attribute-privacy run
-        from core.config import AttributePrivacyConfig
-        from core.device import get_device
+        from core.config.schema import AttributePrivacyConfig
+        from core.foundation.device import get_device
+        from core.foundation.stages import stage_key
         from core.runs.attribute_stages import train_part
-        from core.stages import stage_key
 
         ap = AttributePrivacyConfig.model_validate({
             "data": {"name": "synthetic", "n_samples": 600}, "pretrain_epochs": 0,

@@ -1,5 +1,5 @@
 """Caveat rendering benchmark (issue #20, item 3): how many of the caveat keys a run can emit
-(:mod:`core.caveats`) each page draws, and how many beside the number they qualify.
+(:mod:`core.foundation.caveats`) each page draws, and how many beside the number they qualify.
 
 ``python -m benchmarks caveats`` writes ``benchmarks/results/caveats.json``; the figures come
 from :func:`dashboard.components.caveat_check.caveat_keys_rendered` (every kind's page drawn in

@@ -4,7 +4,7 @@ Data: n = 4,000 synthetic rows X = (Z ∘ √λ) Qᵀ with Z iid N(0, 1), Q a ra
 (QR of a Gaussian matrix) and an image-like decaying spectrum λ_j = 0.24·3072·j^{-1.2}/Σ j^{-1.2}
 (trace ≈ 737, the [−1, 1] CIFAR trace of spec §4.2). The sample covariance (ddof = 1) of X is
 what :func:`core.bounds.channel.data_spectrum` decomposes. Timed, all under one BLAS/torch
-thread (:func:`core.threads.thread_limits`):
+thread (:func:`core.foundation.threads.thread_limits`):
 
 - covariance Xcᵀ Xc/(n − 1) of the rows;
 - eigh of the covariance (:func:`spectrum_from_cov`: LAPACK syevd with eigenvectors) — median of 3;
@@ -59,7 +59,7 @@ def _row(case: str, secs: list[float], unit: str = "s", **extra: Any) -> dict[st
 def main(quick: bool = False) -> dict[str, Any]:
     from core.bounds import channel as cb
     from core.defenses.channel import paper_eye_mask
-    from core.threads import thread_limits
+    from core.foundation.threads import thread_limits
 
     n_eigh, n_solve_rep, n_pers = (1, 5, 1) if quick else (3, 25, 3)
     with thread_limits(1) as threads:

@@ -2,7 +2,7 @@
 
 In a fresh result store (cold means cold):
 
-1. the teaching comparison (:func:`core.compare.teaching_spec`: membership on ``digits``,
+1. the teaching comparison (:func:`core.runs.compare.teaching_spec`: membership on ``digits``,
    Inf2Guard λ, DP-SGD ε, the Natural and White κ channels, two or three knob values each,
    three seeds, plus the undefended point) serially, in a store of its own: the reference for
    the local pool's speedup;
@@ -36,7 +36,7 @@ KEEP_ENV = "PRIVLAB_COMPARE_BENCH_STORE"
 
 
 def _timed(spec, store) -> tuple[Any, float]:
-    from core.compare import run_comparison
+    from core.runs.compare import run_comparison
 
     t0 = time.perf_counter()
     cmp = run_comparison(spec, store)
@@ -70,8 +70,8 @@ def _row(name: str, cmp, cold: float, cached: float | None, **extra: Any) -> dic
 
 def main(quick: bool = False) -> dict[str, Any]:
     from cache.store import ResultStore
-    from core.compare import PRESETS
-    from core.parts import DEFENSES
+    from core.foundation.parts import DEFENSES
+    from core.runs.compare import PRESETS
     from core.runs.sweep import shutdown_pool, usable_cores
 
     os.environ.setdefault("PRIVLAB_DATA_DIR", "/work/shared/data")

@@ -7,7 +7,7 @@ are up and idle (their CPU time still) before it opens ``/compare`` in headless 
 the teaching preset starts by itself. Measured:
 
 - ``compare_teaching_cold_s``: the page's job from its start to its end, as the page reports it
-  (``N computed now in X s``: :attr:`core.compare.Comparison.seconds`, run_comparison inside
+  (``N computed now in X s``: :attr:`core.runs.compare.Comparison.seconds`, run_comparison inside
   the job);
 - ``browser_job_s``: the same seen from the browser, from the progress bar's first appearance
   to the plane drawn; ``browser_open_to_plot_s``: from opening the page to the plane drawn;
@@ -107,7 +107,7 @@ def serial_reference() -> dict[str, Any]:
     own): wall and CPU seconds, the load around it."""
     from benchmarks.lessons_bench import _warm
     from cache.store import ResultStore
-    from core import compare
+    from core.runs import compare
 
     _warm()
     load = [round(x, 2) for x in os.getloadavg()]

@@ -1,7 +1,7 @@
 """Configs generated from the pydantic schema (issue 21), shared by the CI fuzz test
 (``tests/test_hardening_config.py``) and the hardening benchmark.
 
-:func:`config_strategy` walks a kind's model (:data:`core.config.CONFIG_MODELS`) field by
+:func:`config_strategy` walks a kind's model (:data:`core.config.schema.CONFIG_MODELS`) field by
 field: numbers inside their declared range (its ends, just inside, uniform and log-uniform),
 literals, registered names, nested blocks and tagged unions; with a small probability a field
 gets a hostile value instead (just outside its range, NaN, ±inf, 1e-300, 1e-320, a wrong type,
@@ -200,7 +200,7 @@ def leaf_paths(model: type[BaseModel], prefix: str = "", depth: int = 0) -> list
 
 
 def sweep_strategy() -> st.SearchStrategy[dict[str, Any]]:
-    from core.config import CONFIG_MODELS
+    from core.config.schema import CONFIG_MODELS
 
     kinds = [k for k in CONFIG_MODELS if k != "sweep"]
 
@@ -231,7 +231,7 @@ def sweep_strategy() -> st.SearchStrategy[dict[str, Any]]:
 
 def config_strategy(kind: str) -> st.SearchStrategy[dict[str, Any]]:
     """Generated mappings of config ``kind`` (see the module docstring)."""
-    from core.config import CONFIG_MODELS
+    from core.config.schema import CONFIG_MODELS
 
     if kind == "sweep":
         return sweep_strategy()
@@ -244,7 +244,7 @@ def config_strategy(kind: str) -> st.SearchStrategy[dict[str, Any]]:
 
 def field_names() -> frozenset[str]:
     """Every field name of every config model (what a message must name)."""
-    from core.config import CONFIG_MODELS
+    from core.config.schema import CONFIG_MODELS
 
     names: set[str] = {"kind", "config", "grid", "seeds", "base"}
     seen: set[type] = set()
@@ -305,9 +305,9 @@ def _alarm(signum, frame):
 
 
 def check_case(obj: Any, *, limit_s: float = 5.0, names: frozenset[str] | None = None) -> Outcome:
-    """Validate ``obj`` with :func:`core.config.parse_config` under a ``limit_s`` wall-clock
+    """Validate ``obj`` with :func:`core.config.schema.parse_config` under a ``limit_s`` wall-clock
     limit (SIGALRM; main thread only) and classify the outcome."""
-    from core.config import ConfigError, cache_key, parse_config
+    from core.config.schema import ConfigError, cache_key, parse_config
 
     names = names or field_names()
     old = signal.signal(signal.SIGALRM, _alarm)

@@ -9,10 +9,10 @@ benchmark's declaration figures):
   argument is the field's name in the code a knob's value travels through — the defenses
   (``core/defenses/``, ``core/catalog/``), the runners, configs, Compare and teaching, the
   store and the pages (a function that re-checks the knob writes its range again;
-  :func:`core.checks.check_field` reads the block's and is not counted) —, and every widget call
+  :func:`core.foundation.checks.check_field` reads the block's and is not counted) —, and every widget call
   (``slider``, ``number_input``, ``select_slider``) with literal ``min_value``/``max_value``
   whose ``key`` or label names the field. Bounds (``core/bounds/``) and generic helpers
-  (``core/data/``, ``core/metrics.py``, ...) are left out: they state a formula's domain (κ > 0
+  (``core/data/``, ``core/foundation/metrics.py``, ...) are left out: they state a formula's domain (κ > 0
   for a capacity, a Dirichlet α > 0) under a name that may coincide with a knob's, which is not
   the knob's range.
 - :func:`edits_to_add`: the files other than tests and benchmarks that the commits adding a
@@ -54,13 +54,13 @@ def knob_range_declarations(root: Path = ROOT) -> dict[str, list[str]]:
     constraint first."""
     import inspect
 
-    from core.parts import DEFENSES
+    from core.foundation.parts import DEFENSES
 
     out: dict[str, list[str]] = {}
     knobs = {(n, d.knob.field, d.config) for n, d in DEFENSES.items() if d.knob is not None}
     files = _py(root, ("core/defenses", "core/catalog", "core/runs", "cache", "dashboard"))
-    files += [root / "core" / f for f in ("config.py", "compare.py", "teaching.py",
-                                           "experiments.py") if (root / "core" / f).exists()]
+    files += [root / "core" / f for f in ("config/schema.py", "report/teaching.py")
+              if (root / "core" / f).exists()]
     trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in files}
     for name, field, block in sorted(knobs, key=lambda t: t[0]):
         places: list[str] = []

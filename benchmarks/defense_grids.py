@@ -39,7 +39,7 @@ DEFENSES_RUN = (
 
 def grid(kind: str, quick: bool = False) -> tuple[float, ...]:
     """The knob's comparison and teaching grids together (quick: the ends)."""
-    from core.parts import DEFENSES
+    from core.foundation.parts import DEFENSES
 
     knob = DEFENSES.get(kind).knob
     values = tuple(sorted(set(knob.comparison_grid()) | set(knob.teaching_grid())))
@@ -48,7 +48,7 @@ def grid(kind: str, quick: bool = False) -> tuple[float, ...]:
 
 def _row(cfg: dict[str, Any], seed: int, defense: dict[str, Any], value: float | None
          ) -> dict[str, Any]:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     t0 = time.perf_counter()
     r = run({**cfg, "seed": seed, "defense": defense})
@@ -71,7 +71,7 @@ def _means(rows: list[dict[str, Any]], key: str) -> dict[str, float]:
 
 def main(quick: bool = False) -> dict[str, Any]:
     from benchmarks.__main__ import _jsonable, machine_info
-    from core.parts import DEFENSES
+    from core.foundation.parts import DEFENSES
 
     t0 = time.perf_counter()
     cfg = base_config(quick)

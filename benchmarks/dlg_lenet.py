@@ -1,7 +1,7 @@
 """DLG and iDLG in the DLG setting (issue #20): LeNet-sigmoid initialised U(−0.5, 0.5) as in
 Zhu et al. 2019, undefended single-image uploads of the fresh model, 32 targets of the embedded
 default data set (``digits``, the gradient-leakage config's default), measured through the
-engine (``core.experiments.run``) on the page's "DLG setting" preset
+engine (``core.runs.experiments.run``) on the page's "DLG setting" preset
 (:data:`dashboard.reconstruction_settings.DLG_SETTING`): DLG and iDLG at their presets
 (L2, L-BFGS lr 1, history 100, 300 iterations, one start), the model trained under its own
 recipe (Adam lr 3e-3, batch 32, 20 epochs) and its test accuracy beside the majority-class rate.
@@ -51,11 +51,11 @@ def _uploads(cfg: dict[str, Any], init: str):
     from torch import nn
 
     from core.attacks.gradient_inversion import target_gradients
-    from core.config import GradientLeakageConfig
+    from core.config.schema import GradientLeakageConfig
     from core.data import load_dataset
-    from core.nn import image_classifier, seeded
+    from core.foundation.seeds import torch_stream
+    from core.models.nn import image_classifier, seeded
     from core.runs import gradient_stages as S
-    from core.seeds import torch_stream
 
     c = GradientLeakageConfig.model_validate(cfg)
     ds = load_dataset(c.data, c.seed)
@@ -92,7 +92,7 @@ def _pytorch_init_accuracy(cfg: dict[str, Any]) -> float:
     """Test accuracy of the PyTorch-initialised net under the same recipe (train_central)."""
     import torch
 
-    from core.noisy_training import evaluate_accuracy, train_central
+    from core.engine.noisy_training import evaluate_accuracy, train_central
 
     ds, c, model, _, _, _ = _uploads(cfg, "pytorch")
     X = torch.tensor(np.asarray(ds.X), dtype=torch.float32)
@@ -107,8 +107,8 @@ def _pytorch_init_accuracy(cfg: dict[str, Any]) -> float:
 def main(quick: bool = False) -> dict[str, Any]:
     import torch
 
-    from core.experiments import run
-    from core.threads import compute_threads
+    from core.foundation.threads import compute_threads
+    from core.runs.experiments import run
 
     cfg = _config(quick)
     t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """Batched gradient inversion against the classic one-target-at-a-time loop (iDLG).
 
 32 ``mnist5k`` training images, one per target (batch 1), observed as single-image gradients of
-a freshly initialised LeNet-sigmoid (``core.nn.seeded``, seed 0); the iDLG preset (L2, L-BFGS
+a freshly initialised LeNet-sigmoid (``core.models.nn.seeded``, seed 0); the iDLG preset (L2, L-BFGS
 lr 1, history 100, labels from the last layer, per-target loss normalised by its initial value).
 
 - **batched**: :func:`core.attacks.gradient_inversion.invert`, all 32 targets in one
@@ -46,9 +46,9 @@ _ITER_LADDER = (30, 40, 50, 60, 70, 80, 90, 100, 120, 150, 200, 300)
 def _setup(device: torch.device) -> dict[str, Any]:
     """Targets, model and observed gradients (the victim side)."""
     from core.attacks.gradient_inversion import target_gradients
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
-    from core.nn import LeNetSigmoid, seeded
+    from core.models.nn import LeNetSigmoid, seeded
 
     ds = load_dataset(DataSpec(name="mnist5k"), 0)
     rows = np.random.default_rng([0, 8001]).choice(ds.split("train"), TARGETS, replace=False)

@@ -6,7 +6,7 @@ DP-SGD default). Not registered in :data:`benchmarks.BENCHMARKS` (minutes on 2 c
 
 **Utility** on the Membership default (mnist5k, 500 members, the undefended model trained with
 Adam 1e-3, batches of 64, 60 epochs) and the Compare teaching preset (digits, its train block
-as :func:`core.compare.teaching_spec` sets it: 250 members, 40 epochs, lr 0.005): the undefended test accuracy, the majority-class rate, and DP-SGD with its
+as :func:`core.runs.compare.teaching_spec` sets it: 250 members, 40 epochs, lr 0.005): the undefended test accuracy, the majority-class rate, and DP-SGD with its
 own recipe (:class:`core.catalog.dp_sgd.DPSGDDefense` defaults) at each target ε of the knob's grid and
 at ε = ∞ (clipping without noise), per seed, with the wall time of each training. Every model is
 trained by the membership runner's own ``_train_one`` (the target's procedure, shadows'
@@ -50,7 +50,7 @@ LAMBDAS = (0.5, 0.9)
 
 
 def _settings() -> dict[str, dict[str, Any]]:
-    from core.compare import teaching_spec
+    from core.runs.compare import teaching_spec
 
     spec = teaching_spec()
     return {"membership_default": {"kind": "membership"},
@@ -62,7 +62,7 @@ class _Setting:
     """One setting's data as the membership runner lays it out (pool, members, test rows)."""
 
     def __init__(self, base: dict[str, Any], seed: int) -> None:
-        from core.config import parse_config
+        from core.config.schema import parse_config
         from core.data import load_dataset
         from core.runs.membership_stages import _pool, _shape
 
@@ -79,7 +79,7 @@ class _Setting:
         self.majority = float(np.bincount(np.asarray(ds.y)[self.te]).max() / len(self.te))
 
     def config(self, defense: dict[str, Any]):
-        from core.config import parse_config
+        from core.config.schema import parse_config
 
         return parse_config({**self.base, "seed": self.seed, "defense": defense})
 
@@ -116,7 +116,7 @@ class _Setting:
     # -- the defenses' trainings with a canary hook (the audit's train_fn) -------------------
 
     def _model(self):
-        from core.nn import image_classifier, seeded
+        from core.models.nn import image_classifier, seeded
 
         return seeded(lambda: image_classifier("mlp", self.shape, self.n_classes),
                       torch.Generator().manual_seed(int(self.seed)))
@@ -143,7 +143,7 @@ class _Setting:
                                 pretrain_epochs=pre, batch_size=t.batch_size, lr=t.lr,
                                 seed=self.seed, canary=canary)
             else:
-                from core.noisy_training import train_central
+                from core.engine.noisy_training import train_central
 
                 noise = self._noise(cfg)
                 perturb = None if noise is None else (lambda x, g: noise.perturb(x, generator=g))
@@ -306,7 +306,7 @@ def main(quick: bool = False, part: str = "all") -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    from core.threads import thread_limits
+    from core.foundation.threads import thread_limits
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")

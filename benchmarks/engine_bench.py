@@ -89,7 +89,7 @@ def _paired(secs: dict[str, list[float]], num: str, den: str) -> float:
 
 
 def _digits(dev: torch.device) -> tuple[torch.Tensor, torch.Tensor, tuple[int, ...]]:
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
 
     ds = load_dataset(DataSpec(name="digits"), 0)
@@ -101,12 +101,12 @@ def _digits(dev: torch.device) -> tuple[torch.Tensor, torch.Tensor, tuple[int, .
 
 def shadow_speedup(dev: torch.device, epochs: int, repeats: int) -> dict[str, Any]:
     """The RelaxLoss-defended target's 8 shadows: batched against one by one (module docs)."""
-    from core.config import parse_config
-    from core.defenses.builds import build_defense
+    from core.config.schema import parse_config
+    from core.engine.shadow_training import shadow_seed, shadow_splits
+    from core.foundation.builds import build_defense
+    from core.foundation.seeds import torch_stream
     from core.models import build_model
-    from core.nn import seeded
-    from core.seeds import torch_stream
-    from core.shadow_training import shadow_seed, shadow_splits
+    from core.models.nn import seeded
 
     cfg = parse_config({"kind": "membership", "data": {"name": "digits"},
                         "defense": {"kind": "relaxloss"}, "train": {"epochs": epochs}})

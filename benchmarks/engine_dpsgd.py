@@ -87,7 +87,7 @@ def _bare(model, X, y, shape) -> int:
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
-    from core.seeds import torch_stream
+    from core.foundation.seeds import torch_stream
 
     n, dev = len(X), X.device
     images = X.reshape(n, *shape)

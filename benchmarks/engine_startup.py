@@ -90,7 +90,7 @@ def tiny_run(repeats: int = 5, bytecode_cache: bool = True) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="privlab_startup_") as tmp:
         cfg = Path(tmp) / "tiny.yaml"
         cfg.write_text(json.dumps(TINY))  # JSON is YAML
-        run = [sys.executable, "-m", "core.cli", "run", str(cfg), "--no-cache",
+        run = [sys.executable, "-m", "cli.main", "run", str(cfg), "--no-cache",
                "--cache-dir", str(Path(tmp) / "store"), "--progress", "off"]
         _wall(run, ROOT, env)  # the file and bytecode caches warm for both (not counted)
         for _ in range(repeats):

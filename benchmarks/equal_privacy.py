@@ -3,7 +3,7 @@
 follows the benchmark convention (``main(quick) -> dict`` with a ``headline``). Not registered
 in :data:`benchmarks.BENCHMARKS` (tens of minutes on 2 cores).
 
-One comparison (:func:`core.compare.run_comparison`, every point a stored membership run) on
+One comparison (:func:`core.runs.compare.run_comparison`, every point a stored membership run) on
 the Membership default (mnist5k, 500 members, the train block's defaults; DP-SGD with its own
 recipe): Inf2Guard over λ, the Natural and White κ channels over κ, DP-SGD over its target-ε
 grid and its ε = ∞ point (clipping, no noise), and the undefended model, each over seeds,
@@ -13,7 +13,7 @@ cost 6× the training on a shared 2-core machine; stated in the output). Grids: 
 
 Equal privacy: the level L is the lowest LiRA AUC that both Inf2Guard and DP-SGD reach on their
 seed-mean curves (the most private level they share); each defense's utility at L is its best
-test accuracy with LiRA AUC ≤ L along its curve (:func:`core.compare.utility_at_level`: a
+test accuracy with LiRA AUC ≤ L along its curve (:func:`core.runs.compare.utility_at_level`: a
 measured point, or interpolated on a crossing segment), per seed for the interval. Utility is
 also reported above the majority class, (acc − majority) / (undefended − majority), since a
 model at the majority rate already scores a large share of the undefended accuracy.
@@ -44,7 +44,7 @@ SHADOWS = 2
 
 
 def spec(quick: bool, seeds: int):
-    from core import compare as C
+    from core.runs import compare as C
 
     base: dict[str, Any] = {
         "attack": {"attackers": ["loss", "lira_offline"], "shadows": SHADOWS,
@@ -76,7 +76,7 @@ def _interval(vals: list[float | None]) -> dict[str, Any]:
 
 def main(quick: bool = False, seeds: int = 2, store_dir: Path | None = None) -> dict[str, Any]:
     from cache.store import ResultStore
-    from core import compare as C
+    from core.runs import compare as C
 
     t0 = time.perf_counter()
     sp = spec(quick, seeds)
@@ -153,7 +153,7 @@ if __name__ == "__main__":
         out["machine"] = machine_info()
     except ImportError:  # pragma: no cover
         pass
-    from core.provenance import stamp
+    from core.foundation.provenance import stamp
 
     out["provenance"] = stamp("python -m benchmarks.equal_privacy" + (" --quick" if a.quick else ""))
     path = a.out or (OUT.with_suffix(".quick.json") if a.quick else OUT)

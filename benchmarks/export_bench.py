@@ -40,7 +40,7 @@ def _run_notebook(nb: Any, store: Any) -> tuple[bool, bool, float, str]:
     """(executed, its check cell passed, seconds, the check cell's last line)."""
     from nbclient.exceptions import CellExecutionError
 
-    from core.notebook import execute
+    from core.report.notebook import execute
 
     t0 = time.perf_counter()
     try:
@@ -60,9 +60,9 @@ def main(quick: bool = False) -> dict[str, Any]:
     from benchmarks.report_bench import mismatched
     from cache.bundle import import_bundle, write_bundle
     from cache.store import ResultStore
-    from core import compare as C
     from core.report import build_report
     from core.report.pdf import count_pages, external_requests
+    from core.runs import compare as C
 
     load_start = _uptime()
     rows: list[dict[str, Any]] = []

@@ -1,7 +1,7 @@
-"""Per-record exposure (:mod:`core.exposure`): which families keep per-record scores, and on a
+"""Per-record exposure (:mod:`core.report.exposure`): which families keep per-record scores, and on a
 small membership comparison which records each defense protects.
 
-1. Every family that declares a per-record extractor (``core.parts.FAMILIES``, ``exposure``)
+1. Every family that declares a per-record extractor (``core.foundation.parts.FAMILIES``, ``exposure``)
    runs one tiny config; it counts when its extractor reads at least one scored record and
    the top-N come out most exposed first (``per_record_families``).
 2. The per-record arrays move no metric: the tiny membership run again with its
@@ -10,8 +10,8 @@ small membership comparison which records each defense protects.
 3. A membership comparison on ``digits`` (:data:`SPEC`: the undefended MLP, DP-SGD at ε = 8,
    RelaxLoss at α = 1; 250 members, 40 epochs; loss, offline LiRA and RMIA with 8 shadow
    models, 4 target models pooled: a record's score is its mean over the ones that trained
-   on it) run through :func:`core.compare.run_comparison` on a
-   private store, then :func:`core.exposure.exposure_overlap` of its three points at k =
+   on it) run through :func:`core.runs.compare.run_comparison` on a
+   private store, then :func:`core.report.exposure.exposure_overlap` of its three points at k =
    :data:`K`: the Jaccard index of each pair of top-k sets and the number of records in
    every top-k set, beside Jaccard's chance level k / (2n − k).
 
@@ -53,7 +53,7 @@ TINY: dict[str, dict[str, Any]] = {
 
 def spec(quick: bool = False):
     """The membership comparison (quick: 2 shadow models, 20 epochs, no pooling)."""
-    from core.compare import ComparisonSpec, DefenseSpec
+    from core.runs.compare import ComparisonSpec, DefenseSpec
 
     attack = {"attackers": ["loss", "lira_offline", "rmia"], "shadows": 8, "rmia_references": 1,
               "targets": 4}
@@ -79,9 +79,9 @@ def families() -> tuple[list[dict[str, Any]], list[str]]:
     """One tiny run per family that declares an extractor: (rows, the families that read)."""
     import numpy as np
 
-    from core.experiments import run
-    from core.exposure import record_exposure
-    from core.parts import FAMILIES
+    from core.foundation.parts import FAMILIES
+    from core.report.exposure import record_exposure
+    from core.runs.experiments import run
 
     rows, ok = [], []
     for name, fam in FAMILIES.items():
@@ -105,7 +105,7 @@ def metrics_identical() -> bool:
     """The tiny membership run with and without its per-record arrays: every metric equal
     (timings aside)."""
     import core.runs.membership_stages as MS
-    from core.experiments import run
+    from core.runs.experiments import run
 
     def metrics(r) -> dict[str, float]:
         return {k: v for k, v in r.metrics.items() if "seconds" not in k}
@@ -123,8 +123,8 @@ def metrics_identical() -> bool:
 def comparison(quick: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The membership comparison on a private store and the overlap of its points."""
     from cache.store import ResultStore
-    from core.compare import run_comparison
-    from core.exposure import comparison_results, exposure_overlap
+    from core.report.exposure import comparison_results, exposure_overlap
+    from core.runs.compare import run_comparison
 
     with tempfile.TemporaryDirectory() as root:
         store = ResultStore(root)

@@ -46,7 +46,7 @@ HEADLINE_KEYS = (
     "thm3_points_below_estimated_bound", "kappa_thm1_seed_means_below_bound", "fil_lira_spearman",
     "paper_claims_checked", "paper_claims_holds")
 
-#: the file each figure is read from; the paper check (core.paper_claims) reads the same
+#: the file each figure is read from; the paper check (core.paper_check.claims) reads the same
 #: figures from the same files, so faithfulness.json and papers.json never publish two
 #: values for one figure (a missing file gives null, never another file's number)
 FIGURE_SOURCES = {"repr_mia_undefended": "faithfulness_raw/repr_mia_runner.json",
@@ -80,7 +80,7 @@ def repr_mia(*, seeds: tuple[int, ...], lambdas: tuple[float, ...], quick: bool,
     registered parts (the shadow encoders come from the runner's shadow_representations stage).
     λ-major (the undefended point first); with ``out`` the rows so far are written after each
     run (a long run on a loaded CPU keeps what it measured)."""
-    from core.experiments import run
+    from core.runs.experiments import run
 
     rows: list[dict[str, Any]] = []
     for lam in lambdas:
@@ -129,7 +129,7 @@ def fil_lira(*, seeds: tuple[int, ...], quick: bool, shadows: int | None = None,
              draws: int | None = None) -> dict[str, Any]:
     """The FIL runner's default with its FIL-LiRA stage, per seed (``shadows`` / ``draws``:
     the lira block's, else its defaults: 16 shadows, 20 draws)."""
-    from core.experiments import run
+    from core.runs.experiments import run
 
     rows = []
     keys = ("fil_lira_auc", "fil_lira_spearman", "fil_lira_spearman_lo", "fil_lira_spearman_hi",

@@ -60,12 +60,12 @@ def repr_mia(*, seeds: tuple[int, ...], lambdas: tuple[float, ...], shadows: int
     offline), and LiRA on the released model C∘f."""
     import torch
 
-    from core import seeds as S
     from core.attacks import membership as M
-    from core.config import MembershipConfig
+    from core.config.schema import MembershipConfig
     from core.data import load_dataset
     from core.defenses.inf2guard import train_inf2guard
-    from core.shadow_training import shadow_splits
+    from core.engine.shadow_training import shadow_splits
+    from core.foundation import seeds as S
 
     base = MembershipConfig()
     t = base.train
@@ -176,10 +176,10 @@ RR_ATTACKERS = ("decoder_in_training", "decoder_fresh", "inversion")
 
 def _lowest_ssim_with_utility(pts: list[dict[str, Any]], u_ref: float) -> dict[str, Any]:
     """The lowest SSIM a channel reaches along its ε curve while keeping utility >= u_ref:
-    :func:`core.compare.utility_at_level` with the two axes' roles swapped (the engine matches
+    :func:`core.runs.compare.utility_at_level` with the two axes' roles swapped (the engine matches
     utility at a leakage level; here leakage at a utility level: leakage → −utility, utility →
     −SSIM), crossings interpolated linearly in ε."""
-    from core.compare import utility_at_level
+    from core.runs.compare import utility_at_level
 
     k = [p["epsilon"] for p in pts]
     m = utility_at_level(k, [-p["utility"] for p in pts], [-p["ssim"] for p in pts], -u_ref)
@@ -187,7 +187,7 @@ def _lowest_ssim_with_utility(pts: list[dict[str, Any]], u_ref: float) -> dict[s
 
 
 def _utility_at_ssim(pts: list[dict[str, Any]], level: float) -> float | None:
-    from core.compare import utility_at_level
+    from core.runs.compare import utility_at_level
 
     return utility_at_level([p["epsilon"] for p in pts], [p["ssim"] for p in pts],
                             [p["utility"] for p in pts], level).utility
@@ -228,9 +228,9 @@ def repr_ssim(*, data: str, seeds: tuple[int, ...], eps_ref: tuple[float, ...],
     """The repr_reconstruction kind at its defaults (λ = 0.4, the default encoder and attacks)
     on ``data``: ε = 0 once (λ = 0.4 and λ = 0), then every channel over RR_EPS, per seed."""
     from core.bounds.entropy import dequantised
-    from core.config import DataSpec, ReprReconstructionConfig
+    from core.config.schema import DataSpec, ReprReconstructionConfig
     from core.data import load_dataset
-    from core.experiments import run
+    from core.runs.experiments import run
 
     base = ReprReconstructionConfig().model_dump(mode="json")
     eps_grid = RR_EPS[1:3] if quick else RR_EPS
@@ -329,7 +329,7 @@ def repr_ssim(*, data: str, seeds: tuple[int, ...], eps_ref: tuple[float, ...],
                 "thm3_points_below_estimated_bound": thm3["gaussian"][1]},
             "notes": ("SSIM = the strongest of the three attackers per point. Matched utility: "
                       "the learned channel at ε_ref; each fixed channel's lowest SSIM with "
-                      "utility >= that (core.compare.utility_at_level with the axes swapped, "
+                      "utility >= that (core.runs.compare.utility_at_level with the axes swapped, "
                       "crossings interpolated in ε; the ε = 0 run, no noise, starts every "
                       "curve); utility_at_learned_ssim is the engine's own direction (utility "
                       "at the learned SSIM). Theorem 3 points: non-vacuous (run, norm, η) "
@@ -346,7 +346,7 @@ def repr_ssim(*, data: str, seeds: tuple[int, ...], eps_ref: tuple[float, ...],
 def kappa_thm1(*, seeds: tuple[int, ...], kappa_per_dim: float, quick: bool) -> dict[str, Any]:
     from benchmarks.gradient_leakage import IG_ITERATIONS, TARGETS
     from core.bounds.expectation import expected_error_check, mse_from_psnr
-    from core.experiments import run
+    from core.runs.experiments import run
 
     base = {"kind": "gradient_leakage", "data": {"name": "digits"},
             "train": {"model": "mlp", "epochs": 2 if quick else 10, "batch_size": 32,
@@ -394,7 +394,7 @@ def kappa_thm1(*, seeds: tuple[int, ...], kappa_per_dim: float, quick: bool) -> 
 
 
 def _tpr_at(scores_in: np.ndarray, scores_out: np.ndarray, fpr: float) -> float:
-    from core.metrics import tpr_at_fpr
+    from core.foundation.metrics import tpr_at_fpr
 
     s = np.concatenate([scores_in.ravel(), scores_out.ravel()])
     y = np.r_[np.ones(scores_in.size, np.int64), np.zeros(scores_out.size, np.int64)]
@@ -409,14 +409,14 @@ def _fil_view_lira(data: dict[str, Any], *, seed: int, shadows: int, draws: int,
                    ) -> dict[str, Any]:
     """LiRA against the FIL kind's release on one view, before and after IRFIL; σ solved for
     ``eta_target`` (None: the config's default)."""
-    from core import fil
-    from core import seeds as S
     from core.attacks import fil_membership as FM
+    from core.bounds import fil_regression as fil
     from core.bounds.fil import sigma_for_eta
-    from core.config import FisherInformationConfig
-    from core.metrics import roc_curve_points
+    from core.config.schema import FisherInformationConfig
+    from core.engine.shadow_training import shadow_splits
+    from core.foundation import seeds as S
+    from core.foundation.metrics import roc_curve_points
     from core.runs.fisher_information import fit_labels, load_view
-    from core.shadow_training import shadow_splits
 
     raw: dict[str, Any] = {"kind": "fisher_information", "data": data, "seed": seed}
     if eta_target is not None:
@@ -613,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
                        with_irfil=not a.no_irfil)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["command"] = " ".join(["python -m benchmarks.faithfulness_research", *sys.argv[1:]])
-    from core.provenance import stamp
+    from core.foundation.provenance import stamp
 
     res["provenance"] = stamp(res["command"])
     a.out.write_text(json.dumps(res, indent=1, default=float))

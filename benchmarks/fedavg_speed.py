@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from core.config import DataSpec, FedAvgSpec, TappflConfig
+from core.config.schema import DataSpec, FedAvgSpec, TappflConfig
 from core.data.base import Dataset
 
 

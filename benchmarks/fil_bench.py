@@ -1,4 +1,4 @@
-"""Fisher information loss (issue #11; spec 002 Part A): quality and speed of :mod:`core.fil`.
+"""Fisher information loss (issue #11; spec 002 Part A): quality and speed of :mod:`core.bounds.fil_regression`.
 
 1. **Table 1 analogue** on ``mnist5k`` 0 vs 1 (PCA to 20 dimensions, unit ball, as the paper;
    mnist5k holds 800 training / 200 test images of these two digits, the paper's MNIST 12,665):
@@ -53,7 +53,7 @@ ADULT_SIGMA_ETA = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)  # target η̄ (
 
 
 def _table1(quick: bool) -> list[dict[str, Any]]:
-    from core import fil
+    from core.bounds import fil_regression as fil
     from core.data.fil_views import fil_view
 
     v = fil_view("mnist5k", classes=(0, 1), pca_dim=20)
@@ -79,8 +79,8 @@ def _table1(quick: bool) -> list[dict[str, Any]]:
 
 
 def _crb(quick: bool) -> list[dict[str, Any]]:
-    from core import fil
     from core.attacks import fil_attacks as FA
+    from core.bounds import fil_regression as fil
     from core.data.fil_views import fil_view
 
     v = fil_view("mnist5k", classes=(0, 1), pca_dim=20)
@@ -137,7 +137,7 @@ def _reference_autograd(fit, X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _speed(quick: bool) -> list[dict[str, Any]]:
-    from core import fil
+    from core.bounds import fil_regression as fil
 
     n, d = 10_000, 20
     rng = np.random.default_rng(1)
@@ -168,8 +168,8 @@ def _speed(quick: bool) -> list[dict[str, Any]]:
 
 
 def _adult(quick: bool) -> tuple[list[dict[str, Any]], str | None]:
-    from core import fil
     from core.attacks import fil_attacks as FA
+    from core.bounds import fil_regression as fil
     from core.data.fil_views import fil_view
 
     try:
@@ -233,7 +233,7 @@ def _adult(quick: bool) -> tuple[list[dict[str, Any]], str | None]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    from core.threads import thread_limits
+    from core.foundation.threads import thread_limits
 
     os.environ.setdefault("PRIVLAB_DATA_DIR", "/work/shared/data")
     t_all = time.perf_counter()
@@ -265,7 +265,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     below = sum(r["ratio_hi"] < 1 for r in crb_lab)
     feat = [r for r in rows if r["part"] == "crb" and r["estimator"] == "feature_pc1"]
     notes = [
-        f"{time.perf_counter() - t_all:.0f} s in all, one BLAS/torch thread (core.threads).",
+        f"{time.perf_counter() - t_all:.0f} s in all, one BLAS/torch thread (core.foundation.threads).",
         (f"IRFIL std ratio per model: {', '.join(f'{k} {v:.2e}' for k, v in ratios.items())}; "
          f"accuracy change (points): {', '.join(f'{k} {v:+.2f}' for k, v in changes.items())}."),
         (f"CRB: {len(crb_lab)} (σ, target) points of the unbiased label reconstruction with "

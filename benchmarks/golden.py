@@ -52,7 +52,7 @@ BASES = {"membership": MEMBERSHIP, "gradient_leakage": GRADIENT,
 
 def cases() -> dict[str, dict[str, Any]]:
     """name -> config: each base alone, and each family's defenses at their default block."""
-    from core.parts import DEFENSES
+    from core.foundation.parts import DEFENSES
 
     out: dict[str, dict[str, Any]] = {}
     for fam, base in BASES.items():
@@ -92,7 +92,7 @@ def _clean(v: Any) -> Any:
 
 
 def measure(names: list[str] | None = None) -> dict[str, Any]:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     out: dict[str, Any] = {}
     for name, cfg in cases().items():

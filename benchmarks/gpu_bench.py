@@ -119,8 +119,8 @@ def _nominal(name: str) -> tuple[float, float] | None:
 
 def measure(dev: torch.device, quick: bool) -> dict[str, Any]:
     """Rows, images/s and peak fractions per architecture × precision on ``dev``."""
+    from core.foundation.parts import ARCHITECTURES
     from core.models import forward_flops
-    from core.parts import ARCHITECTURES
 
     cuda = dev.type == "cuda"
     batch, warmup, steps, n = SETTINGS[("cuda" if cuda else "cpu") + ("_quick" if quick else "")]

@@ -1,5 +1,5 @@
 """Gradient leakage and the channel-capacity defense (spec 001), measured through the engine
-(``core.experiments.run`` on ``gradient_leakage`` configs; stage cache in memory).
+(``core.runs.experiments.run`` on ``gradient_leakage`` configs; stage cache in memory).
 
 1. Undefended attacks on ``mnist5k`` with LeNet-sigmoid: DLG, iDLG and Inverting Gradients at
    batch 1, 4 and 8, against the freshly initialised model and a partly trained one (one
@@ -50,7 +50,7 @@ def _device() -> str:
 
 
 def _run(cfg: dict[str, Any], store) -> Any:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     return run({**cfg, "device": _device()}, stages=store)
 
@@ -159,11 +159,11 @@ def _ratio_per_kappa(rows, a: str, b: str, field: str) -> dict[str, float]:
 def _utility_at_equal_psnr(rows, with_no_noise: bool = False
                            ) -> tuple[float, list[dict[str, float]]]:
     """Mean ratio utility(Natural) / utility(DP-SGD) at PSNRs both curves reach: each curve's
-    best utility with PSNR at most the level (:func:`core.compare.utility_at_level`, the
+    best utility with PSNR at most the level (:func:`core.runs.compare.utility_at_level`, the
     engine's matching; crossings interpolated), seeds averaged per knob value first. DP-SGD's
     curve is its target-ε grid; ``with_no_noise`` adds its ε = ∞ point (clipping only) at the
     end of the curve (knob 1e9 stands for ∞: the matching skips non-finite knobs)."""
-    from core.compare import utility_at_level
+    from core.runs.compare import utility_at_level
 
     def curve(name):
         names = {name, "dp_sgd_no_noise"} if name == "dp_sgd" and with_no_noise else {name}
@@ -191,8 +191,8 @@ def _utility_at_equal_psnr(rows, with_no_noise: bool = False
 def main(quick: bool = False) -> dict[str, Any]:
     import torch
 
-    from core.stages import MemoryStageStore
-    from core.threads import compute_threads
+    from core.foundation.stages import MemoryStageStore
+    from core.foundation.threads import compute_threads
 
     store = MemoryStageStore()
     t0 = time.perf_counter()

@@ -7,7 +7,7 @@
 2. **Runs**: a sample of the valid generated configs, their costly sizes shrunk (epochs,
    rounds, samples) but every knob as generated (δ, ε, κ, z, η at the ends of their ranges
    included), plus hand-picked edge configs, each through ``privlab run`` in its own process
-   with a time limit; then every stored metric is checked (:mod:`core.finite`: NaN / inf only
+   with a time limit; then every stored metric is checked (:mod:`core.foundation.finite`: NaN / inf only
    where the metric schema says a value can be undefined).
 3. **Hostile inputs** (:mod:`benchmarks.hardening_inputs`): config files, ``--set`` values,
    CSVs and image folders built to hang, exhaust memory or crash, through the CLI in their own
@@ -116,7 +116,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def _tiny(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The generated config with its sizes shrunk (None if that no longer validates)."""
-    from core.config import CONFIG_MODELS, ConfigError, parse_config
+    from core.config.schema import CONFIG_MODELS, ConfigError, parse_config
 
     kind = obj.get("kind")
     if kind == "sweep":  # its base shrunk, at most 2 values per knob and 2 seeds
@@ -160,7 +160,7 @@ def fuzz(per_kind: int) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, 
     from hypothesis import HealthCheck, given, settings
 
     from benchmarks.config_fuzz import check_case, config_strategy, field_names
-    from core.config import CONFIG_MODELS
+    from core.config.schema import CONFIG_MODELS
 
     names = field_names()
     rows, valid, notes = [], {}, []
@@ -217,7 +217,7 @@ def runs(valid: dict[str, list[dict[str, Any]]], per_kind: int, store_dir: Path
             path.write_text(json.dumps(obj))
             t0 = time.perf_counter()
             try:
-                p = subprocess.run([sys.executable, "-m", "core.cli", "run", str(path), "--json",
+                p = subprocess.run([sys.executable, "-m", "cli.main", "run", str(path), "--json",
                                     "--cache-dir", str(store_dir), "--progress", "off"],
                                    cwd=ROOT, env=env, capture_output=True, text=True,
                                    timeout=RUN_LIMIT_S, check=False)
@@ -244,7 +244,7 @@ def runs(valid: dict[str, list[dict[str, Any]]], per_kind: int, store_dir: Path
 def nonfinite_stored(store_dir: Path) -> tuple[int, int]:
     """(metrics stored that are NaN / inf where the schema wants a number, runs checked)."""
     from cache.store import ResultStore
-    from core.finite import _allowed
+    from core.foundation.finite import _allowed
 
     if not (store_dir / "index.sqlite").exists():
         return 0, 0

@@ -31,9 +31,9 @@ import numpy as np
 from cache.errors import StoreError, StoreIOError
 from cache.stages import DirStageStore
 from cache.store import ResultStore
-from core.config import ProjectionConfig
-from core.result import Result
-from core.stages import StageOutput, Stages
+from core.config.schema import ProjectionConfig
+from core.foundation.result import Result
+from core.foundation.stages import StageOutput, Stages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -262,7 +262,7 @@ _KILL_CHILD = textwrap.dedent("""
     from pathlib import Path
     from benchmarks.hardening_faults import cfg, runner
     from cache.store import ResultStore
-    from core.stages import StageOutput, Stages
+    from core.foundation.stages import StageOutput, Stages
     step, root, seed = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     count = [0]
     def hook(fn):
@@ -302,7 +302,7 @@ def _stage_ok(store: DirStageStore, seed: int) -> bool | None:
 
 
 def _stage_key(seed: int) -> str:
-    from core.stages import stage_key
+    from core.foundation.stages import stage_key
 
     return stage_key("train", {"seed": seed})
 
@@ -355,7 +355,7 @@ def sigkill(notes: list[str], max_steps: int = 60) -> dict[str, Any]:
 
 
 def _key(seed: int) -> str:
-    from core.config import cache_key
+    from core.config.schema import cache_key
 
     return cache_key(cfg(seed))
 

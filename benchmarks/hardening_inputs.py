@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: fork + exec into it (a child of a 1.3 GB pytest reports 1.3 GB), so it would measure the
 #: parent, not the input. ru_maxrss is the fallback where /proc is missing.
 _CHILD = """import resource, sys
-from core.cli import main
+from cli.main import main
 rc = main(sys.argv[1:])
 try:
     kb = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM'))

@@ -43,7 +43,7 @@ def _config(data: str, point: str, quick: bool) -> dict[str, Any]:
 
 
 def _row(data: str, point: str, quick: bool) -> dict[str, Any]:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     t0 = time.perf_counter()
     r = run(_config(data, point, quick))

@@ -1,12 +1,12 @@
 """Lessons benchmark (issue #20): each page's default config and teaching sweep, cold and
-cached, and the lesson measured from the sweep (:mod:`core.teaching`).
+cached, and the lesson measured from the sweep (:mod:`core.report.teaching`).
 
 ``python -m benchmarks lessons [--quick]`` (or ``python -m benchmarks.lessons_bench``) writes
 ``benchmarks/results/lessons.json``. Per page: the default config's seconds in an empty store
 (cold) and again from the store (cached); the teaching sweep's seconds cold and cached (the
 sweep and its reference runs, then the lesson read back); the lesson: the main privacy metric
 and utility at both ends of the knob with 95 % intervals and whether the move exceeds them.
-The Compare page's teaching preset (:func:`core.compare.teaching_spec`) runs cold and cached
+The Compare page's teaching preset (:func:`core.runs.compare.teaching_spec`) runs cold and cached
 on a warm local pool, as the page runs it, with the serial run as reference;
 ``compare_teaching_cold_s`` is taken from ``compare_server.json`` (the preset in a running
 Streamlit server, :mod:`benchmarks.compare_server_bench`) when that exists, here or with
@@ -14,7 +14,7 @@ Streamlit server, :mod:`benchmarks.compare_server_bench`) when that exists, here
 
 ``--pages P ...`` (without ``--quick``) reruns only those teaching pages (not Compare) and
 merges their rows and details into the stored lessons.json (:func:`merge_pages`). Each page's
-details hold its figures table and the lesson's number check (:func:`core.teaching.
+details hold its figures table and the lesson's number check (:func:`core.report.teaching.
 check_numbers`); the README tour is written from this file (``python -m
 benchmarks.readme_tour``).
 
@@ -109,7 +109,7 @@ def _warm() -> None:
 
 def page_row(page: str, store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """One page: default cold / cached seconds, teaching cold / cached seconds, the lesson."""
-    from core import teaching
+    from core.report import teaching
 
     spec = teaching.teaching_sweep(page)
     if quick:
@@ -149,7 +149,8 @@ def page_row(page: str, store, quick: bool) -> tuple[dict[str, Any], dict[str, A
 
 
 def compare_row(store, quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    from core import compare, teaching
+    from core.report import teaching
+    from core.runs import compare
     from core.runs.sweep import prewarm_pool, usable_cores
 
     # what the page runs (dashboard/views/compare.py): one run_comparison on the process's
@@ -218,7 +219,7 @@ COMPARE_NOTE = ("Compare: the page runs its preset as one run_comparison job on 
 def main(quick: bool = False, pages: tuple[str, ...] | None = None,
          results_dir: Path = RESULTS) -> dict[str, Any]:
     from cache.store import ResultStore
-    from core import teaching
+    from core.report import teaching
 
     pages = tuple(pages or teaching.PAGES)
     load_start = _load()
@@ -261,11 +262,11 @@ def main(quick: bool = False, pages: tuple[str, ...] | None = None,
     notes = ((f"Timings taken on a {'LOADED' if loaded else 'quiet'} 2-core machine (load "
               f"average at the start {load_start}, at the end {load}). ")
              + COMPARE_NOTE + server_note
-             + "default_cold_s: the page's default config (core.teaching.default_config) in an "
+             + "default_cold_s: the page's default config (core.report.teaching.default_config) in an "
              "empty store, engine modules imported first (a served page's process has them), "
              "data loading included; the Compare page's default is its teaching preset "
              "(compare_teaching_cold_s). teaching_*: the page's teaching sweep (its knob's "
-             "teaching grid from core.parts × seeds, plus the undefended reference where the "
+             "teaching grid from core.foundation.parts × seeds, plus the undefended reference where the "
              "lesson needs one), run through the store, then the lesson read back. "
              + ("QUICK: one seed, both ends of each grid only. " if quick else "")
              + ("Pending (filled by other branches' benchmarks, merged when their JSON "

@@ -56,7 +56,7 @@ REPR_SEARCH = (("mnist5k", 250, 100, 256, 128), ("mnist5k", 500, 60, 128, 64),
 
 
 def _run(cfg: dict[str, Any]) -> Any:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     return run(cfg)
 
@@ -138,10 +138,10 @@ def _repr_search(quick: bool) -> list[dict[str, Any]]:
     import torch
 
     from core.attacks.membership import MembershipRelease, representation_attack
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
     from core.defenses.inf2guard import train_inf2guard
-    from core.knowledge import AdversaryKnowledge
+    from core.foundation.knowledge import AdversaryKnowledge
 
     out = []
     for data, m, ep, hid, rep in (REPR_SEARCH[:1] if quick else REPR_SEARCH):
@@ -178,9 +178,9 @@ def _repr_search(quick: bool) -> list[dict[str, Any]]:
 
 def _utility_at_equal_lira(rows, name: str, target_auc: float) -> float | None:
     """Utility of defense ``name`` where its LiRA (online) AUC reaches ``target_auc`` along its
-    knob curve (:func:`core.compare.utility_at_level`, the engine's matching); None when the
+    knob curve (:func:`core.runs.compare.utility_at_level`, the engine's matching); None when the
     curve never gets that low."""
-    from core.compare import utility_at_level
+    from core.runs.compare import utility_at_level
 
     pts = [r for r in rows if r["point"] == name]
     if not pts:
@@ -248,7 +248,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     rows = _points("mnist5k", 200 if quick else 500, 20 if quick else 60, 784, quick)
     notes = []
     try:
-        from core.config import DataSpec
+        from core.config.schema import DataSpec
         from core.data import load_dataset
 
         ds = load_dataset(DataSpec(name="adult"), 0)
@@ -265,7 +265,7 @@ def main(quick: bool = False) -> dict[str, Any]:
          f"λ = 0 for the undefended value; best λ = {best['knob']} (of λ > 0 losing at most 3 "
          "points, the one whose representation attack is closest to chance)."),
         (f"Equal LiRA AUC: each defense's best utility with LiRA AUC at most the lowest "
-         f"Inf2Guard LiRA AUC ({target:.3f}), crossings interpolated (core.compare."
+         f"Inf2Guard LiRA AUC ({target:.3f}), crossings interpolated (core.runs.compare."
          "utility_at_level); None where a curve does not reach it. shared_lira_auc_level = "
          f"{facts['shared']:.3f}: the lowest LiRA AUC both Inf2Guard and DP-SGD reach (the "
          "higher of their curves' minima; benchmarks/equal_privacy.py's convention), with both "

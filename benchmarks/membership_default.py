@@ -1,7 +1,7 @@
 """The Membership page's first run: is there a threat, and how long does it take cold?
 
 ``python -m benchmarks.membership_default [--repeats N]`` runs the page's default config
-(:func:`core.teaching.default_config`, which tests/test_teaching_defaults.py holds equal to
+(:func:`core.report.teaching.default_config`, which tests/test_teaching_defaults.py holds equal to
 the page's first run) ``N`` times, each in an empty store with the engine imported first (as
 the lessons benchmark does: a served page's process has it), and writes
 ``benchmarks/results/membership_default.json``: each cold time with the load average beside
@@ -27,7 +27,7 @@ TRUST = RESULTS / "trust.json"
 def measure(repeats: int = 3) -> dict[str, Any]:
     from benchmarks.lessons_bench import _warm
     from cache.store import ResultStore
-    from core import teaching
+    from core.report import teaching
 
     _warm()
     cfg = teaching.default_config("membership")
@@ -74,8 +74,8 @@ def merge_trust(mi: dict[str, Any] | None = None) -> dict[str, Any]:
     trust.setdefault("sources", {}).update({
         "lesson_numbers_checked": f"lessons.json rows ({checked_pages}): every number of the "
                                   "page's lesson against its figures table "
-                                  "(core.teaching.check_numbers)",
-        "lesson_number_mismatches": "lessons.json rows (core.teaching.check_numbers)",
+                                  "(core.report.teaching.check_numbers)",
+        "lesson_number_mismatches": "lessons.json rows (core.report.teaching.check_numbers)",
         "readme_numbers_mismatched": "docs/tour.md tour vs benchmarks.readme_tour from lessons.json",
         "membership_default_best_auc": "membership_default.json (seed 0, the page's first run)",
         "membership_default_cold_s": "membership_default.json (minimum over repeats, loads "

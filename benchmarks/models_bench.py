@@ -7,7 +7,7 @@ together against one by one, and training throughput per architecture.
   its MIA encoder, membership and utility networks as extra rows (not in the headline count).
 - **conv_shadow_speedup_8**: 8 LeNet-5 shadow models on ``mnist5k`` (a 1,000-row pool, the
   paired split: about 500 rows each), the membership runner's default training (Adam 1e-3,
-  batch 64), trained by :func:`core.shadow_training.train_stacked` together as one grouped
+  batch 64), trained by :func:`core.engine.shadow_training.train_stacked` together as one grouped
   network (``layout="grouped"``, :mod:`core.models.stacked`), together under vmap
   (``layout="vmap"``) and one by one (``batched=False``: ``train_central`` per model, the
   same seeds and batches, hence the same steps; ``max_weight_diff`` checks they agree). Each
@@ -79,9 +79,9 @@ def _param_rows() -> tuple[list[dict[str, Any]], int]:
 
 
 def _shadow_setup() -> dict[str, Any]:
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
-    from core.shadow_training import shadow_splits
+    from core.engine.shadow_training import shadow_splits
 
     ds = load_dataset(DataSpec(name="mnist5k"), 0)
     pool = np.random.default_rng([0, 9001]).choice(ds.split("train"), POOL, replace=False)
@@ -95,8 +95,8 @@ MODES = (("grouped", True, "grouped"), ("vmap", True, "vmap"), ("alone", False, 
 
 
 def _shadows(s: dict[str, Any], batched: bool, epochs: int, batch: int, layout: str = "auto"):
+    from core.engine.shadow_training import train_stacked
     from core.models import build_model
-    from core.shadow_training import train_stacked
 
     load = _load()
     t0 = time.perf_counter()
@@ -316,10 +316,10 @@ PROBES: dict[str, dict[str, Any]] = {
 def image_runners_accepting_arch(run: bool = True) -> tuple[int, int, dict[str, str]]:
     """(image runners that take ``model: {arch: lenet5, width: 0.25}``, image runners, why
     each refusing one refuses): each kind's tiny probe config validated by
-    :func:`core.config.parse_config` with :data:`PROBE_MODEL` and, with ``run``, run (a
+    :func:`core.config.schema.parse_config` with :data:`PROBE_MODEL` and, with ``run``, run (a
     refusal at either step counts against it, its one-line message kept)."""
-    from core.config import parse_config
-    from core.experiments import run as run_config
+    from core.config.schema import parse_config
+    from core.runs.experiments import run as run_config
 
     refused: dict[str, str] = {}
     for kind in IMAGE_RUNNERS:
@@ -357,7 +357,7 @@ def _paper_arch_keys() -> dict[str, Any]:
     import json
 
     from benchmarks.papers_check import MODELS_JSON, MODELS_KEYS
-    from core.papers import ROOT
+    from core.paper_check.papers import ROOT
 
     try:
         head = json.loads((ROOT / MODELS_JSON).read_text()).get("headline") or {}
@@ -367,8 +367,8 @@ def _paper_arch_keys() -> dict[str, Any]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
+    from core.foundation.parts import ARCHITECTURES
     from core.models import forward_flops, param_count
-    from core.parts import ARCHITECTURES
 
     before = torch.get_num_threads()
     load_start = _load()

@@ -1,4 +1,4 @@
-"""Notebook export benchmark: a tiny run's notebook (:func:`core.notebook.notebook_for`)
+"""Notebook export benchmark: a tiny run's notebook (:func:`core.report.notebook.notebook_for`)
 executed headless in a fresh kernel, once against the store that holds the run (its check: every
 headline number equal) and once against an empty store (recomputed; within tolerance).
 
@@ -29,7 +29,7 @@ def _stdout(nb: Any) -> str:
 
 
 def _execute(nb: Any, store: Any) -> tuple[Any | None, float, str | None]:
-    from core.notebook import execute
+    from core.report.notebook import execute
 
     t0 = time.perf_counter()
     try:
@@ -43,7 +43,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     import os
 
     import privlab
-    from core.notebook import notebook_for
+    from core.report.notebook import notebook_for
 
     with tempfile.TemporaryDirectory(prefix="privlab-nb-bench-") as tmp:
         full, empty = privlab.store(Path(tmp) / "full"), privlab.store(Path(tmp) / "empty")

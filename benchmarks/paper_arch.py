@@ -1,6 +1,6 @@
 """The paper check's paper-architecture column: each claim's two ends measured through the same
 runner with ``model`` set to the paper's own architecture family (the per-claim declaration
-is :attr:`core.paper_claims.Claim.arch`), on the largest image data set here; nothing else
+is :attr:`core.paper_check.claims.Claim.arch`), on the largest image data set here; nothing else
 about the claim changes (same knob ends, same seeds, same verdict rule).
 
 Groups (``python -m benchmarks.paper_arch GROUP [GROUP ...]``), cheapest conv net first:
@@ -86,7 +86,7 @@ D_MNIST = 784
 def _run(cfg: dict[str, Any], stages: Any = None) -> tuple[Any, float, float, list[float]]:
     """``cfg`` run once (``stages``: a stage store the group's runs share, e.g. the raw-x
     attackers), with its wall and process CPU seconds and the load average after it."""
-    from core.experiments import run
+    from core.runs.experiments import run
 
     t0, c0 = time.perf_counter(), time.process_time()
     last = [""]
@@ -208,7 +208,7 @@ def _thm1(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _write(path: Path, group: str, rows: list[dict[str, Any]], partial: bool) -> dict[str, Any]:
-    from core import device as D
+    from core.foundation import device as D
 
     arch, width = ARCH[group]
     doc = {"name": f"paper_arch_{group}", "arch": arch, "width": width,
@@ -220,7 +220,7 @@ def _write(path: Path, group: str, rows: list[dict[str, Any]], partial: bool) ->
            "cores": os.cpu_count(), "partial": partial}
     if group == "kappa_gl":
         doc["channels"] = _thm1(rows)
-    from core.provenance import stamp
+    from core.foundation.provenance import stamp
 
     doc["provenance"] = stamp(f"python -m benchmarks.paper_arch {group}")
     path.write_text(json.dumps(doc, indent=1) + "\n")

@@ -3,9 +3,9 @@ conv extractor with its VGG-style privacy network (``tappfl_cifar``) in the attr
 the first column's equal-privacy protocol (``benchmarks/tappfl_adult.py``) with only the model
 and the image data it needs changed: per seed, TAPPFL at λ = 0.5 sets the target (its fresh
 MLP attacker's AUC), DP-Gaussian, DP-Laplace and pruning are each bisected towards that AUC
-(:func:`core.compare.match_attack_level`, the first column's knob ranges and tolerance), and
+(:func:`core.runs.compare.match_attack_level`, the first column's knob ranges and tolerance), and
 the best utility among a baseline's settings at or below the target
-(:func:`core.compare.beats_at_level`) is set beside TAPPFL's. The claims read those two
+(:func:`core.runs.compare.beats_at_level`) is set beside TAPPFL's. The claims read those two
 utilities paired by seed (the verdict rule's t-interval).
 
 Rows: ``part="run"`` per training run (knob, attack AUC, utility, wall / CPU seconds, load);
@@ -75,7 +75,7 @@ def _find(rows: list[dict[str, Any]], seed: int, defense: str, knob: float) -> d
 
 def _at_level(seed: int, name: str, res: Any, tappfl: dict[str, Any]) -> list[dict[str, Any]]:
     """The two ends of the seed's comparison for ``name`` (the first column's fields)."""
-    from core.compare import beats_at_level
+    from core.runs.compare import beats_at_level
 
     best, better = beats_at_level(tappfl["utility"], [h[1] for h in res.history],
                                   [h[2] for h in res.history], tappfl["attack_mlp_auc"], tol=TOL)
@@ -91,8 +91,8 @@ def run_seed(seed: int, rows: list[dict[str, Any]], run, save) -> None:
     """Seed ``seed``'s TAPPFL run and the three bisections, appending to ``rows`` (``run``:
     config -> (result, wall, cpu, load) as :func:`benchmarks.paper_arch._run`; ``save``
     writes the file after every new run)."""
-    from core.compare import match_attack_level
-    from core.stages import MemoryStageStore
+    from core.foundation.stages import MemoryStageStore
+    from core.runs.compare import match_attack_level
 
     stages = MemoryStageStore()  # the seed's raw-x attackers and raw utility, trained once
 

@@ -1,9 +1,9 @@
-"""Paper check (issue #22 item 6): the claims table of :mod:`core.papers`, and the CPU cost of
+"""Paper check (issue #22 item 6): the claims table of :mod:`core.paper_check.papers`, and the CPU cost of
 the paper-scale presets.
 
-Rows: one per declared claim (:data:`core.papers.CLAIMS`), our numbers read from the stored
+Rows: one per declared claim (:data:`core.paper_check.papers.CLAIMS`), our numbers read from the stored
 benchmark files each claim names. ``preset_costs``: for each CUDA preset
-(:data:`core.papers.PRESETS`), the paper's model (ResNet-18, LeNet-5, TAPPFL's CIFAR-10
+(:data:`core.paper_check.papers.PRESETS`), the paper's model (ResNet-18, LeNet-5, TAPPFL's CIFAR-10
 extractor + privacy net, Inf2Guard's DRA encoder + utility net) built here and timed for a few
 SGD steps (forward, cross-entropy, backward, update) on a synthetic batch of the paper's shape,
 after one warm-up step; seconds per step × the paper's step count = the CPU estimate the table
@@ -14,7 +14,7 @@ a quiet machine with more cores.
 
 ``headline``: ``paper_claims_checked`` and the three verdict counts (holds / does not hold /
 not resolved, from the 95 % interval of each claim's compared difference at the largest scale
-measured, :mod:`core.verdicts`), and ``claims_with_interval_verdict``; the counts also go into
+measured, :mod:`core.paper_check.verdicts`), and ``claims_with_interval_verdict``; the counts also go into
 ``results/trust.json``'s headline. ``verdict_changes``: every verdict change, logged when the
 file is rewritten (``tests/test_paper_verdicts.py`` fails when a row's verdict differs from
 the recorded one).
@@ -32,8 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from core import paper_arch
-from core.paper_claims import PAPER
+from core.paper_check import arch as paper_arch
+from core.paper_check.claims import PAPER
 
 THREADS = 1
 STEPS = 3
@@ -73,7 +73,7 @@ def build_timed_model(name: str, n_classes: int = 10):
         m.conv1 = nn.Conv2d(3, 64, 3, stride=1, padding=1, bias=False)
         return m
     if name == "lenet5":
-        from core.nn import LeNet5
+        from core.models.nn import LeNet5
 
         return LeNet5((3, 32, 32), n_classes)
     if name == "tappfl_cifar":  # extractor (B7) then the privacy network on its output
@@ -98,10 +98,10 @@ def build_timed_model(name: str, n_classes: int = 10):
 
 
 def our_mlp(widths: tuple[int, int, int], n_classes: int = 10):
-    """The preset's own model: our runners' encoder (core.nn.Encoder) and a linear task head."""
+    """The preset's own model: our runners' encoder (core.models.nn.Encoder) and a linear task head."""
     from torch import nn
 
-    from core.nn import Encoder
+    from core.models.nn import Encoder
 
     d, hidden, rep = widths
     return nn.Sequential(nn.Flatten(), Encoder(d, hidden=hidden, rep_dim=rep), nn.ReLU(),
@@ -142,7 +142,7 @@ def measure_costs(quick: bool = False) -> dict[str, dict[str, Any]]:
     """Every preset's measured step cost and its extrapolation (seconds)."""
     import torch
 
-    from core.papers import PRESETS
+    from core.paper_check.papers import PRESETS
 
     before = torch.get_num_threads()
     out: dict[str, dict[str, Any]] = {}
@@ -228,7 +228,7 @@ def _changes(old: dict[str, Any] | None, rows: list[dict[str, Any]], when: str) 
 
 
 def _notes(h: dict[str, int], rows: list[dict[str, Any]]) -> str:
-    from core.papers import HOLDS, UNRESOLVED, counts_sentence
+    from core.paper_check.papers import HOLDS, UNRESOLVED, counts_sentence
 
     paper = [r for r in rows if r["origin"] == "paper"]
     fails = [r["claim_id"] for r in paper if r["verdict"] not in (HOLDS, UNRESOLVED)]
@@ -245,7 +245,7 @@ def record(root: Path | None = None) -> dict[str, Any]:
     """Rewrite ``papers.json``'s rows, headline and verdict log from the stored benchmark files
     without re-timing the presets (their costs are kept), and the paper-claim counts in
     ``trust.json``'s headline."""
-    from core.papers import PAPERS_JSON, ROOT, build_table, headline
+    from core.paper_check.papers import PAPERS_JSON, ROOT, build_table, headline
 
     root = root or ROOT
     path = root / PAPERS_JSON
@@ -279,7 +279,7 @@ MODELS_KEYS = ("paper_arch_claims_measured", "paper_arch_verdict_changes")
 def write_models(ah: dict[str, Any], root: Path | None = None) -> None:
     """Merge the paper-architecture counts into ``models.json``'s headline, touching only
     :data:`MODELS_KEYS`."""
-    from core.papers import ROOT
+    from core.paper_check.papers import ROOT
 
     path = (root or ROOT) / MODELS_JSON
     try:
@@ -306,7 +306,7 @@ def _arch_notes(ah: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 
 def write_trust(h: dict[str, int], root: Path | None = None) -> None:
     """Merge the paper-claim counts into ``trust.json``'s headline (other keys kept)."""
-    from core.papers import ROOT, TRUST_KEYS
+    from core.paper_check.papers import ROOT, TRUST_KEYS
 
     path = (root or ROOT) / TRUST_JSON
     try:
@@ -314,21 +314,21 @@ def write_trust(h: dict[str, int], root: Path | None = None) -> None:
     except (OSError, ValueError):
         doc = {"name": "trust"}
     doc.setdefault("headline", {}).update({k: h[k] for k in TRUST_KEYS})
-    doc.setdefault("sources", {}).update({k: "papers.json (core.papers.headline)"
+    doc.setdefault("sources", {}).update({k: "papers.json (core.paper_check.papers.headline)"
                                           for k in TRUST_KEYS})
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     write_provenance_trust(root)
 
 
-#: trust.json's provenance figures (:func:`core.provenance.scan`, the test's own scan)
+#: trust.json's provenance figures (:func:`core.paper_check.provenance_scan.scan`, the test's own scan)
 PROVENANCE_KEYS = ("shown_figures_without_provenance", "stale_figures_unmarked")
 
 
 def write_provenance_trust(root: Path | None = None) -> dict[str, int]:
     """Merge the provenance scan of every figure the paper check and the cost captions show
     into ``trust.json``'s headline (other keys kept)."""
-    from core.papers import ROOT
-    from core.provenance import scan
+    from core.paper_check.papers import ROOT
+    from core.paper_check.provenance_scan import scan
 
     root = root or ROOT
     s = scan(root)
@@ -338,14 +338,14 @@ def write_provenance_trust(root: Path | None = None) -> dict[str, int]:
     except (OSError, ValueError):
         doc = {"name": "trust"}
     doc.setdefault("headline", {}).update({k: s[k] for k in PROVENANCE_KEYS})
-    doc.setdefault("sources", {}).update({k: f"core.provenance.scan over {s['shown_figures']} "
+    doc.setdefault("sources", {}).update({k: f"core.paper_check.provenance_scan.scan over {s['shown_figures']} "
                                              "figures shown from result files" for k in PROVENANCE_KEYS})
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     return s
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    from core.papers import PAPERS_JSON, ROOT, build_table, format_hours, headline
+    from core.paper_check.papers import PAPERS_JSON, ROOT, build_table, format_hours, headline
 
     t0 = time.perf_counter()
     costs = measure_costs(quick)

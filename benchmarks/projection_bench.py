@@ -1,6 +1,6 @@
 """Projection speed and quality: PCA, t-SNE and UMAP on 2,000 real MNIST images (mnist5k).
 
-Each method runs through :func:`core.projection.project_detailed` exactly as the dashboard and
+Each method runs through :func:`core.data.projection.project_detailed` exactly as the dashboard and
 the CLI call it (same seed, same subsample, same thread budget), and is scored with trustworthiness (k = 5, on
 1,000 of the points, as the projection runner reports it). Speed is given in seconds and as
 ratios against references run in the same process (machines are noisy):
@@ -26,7 +26,7 @@ TSNE_TARGET_S = 20.0
 
 
 def _load(n: int) -> tuple[np.ndarray, str]:
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
     from core.data.splits import subsample
 
@@ -39,7 +39,7 @@ def _load(n: int) -> tuple[np.ndarray, str]:
 
 def _row(method: str, variant: str, seconds: float, X: np.ndarray, emb: np.ndarray,
          **extra: Any) -> dict[str, Any]:
-    from core.projection import trustworthiness_score
+    from core.data.projection import trustworthiness_score
 
     return {
         "method": method,
@@ -61,9 +61,9 @@ def _umap_parallel(X: np.ndarray, threads: int) -> tuple[np.ndarray, float]:
 
 
 def _timed_tsne(X: np.ndarray, threads: int):
-    """privlab's t-SNE under a thread budget of ``threads`` (as ``core.experiments.run`` sets)."""
-    from core.experiments import thread_limits
-    from core.projection import project_detailed
+    """privlab's t-SNE under a thread budget of ``threads`` (as ``core.runs.experiments.run`` sets)."""
+    from core.data.projection import project_detailed
+    from core.runs.experiments import thread_limits
 
     with thread_limits(threads):
         a = project_detailed(X, method="tsne", seed=0)
@@ -73,8 +73,8 @@ def _timed_tsne(X: np.ndarray, threads: int):
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    from core.experiments import compute_threads, thread_limits
-    from core.projection import n_cores, project_detailed
+    from core.data.projection import n_cores, project_detailed
+    from core.runs.experiments import compute_threads, thread_limits
 
     n = 500 if quick else 2000
     X, data_note = _load(n)
@@ -126,7 +126,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     notes = (
         f"data: {data_note}, 784 raw pixel features in [0, 1]; seed 0; {cores} usable cores; "
         f"runs use a thread budget of {budget} ($PRIVLAB_THREADS, default 1), as "
-        "core.experiments.run sets it. "
+        "core.runs.experiments.run sets it. "
         f"t-SNE {tsne_s:.1f} s vs target {TSNE_TARGET_S:.0f} s ({'met' if met else 'MISSED'}"
         f"{'' if not quick else ', quick run on fewer points'}). "
         f"umap-learn import {t_import:.1f} s (not in the fit times; ~0 if already imported). "

@@ -44,7 +44,7 @@ def _config(lam: float, seed: int, quick: bool) -> dict[str, Any]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     t0 = time.perf_counter()
     lambdas = LAMBDAS[::2] if quick else LAMBDAS

@@ -3,7 +3,7 @@ benchmark's output.
 
 ``python -m benchmarks.readme_tour`` rewrites the numbered tour between the markers in
 docs/tour.md from ``benchmarks/results/lessons.json``: each page's lesson sentences as the
-benchmark stored them (the same builder the page runs, :func:`core.teaching.lesson_from`), the
+benchmark stored them (the same builder the page runs, :func:`core.report.teaching.lesson_from`), the
 Membership default's strongest undefended attack, the DLG figure merged into its headline.
 Nothing measured is typed here; ``--check`` only compares (exit 1 when the page differs).
 :func:`mismatched_numbers` counts the tour's numbers that differ from the generated

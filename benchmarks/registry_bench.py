@@ -3,7 +3,7 @@
 Every figure is counted by an AST walk of the repository, so it moves only when the code does:
 
 - ``runners_scoring_attacks``: registered runners whose kind is an attack family
-  (:data:`core.parts.FAMILIES`); ``runners_using_protocol``: those of them whose module (or a
+  (:data:`core.foundation.parts.FAMILIES`); ``runners_using_protocol``: those of them whose module (or a
   ``core.runs`` module it imports) calls :func:`core.attacks.protocol.run_attack`;
 - ``attack_name_branches`` / ``defense_kind_branches``: comparisons in ``core/runs/``
   (``x == "<name>"``, ``x != ...``, ``x in ("...", ...)``) against a registered attack name or
@@ -11,11 +11,11 @@ Every figure is counted by an AST walk of the repository, so it moves only when 
 - ``edits_to_add_attack``: source files a temporary attack is defined in when the test of
   ``tests/test_registry_dispatch.py`` registers it and finds it in the config's allowed names,
   the metric schema, the page's attacker list and ``privlab parts`` (and runs it end to end);
-- ``seed_mixers``: seed-mixing implementations in ``core/``: :mod:`core.seeds` plus every
+- ``seed_mixers``: seed-mixing implementations in ``core/``: :mod:`core.foundation.seeds` plus every
   other place that builds a ``SeedSequence``, calls ``default_rng`` on a list or tuple, hands a
   function a list or tuple holding a seed (``[seed, 11]``), or does arithmetic on a seed
   (``seed + 4243``, ``seed * 7919 + 17``);
-- ``range_checkers``: :mod:`core.checks` plus every other function in ``core/`` that writes an
+- ``range_checkers``: :mod:`core.foundation.checks` plus every other function in ``core/`` that writes an
   "allowed range" ValueError naming the field it was handed (a private checker);
 - ``layer_violations``: imports from a lower layer to a higher one (dashboard → core.runs →
   core.attacks / core.defenses / core.bounds → the rest of core), or of a runner's private name
@@ -29,7 +29,7 @@ Every figure is counted by an AST walk of the repository, so it moves only when 
   import graph over ``core/``, ``cache/`` and ``dashboard/`` (every import statement an edge,
   function-level ones included: a lazy import still ties the two modules together);
 - ``defense_name_literals_outside_parts``: comparisons in ``core/``, ``cache/`` and ``dashboard/``
-  outside the parts' own modules (``core/catalog/``, ``core/parts.py``) against a registered
+  outside the parts' own modules (``core/catalog/``, ``core/foundation/parts.py``) against a registered
   defense, attack or attack config name (:func:`defense_name_literals_outside_parts`).
 """
 
@@ -74,7 +74,7 @@ def _strings(node: ast.AST) -> list[str]:
 
 def registered_names() -> tuple[set[str], set[str]]:
     """(attack names and config names, defense names) of the registry."""
-    from core.parts import ATTACKS, DEFENSES
+    from core.foundation.parts import ATTACKS, DEFENSES
 
     attacks = set(ATTACKS.names()) | {a.key for a in ATTACKS.values()}
     return attacks, set(DEFENSES.names())
@@ -101,8 +101,8 @@ def name_branches(root: Path = RUNS) -> dict[str, list[str]]:
 
 
 #: the trees searched for part-name literals, and the parts' own modules left out of it
-NAME_LITERAL_TREES = ("core", "cache", "dashboard")
-PARTS_OWN = ("core/catalog/", "core/parts.py")
+NAME_LITERAL_TREES = ("core", "cache", "dashboard", "cli")
+PARTS_OWN = ("core/catalog/", "core/foundation/parts.py")
 
 
 def _function_module(function: Any) -> str | None:
@@ -115,7 +115,7 @@ def _function_module(function: Any) -> str | None:
 def _implemented_words() -> dict[str, set[str]]:
     """Module path -> the attack names and config names of the attacks it implements (the
     module of their ``AttackPart.function``)."""
-    from core.parts import ATTACKS
+    from core.foundation.parts import ATTACKS
 
     out: dict[str, set[str]] = {}
     for name, part in ATTACKS.items():
@@ -130,7 +130,7 @@ def defense_name_literals_outside_parts(root: Path = ROOT) -> list[str]:
     ``is``, ...) one of whose operands spells, as a string literal or a literal tuple, list or
     set of them, a registered defense name, attack name or attack config name, in
     ``core/``, ``cache/`` and ``dashboard/`` under ``root`` except the parts' own modules
-    (``core/catalog/``, ``core/parts.py``). ``match`` cases and dict-key lookups are not
+    (``core/catalog/``, ``core/foundation/parts.py``). ``match`` cases and dict-key lookups are not
     counted.
 
     Generic words: an attack's name may also be a plain option value (``model == "mlp"``, a
@@ -138,7 +138,7 @@ def defense_name_literals_outside_parts(root: Path = ROOT) -> list[str]:
     implements that very attack (the module of its ``AttackPart.function``), where the word is
     the attack's own option; the same word anywhere else counts, and a defense name counts
     everywhere (a defense's module names it through its block)."""
-    from core.parts import ARCHITECTURES
+    from core.foundation.parts import ARCHITECTURES
 
     attacks, defenses = registered_names()
     defenses = defenses | set(ARCHITECTURES.names())  # never exempt, like a defense's name
@@ -227,8 +227,8 @@ def _runs_imports(tree: ast.AST) -> set[str]:
 
 def runners_on_protocol() -> dict[str, bool]:
     """Kind -> whether its runner calls ``run_attack``, for every kind that is an attack family."""
-    from core.experiments import RUNNERS
-    from core.parts import FAMILIES
+    from core.foundation.parts import FAMILIES
+    from core.runs.experiments import RUNNERS
 
     out = {}
     for kind in RUNNERS:
@@ -261,10 +261,10 @@ _MIXING_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Mod, ast.BitXor, ast.LShift, ast.
 
 
 def seed_mixer_sites(root: Path = CORE) -> list[str]:
-    """Places outside :mod:`core.seeds` that mix a seed by hand."""
+    """Places outside :mod:`core.foundation.seeds` that mix a seed by hand."""
     sites = []
     for path in _py(root):
-        if path == CORE / "seeds.py":
+        if path == CORE / "foundation" / "seeds.py":
             continue
         for node in ast.walk(_tree(path)):
             where = f"{_rel(path)}:{getattr(node, 'lineno', 0)}"
@@ -301,11 +301,11 @@ def _writes_allowed_range(raise_node: ast.Raise) -> ast.JoinedStr | None:
 
 
 def range_checker_functions(root: Path = CORE) -> list[str]:
-    """Functions outside :mod:`core.checks` that write an "allowed range" message for a field
+    """Functions outside :mod:`core.foundation.checks` that write an "allowed range" message for a field
     name handed to them (the message starts with one of their parameters)."""
     out = []
     for path in _py(root):
-        if path == CORE / "checks.py":
+        if path == CORE / "foundation" / "checks.py":
             continue
         for fn in ast.walk(_tree(path)):
             if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -336,7 +336,7 @@ def layer_violation_list() -> list[str]:
 # upward imports and import cycles
 
 #: the folders whose modules make up the import graph
-PACKAGES = ("core", "cache", "dashboard")
+PACKAGES = ("core", "cache", "dashboard", "cli")
 
 #: (importer prefix, forbidden prefix): packages of one layer that must not import each other;
 #: the bounds are pure functions of arrays, below the attacks and defenses that use them
@@ -353,7 +353,7 @@ def layer_rank(module: str) -> int | None:
     """The height of a module in the import order, lowest first: 0 the rest of core (config,
     data, nn, training, seeds, metrics, ...), 1 bounds / attacks / defenses (and the other
     parts: fl, fil), 2 runs (runners, experiments, compare, teaching), 3 cache, 4 dashboard
-    (and core.cli); None outside the project. The layers are :data:`core.layers.LAYERS`'
+    (and cli); None outside the project. The layers are :data:`core.layers.LAYERS`'
     with the result store above the runs it calls."""
     from core.layers import layer_of
 
@@ -454,8 +454,8 @@ def import_cycles(root: Path = ROOT) -> int:
 
 
 def _registry_modules(root: Path = ROOT) -> list[str]:
-    """Modules under the project's packages that create a :class:`core.registry.Registry` at
-    module level (importing them fills :data:`core.registry.Registry.instances`)."""
+    """Modules under the project's packages that create a :class:`core.foundation.registry.Registry` at
+    module level (importing them fills :data:`core.foundation.registry.Registry.instances`)."""
     out = []
     for name, path in _modules(root).items():
         for node in _tree(path).body:
@@ -468,12 +468,12 @@ def _registry_modules(root: Path = ROOT) -> list[str]:
 
 def dotted_string_sites(root: Path = ROOT) -> list[tuple[str, str]]:
     """``(where, "module:attr")`` for every object path the project names by string: each entry
-    of every registry (its fields and typed groups, :func:`core.registry.object_paths`;
+    of every registry (its fields and typed groups, :func:`core.foundation.registry.object_paths`;
     ``where`` = ``"<registry>:<name>"``) and every string constant in the source that is one
     (``where`` = ``file:line``: tables such as the data sets' loaders)."""
     import importlib
 
-    from core.registry import OBJECT_PATH, Registry, object_paths
+    from core.foundation.registry import OBJECT_PATH, Registry, object_paths
 
     for module in _registry_modules(root):
         importlib.import_module(module)
@@ -493,7 +493,7 @@ def dotted_string_sites(root: Path = ROOT) -> list[tuple[str, str]]:
 def unresolved_dotted_strings(root: Path = ROOT) -> list[str]:
     """``where: path (why)`` for every object path of :func:`dotted_string_sites` that does not
     import (a misspelt module or attribute). Target: none."""
-    from core.registry import resolve_path
+    from core.foundation.registry import resolve_path
 
     out = []
     for where, path in dotted_string_sites(root):
@@ -512,7 +512,7 @@ def attack_settings_outside_attack_modules() -> list[str]:
     """``attack: setting`` for every ``cfg.attack`` field an attack reads that its own settings
     block in :mod:`core.catalog` does not declare: one named in ``params`` (declared by the
     family's config) or a block defined elsewhere. Target: none."""
-    from core.parts import ATTACKS
+    from core.foundation.parts import ATTACKS
 
     out = []
     for name, part in ATTACKS.items():
@@ -776,7 +776,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     validations = validations_per_page_run()
     import dataclasses
 
-    from core.parts import DefensePart
+    from core.foundation.parts import DefensePart
 
     unresolved = unresolved_dotted_strings()
     outside = attack_settings_outside_attack_modules()
@@ -813,8 +813,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     rows = [{"figure": k, "value": v} for k, v in headline.items()]
     notes = ("counted by AST walks of the source (benchmarks/registry_bench.py, "
              "benchmarks/declaration_counts.py) and git history; seed_mixers and range_checkers "
-             "count core/seeds.py and core/checks.py as the one each. "
-             f"Private range checkers besides core/checks.py: {len(checkers)}. "
+             "count core/foundation/seeds.py and core/foundation/checks.py as the one each. "
+             f"Private range checkers besides core/foundation/checks.py: {len(checkers)}. "
              "edits_to_add_defense / _attack_new_signal: files outside tests/ and benchmarks/ "
              "changed by every commit that touched core/catalog/relaxloss.py / label_only.py. "
              "validations_per_run: validations of the run's config in the script run where Run "
@@ -890,13 +890,13 @@ class _Counting:
 
 def count_validations():
     """A context manager yielding the list of every config validated while it is open: it
-    wraps the pydantic entry :func:`core.config.parse_config` uses (``core.config._ADAPTER``)
+    wraps the pydantic entry :func:`core.config.schema.parse_config` uses (``core.config.schema._ADAPTER``)
     and the validator of every experiment model (``Model(...)``, ``Model.model_validate``), in
     every thread of the process (AppTest runs the page, the job queue runs the engine, both
     here)."""
     import contextlib
 
-    import core.config as C
+    import core.config.schema as C
 
     @contextlib.contextmanager
     def _cm():

@@ -1,6 +1,6 @@
 """RelaxLoss (core/catalog/relaxloss.py) over its α grid on the Membership page's default run.
 
-The page's first run (:func:`core.teaching.default_config`: digits, 500 members, 60 epochs,
+The page's first run (:func:`core.report.teaching.default_config`: digits, 500 members, 60 epochs,
 loss / offline LiRA / online LiRA / RMIA with 8 shadow models trained the target's way, 2 RMIA
 references, 8 targets pooled) with the undefended target beside RelaxLoss at every α of its
 knob's comparison and teaching grids, each over :data:`SEEDS`; the t-SNE panel is left out
@@ -29,7 +29,7 @@ MEMBERSHIP_JSON = Path(__file__).resolve().parent / "results" / "membership.json
 
 def alphas(quick: bool = False) -> tuple[float, ...]:
     """The knob's comparison and teaching grids together (quick: their ends and middle)."""
-    from core.parts import DEFENSES
+    from core.foundation.parts import DEFENSES
 
     knob = DEFENSES.get("relaxloss").knob
     grid = tuple(sorted(set(knob.comparison_grid()) | set(knob.teaching_grid())))
@@ -39,7 +39,7 @@ def alphas(quick: bool = False) -> tuple[float, ...]:
 def base_config(quick: bool = False) -> dict[str, Any]:
     """The Membership page's default run without its projection (quick: 4 shadows, 2 pooled,
     20 epochs)."""
-    from core.teaching import default_config
+    from core.report.teaching import default_config
 
     cfg = {**default_config("membership"), "projection_points": 0}
     if quick:
@@ -49,7 +49,7 @@ def base_config(quick: bool = False) -> dict[str, Any]:
 
 
 def _row(cfg: dict[str, Any], seed: int, alpha: float | None) -> dict[str, Any]:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     defense = {"kind": "none"} if alpha is None else {"kind": "relaxloss", "alpha": alpha}
     t0 = time.perf_counter()

@@ -29,7 +29,7 @@ TINY = {"kind": "membership", "data": {"name": "digits"},
 
 
 def tiny_comparison() -> Any:
-    from core.compare import ComparisonSpec, DefenseSpec
+    from core.runs.compare import ComparisonSpec, DefenseSpec
 
     return ComparisonSpec(
         family="membership", data="digits", utility="utility_acc", privacy="mia_auc_best",
@@ -58,7 +58,7 @@ def _expected(name: str, store: Any, level: float, cache: dict[str, Any]) -> flo
     """The store's value of printed number ``name`` (None: not a store number, a section's)."""
     from scipy.stats import beta, norm
 
-    from core.parts import attack_by_config_name
+    from core.foundation.parts import attack_by_config_name
 
     head, *rest = name.split("/")
     if head == "param":
@@ -134,9 +134,9 @@ def mismatched(report: Any, store: Any, level: float) -> list[str]:
 
 def main(quick: bool = False) -> dict[str, Any]:
     from cache.store import ResultStore
-    from core.compare import run_comparison
     from core.report import build_report
     from core.report.pdf import external_requests, screenshot
+    from core.runs.compare import run_comparison
 
     load_start = [round(x, 2) for x in os.getloadavg()]
     rows = []

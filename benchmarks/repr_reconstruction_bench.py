@@ -84,7 +84,7 @@ def _interp(rows: list[dict[str, Any]], channel: str, utility: float, key: str) 
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     t0 = time.perf_counter()
     data = "digits" if quick else "mnist5k"

@@ -1,12 +1,12 @@
 """Shadow models for membership inference trained together against a loop over the same models.
 
-16 shadow models of ``core.nn.ImageMLP`` (hidden 64) on a 1,000-row shadow pool drawn from
-``mnist5k``'s training split, the paired LiRA split (:func:`core.shadow_training.shadow_splits`,
+16 shadow models of ``core.models.nn.ImageMLP`` (hidden 64) on a 1,000-row shadow pool drawn from
+``mnist5k``'s training split, the paired LiRA split (:func:`core.engine.shadow_training.shadow_splits`,
 every pool row in exactly 8 models, about 500 rows per model), 30 epochs of batch 32:
 
-- **batched**: :func:`core.shadow_training.train_shadows` (``batched=True``): all 16 models in
+- **batched**: :func:`core.engine.shadow_training.train_shadows` (``batched=True``): all 16 models in
   one computation over stacked weights (``vmap(functional_call)``, per-model SGD / Adam);
-- **loop**: the same call with ``batched=False``: ``core.noisy_training.train_central``
+- **loop**: the same call with ``batched=False``: ``core.engine.noisy_training.train_central``
   on one plain module after another (the targets' own loop, ``torch.optim`` optimiser), same
   process, same thread count, same seeds, so both give the same weights up to float rounding
   (``max_weight_diff``).
@@ -39,9 +39,9 @@ CASES = (("sgd", 0.1), ("adam", 1e-3))
 
 
 def _setup(device: torch.device) -> dict[str, Any]:
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
-    from core.shadow_training import shadow_splits
+    from core.engine.shadow_training import shadow_splits
 
     ds = load_dataset(DataSpec(name="mnist5k"), 0)
     pool = np.random.default_rng([0, 9001]).choice(ds.split("train"), POOL, replace=False)
@@ -61,8 +61,8 @@ def _sync(device: torch.device) -> None:
 
 def _train(s: dict[str, Any], optimizer: str, lr: float, epochs: int, batched: bool,
            device: torch.device):
-    from core.nn import ImageMLP
-    from core.shadow_training import train_shadows
+    from core.engine.shadow_training import train_shadows
+    from core.models.nn import ImageMLP
 
     _sync(device)
     t0 = time.perf_counter()

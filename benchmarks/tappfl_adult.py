@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cache import default_store
-from core.compare import beats_at_level, match_attack_level
-from core.config import (
+from core.config.schema import (
     AttributePrivacyConfig,
     DataSpec,
     DPGaussianDefense,
@@ -26,6 +25,7 @@ from core.config import (
     TappflDefense,
 )
 from core.defenses.tappfl import paper_preset, quick_preset
+from core.runs.compare import beats_at_level, match_attack_level
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: in-training adversary settings: (Ψ steps per Θ step, Ψ learning rate / Θ learning rate).

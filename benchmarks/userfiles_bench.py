@@ -327,7 +327,7 @@ def register(case: Case, d: Path, name: str = "t") -> tuple[str, str, list[str]]
         except Exception as exc:  # noqa: BLE001 - that is what the benchmark counts
             return "crashed", f"{type(exc).__name__}: {exc}", [str(w.message) for w in seen]
         try:
-            from core.config import parse_config
+            from core.config.schema import parse_config
 
             clear_memo()
             ds = load_dataset(parse_config({"kind": "projection", "data": {"name": name}}).data, 0)

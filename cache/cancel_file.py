@@ -1,7 +1,7 @@
 """Cancellation across a process boundary as a file (pool and Ray workers; :mod:`core.runs.sweep`).
 
 The sweep's process creates a temporary directory and, to cancel, touches ``cancel_path`` in
-it; each worker watches that path and cancels its point's :class:`~core.progress.CancelToken`
+it; each worker watches that path and cancels its point's :class:`~core.foundation.progress.CancelToken`
 when the file appears, so the point stops and stores nothing. The worker itself is
 :func:`cache.store.run_point` (this module imports nothing from the store: one direction).
 """
@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-from core.progress import Cancelled, CancelToken
+from core.foundation.progress import Cancelled, CancelToken
 
 #: how often a worker looks for the cancel file
 POLL_S = 0.2
@@ -22,7 +22,7 @@ POLL_S = 0.2
 @contextlib.contextmanager
 def cancel_token_for(cancel_path: str | None) -> Iterator[CancelToken]:
     """A CancelToken set when ``cancel_path`` appears (watched while the block runs);
-    :class:`~core.progress.Cancelled` at once if it exists already. ``None``: never set."""
+    :class:`~core.foundation.progress.Cancelled` at once if it exists already. ``None``: never set."""
     if cancel_path and os.path.exists(cancel_path):
         raise Cancelled("sweep cancelled before this point started")
     token, stop = CancelToken(), threading.Event()

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from cache.errors import io_error
-from core.result import Result
+from core.foundation.result import Result
 
 RESULT_FILE = "result.json"
 ARTIFACTS_FILE = "artifacts.npz"

@@ -41,8 +41,8 @@ from typing import Any
 
 from cache.lock import key_lock
 from cache.stages import ENGINE_KEY, META
-from core.checks import check_range, range_error
-from core.fingerprint import engine_id
+from core.foundation.checks import check_range, range_error
+from core.foundation.fingerprint import engine_id
 
 UNKNOWN_ENGINE = "unknown"
 OLDER, BEYOND, LEFTOVER = "older engine", "beyond size", "temporary leftover"

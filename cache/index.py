@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cache.errors import IndexCorrupt, sqlite_error
-from core.checks import check_int
+from core.foundation.checks import check_int
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

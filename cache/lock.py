@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.progress import CancelToken
+from core.foundation.progress import CancelToken
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""On-disk stage store (``core.stages.StageStore``): ``root/stages/<stage>/<key[:2]>/<key>/``
+"""On-disk stage store (``core.foundation.stages.StageStore``): ``root/stages/<stage>/<key[:2]>/<key>/``
 holding ``meta.json``, ``arrays.npz``, ``weights.pt`` and ``sha256.json``.
 
 Writes are atomic (a temp dir renamed into place; the first writer wins, a second identical
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from cache.errors import io_error
-from core.fingerprint import engine_id
-from core.stages import StageOutput
+from core.foundation.fingerprint import engine_id
+from core.foundation.stages import StageOutput
 
 META, ARRAYS, WEIGHTS = "meta.json", "arrays.npz", "weights.pt"
 MANIFEST = "sha256.json"

@@ -52,9 +52,9 @@ from cache.index import IndexRow, RunIndex, RunRecord, check_key_or_prefix
 from cache.lock import key_lock
 from cache.recover import adopt, entry_dirs, reindex
 from cache.stages import DirStageStore
-from core.config import cache_key, parse_config
-from core.progress import CancelToken, Progress, ProgressCallback
-from core.result import Result
+from core.config.schema import cache_key, parse_config
+from core.foundation.progress import CancelToken, Progress, ProgressCallback
+from core.foundation.result import Result
 
 ENV_VAR = "PRIVLAB_CACHE_DIR"
 #: the folder under a store's root that holds the imported runs (:class:`ImportedRuns`)
@@ -335,7 +335,7 @@ class ResultStore:
 
         ``config`` is a config model, used as it is (validated once, where it was made), or a
         mapping, validated here (ConfigError if invalid; nothing touched).
-        ``runner(cfg, progress=..., cancel=...)`` defaults to :func:`core.experiments.run` with
+        ``runner(cfg, progress=..., cancel=...)`` defaults to :func:`core.runs.experiments.run` with
         this store's stage cache (:attr:`stages`), so runs that share a trained model train once.
         A run that raises (including ``Cancelled``) stores nothing. If another process or
         thread is computing the same key, this waits for it and returns its entry. A store
@@ -361,7 +361,7 @@ class ResultStore:
             self._clear_tmp(key)
             t0 = time.perf_counter()
             if runner is None:
-                from core.experiments import run
+                from core.runs.experiments import run
 
                 result = run(cfg, progress=progress, cancel=cancel, stages=self.stages, points=self)
             else:
@@ -373,7 +373,7 @@ class ResultStore:
 
     def _store(self, key: str, cfg: Any, result: Result, seconds: float) -> None:
         if not isinstance(result, Result):
-            raise TypeError(f"runner: returned {type(result).__name__}; expected core.result.Result")
+            raise TypeError(f"runner: returned {type(result).__name__}; expected core.foundation.result.Result")
         if result.kind != cfg.kind:
             raise ValueError(f"runner: returned a {result.kind!r} Result for a {cfg.kind!r} config")
         result.key = key
@@ -563,9 +563,9 @@ def default_store(root: str | Path | None = None) -> ResultStore:
 def run_point(root: str, config: dict[str, Any], cancel_path: str | None = None) -> dict[str, Any]:
     """One sweep point in a pool or Ray worker: get or run ``config`` in the store at ``root``
     (stored under its own key, exactly as a serial sweep or a plain run stores it) and return
-    only its small summary (:func:`core.sweeps.summarise`). When ``cancel_path`` appears the
+    only its small summary (:func:`core.config.sweeps.summarise`). When ``cancel_path`` appears the
     point is cancelled and stores nothing (:func:`cache.cancel_file.cancel_token_for`)."""
-    from core.sweeps import summarise
+    from core.config.sweeps import summarise
 
     with cancel_token_for(cancel_path) as token:
         result = default_store(root).get_or_run(config, cancel=token)

@@ -1,38 +1,36 @@
-"""The layer rule of privlab, written once (DESIGN: Architecture; issue #19):
+"""The layer rule of privlab, written once (DESIGN: Architecture):
 
     pages  →  runs  →  attacks / defenses / bounds  →  numerics
 
 A module may use its own layer and the layers below it, never one above. Two more rules: a page
 never imports a private (``_name``) function of the engine or the store, and the finer rules of
-:data:`RULES` (the engine never imports streamlit or the store; ``core/data`` is independent of
-the config; the FL loop is generic over its objective).
+:data:`RULES` (the engine never imports streamlit, the store or the pages; ``core/data`` is
+independent of the config; the FL loop is generic over its objective).
 
-Which layer a module is in: :data:`LAYERS`, the longest matching prefix wins. Decided from the
-code rather than the folder names alone:
+Which layer a module is in is read from its folder: :data:`FOLDERS` gives each folder of
+``core/`` and each top-level package its layer, and a module sits in the layer of the folder it
+is in. The folders, bottom up:
 
-- ``core.cli`` is an entry point beside the pages (it reads and writes the store), and so is
-  ``privlab`` (the public Python module at the repository root);
-- ``core.notebook`` (notebooks recreating a stored run, sweep or comparison) reads
-  comparisons as ``core.compare`` does, so it sits with the runs;
-- ``cache`` is the result store, on the runs' level: it calls :func:`core.experiments.run`;
-- ``core.fil`` (per-example Fisher information, the FIL defense's and attacks' mathematics)
-  sits with the bounds it is built on;
-- ``core.catalog`` (the parts' declarations) sits with the parts it declares: a declaration
-  may hold its builder, which wraps its procedure in :class:`core.defenses.builds.DefenseBuild`;
-- ``core.teaching`` (each page's teaching sweep and its lessons) composes runners' configs as
-  ``core.compare`` does, so it sits with the runs;
-- ``core.report`` (the privacy report) reads a comparison's points through ``core.compare``,
-  so it sits with the runs too;
-- ``core.sweeps`` is sweep *expansion* (pure functions over configs, used by the config's own
-  validator), so it is numerics; the sweep *runner* is ``core/runs/sweep.py``;
-- everything else under ``core`` (config, parts, registry, metrics, nn, training, data, seeds,
-  checks, metric schema, ...) is numerics.
+- numerics: ``core/foundation`` (checks, seeds, the registry and the parts' declarations, the
+  metric schema, metrics, results, stages, progress, caveats, releases), ``core/data``,
+  ``core/config`` (over the data sets' specs), ``core/models``, ``core/engine`` (the one
+  training loop), and the few modules directly in ``core/`` (this one);
+- parts: ``core/bounds``, ``core/fl``, ``core/catalog`` (the parts' declarations with their
+  builders), ``core/attacks``, ``core/defenses``;
+- runs: ``core/runs`` (runners, the experiment entry point, comparisons), ``core/report``
+  (the privacy report, advisor, notebooks, exposure, teaching sweeps), ``core/paper_check``, and
+  ``cache``, the result store (it calls :func:`core.runs.experiments.run`);
+- pages: ``dashboard``, ``cli`` (the command line: it runs, stores and draws bundles with the
+  dashboard's figures) and ``privlab`` (the public Python module at the repository root).
+
+A folder of ``core/`` that :data:`FOLDERS` does not name is itself a violation: a new folder
+states its layer here before anything imports it.
 
 An edge is every ``import`` statement (top level, inside functions, under ``TYPE_CHECKING``)
 and every registry string naming a module, ``"package.module:attr"`` (``builder=``,
-``function=`` in :mod:`core.parts`): a registry entry pointing into a runner is the lower layer
-reaching up just as an import would. :func:`violations` lists what breaks the rule; the import
-test (``tests/test_import_rules.py``) and the registry benchmark count it.
+``function=`` in :mod:`core.foundation.parts`): a registry entry pointing into a runner is the
+lower layer reaching up just as an import would. :func:`violations` lists what breaks the rule;
+the import test (``tests/test_import_rules.py``) and the registry benchmark count it.
 """
 
 from __future__ import annotations
@@ -42,32 +40,34 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-#: (layer, module prefixes), highest first; the longest matching prefix decides
+#: the layers, highest first, each with its folders: a top-level package (or module) by name,
+#: a folder of core/ as ``core/<name>``; ``core`` holds the modules directly in core/
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("pages", ("dashboard", "core.cli", "privlab")),
-    ("runs", ("core.runs", "core.experiments", "core.compare", "core.advisor", "core.teaching",
-              "core.notebook", "core.report", "cache")),
-    ("parts", ("core.attacks", "core.defenses", "core.bounds", "core.fl", "core.fil",
-               "core.catalog")),
-    ("numerics", ("core",)),
+    ("pages", ("dashboard", "cli", "privlab")),
+    ("runs", ("core/runs", "core/report", "core/paper_check", "cache")),
+    ("parts", ("core/attacks", "core/defenses", "core/bounds", "core/fl", "core/catalog")),
+    ("numerics", ("core/engine", "core/models", "core/config", "core/data", "core/foundation",
+                  "core")),
 )
+#: folder -> its layer
+FOLDERS: dict[str, str] = {folder: name for name, folders in LAYERS for folder in folders}
 
-#: finer rules on import statements: (module prefix, forbidden module prefixes, exempt modules)
-RULES: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
-    ("core", ("dashboard", "cache", "streamlit"), frozenset({"core.cli"})),
-    ("core.data", ("core.config",), frozenset()),
-    ("core.fl", ("core.defenses", "core.experiments"), frozenset()),
+#: finer rules on import statements: (module prefix, forbidden module prefixes)
+RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("core", ("dashboard", "cache", "cli", "streamlit")),
+    ("core.data", ("core.config",)),
+    ("core.fl", ("core.defenses", "core.runs")),
 )
 
 #: the folders scanned (relative to the repository root); this module, whose tables name every
 #: layer, is not
-PACKAGES = ("core", "cache", "dashboard")
+PACKAGES = ("core", "cache", "dashboard", "cli")
 #: single-file modules at the repository root, scanned too
 MODULES = ("privlab.py",)
 _SELF = "core/layers.py"
 
 _RANK = {name: i for i, (name, _) in enumerate(LAYERS)}  # 0 = highest
-_REGISTRY_STR = re.compile(r"((?:core|cache|dashboard)(?:\.\w+)+)(?::([\w.]+))?")
+_REGISTRY_STR = re.compile(r"((?:core|cache|dashboard|cli)(?:\.\w+)+)(?::([\w.]+))?")
 
 
 @dataclass(frozen=True)
@@ -88,14 +88,28 @@ def _matches(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
+def folder_of(module: str) -> str | None:
+    """The folder a dotted module is in: ``core/<name>`` for a module in a folder of core/,
+    ``core`` for core itself and the modules directly in it, the top-level package otherwise
+    (None outside privlab: numpy, streamlit, ...)."""
+    parts = module.split(".")
+    if parts[0] == "core":
+        folder = f"core/{parts[1]}" if len(parts) > 1 else "core"
+        return folder if folder in FOLDERS else "core"
+    return parts[0] if parts[0] in FOLDERS else None
+
+
 def layer_of(module: str) -> str | None:
-    """The layer of a dotted module name (None outside privlab: numpy, streamlit, ...)."""
-    best: tuple[int, str] | None = None
-    for name, prefixes in LAYERS:
-        for p in prefixes:
-            if _matches(module, p) and (best is None or len(p) > best[0]):
-                best = (len(p), name)
-    return None if best is None else best[1]
+    """The layer of a dotted module, read from its folder (None outside privlab)."""
+    folder = folder_of(module)
+    return None if folder is None else FOLDERS[folder]
+
+
+def undeclared_folders(root: str | Path) -> list[str]:
+    """Folders of core/ (packages) under ``root`` that :data:`FOLDERS` gives no layer."""
+    core = Path(root) / "core"
+    return sorted(f"core/{p.parent.name}" for p in core.glob("*/__init__.py")
+                  if f"core/{p.parent.name}" not in FOLDERS)
 
 
 def level(module: str) -> int:
@@ -173,7 +187,8 @@ def _sources(root: Path) -> list[Path]:
 def violation_records(root: str | Path | None = None) -> list[Violation]:
     """Every broken rule under ``root`` (default: this checkout), in file and line order."""
     root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
-    found: list[Violation] = []
+    found = [Violation(folder, 0, folder, "a folder of core/ without a layer in core.layers.FOLDERS")
+             for folder in undeclared_folders(root)]
     for path in _sources(root):
         rel = path.relative_to(root).as_posix()
         if rel == _SELF:
@@ -201,8 +216,8 @@ def violation_records(root: str | Path | None = None) -> list[Violation]:
                                            + (", by a registry string" if kind == "names" else "")))
             if kind != "import":
                 continue
-            for prefix, forbidden, exempt in RULES:
-                if not _matches(name, prefix) or name in exempt:
+            for prefix, forbidden in RULES:
+                if not _matches(name, prefix):
                     continue
                 for bad in forbidden:
                     hit = next((t for t in targets if _matches(t, bad)), None)

@@ -28,7 +28,7 @@ from typing import Any
 from core.report.pdf import CHROMIUM_ARGS  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
-#: a sentence core.teaching._move wrote: the lesson measured from stored runs
+#: a sentence core.report.teaching._move wrote: the lesson measured from stored runs
 MEASURED = re.compile(r"beyond the 95 % intervals|within the 95 % intervals|"
                       r"one seed and no interval")
 LESSON_TITLES = ("What this page teaches", "What this comparison teaches")

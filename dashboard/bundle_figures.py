@@ -18,7 +18,7 @@ from dashboard import plots
 
 
 def _attack_title(name: str) -> str:
-    from core.parts import ATTACKS
+    from core.foundation.parts import ATTACKS
 
     return ATTACKS.get(name).title if name in ATTACKS else name
 
@@ -51,7 +51,7 @@ def _number(v: Any) -> float | None:
 
 def sweep_figures(result: Any) -> dict[str, Any]:
     """Each numeric metric of a sweep's rows over its first grid field, seed means."""
-    from core import metric_schema as S
+    from core.foundation import metric_schema as S
 
     rows = result.info.get("rows", [])
     grid = list(result.config.get("grid", {}))
@@ -76,8 +76,8 @@ def sweep_figures(result: Any) -> dict[str, Any]:
 
 
 def figures_for(target: Any) -> dict[str, Any]:
-    """``{name: figure}`` of a Result (a run or a sweep) or a :class:`core.compare.Comparison`."""
-    from core.compare import Comparison
+    """``{name: figure}`` of a Result (a run or a sweep) or a :class:`core.runs.compare.Comparison`."""
+    from core.runs.compare import Comparison
 
     if isinstance(target, Comparison):
         from dashboard.components.compare_plot import comparison_figure

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.parts import attack_titles
+from core.foundation.parts import attack_titles
 from dashboard.plots import PALETTE
 
 _MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}

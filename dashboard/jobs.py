@@ -6,13 +6,13 @@ starts goes through the same :class:`JobQueue`, which lets at most ``max_jobs`` 
 in worker threads; the others wait in line, first come first served.
 
 - :meth:`JobQueue.submit` returns a :class:`Ticket`: one session's handle on a :class:`Job`.
-  The same key (for a run: :func:`core.config.cache_key` of the config) submitted again while
+  The same key (for a run: :func:`core.config.schema.cache_key` of the config) submitted again while
   its job is waiting, running or finished without error attaches a second ticket to that job:
   it runs once, and every ticket sees its progress and its result.
 - :meth:`Ticket.position` is the place in line (1 = next to start) while the job waits.
 - :meth:`JobQueue.cancel` withdraws a ticket. When no other ticket follows the job, a waiting
   job leaves the line and never starts; a running one gets its
-  :class:`core.progress.CancelToken` cancelled and ends with :class:`core.progress.Cancelled`
+  :class:`core.foundation.progress.CancelToken` cancelled and ends with :class:`core.foundation.progress.Cancelled`
   (the result store then stores nothing). A job whose token is cancelled directly while it
   waits is skipped when its turn comes.
 - Finished jobs stay attached to their key until every ticket has been released (or, for
@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from core.progress import Cancelled, CancelToken
+from core.foundation.progress import Cancelled, CancelToken
 
 __all__ = [
     "DONE", "ENV_JOB_NICE", "ENV_MAX_JOBS", "QUEUED", "RUNNING", "Job", "JobQueue", "Ticket",
@@ -276,7 +276,7 @@ class JobQueue:
                    runner: Callable | None = None) -> Ticket:
         """Queue ``store.get_or_run(config)`` under the config's cache key (``runner``: the
         store's runner argument, default the engine)."""
-        from core.config import cache_key, parse_config
+        from core.config.schema import cache_key, parse_config
 
         cfg = parse_config(config)
 

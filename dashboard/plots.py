@@ -292,10 +292,10 @@ def tradeoff_figure(
     flagged: Sequence[tuple[float, str]] = (),
 ) -> go.Figure:
     """Utility on x, attack success on y: one line per series of
-    :class:`core.tradeoff.TradeoffPoint` (``knob, utility, attack, attack_lo, attack_hi,
+    :class:`core.report.tradeoff.TradeoffPoint` (``knob, utility, attack, attack_lo, attack_hi,
     series``) with the 95 % interval as a vertical error bar; the point at ``current`` starred,
     the undefended run (``(utility, attack)``) as a black cross, the chance level dotted; the
-    points at the knobs of ``flagged`` (``(knob, caveat label)``, :mod:`core.caveats`) ringed
+    points at the knobs of ``flagged`` (``(knob, caveat label)``, :mod:`core.foundation.caveats`) ringed
     grey, the caveat in their hover text."""
     series: dict[str, list] = {}
     for p in sorted(points, key=lambda p: p.knob):
@@ -372,7 +372,7 @@ def roc_figure(
     grey_label: str = "few negatives",
 ) -> go.Figure:
     """ROC curves (name -> (fpr, tpr)) with the chance diagonal; the part left of
-    ``grey_below`` greyed (read off too few negatives, :mod:`core.caveats`)."""
+    ``grey_below`` greyed (read off too few negatives, :mod:`core.foundation.caveats`)."""
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
                              line={"color": "gray", "dash": "dot"}))
@@ -423,7 +423,7 @@ def kappa_bounds_figure(kappas: Sequence[float], curves: Sequence[tuple[str, Seq
         fig.add_trace(go.Scatter(x=list(kappas), y=list(ys), mode="lines", name=name,
                                  line={"color": PALETTE[(i + 3) % len(PALETTE)]}))
     if measured:
-        # a run whose label carries "⚠ <why>" (core.caveats: targets below Theorem 1's floor)
+        # a run whose label carries "⚠ <why>" (core.foundation.caveats: targets below Theorem 1's floor)
         # is drawn red, its explanation in the hover text
         below = ["⚠" in m[2] for m in measured]
         fig.add_trace(go.Scatter(x=[m[0] for m in measured], y=[m[1] for m in measured],

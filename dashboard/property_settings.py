@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.config import PROPERTY_ATTACKS
+from core.config.schema import PROPERTY_ATTACKS
 
 #: per data set: the attribute whose share is the property, subset sizes, subsets per bin
 #: (train and aux; the targets get half), epochs: small enough to run in seconds on a CPU

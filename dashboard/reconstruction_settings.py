@@ -1,16 +1,16 @@
 """Settings of the Reconstruction → gradient leakage page that tests and benchmarks import
 without running the page: the defense choices, the κ slider grid and the sweeps' grids.
 
-Every grid is a registered knob's (:mod:`core.parts`): DP-SGD's target-ε grid is its teaching
+Every grid is a registered knob's (:mod:`core.foundation.parts`): DP-SGD's target-ε grid is its teaching
 grid; the κ channel's slider and sweep scale with the image dimension d (κ/d nats per
-dimension), so its gradient-leakage knob is per dimension and :meth:`core.parts.Knob.for_dim`
+dimension), so its gradient-leakage knob is per dimension and :meth:`core.foundation.parts.Knob.for_dim`
 turns it into κ for the data."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.parts import DEFENSES, baseline_for, defenses_for
+from core.foundation.parts import DEFENSES, baseline_for, defenses_for
 
 KIND = "gradient_leakage"
 
@@ -43,7 +43,7 @@ CHOICES = {c: t for c, (t, _, _) in defense_choices().items()}
 #: the undefended run of the page's settings (the tradeoff plot's reference point)
 BASELINE = baseline_for(KIND)
 #: the "DLG setting" preset (Zhu et al. 2019): LeNet-sigmoid (initialised U(−0.5, 0.5) as in
-#: DLG, :class:`core.nn.LeNetSigmoid`), undefended single-image uploads of the fresh model,
+#: DLG, :class:`core.models.nn.LeNetSigmoid`), undefended single-image uploads of the fresh model,
 #: DLG and iDLG at their presets (L-BFGS lr 1, 300 iterations, one start), and the model's own
 #: training recipe (Adam lr 3e-3, batch 32, 20 epochs: it trains well above chance).
 #: ``benchmarks/dlg_lenet.py`` measures exactly this config on 32 targets.
@@ -82,7 +82,7 @@ def sweep_configs(config: dict[str, Any], d: int) -> dict[str, list[dict[str, An
 
 
 def sweep_config(config: dict[str, Any], series: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """One stored sweep (kind sweep, core.sweeps) over the defense blocks of every series:
+    """One stored sweep (kind sweep, core.config.sweeps) over the defense blocks of every series:
     only the points missing from the store run, each stored under its own key."""
     blocks = [c["defense"] for cs in series.values() for c in cs]
     return {"kind": "sweep", "base": config, "grid": {"defense": blocks},

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.config import ProjectionConfig
+from core.config.schema import ProjectionConfig
 from dashboard import state
 from dashboard.components.inputs import number_ui, report_problem
 

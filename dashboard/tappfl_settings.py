@@ -11,8 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from core.config import AttributePrivacyConfig, DataSpec
-from core.parts import DEFENSES
+from core.config.schema import AttributePrivacyConfig, DataSpec
+from core.foundation.parts import DEFENSES
 
 PRESETS = ("quick", "paper")
 #: TAPPFL's λ teaching grid (the page's sweep), from its registered knob

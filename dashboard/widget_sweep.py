@@ -193,7 +193,7 @@ def _fmt(v: float, integer: bool) -> str:
 
 
 def number_values(rng: Mapping[str, Any], default: Any) -> list[tuple[str, str]]:
-    """(case label, text) for a number box of range ``rng`` (core.checks.field_range)."""
+    """(case label, text) for a number box of range ``rng`` (core.foundation.checks.field_range)."""
     integer = bool(rng.get("integer"))
     lo, hi = rng.get("lo"), rng.get("hi")
     step = 1 if integer else None
@@ -306,7 +306,7 @@ class TinyRuns:
                 return real(config, label=label, start=start, slot=slot)
             import json
 
-            from core.config import ConfigError, parse_config
+            from core.config.schema import ConfigError, parse_config
 
             key = json.dumps(c, sort_keys=True, default=str)
             if key in self.results:
@@ -318,8 +318,8 @@ class TinyRuns:
             except ConfigError as exc:  # the page's own validation already passed
                 self.errors.append(f"{kind}: tiny settings refused: {exc}")
                 return None
-            from core.experiments import run
-            from core.stages import MemoryStageStore
+            from core.foundation.stages import MemoryStageStore
+            from core.runs.experiments import run
 
             self.runs += 1
             try:

@@ -13,7 +13,7 @@ same config asked for by two sessions runs once (the second follows the first's 
   goes on rendering; a fragment polls the line and reruns the page when the run starts;
 - running: ``st.progress`` with the runner's message and a Cancel button while it polls;
 - Cancel withdraws this session's ticket: a waiting run then never starts, a running one is
-  cancelled (:class:`core.progress.CancelToken`) unless another session still follows it.
+  cancelled (:class:`core.foundation.progress.CancelToken`) unless another session still follows it.
 
 Streamlit reruns the script on every interaction, so the session's tickets live in
 ``st.session_state`` keyed by the cache key: a rerun that asks for the same config picks its job
@@ -33,9 +33,9 @@ from typing import Any
 
 import streamlit as st
 
-from core.config import CONFIG_MODELS, ConfigError, cache_key, parse_config
-from core.progress import Cancelled
-from core.result import Result
+from core.config.schema import CONFIG_MODELS, ConfigError, cache_key, parse_config
+from core.foundation.progress import Cancelled
+from core.foundation.result import Result
 from dashboard.jobs import QUEUED, Job, Ticket, get_queue, ordinal
 
 __all__ = [
@@ -106,7 +106,7 @@ def _describe(exc: BaseException) -> tuple[str, str]:
     if is_data_error(exc):
         return "data", f"Data problem: {exc}"
     from cache.errors import StoreError
-    from core.finite import NonFiniteMetric
+    from core.foundation.finite import NonFiniteMetric
 
     if isinstance(exc, StoreError):  # full disk, read-only store: said as such, no traceback
         return "store", str(exc)

@@ -14,7 +14,7 @@ from core.bounds.tappfl import (
     thm2_exact_bound,
     thm2_paper_bound,
 )
-from core.result import Result
+from core.foundation.result import Result
 
 N_SCORED = 400
 HALF_WIDTH = 0.04

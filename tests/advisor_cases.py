@@ -1,5 +1,5 @@
 """Synthetic comparisons for the defense advisor (tests/test_advisor.py and
-benchmarks/advisor_bench.py): each case builds a :class:`core.compare.Comparison` from made-up
+benchmarks/advisor_bench.py): each case builds a :class:`core.runs.compare.Comparison` from made-up
 seed × knob arrays, states a threat and a floor, and checks the advice against numbers worked
 out by hand in its docstring."""
 
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core import advisor as A
-from core import compare as C
-from core import metric_schema as S
-from core.parts import DEFENSES, baseline_for
+from core.foundation import metric_schema as S
+from core.foundation.parts import DEFENSES, baseline_for
+from core.report import advisor as A
+from core.runs import compare as C
 
 SEEDS = (0, 1, 2)
 

@@ -15,10 +15,10 @@ from core.catalog.adversarial_regularization import (
     AdversarialRegularizationDefense,
     build_adversarial_regularization,
 )
-from core.config import ConfigError, MembershipTrainSpec, parse_config
-from core.experiments import run
-from core.metric_schema import unregistered
-from core.parts import DEFENSES
+from core.config.schema import ConfigError, MembershipTrainSpec, parse_config
+from core.foundation.metric_schema import unregistered
+from core.foundation.parts import DEFENSES
+from core.runs.experiments import run
 from tests.test_pages import open_page, store  # noqa: F401  (the page fixture)
 
 KIND = "adversarial_regularization"
@@ -84,7 +84,7 @@ def test_the_in_game_network_tells_members_from_the_reference_during_training():
 
 
 def test_lambda_zero_is_plain_training_and_a_positive_lambda_moves_the_model():
-    from core.noisy_training import train_central
+    from core.engine.noisy_training import train_central
 
     zero, X, y = _train(0.0, epochs=3, members=100)
     one, _, _ = _train(1.0, epochs=3, members=100)
@@ -121,7 +121,7 @@ def test_the_in_game_network_is_scored_beside_the_fresh_attacks():
 
 
 def test_privlab_parts_lists_it(capsys):
-    from core.cli import main
+    from cli.main import main
 
     assert main(["parts", "--family", "membership", "--json"]) == 0
     parts = json.loads(capsys.readouterr().out)
@@ -134,7 +134,7 @@ def test_privlab_parts_lists_it(capsys):
 
 
 def test_the_membership_page_draws_its_knob_and_offers_its_adversary(store):  # noqa: F811
-    from core.parts import attack_titles
+    from core.foundation.parts import attack_titles
 
     at = open_page("views/membership.py")
     assert "Adversarial regularisation (λ)" in at.selectbox(key="mi_defense").options
@@ -149,8 +149,8 @@ def test_the_membership_page_draws_its_knob_and_offers_its_adversary(store):  # 
 
 def test_compare_sweeps_it_and_the_advisor_reads_its_curve(tmp_path, monkeypatch):
     from cache.store import default_store
-    from core import advisor as A
-    from core import compare as C
+    from core.report import advisor as A
+    from core.runs import compare as C
 
     assert KIND in C.applicable_defenses("membership") and C.refusal("membership", KIND) is None
     assert "does not apply" in C.refusal("attribute_privacy", KIND)

@@ -1,4 +1,4 @@
-"""The defense advisor (core.advisor): synthetic comparisons with hand-worked answers
+"""The defense advisor (core.report.advisor): synthetic comparisons with hand-worked answers
 (tests/advisor_cases.py), its one-line boundary errors, a comparison read from a store, and
 the Compare page's Advisor panel through AppTest."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core import advisor as A
-from core import compare as C
+from core.report import advisor as A
+from core.runs import compare as C
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -35,7 +35,7 @@ def test_privacy_direction_and_range_are_read_from_the_schema_fields(monkeypatch
     span decides its range whatever its description says."""
     from dataclasses import replace
 
-    from core import metric_schema as S
+    from core.foundation import metric_schema as S
 
     assert A.higher_is_private("recon_best_mse") and not A.higher_is_private("mia_loss_auc")
     assert A.metric_range("train_test_gap") == (-1.0, 1.0)

@@ -13,8 +13,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cache.store import default_store
-from core.config import ModelSpec
-from core.parts import ARCHITECTURES
+from core.config.schema import ModelSpec
+from core.foundation.parts import ARCHITECTURES
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -142,7 +142,7 @@ def test_compare_offers_the_architecture_for_every_point(store) -> None:
 
 
 def test_a_comparison_spec_carries_its_model_as_plain_data() -> None:
-    from core.compare import comparison_sweeps, spec_from_dict, spec_to_dict, teaching_spec
+    from core.runs.compare import comparison_sweeps, spec_from_dict, spec_to_dict, teaching_spec
 
     spec = teaching_spec()
     conv = {"arch": "lenet5", "width": 0.5}

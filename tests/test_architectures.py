@@ -9,8 +9,14 @@ import json
 import pytest
 import torch
 
+from core.foundation.parts import (
+    ARCHITECTURES,
+    architecture,
+    architectures_for,
+    describe,
+    input_kind,
+)
 from core.models import build_model, forward_flops, param_count
-from core.parts import ARCHITECTURES, architecture, architectures_for, describe, input_kind
 
 PAPER_COUNTS = [
     ("lenet5", (3, 32, 32), "classifier", 62_006),
@@ -89,7 +95,7 @@ def test_flops_cost_model_known_values():
 
 
 def test_mlp_is_todays_model():
-    from core.nn import image_classifier, seeded
+    from core.models.nn import image_classifier, seeded
 
     for shape in ((1, 8, 8), (1, 1, 12)):
         ours = build_model("mlp", shape, 10, seed=1234)
@@ -104,7 +110,7 @@ def test_mlp_is_todays_model():
 
 
 def test_lenet5_full_width_is_core_nn_lenet5():
-    from core.nn import LeNet5, seeded
+    from core.models.nn import LeNet5, seeded
 
     ours = build_model("lenet5", (1, 8, 8), 10, seed=7)
     today = seeded(lambda: LeNet5((1, 8, 8), 10), 7)
@@ -175,7 +181,7 @@ def test_describe_lists_models_light():
 
 
 def test_cli_parts_family_models(capsys):
-    from core.cli import main
+    from cli.main import main
 
     assert main(["parts", "--family", "models", "--json"]) == 0
     models = json.loads(capsys.readouterr().out)["models"]

@@ -20,8 +20,8 @@ from core.attacks.attribute import (
 )
 from core.attacks.property import SubsetRelease, in_training_on_release, score_property
 from core.attacks.protocol import score_attack
-from core.knowledge import AdversaryKnowledge, GroundTruth
-from core.training import MIN_PATIENCE_STEPS, PATIENCE, train_until_plateau, validation_rows
+from core.engine.training import MIN_PATIENCE_STEPS, PATIENCE, train_until_plateau, validation_rows
+from core.foundation.knowledge import AdversaryKnowledge, GroundTruth
 
 
 def _patience(n_train: int, batch: int) -> int:

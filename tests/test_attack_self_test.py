@@ -1,5 +1,5 @@
 """The registry refuses a second attack that computes an existing one's score: a family
-may declare a small seeded self-test input (:attr:`core.parts.Family.self_test`), and an attack
+may declare a small seeded self-test input (:attr:`core.foundation.parts.Family.self_test`), and an attack
 registered after the catalog is compared on it with every attack of its family."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core.attacks.membership import MembershipScores
-from core.parts import ATTACKS, FAMILIES, attacks_for, same_score_as, self_test_scores
+from core.foundation.parts import ATTACKS, FAMILIES, attacks_for, same_score_as, self_test_scores
 
 
 def test_the_catalog_has_no_two_attacks_with_one_score():

@@ -1,6 +1,6 @@
 """Attack settings belong to the attack (DESIGN: Architecture): each attack declares its
 settings block with ranges in its own catalog module, the family's attack config carries every
-block (:func:`core.config.attack_spec`), and the chosen attacks' settings are validated by
+block (:func:`core.config.schema.attack_spec`), and the chosen attacks' settings are validated by
 their declarations before anything trains."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from benchmarks import registry_bench as R
 from core.attacks.membership import MembershipScores
 from core.attacks.protocol import attack_params
-from core.config import ConfigError, MembershipAttackSpec, parse_config
-from core.knowledge import ThreatModel
-from core.parts import ATTACKS, AttackPart, attack_by_config_name
+from core.config.schema import ConfigError, MembershipAttackSpec, parse_config
+from core.foundation.knowledge import ThreatModel
+from core.foundation.parts import ATTACKS, AttackPart, attack_by_config_name
 
 TINY = {"kind": "membership", "data": {"name": "digits"},
         "train": {"members": 40, "epochs": 1}, "attack": {"shadows": 4, "rmia_references": 1}}

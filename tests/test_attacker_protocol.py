@@ -1,5 +1,5 @@
 """The attacker protocol (DESIGN: Metrics): class-balanced fresh attackers, the one Adam loop
-(core.training) and picking the strongest attacker."""
+(core.engine.training) and picking the strongest attacker."""
 
 import math
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from core.attacks.attribute import AttackOutcome, fresh_attacker, prior_attack, strongest
-from core.training import adam_train, balanced_class_weights, train_classifier
+from core.engine.training import adam_train, balanced_class_weights, train_classifier
 
 MLP = {"mlp_hidden": 32, "mlp_epochs": 40}
 

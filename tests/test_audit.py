@@ -23,8 +23,8 @@ from core.attacks.audit import (
 from core.bounds.audit import bonferroni, epsilon_lower_bound, max_provable_epsilon, p_value
 from core.defenses.dpsgd import train_dpsgd
 from core.defenses.inf2guard import train_inf2guard
-from core.nn import image_classifier, seeded
-from core.noisy_training import GradientCanary, train_central
+from core.engine.noisy_training import GradientCanary, train_central
+from core.models.nn import image_classifier, seeded
 
 SHAPE = (1, 8, 8)
 

@@ -22,7 +22,7 @@ def test_audit_configs_cover_the_grid_and_the_infinite_point():
     assert cfgs[math.inf]["defense"] == {"kind": "dp_sgd", "noise_multiplier": 0.0,
                                          "target_epsilon": None}
     assert all(c["audit"]["tests"] == 5 and c["audit"]["canaries"] == 100 for c in cfgs.values())
-    from core.config import parse_config
+    from core.config.schema import parse_config
 
     assert all(parse_config(c).audit.enabled for c in cfgs.values())
 

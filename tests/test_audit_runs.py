@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from core.config import parse_config
-from core.progress import Progress
-from core.result import Result
+from core.config.schema import parse_config
+from core.foundation.progress import Progress
+from core.foundation.result import Result
 from core.runs.membership import run_membership
 
 AUDIT = {"kind": "auto", "canaries": 500, "confidence": 0.95}
@@ -105,7 +105,7 @@ def test_gradient_leakage_runner_audits_its_defense():
 
 def test_noise_multiplier_zero_is_infinite_from_config_to_compare(tmp_path):
     from cache.store import ResultStore
-    from core import compare as C
+    from core.runs import compare as C
 
     cfg = parse_config({**BASE, "defense": {**DPSGD, "noise_multiplier": 0.0}})
     assert cfg.defense.target_epsilon is None

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from core.config import parse_config
+from core.config.schema import parse_config
 
 
 class _Stub:

@@ -74,7 +74,7 @@ def test_theorem1_and_ingredients():
     W1, W2 = np.diag([2.0, 1.0]), np.array([[0.0, 3.0]])
     assert B.lipschitz_mlp([W1, W2]) == pytest.approx(2 * 3 / 4)
     s = np.array([0.1, 0.2, 0.3, 0.4, 0.9, 0.8, 0.7, 0.6])
-    # Signed advantage max(TPR − FPR), the one meaning in privlab (core.metrics.advantage):
+    # Signed advantage max(TPR − FPR), the one meaning in privlab (core.foundation.metrics.advantage):
     # the attacker must know which direction of the score means u = 1; max |TPR − FPR| would
     # credit an anti-correlated score (-s) with a perfect attack it never made.
     assert B.empirical_advantage(u, s) == 1.0 and B.empirical_advantage(u, -s) == 0.0

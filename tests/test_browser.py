@@ -223,7 +223,7 @@ def test_compare_page_draws_four_defenses_on_one_plane(browser, server, tmp_path
     from test_compare_page import populate
 
     from cache.store import ResultStore
-    from core.compare import teaching_spec
+    from core.runs.compare import teaching_spec
 
     (root,) = tmp_path_factory.getbasetemp().glob("browser-cache[0-9]*")  # the server's store
     populate(ResultStore(root), teaching_spec())

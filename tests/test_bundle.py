@@ -20,8 +20,8 @@ import yaml
 
 from cache.bundle import BundleError, import_bundle, read_manifest, spec_from_dict, write_bundle
 from cache.store import ResultStore
-from core import compare as C
-from core.cli import main
+from cli.main import main
+from core.runs import compare as C
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _tappfl_contract import contract_runner
@@ -271,7 +271,7 @@ def test_a_key_that_is_not_its_config_is_refused(tmp_path):
 
 def test_another_engine_is_refused_then_imported_read_only_and_marked(tmp_path, monkeypatch):
     import cache.bundle.write as W
-    import core.fingerprint as F
+    import core.foundation.fingerprint as F
 
     other = "0.1.9+abcdefabcdef"
     with monkeypatch.context() as m:  # a bundle written by another engine, its run computed by it

@@ -49,7 +49,7 @@ def bundle(tmp_path):
 @pytest.fixture(scope="module")
 def sweep_bundle(tmp_path_factory):
     """A sweep of two contract-shaped points (no training): three runs in one bundle."""
-    import core.experiments as E
+    import core.runs.experiments as E
 
     tmp = tmp_path_factory.mktemp("sweep")
     real = E.run
@@ -399,9 +399,9 @@ def test_the_zip_crc_still_guards_a_stored_entry(bundle, tmp_path):
 
 def test_verify_recompute_says_whether_an_imported_run_agrees(bundle, tmp_path, monkeypatch,
                                                                capsys):
-    import core.experiments as E
+    import core.runs.experiments as E
     from cache.bundle.recompute import recompute
-    from core.cli import main
+    from cli.main import main
 
     monkeypatch.setattr(E, "run", lambda cfg, **kw: contract_runner(cfg))
     path, _, key = bundle

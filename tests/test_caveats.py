@@ -1,4 +1,4 @@
-"""Every caveat beside its number (issue #20 items 3 and 6): the registry of core/caveats.py,
+"""Every caveat beside its number (issue #20 items 3 and 6): the registry of core/foundation/caveats.py,
 the runners' records, the CLI's JSON, the formatting of tiny values and raw keys, and every
 caveat key rendered by its page (dashboard/components/caveat_check.py)."""
 
@@ -10,8 +10,8 @@ import math
 import pytest
 import yaml
 
-from core import caveats
-from core.result import Result
+from core.foundation import caveats
+from core.foundation.result import Result
 
 
 def _keys(raised: list[dict]) -> set[str]:
@@ -126,7 +126,7 @@ def test_format_value_and_raw_keys():
 def test_display_names_keep_formulas_whole():
     """A caveat names its numbers by display name: a formula's parenthesis or the ";" inside
     I(u; r) must not cut the name ("K-ary bound 1 −")."""
-    from core import metric_schema
+    from core.foundation import metric_schema
     from dashboard.components._format import display_name
 
     assert display_name("bound_pia_fano").startswith("K-ary bound 1 − (H − 1)/log₂(K − 1)")
@@ -153,7 +153,7 @@ TINY_MI = {"kind": "membership", "data": {"name": "digits"},
 
 
 def test_cli_run_and_show_json_carry_notes_and_caveats(tmp_path, monkeypatch, capsys):
-    from core.cli import main
+    from cli.main import main
 
     monkeypatch.setenv("PRIVLAB_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "mi.yaml"
@@ -205,7 +205,7 @@ def test_history_pair_figure_puts_a_knob_on_a_numeric_axis_and_labels_by_name():
 
 
 def test_chance_label_and_flagged_tradeoff_points():
-    from core.tradeoff import TradeoffPoint
+    from core.report.tradeoff import TradeoffPoint
     from dashboard import plots
 
     pts = [TradeoffPoint(knob=k, utility=0.8, attack=0.1 * k, attack_lo=None, attack_hi=None,

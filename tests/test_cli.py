@@ -1,5 +1,5 @@
 """The ``privlab`` command line: a few real subprocesses (exit codes, stdout/stderr contract)
-plus cheap in-process calls of ``core.cli.main`` for the rest."""
+plus cheap in-process calls of ``cli.main.main`` for the rest."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main
-from core.config import CONFIG_MODELS, load_config
+from cli.main import main
+from core.config.schema import CONFIG_MODELS, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -23,11 +23,11 @@ MNIST_TSNE = str(ROOT / "examples" / "projection_mnist5k_tsne.yaml")
 
 def _console_script() -> list[str]:
     script = Path(sys.executable).with_name("privlab")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "core.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "cli.main"]
 
 
 def cli(cache: Path, *args: str, module: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "core.cli"] if module else _console_script()
+    cmd = [sys.executable, "-m", "cli.main"] if module else _console_script()
     env = {**os.environ, "PRIVLAB_CACHE_DIR": str(cache)}
     return subprocess.run([*cmd, *args], check=False, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
@@ -51,7 +51,7 @@ def test_run_cache_list_show_export(tmp_path):
     assert len(out["key"]) == 64 and out["kind"] == "projection" and out["from_cache"] is False
     assert out["metrics"]["n_points"] == 1000 and 0 < out["metrics"]["trustworthiness"] <= 1
 
-    second = cli(cache, "run", DIGITS_PCA, "--json", module=True)  # also `python -m core.cli`
+    second = cli(cache, "run", DIGITS_PCA, "--json", module=True)  # also `python -m cli.main`
     assert second.returncode == 0, second.stderr
     again = json.loads(second.stdout)
     assert again["from_cache"] is True and again["key"] == out["key"]

@@ -1,4 +1,4 @@
-"""The comparison engine (core.compare): Pareto front and matched attack levels on hand-made
+"""The comparison engine (core.runs.compare): Pareto front and matched attack levels on hand-made
 points (ties, dominated curves, non-monotone curves), refusals read from the parts registry,
 the sweeps it builds, bisection to a target level, and one tiny comparison through a store."""
 
@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from core import compare as C
-from core.config import ConfigError
-from core.parts import DEFENSES
+from core.config.schema import ConfigError
+from core.foundation.parts import DEFENSES
+from core.runs import compare as C
 
 # ---------------------------------------------------------------------------------------------
 # Pareto front
@@ -185,7 +185,7 @@ def test_comparison_sweeps_refuse_what_does_not_apply_and_add_the_undefended_poi
     assert dp["grid"] == {"defense.target_epsilon": [0.5, 1.0]}  # the knob: target ε
     assert ch["base"]["defense"] == {"kind": "channel", "channel": "white"}
     assert ch["base"]["data"]["name"] == "digits" and ch["base"]["train"]["members"] == 50
-    from core.config import parse_config
+    from core.config.schema import parse_config
 
     assert parse_config(ch).kind == "sweep"  # every sweep validates
     # the default grid is the knob's registered one
@@ -199,7 +199,7 @@ def test_teaching_preset_builds_valid_sweeps_that_fit_the_data_and_teach_each_kn
     at least its two ends, the pool of 2·members fits digits' train split, there are seeds
     enough for an interval, and DP-SGD's grid holds a point at ε ≤ 8 (where its recipe's
     utility ratio is measured) below a larger one (its leaky end)."""
-    from core.config import DataSpec, parse_config
+    from core.config.schema import DataSpec, parse_config
     from core.data import load_dataset
 
     spec = C.teaching_spec()
@@ -282,9 +282,9 @@ def test_run_comparison_runs_only_missing_points_and_reads_each_point_once(tmp_p
     from collections import Counter
 
     from cache.store import ResultStore
-    from core.config import cache_key, parse_config
-    from core.result import Result
-    from core.sweeps import expand
+    from core.config.schema import cache_key, parse_config
+    from core.config.sweeps import expand
+    from core.foundation.result import Result
 
     def fake(cfg, progress=None, cancel=None) -> Result:
         kappa = getattr(cfg.defense, "kappa", 100.0)
@@ -342,7 +342,7 @@ def test_run_comparison_runs_only_missing_points_and_reads_each_point_once(tmp_p
 
 def test_model_reaches_every_point_and_bad_models_are_one_line(tmp_path):
     from cache.store import ResultStore
-    from core.config import parse_config
+    from core.config.schema import parse_config
 
     tiny = {"arch": "lenet5", "width": 0.0625}
     spec = C.ComparisonSpec(

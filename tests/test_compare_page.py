@@ -17,9 +17,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cache.store import default_store
-from core import compare as C
-from core.config import parse_config
-from core.result import Result
+from core.config.schema import parse_config
+from core.foundation.result import Result
+from core.runs import compare as C
 from dashboard.components._format import display_name
 from dashboard.recommendation_check import recommendation_blocks, two_recommendations
 
@@ -70,7 +70,7 @@ def tiny_preset() -> C.ComparisonSpec:
 def populate(store, spec: C.ComparisonSpec) -> list[str]:
     """Store every point with the stand-in runner, then the sweeps (real sweep runner: all
     points found in the store). Returns the sweep keys."""
-    from core.sweeps import expand
+    from core.config.sweeps import expand
 
     keys = []
     for _, sweep in C.comparison_sweeps(spec)[0]:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.config import (
+from core.config.schema import (
     AttributePrivacyConfig,
     ConfigError,
     ProjectionConfig,
@@ -142,8 +142,8 @@ def test_defense_blocks_carry_only_their_own_parameters():
 
 
 def test_cache_key_holds_the_source_fingerprint(monkeypatch):
-    import core.config as config_mod
-    import core.fingerprint as fp
+    import core.config.schema as config_mod
+    import core.foundation.fingerprint as fp
 
     cfg = parse_config({"kind": "projection"})
     before = cache_key(cfg)
@@ -161,7 +161,7 @@ def test_switching_the_defense_kind_by_override_starts_a_fresh_block():
 
 def test_dpsgd_block_trains_with_its_own_recipe_and_a_target_epsilon_knob():
     from core.catalog.dp_sgd import DPSGDDefense
-    from core.config import MembershipConfig
+    from core.config.schema import MembershipConfig
 
     d = DPSGDDefense()
     assert d.target_epsilon == 8.0 and d.noise_multiplier is None  # the knob: target ε

@@ -10,7 +10,7 @@ from importlib import import_module
 import numpy as np
 import pytest
 
-from core.config import DatasetName, DataSpec
+from core.config.schema import DatasetName, DataSpec
 from core.data import DATASETS, DataError, clear_memo, describe_datasets, files, load_dataset
 from core.data.registry import dataset_attributes
 

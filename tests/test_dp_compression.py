@@ -5,7 +5,6 @@ import math
 import pytest
 import torch
 
-from core.compare import match_attack_level
 from core.defenses.compression import PruneUpload
 from core.defenses.dp import (
     DPUpload,
@@ -13,6 +12,7 @@ from core.defenses.dp import (
     classic_gaussian_sigma,
     gaussian_delta,
 )
+from core.runs.compare import match_attack_level
 
 
 def _deltas(K=4, seed=0):

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from core.config import GradientLeakageConfig
+from core.config.schema import GradientLeakageConfig
 from core.runs.gradient_stages import victim_uploads
 
 SHAPE = (1, 8, 8)

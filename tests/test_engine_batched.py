@@ -13,9 +13,9 @@ from core.catalog.relaxloss import RelaxLossHook
 from core.engine.batched import fit_batched
 from core.engine.hooks import CanaryHook
 from core.engine.recipe import Recipe
+from core.engine.shadow_training import shadow_splits, train_shadows, train_stacked
 from core.models import build_model
-from core.nn import ImageMLP
-from core.shadow_training import shadow_splits, train_shadows, train_stacked
+from core.models.nn import ImageMLP
 
 
 def _data(n: int, classes: int = 3, seed: int = 0):

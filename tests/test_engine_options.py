@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from core.engine import EngineOptions, current, engine_options
+from core.engine.noisy_training import as_images, make_optimizer, train_central
+from core.foundation.seeds import torch_stream
 from core.models import build_model
-from core.noisy_training import as_images, make_optimizer, train_central
-from core.seeds import torch_stream
 
 SHAPE = (1, 8, 8)
 
@@ -84,7 +84,7 @@ def test_bf16_autocast_and_channels_last_still_train() -> None:
 
 
 def test_stacked_conv_shadows_train_under_bf16_autocast() -> None:
-    from core.shadow_training import shadow_splits, train_stacked
+    from core.engine.shadow_training import shadow_splits, train_stacked
 
     X, y = _data(80)
     mask = shadow_splits(80, 2, seed=0)
@@ -96,8 +96,8 @@ def test_stacked_conv_shadows_train_under_bf16_autocast() -> None:
 
 
 def test_adam_train_sums_its_loss_on_the_device_with_the_same_bits() -> None:
-    """core.training.adam_train's per-epoch loss equals the host-side float sum it replaced."""
-    from core.training import adam_train
+    """core.engine.training.adam_train's per-epoch loss equals the host-side float sum it replaced."""
+    from core.engine.training import adam_train
 
     X, y = _data()
     net = _model("mlp", 1.0)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.config import ConfigError, parse_config
-from core.knowledge import ThreatModel
-from core.migrations import migrate
-from core.parts import ATTACKS, DEFENSES, AttackPart, applicable_attacks
-from core.registry import Registry, UnknownName
-from core.stages import MemoryStageStore, StageOutput, Stages, stage_key
+from core.config.migrations import migrate
+from core.config.schema import ConfigError, parse_config
+from core.foundation.knowledge import ThreatModel
+from core.foundation.parts import ATTACKS, DEFENSES, AttackPart, applicable_attacks
+from core.foundation.registry import Registry, UnknownName
+from core.foundation.stages import MemoryStageStore, StageOutput, Stages, stage_key
 
 # -- registry -----------------------------------------------------------------------------------
 
@@ -62,7 +62,7 @@ def test_combination_check_rejects_an_attack_of_another_release():
 
 
 def test_defense_builders_apply_only_their_parameters():
-    from core.config import FedAvgSpec
+    from core.config.schema import FedAvgSpec
     from core.defenses.federated import build_defense
 
     cfg = parse_config({"kind": "attribute_privacy", "defense": {"kind": "dp_gaussian", "epsilon": 4.0}})
@@ -141,7 +141,7 @@ def test_defense_part_groups_its_concerns():
     declaration in the first, flat keywords reads the same as the grouped one."""
     import dataclasses
 
-    from core.parts import Control, DefensePart, PageSpec, Releases
+    from core.foundation.parts import Control, DefensePart, PageSpec, Releases
 
     assert len(dataclasses.fields(DefensePart)) <= 12
     common = {"name": "x", "title": "x", "families": ("membership",), "knob": None,

@@ -1,4 +1,4 @@
-"""Per-record exposure (:mod:`core.exposure`): each family's extractor on a tiny run, the
+"""Per-record exposure (:mod:`core.report.exposure`): each family's extractor on a tiny run, the
 ranking's order and direction, Jaccard and the always-exposed set on hand-checked sets, the
 sentences' numbers, and the per-record arrays leaving every metric as it was."""
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from core.experiments import run
-from core.exposure import (
+from core.foundation.result import Result
+from core.report.exposure import (
     chance_jaccard,
     comparison_results,
     exposure_overlap,
@@ -18,7 +18,7 @@ from core.exposure import (
     record_exposure,
     record_scores,
 )
-from core.result import Result
+from core.runs.experiments import run
 from tests.test_pages import store  # noqa: F401  (fixture)
 
 MEMBERSHIP = {"kind": "membership", "data": {"name": "digits"},
@@ -82,7 +82,7 @@ def test_membership_records_are_the_pool_and_members_of_some_target(runs):
 
 
 def test_gradient_records_are_the_targets_rows_in_psnr_order(runs):
-    from core.config import parse_config
+    from core.config.schema import parse_config
     from core.data import load_dataset
 
     r = runs["gradient_leakage"]
@@ -111,7 +111,7 @@ def test_attribute_records_are_the_strongest_attackers_confidence(runs):
     rs = record_scores(r)
     assert rs.reference == pytest.approx(1 / len(r.info["attribute_values"]))
     assert rs.attack == r.info["best_attacker"]
-    from core.config import parse_config
+    from core.config.schema import parse_config
     from core.data import load_dataset
 
     cfg = parse_config(r.config)
@@ -129,7 +129,7 @@ def test_a_family_without_records_and_an_old_run_say_so_in_one_line():
 
 
 def test_every_membership_auc_is_recomputed_from_the_stored_arrays(runs):
-    from core.exposure import recomputed_auc
+    from core.report.exposure import recomputed_auc
 
     r = runs["membership"]
     diffs = {}

@@ -11,8 +11,8 @@ from torch import nn
 
 from core.defenses.tappfl import TappflObjective
 from core.fl import FedAvgState, num_sampled, plan_round, run_fedavg
-from core.nn import AttributeAdversary, Encoder, MICritic, seeded
-from core.progress import Cancelled, CancelToken, Progress
+from core.foundation.progress import Cancelled, CancelToken, Progress
+from core.models.nn import AttributeAdversary, Encoder, MICritic, seeded
 
 D, REP, V = 6, 8, 3
 

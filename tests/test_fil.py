@@ -1,4 +1,4 @@
-"""Fisher information loss engine (core/fil.py, core/bounds/fil.py; issue #11, spec 002 Part A)."""
+"""Fisher information loss engine (core/bounds/fil_regression.py, core/bounds/fil.py; issue #11, spec 002 Part A)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.fil import (
+from core.bounds.fil_regression import (
     compose_eta,
     compose_etas,
     crb_variance_bound,
@@ -232,7 +232,7 @@ def test_least_squares_has_no_dp_sensitivity_message():
 def test_rank2_top_eigenvalue_matches_dense_solver_in_hard_cases():
     """The inertia-count bisection behind per_example_fil: random rows, rows whose top
     eigenvalue falls below the diagonal's maximum, q = 0 (rank one) and c = 0."""
-    from core.fil import _top_eig_rank2
+    from core.bounds.fil_regression import _top_eig_rank2
 
     rng = np.random.default_rng(11)
     m, d = 400, 7

@@ -17,7 +17,7 @@ from core.attacks.fil_attacks import (
     true_codes,
     white_box_attack,
 )
-from core.fil import fit_glm, per_example_fil, release
+from core.bounds.fil_regression import fit_glm, per_example_fil, release
 
 ONEHOT = [2, 3]  # a 3-level one-hot group with the last level dropped
 CANDS = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])

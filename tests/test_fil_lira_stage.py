@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from core.attacks.fil_membership import eta_verdict
-from core.experiments import run
-from core.metric_schema import unregistered
+from core.foundation.metric_schema import unregistered
+from core.runs.experiments import run
 
 TINY = {"kind": "fisher_information", "data": {"name": "digits", "pca_dim": 8},
         "irfil": {"iterations": 2}, "attack": {"noise_trials": 3, "sigma_grid": 2,
@@ -37,9 +37,9 @@ def test_verdict_reads_the_interval():
 
 
 def test_fil_lira_setup_is_a_caveat_key_beside_the_lira_numbers():
-    """The FIL-LiRA note is a registered caveat (core.caveats ``fil_lira_setup``) qualifying the
+    """The FIL-LiRA note is a registered caveat (core.foundation.caveats ``fil_lira_setup``) qualifying the
     LiRA numbers, not a note a page picks out by its text; none without LiRA."""
-    from core import caveats
+    from core.foundation import caveats
 
     assert "fil_lira_setup" in caveats.keys_for("fisher_information")
     r = run(TINY)

@@ -14,9 +14,9 @@ from core.attacks.fil_membership import (
     signed_margin,
     spearman_interval,
 )
-from core.fil import fit_glm, irfil
-from core.metrics import roc_curve_points
-from core.shadow_training import shadow_splits
+from core.bounds.fil_regression import fit_glm, irfil
+from core.engine.shadow_training import shadow_splits
+from core.foundation.metrics import roc_curve_points
 
 
 def _data(n=80, d=6, seed=0):

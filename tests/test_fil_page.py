@@ -30,7 +30,7 @@ def test_page_fits_digits_by_itself_and_the_eta_slider_reuses_the_fit(store):  #
     assert any(m.value.startswith("η identifies the leaking examples: ")
                for m in at.markdown), [m.value for m in at.markdown]
     before = _shown(at)
-    # the default target η is a teaching-grid point of the part's knob (core.parts)
+    # the default target η is a teaching-grid point of the part's knob (core.foundation.parts)
     assert before["η (example, worst)"] == "3" and before["DP ε at this σ"] == "none"
     assert any(m.label == "DP ε at this σ ⚠ no ε" for m in at.metric)  # least squares: no ε
     at.select_slider(key="fi_eta").set_value(10.0).run()

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.config import ConfigError, parse_config
-from core.experiments import run
-from core.metric_schema import unregistered
-from core.stages import MemoryStageStore
+from core.config.schema import ConfigError, parse_config
+from core.foundation.metric_schema import unregistered
+from core.foundation.stages import MemoryStageStore
+from core.runs.experiments import run
 
 TINY = {"kind": "fisher_information", "data": {"name": "digits"},
         "irfil": {"iterations": 3},

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from core.config import DataSpec, FedAvgSpec, TappflConfig
+from core.config.schema import DataSpec, FedAvgSpec, TappflConfig
 from core.data import load_dataset
 from core.fl.fedavg import run_fedavg
 from core.fl.objectives import plain_objective
 from core.fl.types import FedAvgState
-from core.nn import init_module_
+from core.models.nn import init_module_
 
 N_DEV, ROUNDS = 4, 2
 
@@ -197,7 +197,7 @@ def test_flower_refuses_an_unregistered_objective(asked):
 
 
 def test_load_object_only_loads_privlab_objects():
-    from core.registry import load_object
+    from core.foundation.registry import load_object
 
     assert callable(load_object("core.fl.objectives:plain_objective"))
     for path in ("os:system", "builtins:eval", "core.fl:", "core.x;import os:y", "os.path:join"):

@@ -21,7 +21,7 @@ ARGS = {"data": "digits", "seed": SEED, "model": "mlp", "channel": "white", "kap
 
 
 def setup(**changes):
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
     from core.defenses.channel_flower import channel_objective, channel_state
 

@@ -16,11 +16,11 @@ import pytest
 from cache.gc import collect, parse_size, store_usage
 from cache.stages import ENGINE_KEY
 from cache.store import ResultStore
-from core.cli import main
-from core.config import ProjectionConfig
-from core.fingerprint import engine_id
-from core.result import Result
-from core.stages import StageOutput
+from cli.main import main
+from core.config.schema import ProjectionConfig
+from core.foundation.fingerprint import engine_id
+from core.foundation.result import Result
+from core.foundation.stages import StageOutput
 
 OLD = "0.0.1+000000000000"
 

@@ -10,8 +10,8 @@ import time
 import pytest
 import torch
 
-from core import model_costs
-from core.parts import ARCHITECTURES
+from core.foundation.parts import ARCHITECTURES
+from core.models import costs as model_costs
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Gradient inversion (DLG / iDLG / Inverting Gradients), model inversion, scoring and the image
-classifiers of core.nn. Tiny models, 8×8 images, few iterations (one CPU thread)."""
+classifiers of core.models.nn. Tiny models, 8×8 images, few iterations (one CPU thread)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.attacks import gradient_inversion as gi
-from core.nn import IMAGE_MODELS, ImageMLP, LeNet5, LeNetSigmoid, image_classifier, seeded
-from core.progress import Cancelled, CancelToken, Progress
+from core.foundation.progress import Cancelled, CancelToken, Progress
+from core.models.nn import IMAGE_MODELS, ImageMLP, LeNet5, LeNetSigmoid, image_classifier, seeded
 
 SHAPE = (1, 8, 8)
 
@@ -336,7 +336,7 @@ def test_scoring_against_hand_computed_values():
     assert out["recon_psnr"] == pytest.approx(30.0)
     assert out["recon_psnr_median"] == pytest.approx(30.0)
     assert out["recon_label_acc"] == pytest.approx(0.75)
-    from core.metrics import ssim
+    from core.foundation.metrics import ssim
 
     ref = [ssim(recon[0, 1, 0].numpy(), targets[0, 0, 0].numpy()),
            ssim(recon[0, 0, 0].numpy(), targets[0, 1, 0].numpy())]
@@ -351,7 +351,7 @@ def test_scoring_against_hand_computed_values():
 
 
 def test_model_inversion_moves_toward_each_class():
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
 
     ds = load_dataset(DataSpec(name="digits"), 0)
@@ -448,7 +448,7 @@ def test_lenet_sigmoid_init_is_dlg_uniform_and_seeded():
 def test_dlg_on_dlg_initialised_lenet_sigmoid_reconstructs_a_digit_quickly():
     # one real 8×8 digit, DLG (soft labels optimised jointly), 60 L-BFGS iterations: 62 dB on
     # the DLG-initialised net; PyTorch's default init left it at 5 dB (measured, issue #20)
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
 
     ds = load_dataset(DataSpec(name="digits"), 0)

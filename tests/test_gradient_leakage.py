@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from core.config import ConfigError, parse_config
-from core.experiments import run
-from core.metric_schema import unregistered
-from core.stages import MemoryStageStore
+from core.config.schema import ConfigError, parse_config
+from core.foundation.metric_schema import unregistered
+from core.foundation.stages import MemoryStageStore
+from core.runs.experiments import run
 
 TINY = {"kind": "gradient_leakage", "data": {"name": "digits"},
         "train": {"model": "mlp", "epochs": 1, "batch_size": 64},
@@ -140,10 +140,10 @@ def test_changing_the_attack_reuses_the_trained_model():
     run(_cfg(defense={"kind": "channel", "kappa": 16.0}), stages=store)
     cfg = _cfg(defense={"kind": "channel", "kappa": 16.0},
                attack={**TINY["attack"], "iterations": 20})
-    from core.stages import Stages
+    from core.foundation.stages import Stages
 
     st = Stages(store)
-    from core.progress import as_progress
+    from core.foundation.progress import as_progress
     from core.runs.gradient_leakage import run_gradient_leakage
 
     run_gradient_leakage(parse_config(cfg), as_progress(None, None), st)

@@ -21,7 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from benchmarks.config_fuzz import check_case, config_strategy, field_names
-from core.config import CONFIG_MODELS, MAX_SWEEP_POINTS, ConfigError, load_config, parse_config
+from core.config.schema import (
+    CONFIG_MODELS,
+    MAX_SWEEP_POINTS,
+    ConfigError,
+    load_config,
+    parse_config,
+)
 
 CASES_PER_KIND = 200
 CASE_LIMIT_S = 5.0
@@ -119,7 +125,7 @@ def test_hostile_set_values_and_mappings():
     lol = LOL.split("\n", 1)[1].replace("\n", ", ")
     for bad, needle in ((["x={" + lol + "}"], "aliases"), (["a=" + "[" * 200 + "]" * 200], "nests")):
         with pytest.raises(ConfigError, match=needle):
-            from core.config import apply_overrides
+            from core.config.schema import apply_overrides
 
             apply_overrides({"kind": "projection"}, bad)
     deep: dict = {"kind": "projection"}
@@ -191,7 +197,7 @@ def test_gaussian_calibration_is_capped_not_infinite():
 
     for delta in (1e-320, 1e-309):
         t0 = time.perf_counter()
-        # refused at the door with the block's range (core.config_base.Delta), never calibrated
+        # refused at the door with the block's range (core.config.base.Delta), never calibrated
         with pytest.raises(ValueError, match=f"delta: got {delta!r}; allowed range 1e-12"):
             analytic_gaussian_sigma(1.0, delta, 2.0)
         assert time.perf_counter() - t0 < 2.0
@@ -204,7 +210,7 @@ def test_grid_caps_state_the_count():
                     "min_dist": [float(v) for v in np.linspace(0, 1, 60)]}, "seeds": [0]}
     with pytest.raises(ConfigError, match=f"grid: got 12000 points .*allowed at most {MAX_SWEEP_POINTS}"):
         parse_config(big)
-    from core.compare import ComparisonSpec, DefenseSpec, comparison_sweeps
+    from core.runs.compare import ComparisonSpec, DefenseSpec, comparison_sweeps
 
     spec = ComparisonSpec("membership", "digits", "utility_acc", "mia_auc_best",
                           (DefenseSpec.of("inf2guard", grid=np.linspace(0, 1, 600)),
@@ -217,10 +223,10 @@ def test_grid_caps_state_the_count():
 # -- a non-finite metric fails the run and stores nothing -----------------------------------
 
 def test_nonfinite_metric_fails_the_run_and_stores_nothing(tmp_path, monkeypatch):
-    import core.experiments as ex
+    import core.runs.experiments as ex
     from cache.store import ResultStore
-    from core.finite import NonFiniteMetric
-    from core.result import Result
+    from core.foundation.finite import NonFiniteMetric
+    from core.foundation.result import Result
 
     def runner(metrics):
         def run(cfg, progress, stages, **kw):

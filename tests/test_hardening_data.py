@@ -126,7 +126,7 @@ def test_image_caps(tmp_path, monkeypatch):
 
 
 def test_data_dir_is_never_created(tmp_path):
-    from core.config import ConfigError, parse_config
+    from core.config.schema import ConfigError, parse_config
     from core.data import files
 
     where = tmp_path / "not" / "here"

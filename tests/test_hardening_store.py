@@ -26,10 +26,10 @@ from cache.errors import StoreIOError
 from cache.export import neutralise
 from cache.stages import DirStageStore
 from cache.store import ResultStore
-from core.cli import main
-from core.config import ProjectionConfig
-from core.result import Result
-from core.stages import StageOutput, Stages
+from cli.main import main
+from core.config.schema import ProjectionConfig
+from core.foundation.result import Result
+from core.foundation.stages import StageOutput, Stages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -450,7 +450,7 @@ def test_store_error_in_a_subprocess_is_one_line_exit_1(tmp_path):
     bad = tmp_path / "file"
     bad.write_text("x")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-m", "core.cli", "list", "--cache-dir", str(bad)],
+    p = subprocess.run([sys.executable, "-m", "cli.main", "list", "--cache-dir", str(bad)],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
                        check=False)
     assert p.returncode == 1 and p.stdout == ""

@@ -38,8 +38,8 @@ def test_the_repository_imports_downward_only_and_has_no_new_cycle():
     assert [c for c in cycles if c not in BEING_BROKEN] == [], cycles
     assert R.import_cycles() == len(cycles)
     # the moved training modules sit below both their users
-    assert R.layer_rank("core.shadow_training") == R.layer_rank("core.noisy_training") == 0
-    assert [R.layer_rank(m) for m in ("core.metrics", "core.attacks.membership", "core.runs.sweep",
+    assert R.layer_rank("core.engine.shadow_training") == R.layer_rank("core.engine.noisy_training") == 0
+    assert [R.layer_rank(m) for m in ("core.foundation.metrics", "core.attacks.membership", "core.runs.sweep",
                                       "cache.store", "dashboard.views.membership", "numpy")] \
         == [0, 1, 2, 3, 4, None]
 
@@ -47,12 +47,12 @@ def test_the_repository_imports_downward_only_and_has_no_new_cycle():
 def test_upward_imports_flags_every_kind_of_upward_and_sideways_reach(tmp_path):
     root = _tree(tmp_path, {
         # upward: module level, inside a function, relative, under TYPE_CHECKING
-        "core/metrics.py": "def f():\n    from core.runs.r import run\n",
+        "core/foundation/metrics.py": "def f():\n    from core.runs.r import run\n",
         "core/runs/r.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                           "    import cache.s\nfrom core.attacks import a\ndef run(): ...\n",
         "cache/s.py": "from ..dashboard import p\n",
         # sideways, both ways, and the bounds reaching into a defense
-        "core/attacks/a.py": "import core.defenses.d\nfrom core.metrics import f\n",
+        "core/attacks/a.py": "import core.defenses.d\nfrom core.foundation.metrics import f\n",
         "core/defenses/d.py": "def g():\n    from core.attacks import a\n",
         "core/bounds/b.py": "from core.defenses.d import g\nimport numpy\n",
         # downward: not counted
@@ -60,16 +60,16 @@ def test_upward_imports_flags_every_kind_of_upward_and_sideways_reach(tmp_path):
     })
     found = R.upward_import_list(root)
     assert _pairs(found) == {
-        ("core/metrics.py", "core.runs.r"), ("core/runs/r.py", "cache.s"),
+        ("core/foundation/metrics.py", "core.runs.r"), ("core/runs/r.py", "cache.s"),
         ("cache/s.py", "dashboard.p"), ("core/attacks/a.py", "core.defenses.d"),
         ("core/defenses/d.py", "core.attacks.a"), ("core/bounds/b.py", "core.defenses.d"),
     }, found
     assert R.upward_imports(root) == 6
     # the same tree with each upward line removed is clean
     clean = _tree(tmp_path / "clean", {
-        "core/metrics.py": "def f(): ...\n", "core/runs/r.py": "from core.attacks import a\n",
+        "core/foundation/metrics.py": "def f(): ...\n", "core/runs/r.py": "from core.attacks import a\n",
         "cache/s.py": "from core.runs import r\n",
-        "core/attacks/a.py": "from core.metrics import f\n",
+        "core/attacks/a.py": "from core.foundation.metrics import f\n",
         "core/defenses/d.py": "from core.bounds import b\n", "core/bounds/b.py": "import numpy\n",
         "dashboard/p.py": "import cache.s\nfrom core.runs import r\nfrom core.bounds import b\n",
     })

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.checks import field_range
-from core.config import FedAvgSpec, MembershipTrainSpec
+from core.config.schema import FedAvgSpec, MembershipTrainSpec
+from core.foundation.checks import field_range
 from dashboard.components.inputs import parse_number, text_key
 from tests.test_pages import open_page, store  # noqa: F401  (fixture)
 

@@ -13,9 +13,9 @@ import time
 import pytest
 
 from cache.store import ResultStore
-from core.config import cache_key, parse_config
-from core.progress import Cancelled
-from core.result import Result
+from core.config.schema import cache_key, parse_config
+from core.foundation.progress import Cancelled
+from core.foundation.result import Result
 from dashboard.jobs import DONE, QUEUED, RUNNING, JobQueue, default_max_jobs, ordinal
 
 WAIT = 10.0

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cache.store import default_store
-from core.parts import DEFENSES, Knob
+from core.foundation.parts import DEFENSES, Knob
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -97,7 +97,7 @@ def test_changing_the_parts_grid_changes_the_pages_grid(store, monkeypatch):
 
 
 def test_no_page_spells_a_knob_range_or_grid_again():
-    """The knob sliders and teaching grids of the pages come from core.parts: no page keeps a
+    """The knob sliders and teaching grids of the pages come from core.foundation.parts: no page keeps a
     GRIDS / LAMBDAS / EPS_OPTIONS / ETA_GRID table or a hand-written '… is more private'
     label."""
     for page in (ROOT / "dashboard" / "views").glob("*.py"):

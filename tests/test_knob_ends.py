@@ -18,8 +18,8 @@ import math
 import numpy as np
 import pytest
 
-from core.config import parse_config
-from core.parts import DEFENSES
+from core.config.schema import parse_config
+from core.foundation.parts import DEFENSES
 
 
 def _cases() -> list[tuple[str, str]]:
@@ -118,7 +118,7 @@ def test_gaussian_calibration_at_the_ends(name):
 @pytest.fixture(scope="module")
 def digits_spectrum():
     from core.bounds.channel_readout import image_spectrum
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
 
     ds = load_dataset(DataSpec(name="digits"), 0)
@@ -177,7 +177,7 @@ def test_fil_closed_form_at_the_eta_ends(model, granularity):
 
 @pytest.mark.parametrize("name", [n for n, f in CASES if f == "membership"])
 def test_membership_cost_estimate_at_the_ends(name):
-    from core.costs import estimate
+    from core.foundation.costs import estimate
 
     for v in _values(_knob(name, "membership")):
         est = estimate("membership", _config(name, "membership", v).model_dump(mode="json"))
@@ -187,9 +187,9 @@ def test_membership_cost_estimate_at_the_ends(name):
 def test_membership_page_with_a_run_at_the_top_epsilon_draws(monkeypatch, tmp_path):
     """DP-SGD at target ε = high on the Membership page: Run stores a run whose accountant ε
     is that high, the page draws its ROC with the DP region, and a later visit does too."""
-    import core.experiments
+    import core.runs.experiments
     from cache.store import default_store
-    from core.result import Result
+    from core.foundation.result import Result
     from tests.test_pages import has_chart, open_page
 
     monkeypatch.setenv("PRIVLAB_CACHE_DIR", str(tmp_path / "cache"))
@@ -208,7 +208,7 @@ def test_membership_page_with_a_run_at_the_top_epsilon_draws(monkeypatch, tmp_pa
                       artifacts={"roc_loss_fpr": fpr, "roc_loss_tpr": np.sqrt(fpr)},
                       info={"scored": {"loss": [20, 20]}, "accountant": "prv"})
 
-    monkeypatch.setattr(core.experiments, "run", fake_run)
+    monkeypatch.setattr(core.runs.experiments, "run", fake_run)
 
     def page():
         at = open_page("views/membership.py")

@@ -11,7 +11,7 @@ import torch
 
 from core.attacks.membership import MembershipRelease
 from core.catalog import label_only as L
-from core.parts import ATTACKS, SIGNALS
+from core.foundation.parts import ATTACKS, SIGNALS
 
 #: an overfit tiny target: digits, 150 members, train accuracy ~1, test ~0.9
 OVERFIT = {"kind": "membership", "data": {"name": "digits"},
@@ -144,8 +144,8 @@ def calls(monkeypatch):
 
 
 def test_label_only_attacks_beat_chance_on_an_overfit_target_pooled_over_targets(calls):
-    from core.experiments import run
-    from core.metric_schema import unregistered
+    from core.foundation.metric_schema import unregistered
+    from core.runs.experiments import run
 
     r = run(OVERFIT)
     m = r.metrics
@@ -168,7 +168,7 @@ def test_label_only_attacks_beat_chance_on_an_overfit_target_pooled_over_targets
 
 
 def test_each_signal_is_computed_once_per_model_and_only_when_declared(calls):
-    from core.experiments import run
+    from core.runs.experiments import run
 
     cfg = {**OVERFIT, "defense": {"kind": "channel", "kappa": 300.0},
            "train": {**OVERFIT["train"], "members": 60, "epochs": 4},
@@ -185,7 +185,7 @@ def test_each_signal_is_computed_once_per_model_and_only_when_declared(calls):
 
 
 def test_the_label_only_parts_are_declared_in_their_one_module():
-    from core.config import MembershipAttackSpec
+    from core.config.schema import MembershipAttackSpec
 
     for name, signal in (("mia_label_only_aug", L.AUGMENTATION),
                          ("mia_label_only_noise", L.NOISE)):
@@ -212,7 +212,7 @@ def test_label_only_attacks_appear_on_every_surface(tmp_path, monkeypatch):
 def test_compare_offers_the_label_only_metrics_of_stored_runs():
     from types import SimpleNamespace
 
-    from core import compare as C
+    from core.runs import compare as C
 
     class Store:
         def list(self, kind=None, limit=None):

@@ -11,12 +11,12 @@ import torch
 import torch.nn.functional as F
 
 from core.catalog.label_smoothing import LabelSmoothingDefense, LabelSmoothingHook
-from core.config import ConfigError, parse_config
+from core.config.schema import ConfigError, parse_config
 from core.engine.hooks import StepState
 from core.engine.recipe import Recipe
-from core.experiments import run
-from core.metric_schema import unregistered
-from core.parts import DEFENSES
+from core.foundation.metric_schema import unregistered
+from core.foundation.parts import DEFENSES
+from core.runs.experiments import run
 from tests.test_pages import open_page, store  # noqa: F401  (the page fixture)
 
 TINY = {"kind": "membership", "data": {"name": "digits"}, "projection_points": 0,
@@ -66,7 +66,7 @@ def test_the_hook_is_torch_label_smoothing_in_both_forms(s):
 
 
 def test_the_runner_trains_its_shadows_batched(monkeypatch):
-    import core.shadow_training as st
+    import core.engine.shadow_training as st
 
     calls = []
     real = st.fit_batched
@@ -93,8 +93,8 @@ def test_s_zero_is_plain_training_exactly():
 
 
 def test_it_appears_in_parts_compare_and_the_membership_page(capsys, store):  # noqa: F811
-    from core import compare as C
-    from core.cli import main
+    from cli.main import main
+    from core.runs import compare as C
 
     assert main(["parts", "--family", "membership", "--json"]) == 0
     mine = [d for d in json.loads(capsys.readouterr().out)["defenses"]

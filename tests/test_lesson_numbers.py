@@ -1,6 +1,6 @@
 """Every number a lesson prints is one of the figures its page shows (the figures table the
 lesson panel draws, and on Compare the equal-privacy table), at the same settings: one source
-(:func:`core.teaching.figures`, :func:`core.teaching.compare_figures`) feeds both."""
+(:func:`core.report.teaching.figures`, :func:`core.report.teaching.compare_figures`) feeds both."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core import teaching
-from core.result import Result
+from core.foundation.result import Result
+from core.report import teaching
 from tests.test_teaching import _fake_store, _key
 
 #: a tiny stored sweep per page: metric -> (value at the least private end, at the most
@@ -123,7 +123,7 @@ def test_real_tiny_sweep_lesson_numbers_are_its_figures(tmp_path):
 
 def _comparison(inf_leak, dp_leak, inf_util=((0.95, 0.95), (0.93, 0.93)),
                 dp_util=((0.90, 0.90), (0.18, 0.18))):
-    from core.compare import Comparison, ComparisonSpec, Curve, DefenseSpec
+    from core.runs.compare import Comparison, ComparisonSpec, Curve, DefenseSpec
 
     def curve(name, defense, knob, util, leak, sym):
         u, a = np.array(util, float), np.array(leak, float)

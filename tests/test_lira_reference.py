@@ -1,4 +1,4 @@
-"""The LiRA reference preset (core.lira_reference): it validates with the paper's WRN-28-2,
+"""The LiRA reference preset (core.attacks.lira_reference): it validates with the paper's WRN-28-2,
 refuses in one line without CIFAR-10, states a finite cost, and its pipeline runs end to end
 on synthetic CIFAR-shaped data at a tiny width."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from core import lira_reference as L
+from core.attacks import lira_reference as L
 from core.data.errors import DataError
 
 
@@ -74,7 +74,7 @@ def fake_cifar10(tmp_path, monkeypatch):
 
 
 def test_the_preset_pipeline_runs_end_to_end_on_cifar_shaped_data(fake_cifar10) -> None:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     L.check_data()  # the marker is found: no refusal
     cfg = L.reference_config(width=0.0625, epochs=1, members=40, shadows=2)

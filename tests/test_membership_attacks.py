@@ -21,7 +21,7 @@ from core.attacks.membership import (
     rmia,
 )
 from core.bounds.dp_region import dp_region
-from core.metrics import roc_curve_points
+from core.foundation.metrics import roc_curve_points
 
 
 def _auc(scores, y):
@@ -241,7 +241,7 @@ def _encoder_world(n=400, m=300, d=8, classes=4, K=8, pull=0.6, seed=0):
     """Synthetic "encoders": class centres plus per-record noise; an encoder pulls the records
     it trained on towards their class centre by ``pull`` and sits in its own random rotation
     (so no coordinate is shared between encoders: the statistic must be coordinate-free)."""
-    from core.shadow_training import shadow_splits
+    from core.engine.shadow_training import shadow_splits
 
     rng = np.random.default_rng(seed)
     centres = 2.0 * rng.normal(size=(classes, d))

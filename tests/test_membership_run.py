@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import ConfigError, parse_config
-from core.experiments import run
-from core.metric_schema import unregistered
+from core.config.schema import ConfigError, parse_config
+from core.foundation.metric_schema import unregistered
+from core.runs.experiments import run
 
 TINY = {"kind": "membership", "data": {"name": "digits"},
         "train": {"members": 80, "epochs": 8, "batch_size": 32},
@@ -72,7 +72,7 @@ def test_invalid_settings_give_one_line_errors():
 
 
 def test_target_and_shadows_are_stages_and_pooled_targets_score_thousands():
-    from core.stages import MemoryStageStore
+    from core.foundation.stages import MemoryStageStore
 
     store = MemoryStageStore()
     base = {**TINY, "attack": {"shadows": 6, "rmia_references": 1,
@@ -116,7 +116,7 @@ def test_pooled_lira_is_not_biased_by_unequal_in_out_counts():
 
     from core.attacks.membership import MembershipRelease, membership_report
     from core.attacks.protocol import run_attack
-    from core.shadow_training import shadow_splits
+    from core.engine.shadow_training import shadow_splits
 
     rng = np.random.default_rng(0)
     n = 6000
@@ -132,7 +132,7 @@ def test_pooled_lira_is_not_biased_by_unequal_in_out_counts():
 
 
 def test_projection_can_be_switched_off_and_comparisons_do():
-    from core.compare import ComparisonSpec, DefenseSpec, comparison_sweeps
+    from core.runs.compare import ComparisonSpec, DefenseSpec, comparison_sweeps
 
     r = _run(attack={**TINY["attack"], "attackers": ["loss"]}, projection_points=0)
     assert "proj_release" not in r.artifacts and "projection" not in r.info["stages"]
@@ -149,7 +149,7 @@ def test_noise_multiplier_zero_is_epsilon_infinity_end_to_end(tmp_path):
     import math
 
     from cache.store import ResultStore
-    from core.metric_schema import infinite_ok
+    from core.foundation.metric_schema import infinite_ok
 
     cfg = {**TINY, "defense": {"kind": "dp_sgd", "noise_multiplier": 0, "epochs": 5},
            "attack": {**TINY["attack"], "attackers": ["loss"]}, "projection_points": 0}
@@ -171,7 +171,7 @@ def test_batched_plain_shadows_answer_as_one_model_each():
     import torch
 
     from core.defenses.central import build_plain
-    from core.nn import image_classifier
+    from core.models.nn import image_classifier
 
     class Train:
         epochs, batch_size, lr, optimizer = 2, 16, 1e-2, "adam"

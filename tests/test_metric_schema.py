@@ -1,4 +1,4 @@
-"""The metric schema (core.metric_schema) and the uncertainty helpers of core.metrics."""
+"""The metric schema (core.foundation.metric_schema) and the uncertainty helpers of core.foundation.metrics."""
 
 import time
 
@@ -7,8 +7,8 @@ import pytest
 from scipy.stats import binomtest
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
-from core import metric_schema as S
-from core import metrics as M
+from core.foundation import metric_schema as S
+from core.foundation import metrics as M
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_family_helper(scratch_registry):
 
 
 def test_a_defense_knob_budget_metric_is_generated_from_its_knob():
-    from core.parts import DEFENSES, DefensePart, Knob
+    from core.foundation.parts import DEFENSES, DefensePart, Knob
 
     assert not S.is_registered("test_budget_x")
     knob = Knob("level", "β", "a test level", 0.0, 1.0, "linear", "higher_is_more_private",
@@ -89,12 +89,12 @@ def test_headline_budgets_do_not_depend_on_what_is_imported_first():
 
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    code = ("from core import metric_schema as S; "
+    code = ("from core.foundation import metric_schema as S; "
             "print(S.HEADLINES['attribute_privacy'].budget_for('tappfl'), "
             "S.HEADLINES['membership'].budget_for('inf2guard'))")
     # the catalog loaded first (a catalog module importing the schema would snapshot the
     # registry half-loaded), then the schema first
-    for first in ("from core.parts import DEFENSES; DEFENSES.names(); ", ""):
+    for first in ("from core.foundation.parts import DEFENSES; DEFENSES.names(); ", ""):
         out = subprocess.run([sys.executable, "-c", first + code], capture_output=True, cwd=root,
                              env=env, text=True, timeout=300, check=True).stdout.split()
         assert out == ["tradeoff_lambda", "tradeoff_lambda"], (first, out)
@@ -129,7 +129,7 @@ def test_registry_contents():
 
 
 def test_every_emitted_metric_is_registered():
-    from core.experiments import run
+    from core.runs.experiments import run
 
     proj = run({"kind": "projection", "data": {"name": "digits"}, "method": "tsne",
                 "max_points": 120})

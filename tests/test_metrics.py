@@ -1,4 +1,4 @@
-"""core.metrics against hand-computed cases."""
+"""core.foundation.metrics against hand-computed cases."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from core import metrics as M
+from core.foundation import metrics as M
 
 
 def test_perfect_binary_scores():

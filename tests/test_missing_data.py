@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import costs
+from core.foundation import costs
 from tests.test_compare_page import open_page as open_with_state
 from tests.test_pages import no_real_data, open_page, store  # noqa: F401  (fixture)
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from core.config import ConfigError, ModelSpec, parse_config
-from core.experiments import run
-from core.parts import ARCHITECTURES
+from core.config.schema import ConfigError, ModelSpec, parse_config
+from core.foundation.parts import ARCHITECTURES
+from core.runs.experiments import run
 
 MEMBERSHIP = {"kind": "membership", "data": {"name": "digits"},
               "train": {"members": 40, "epochs": 2, "batch_size": 32},
@@ -88,12 +88,12 @@ def test_conv_on_tabular_and_unwired_kinds_are_one_line():
 
 
 def test_default_models_are_todays_networks():
-    from core.defenses.builds import DefenseBuild
-    from core.nn import image_classifier, seeded
-    from core.progress import Progress
+    from core.foundation.builds import DefenseBuild
+    from core.foundation.progress import Progress
+    from core.foundation.seeds import torch_stream
+    from core.models.nn import image_classifier, seeded
     from core.runs import gradient_stages as G
     from core.runs import membership_stages as S
-    from core.seeds import torch_stream
 
     cfg = parse_config(MEMBERSHIP)
     ctx = S.context(cfg, Progress())
@@ -132,7 +132,7 @@ def test_dp_compatible_replaces_batchnorm_and_keeps_lenet():
 
 
 def test_conv_shadows_stack_where_grouped_or_on_cuda_and_the_stacked_form_trains():
-    from core.config import MembershipTrainSpec
+    from core.config.schema import MembershipTrainSpec
     from core.defenses.central import build_plain
     from core.models import build_model
     from core.runs.membership_stages import stack_shadows

@@ -18,10 +18,10 @@ from core.bounds.accountants import (
     dpsgd_noise_multiplier,
 )
 from core.defenses.dpsgd import train_dpsgd
+from core.engine.noisy_training import evaluate_accuracy, train_central
 from core.fl import FedAvgState, run_fedavg
 from core.fl.image_objective import NoisyImageObjective
-from core.nn import seeded
-from core.noisy_training import evaluate_accuracy, train_central
+from core.models.nn import seeded
 
 SHAPE = (1, 8, 8)
 

@@ -1,4 +1,4 @@
-"""Notebooks that recreate a stored run, sweep or comparison (core.notebook): they import only
+"""Notebooks that recreate a stored run, sweep or comparison (core.report.notebook): they import only
 the public ``privlab`` module (and plotly), state the config as YAML, run headless in a kernel of
 this interpreter, and their last cell checks every headline number: equal when read from the
 store, within tolerance when recomputed, an AssertionError otherwise."""
@@ -14,9 +14,9 @@ import yaml
 from test_public_api import LAM, SPEC, TINY
 
 import privlab
-from core.compare import MissingPoints, spec_from_dict
-from core.config import cache_key, parse_config
-from core.notebook import execute, notebook_for, script_for
+from core.config.schema import cache_key, parse_config
+from core.report.notebook import execute, notebook_for, script_for
+from core.runs.compare import MissingPoints, spec_from_dict
 
 ALLOWED_IMPORTS = {"privlab", "plotly", "numpy"}
 
@@ -141,7 +141,7 @@ def test_projection_and_reconstruction_runs_redraw_their_embedding_and_images(
     assert len(ns["fig"].data[0].x) == len(proj.artifacts["embedding"])
 
     # a stored reconstruction run (its arrays made up here: the notebook only reads the store)
-    from core.result import Result
+    from core.foundation.result import Result
 
     rng = np.random.default_rng(0)
     images = {"targets": rng.random((3, 1, 8, 8)), "recon_idlg": rng.random((3, 1, 8, 8))}

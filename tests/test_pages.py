@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 from cache.entry import encode, write_atomic
 from cache.index import IndexRow
 from cache.store import default_store
-from core.config import parse_config
+from core.config.schema import parse_config
 from dashboard.tappfl_settings import build_config, preset_widgets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -252,7 +252,7 @@ def test_attribute_page_lambda_sweep_then_slider_scrubs_cached_points(store):
     assert not at.exception and not at.error, [e.value for e in at.error]
     lams = sorted(r.config["defense"]["tradeoff_lambda"]
                   for r in store.list(kind="attribute_privacy"))
-    assert lams == [0.0, 0.5, 1.0]  # TAPPFL's teaching grid (core.parts)
+    assert lams == [0.0, 0.5, 1.0]  # TAPPFL's teaching grid (core.foundation.parts)
     spec = json.loads(next(c for c in at.get("plotly_chart") if "ap_tradeoff" in c.id).proto.spec)
     assert len(spec["data"][0]["x"]) == 3  # one point per cached λ
     at.slider(key="ap_lambda").set_value(0.3).run()
@@ -440,7 +440,7 @@ def _set_args(command: str) -> list[str]:
 
 
 def test_copy_run_yaml_and_cli_give_the_same_config_back(store):
-    from core.config import load_config
+    from core.config.schema import load_config
 
     at = open_page("views/attribute_privacy.py")
     at.selectbox(key="ap_dataset").set_value("synthetic").run()
@@ -463,7 +463,7 @@ def test_copy_run_yaml_and_cli_give_the_same_config_back(store):
 
 
 def test_attribute_page_attackers_multiselect_drives_attack_attackers(store):
-    from core.parts import attacks_for
+    from core.foundation.parts import attacks_for
 
     store.get_or_run(tappfl_base(tradeoff_lambda=0.5, attackers=("mlp",)), runner=contract_runner)
     at = open_page("views/attribute_privacy.py")
@@ -509,12 +509,12 @@ def test_history_marks_runs_of_an_older_engine(store):
 
 def test_history_shows_an_old_shape_config(store):
     """A run stored by engine 0.1 (kind tappfl, defense a string, top-level λ) is listed,
-    summarised through core.migrations and copyable in the current shape."""
+    summarised through core.config.migrations and copyable in the current shape."""
     old_cfg = {"kind": "tappfl", "seed": 0, "data": {"name": "synthetic"}, "defense": "tappfl",
                "tradeoff_lambda": 0.25, "dp": {"epsilon": 1.0, "delta": 1e-5, "clip_norm": 1.0},
                "pruning_rate": 0.5, "utility_epochs": 10,
                "fl": {"num_devices": 10, "rounds": 3}}
-    from core.result import Result
+    from core.foundation.result import Result
 
     key = "ab" * 32
     res = Result(kind="tappfl", config=old_cfg, seed=0, metrics={"utility_acc": 0.8,

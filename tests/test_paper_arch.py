@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core import paper_arch
-from core.paper_claims import CLAIMS, PAPER
-from core.papers import build_table
-from core.verdicts import FAILS, HOLDS, UNRESOLVED
+from core.paper_check import arch as paper_arch
+from core.paper_check.claims import CLAIMS, PAPER
+from core.paper_check.papers import build_table
+from core.paper_check.verdicts import FAILS, HOLDS, UNRESOLVED
 
 GL = "benchmarks/results/paper_arch_raw/kappa_gl.json"
 
@@ -155,7 +155,7 @@ def test_page_says_nothing_differs_when_the_columns_agree(tmp_path):
 
 
 def test_cli_prints_the_column(capsys):
-    from core.cli import main
+    from cli.main import main
 
     assert main(["papers"]) == 0
     text = capsys.readouterr().out

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from core.paper_claims import CLAIMS, OWN, PAPER
-from core.papers import ROOT
+from core.paper_check.claims import CLAIMS, OWN, PAPER
+from core.paper_check.papers import ROOT
 
 PAPERS_DIR = ROOT.parent / "shared" / "papers"
 #: the plain-text copy of each paper (shared/papers/README.md maps them)

@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 from benchmarks import faithfulness, papers_check
-from core import paper_arch
-from core.paper_claims import CLAIMS, PAPER
-from core.papers import (
+from core.paper_check import arch as paper_arch
+from core.paper_check.claims import CLAIMS, PAPER
+from core.paper_check.papers import (
     PAPERS_JSON,
     ROOT,
     TRUST_KEYS,

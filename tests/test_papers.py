@@ -10,9 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from core import papers
-from core.papers import CLAIMS, NOT_MEASURED, PRESETS, build_table, headline, preset_config
-from core.verdicts import FAILS, HOLDS, UNRESOLVED
+from core.paper_check import papers
+from core.paper_check.papers import (
+    CLAIMS,
+    NOT_MEASURED,
+    PRESETS,
+    build_table,
+    headline,
+    preset_config,
+)
+from core.paper_check.verdicts import FAILS, HOLDS, UNRESOLVED
 
 
 def _put(root: Path, rel: str, obj) -> None:
@@ -163,7 +170,7 @@ def test_section_renders_the_three_counts_and_a_narrow_table(tmp_path):
 
 
 def test_cli_papers_json_and_preset(capsys):
-    from core.cli import main
+    from cli.main import main
 
     assert main(["papers", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -177,7 +184,7 @@ def test_cli_papers_json_and_preset(capsys):
     assert main(["papers", "--preset", "kappa_lenet_cifar10"]) == 0
     import yaml
 
-    from core.config import parse_config
+    from core.config.schema import parse_config
 
     cfg = parse_config(yaml.safe_load(capsys.readouterr().out))
     assert cfg.data.name == "cifar10" and cfg.train.model == "lenet5"

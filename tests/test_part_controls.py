@@ -14,8 +14,8 @@ from annotated_types import Ge, Le
 from streamlit.testing.v1 import AppTest
 
 from cache.store import default_store
-from core.config_base import Block
-from core.parts import DEFENSES, Control, DefensePart, Knob
+from core.config.base import Block
+from core.foundation.parts import DEFENSES, Control, DefensePart, Knob
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")

@@ -16,11 +16,11 @@ import pytest
 
 import core
 from cache.store import ResultStore
-from core.config import parse_config
-from core.progress import Progress
+from core.config.schema import parse_config
+from core.config.sweeps import expand
+from core.foundation.progress import Progress
 from core.runs import pool as P
 from core.runs.sweep import Placement, prewarm_pool, run_points, shutdown_pool
-from core.sweeps import expand
 
 TINY = {"kind": "attribute_privacy", "data": {"name": "synthetic", "n_samples": 400},
         "fl": {"num_devices": 2, "rounds": 1, "fraction_fit": 1.0, "local_epochs": 1},

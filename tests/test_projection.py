@@ -1,19 +1,19 @@
-"""Projections (core.projection) and the projection runner (core.runs.projection)."""
+"""Projections (core.data.projection) and the projection runner (core.runs.projection)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.config import ProjectionConfig
-from core.data.splits import subsample
-from core.projection import (
+from core.config.schema import ProjectionConfig
+from core.data.projection import (
     effective_n_neighbors,
     effective_perplexity,
     project,
     project_detailed,
     trustworthiness_score,
 )
+from core.data.splits import subsample
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_trustworthiness_separates_good_from_random(digits_X):
 
 def test_run_projection_through_experiments():
     from core.data import load_dataset
-    from core.experiments import run
+    from core.runs.experiments import run
 
     seen = []
     cfg = ProjectionConfig(data={"name": "digits"}, method="pca", split="test", max_points=200, seed=1)
@@ -130,7 +130,7 @@ def test_run_projection_through_experiments():
 
 
 def test_run_projection_tsne_reports_kl_and_effective_perplexity():
-    from core.experiments import run
+    from core.runs.experiments import run
 
     res = run({"kind": "projection", "data": {"name": "faces"}, "method": "tsne",
                "split": "all", "max_points": 40, "perplexity": 50})
@@ -143,8 +143,8 @@ def test_run_projection_tsne_reports_kl_and_effective_perplexity():
 def test_tsne_thread_budget_follows_run_limits():
     import sklearn.manifold  # noqa: F401  (loads its OpenMP runtime, as a t-SNE run does)
 
-    from core.experiments import thread_limits
-    from core.projection import n_cores, thread_budget
+    from core.data.projection import n_cores, thread_budget
+    from core.runs.experiments import thread_limits
 
     with thread_limits(1):
         assert thread_budget() == 1

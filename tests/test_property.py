@@ -16,7 +16,7 @@ from core.attacks.property import (
 )
 from core.bounds.property import kary_fano_bound, kary_vacuous, property_bounds
 from core.bounds.tappfl import fano_accuracy_bound
-from core.config import ConfigError, parse_config
+from core.config.schema import ConfigError, parse_config
 from core.data.subsets import (
     aggregate,
     aggregate_torch,
@@ -140,7 +140,7 @@ def test_the_game_drives_the_in_training_adversary_towards_chance():
     adversary reads subset shares from the aggregates; at λ = 0.9 the encoder hides them from
     it (Algorithm 2's direction)."""
     from core.defenses.inf2guard_property import train_inf2guard_property
-    from core.threads import thread_limits
+    from core.foundation.threads import thread_limits
 
     rng = np.random.default_rng(0)
     n = 1200
@@ -167,8 +167,8 @@ def test_the_in_training_adversary_reads_shares_hidden_under_a_large_offset():
     standardised (PropertyAdversary); without that it stayed at CE = ln K. One-subset batches
     (batch_subsets = 1) train too."""
     from core.defenses.inf2guard_property import train_inf2guard_property
-    from core.nn import PropertyAdversary
-    from core.threads import thread_limits
+    from core.foundation.threads import thread_limits
+    from core.models.nn import PropertyAdversary
 
     rng = np.random.default_rng(1)
     n = 1600
@@ -219,9 +219,9 @@ TINY = {"kind": "property", "data": {"name": "digits", "private_attribute": "par
 
 
 def test_tiny_run_scores_every_attacker_and_an_attacker_change_does_not_retrain():
-    from core import metric_schema as S
-    from core.experiments import run
-    from core.stages import MemoryStageStore
+    from core.foundation import metric_schema as S
+    from core.foundation.stages import MemoryStageStore
+    from core.runs.experiments import run
 
     store = MemoryStageStore()
     r = run(TINY, stages=store)

@@ -1,6 +1,6 @@
 """Every figure shown from a committed result file names the engine and commit that made it,
 and one made by another engine is marked with the command that refreshes it
-(:mod:`core.provenance`)."""
+(:mod:`core.foundation.provenance`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from core import model_costs, provenance
-from core.fingerprint import engine_id
-from core.paper_claims import CLAIMS
-from core.papers import PAPERS_JSON
+from core.foundation import provenance
+from core.foundation.fingerprint import engine_id
+from core.models import costs as model_costs
+from core.paper_check import provenance_scan
+from core.paper_check.claims import CLAIMS
+from core.paper_check.papers import PAPERS_JSON
 
 ROOT = provenance.ROOT
 RESULTS = ROOT / provenance.RESULTS
@@ -45,10 +47,10 @@ def test_every_read_file_records_its_provenance() -> None:
 
 
 def test_the_scan_covers_the_read_files_and_finds_nothing_unmarked() -> None:
-    figs = provenance.shown_figures()
+    figs = provenance_scan.shown_figures()
     shown = {f for _, fs in figs for f in fs}
     assert shown >= read_files() - {"gpu.json", "gpu.cuda.json"}
-    s = provenance.scan()
+    s = provenance_scan.scan()
     assert s["shown_figures"] == len(figs) > 50
     assert s["shown_figures_without_provenance"] == 0
     assert s["stale_figures_unmarked"] == 0

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import privlab
-from core.compare import spec_from_dict, spec_to_dict
+from core.runs.compare import spec_from_dict, spec_to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the cheapest attribute-privacy run (tests/test_sweeps.py's TINY): a few seconds on one core

@@ -61,8 +61,8 @@ def test_invalid_beta_rectangle_errors_and_stores_nothing(store):  # noqa: F811
 
 
 def test_sweep_button_is_one_stored_sweep_over_the_defense_blocks(store):  # noqa: F811
-    from core.config import parse_config
-    from core.sweeps import expand
+    from core.config.schema import parse_config
+    from core.config.sweeps import expand
     from dashboard import reconstruction_settings as page
 
     at = open_page("views/reconstruction.py")
@@ -91,7 +91,7 @@ def test_dp_sgd_and_white_channel_runs_through_the_page(store):  # noqa: F811
 
 
 def test_dlg_setting_preset_sets_the_controls_and_says_the_init(store):  # noqa: F811
-    from core.config import ImageTrainSpec
+    from core.config.schema import ImageTrainSpec
     from dashboard.reconstruction_settings import DLG_SETTING
 
     at = open_page("views/reconstruction.py")

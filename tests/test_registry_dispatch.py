@@ -27,8 +27,8 @@ import torch
 
 from benchmarks import registry_bench as R
 from core.attacks.membership import MembershipRelease, MembershipScores
-from core.knowledge import ThreatModel
-from core.parts import ATTACKS, AttackPart
+from core.foundation.knowledge import ThreatModel
+from core.foundation.parts import ATTACKS, AttackPart
 
 TEMP_NAME = "mia_temp_margin"
 MEMBERSHIP_TINY = {"kind": "membership", "data": {"name": "digits"},
@@ -84,9 +84,9 @@ def _page_lists(title: str) -> bool:
 def surfaces_seeing(part: AttackPart, *, page: bool = True, run: bool = True) -> dict[str, bool]:
     """Where the registered ``part`` shows up: the config, the metric schema, the page, the
     CLI and (``run``) a run that scores it under its registered metric names."""
-    from core import metric_schema as S
-    from core.cli import main
-    from core.config import ConfigError, parse_config
+    from cli.main import main
+    from core.config.schema import ConfigError, parse_config
+    from core.foundation import metric_schema as S
 
     cfg = {**MEMBERSHIP_TINY, "attack": {**MEMBERSHIP_TINY["attack"],
                                          "attackers": [part.key, "loss"]}}
@@ -106,7 +106,7 @@ def surfaces_seeing(part: AttackPart, *, page: bool = True, run: bool = True) ->
     if page:
         out["page"] = _page_lists(part.title)
     if run:
-        from core.experiments import run as run_experiment
+        from core.runs.experiments import run as run_experiment
 
         r = run_experiment(cfg)
         out["run"] = (all(np.isfinite(r.metrics[n]) for n in part.metric_names())
@@ -116,8 +116,8 @@ def surfaces_seeing(part: AttackPart, *, page: bool = True, run: bool = True) ->
 
 def test_a_temporary_attack_appears_everywhere_without_another_edit(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVLAB_CACHE_DIR", str(tmp_path / "cache"))
-    from core import metric_schema as S
-    from core.config import ConfigError, parse_config
+    from core.config.schema import ConfigError, parse_config
+    from core.foundation import metric_schema as S
 
     with temporary_attack() as part:
         seen = surfaces_seeing(part)
@@ -163,7 +163,7 @@ def test_the_counters_see_what_they_count(tmp_path):
 
 
 def _metrics(cfg: dict[str, Any]) -> dict[str, float]:
-    from core.experiments import run
+    from core.runs.experiments import run
 
     return {k: v for k, v in run(cfg).metrics.items() if "seconds" not in k}
 

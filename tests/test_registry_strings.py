@@ -1,7 +1,7 @@
 """Every ``"module:attr"`` string privlab names an object by resolves (DESIGN: Architecture,
 "Parts reference code by object, or by strings a test resolves").
 
-One test over the whole registry: every entry of every :class:`core.registry.Registry` (a
+One test over the whole registry: every entry of every :class:`core.foundation.registry.Registry` (a
 part's builder, per-family builders, readouts, attack and signal functions, families'
 exposure extractors, runners, FL objectives) and every object-path constant in the source (the
 data sets' loaders) imports, so a misspelt one fails here rather than seconds into a run.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from benchmarks import registry_bench as R
-from core.parts import DEFENSES
+from core.foundation.parts import DEFENSES
 
 
 def test_every_object_path_resolves():

@@ -12,13 +12,13 @@ import torch
 import torch.nn.functional as F
 
 from core.catalog.relaxloss import RelaxLossDefense, RelaxLossHook, train_relaxloss
-from core.config import ConfigError, parse_config
+from core.config.schema import ConfigError, parse_config
 from core.engine.hooks import StepState
 from core.engine.recipe import Recipe
-from core.experiments import run
-from core.metric_schema import get as metric_spec
-from core.metric_schema import unregistered
-from core.parts import DEFENSES, attack_titles, attacks_for
+from core.foundation.metric_schema import get as metric_spec
+from core.foundation.metric_schema import unregistered
+from core.foundation.parts import DEFENSES, attack_titles, attacks_for
+from core.runs.experiments import run
 from tests.test_pages import open_page, store  # noqa: F401  (the page fixture)
 
 TINY = {"kind": "membership", "data": {"name": "digits"}, "projection_points": 0,
@@ -49,10 +49,10 @@ def test_the_block_validates_and_out_of_range_alpha_is_a_one_line_error():
     assert knob.more_private == "higher" and knob.budget_metric == "relaxloss_alpha"
     for v in (*knob.comparison_grid(), *knob.teaching_grid()):
         RelaxLossDefense(alpha=v)  # every swept value is one the block accepts
-    # its budget metric's spec is generated from the knob (no line in core.metric_schema)
+    # its budget metric's spec is generated from the knob (no line in core.foundation.metric_schema)
     spec = metric_spec("relaxloss_alpha")
     assert spec.group == "defense" and spec.unit == "α" and "RelaxLoss" in spec.description
-    from core.metric_schema import HEADLINES
+    from core.foundation.metric_schema import HEADLINES
 
     assert HEADLINES["membership"].budget_for("relaxloss") == "relaxloss_alpha"
 
@@ -123,7 +123,7 @@ def test_below_alpha_an_odd_epoch_flattens_the_correct_rows_posteriors():
 
 
 def _digits(members: int, seed: int):
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
 
     ds = load_dataset(DataSpec(name="digits"), 0)
@@ -141,15 +141,15 @@ def _mean_losses(model, X, y, rows_in, rows_out) -> tuple[float, float]:
 
 
 def test_training_holds_the_members_loss_near_alpha_and_narrows_the_loss_gap():
-    from core.nn import image_classifier, seeded
-    from core.seeds import torch_stream
-    from core.threads import thread_limits
+    from core.foundation.seeds import torch_stream
+    from core.foundation.threads import thread_limits
+    from core.models.nn import image_classifier, seeded
 
     X, y, mem, non = _digits(150, seed=0)
     out = {}
     for alpha in (0.0, 1.0):
         model = seeded(lambda: image_classifier("mlp", (1, 8, 8), 10), torch_stream(0, "init"))
-        with thread_limits():  # a run's thread budget, as core.experiments.run sets it
+        with thread_limits():  # a run's thread budget, as core.runs.experiments.run sets it
             res = train_relaxloss(model, X[mem], y[mem], hook=RelaxLossHook(alpha, parity="paper"),
                                   recipe=Recipe(epochs=80, batch_size=64, lr=0.01),
                                   image_shape=(1, 8, 8), seed=0, X_test=X[non], y_test=y[non])
@@ -223,7 +223,7 @@ def test_every_membership_attack_on_a_model_scores_it():
 
 
 def test_privlab_parts_lists_it(capsys):
-    from core.cli import main
+    from cli.main import main
 
     assert main(["parts", "--family", "membership", "--json"]) == 0
     parts = json.loads(capsys.readouterr().out)
@@ -235,7 +235,7 @@ def test_privlab_parts_lists_it(capsys):
 
 
 def test_compare_offers_it_and_sweeps_its_knob_grid():
-    from core import compare as C
+    from core.runs import compare as C
 
     assert "relaxloss" in C.applicable_defenses("membership")
     assert C.refusal("membership", "relaxloss") is None

@@ -46,7 +46,7 @@ def run(store):
 
 @pytest.fixture(scope="module")
 def comparison(store):
-    from core.compare import run_comparison
+    from core.runs.compare import run_comparison
 
     spec = tiny_comparison()
     run_comparison(spec, store)
@@ -157,7 +157,7 @@ def test_every_printed_number_equals_the_stores(run, store):
 def test_threat_cards_caveats_and_sections_are_in_the_report(run, store):
     import plotly.graph_objects as go
 
-    from core.parts import attack_by_config_name
+    from core.foundation.parts import attack_by_config_name
 
     section = {"title": "Per-record exposure", "sentences": ["Five records carry the risk."],
                "rows": [{"record": "#3", "score": 0.75}], "figure": go.Figure(go.Bar(y=[1]))}
@@ -192,7 +192,7 @@ def test_a_family_without_tpr_at_1pct_fpr_states_the_rule_it_uses(store):
 
 
 def test_a_comparison_has_one_verdict_per_point_and_names_the_best(comparison, store):
-    from core.compare import read_comparison
+    from core.runs.compare import read_comparison
 
     cmp = read_comparison(comparison, store)
     n_points = sum(len(c.knob) * len(c.seeds) for c in cmp.curves)
@@ -222,9 +222,9 @@ def test_the_release_rule_beside_the_advisor_names_the_same_point_or_says_its_ru
         comparison, store):
     """The advisor and the release rule read the same seed-mean points: where both accept
     every point they name the same one; a different pick is said with the rule each uses."""
-    from core import advisor as A
-    from core.compare import read_comparison
+    from core.report import advisor as A
     from core.report import beside_advice
+    from core.runs.compare import read_comparison
 
     cmp = read_comparison(comparison, store)
     rec = recommend(cmp, store=store, level=0.99)
@@ -247,7 +247,7 @@ def test_the_release_rule_beside_the_advisor_names_the_same_point_or_says_its_ru
 def test_cli_writes_the_report_of_a_comparison_file(comparison, store, tmp_path, capsys):
     import yaml
 
-    from core.cli import main
+    from cli.main import main
 
     spec = tmp_path / "cmp.yaml"
     spec.write_text(yaml.safe_dump({
@@ -316,7 +316,7 @@ def test_the_compare_hook_shows_one_sentence_for_the_comparison(comparison, stor
 
     def page() -> None:
         from benchmarks.report_bench import tiny_comparison
-        from core.compare import read_comparison
+        from core.runs.compare import read_comparison
         from dashboard.components.report_button import report_button
         from dashboard.widgets import get_store
 

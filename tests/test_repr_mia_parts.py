@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import MEMBERSHIP_ATTACKS, ConfigError, parse_config
-from core.experiments import run
-from core.metric_schema import unregistered
-from core.parts import attack_titles, attacks_for, check_combination
+from core.config.schema import MEMBERSHIP_ATTACKS, ConfigError, parse_config
+from core.foundation.metric_schema import unregistered
+from core.foundation.parts import attack_titles, attacks_for, check_combination
+from core.runs.experiments import run
 from tests.test_pages import open_page, store  # noqa: F401  (fixture)
 
 NEW = ("representation_head", "representation_lira")
@@ -48,7 +48,7 @@ def test_tiny_inf2guard_run_scores_both_from_the_shadow_encoder_stage():
 
 
 def test_membership_page_offers_them_for_inf2guard_with_the_recipe(store):  # noqa: F811
-    from core.parts import ATTACKS
+    from core.foundation.parts import ATTACKS
 
     at = open_page("views/membership.py")
     titles = attack_titles("membership")

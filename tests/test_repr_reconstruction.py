@@ -13,7 +13,7 @@ import torch
 from scipy import stats
 
 from core.bounds import reconstruction as B
-from core.config import ConfigError, parse_config
+from core.config.schema import ConfigError, parse_config
 from core.defenses import inf2guard_reconstruction as D
 
 
@@ -74,9 +74,9 @@ def test_fresh_decoder_recovers_at_eps_zero_and_degrades_as_eps_grows():
     """One encoder (λ = 0), released through Gaussian noise of growing ε: the attacker's fresh
     decoder reconstructs the targets well without noise and worse with every step of ε."""
     from core.attacks.reconstruction import decode, train_fresh_decoder
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
-    from core.threads import thread_limits
+    from core.foundation.threads import thread_limits
 
     ds = load_dataset(DataSpec(name="digits"), 0)
     X = torch.tensor(np.array(ds.X, dtype=np.float32))
@@ -150,9 +150,9 @@ def test_invalid_settings_give_one_line_errors(patch, expected):
 
 
 def test_tiny_run_scores_every_attacker_and_a_new_attacker_does_not_retrain():
-    from core.experiments import run
-    from core.metric_schema import HEADLINES, unregistered
-    from core.stages import MemoryStageStore
+    from core.foundation.metric_schema import HEADLINES, unregistered
+    from core.foundation.stages import MemoryStageStore
+    from core.runs.experiments import run
 
     store = MemoryStageStore()
     cfg = {"kind": "repr_reconstruction", "data": {"name": "digits"},

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from core.config import ConfigError
-from core.experiments import run
+from core.config.schema import ConfigError
+from core.runs.experiments import run
 
 TINY = {
     "kind": "attribute_privacy",
@@ -150,14 +150,14 @@ def test_headline_metrics_and_intervals(tappfl_result):
 
 
 def test_every_emitted_metric_is_registered(tappfl_result):
-    from core.metric_schema import unregistered
+    from core.foundation.metric_schema import unregistered
 
     assert unregistered(tappfl_result.metrics) == []
     assert unregistered(tappfl_result.intervals) == []
 
 
 def test_attacker_change_reuses_the_trained_stage_and_a_source_change_misses_it(monkeypatch):
-    from core.stages import MemoryStageStore
+    from core.foundation.stages import MemoryStageStore
 
     stages = MemoryStageStore()
     base = _cfg(projection_points=0, attack={"attackers": ["logreg"]})
@@ -170,7 +170,7 @@ def test_attacker_change_reuses_the_trained_stage_and_a_source_change_misses_it(
     assert second.metrics["utility_acc"] == first.metrics["utility_acc"]
     assert second.metrics["attack_logreg_auc"] == first.metrics["attack_logreg_auc"]
     # another engine source: every stage key changes
-    import core.stages as stages_mod
+    import core.foundation.stages as stages_mod
 
     monkeypatch.setattr(stages_mod, "engine_id", lambda: "0.0.0+feedfacecafe")
     third = run(base, stages=stages)

@@ -2,7 +2,7 @@
 page-run scaffold.
 
 How validations are counted (:func:`benchmarks.registry_bench.count_validations`): the
-pydantic entry :func:`core.config.parse_config` uses (``core.config._ADAPTER``) and the
+pydantic entry :func:`core.config.schema.parse_config` uses (``core.config.schema._ADAPTER``) and the
 validator of every experiment model (``Model(...)``, ``Model.model_validate``) are wrapped for
 the whole process while the script run that follows the Run click lasts, so the page, the job
 queue's worker thread, the store and the runner are all seen. A validation counts when its
@@ -20,7 +20,7 @@ from benchmarks.registry_bench import (
     validations_of,
     validations_per_page_run,
 )
-from core.config import MembershipConfig, cache_key, parse_config
+from core.config.schema import MembershipConfig, cache_key, parse_config
 
 MINI = {"kind": "membership", "data": {"name": "digits"}, "train": {"members": 20, "epochs": 1},
         "attack": {"attackers": ["loss"], "shadows": 2, "rmia_references": 1}}
@@ -38,7 +38,7 @@ def test_the_counter_sees_every_validation_and_a_model_passes_through():
 
 
 def test_parse_config_revalidates_only_mappings():
-    from core.config import ConfigError
+    from core.config.schema import ConfigError
 
     cfg = parse_config(dict(MINI))
     assert parse_config(cfg) is cfg
@@ -49,7 +49,7 @@ def test_parse_config_revalidates_only_mappings():
 
 def test_the_store_and_the_runner_take_the_model_without_validating_it(tmp_path):
     from cache.store import ResultStore
-    from core.result import Result
+    from core.foundation.result import Result
 
     store = ResultStore(tmp_path / "cache")
     cfg = parse_config(dict(MINI))

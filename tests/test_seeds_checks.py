@@ -1,4 +1,4 @@
-"""core.seeds (one seed stream) and core.checks (one range checker)."""
+"""core.foundation.seeds (one seed stream) and core.foundation.checks (one range checker)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from core.checks import (
+from core.foundation.checks import (
     check_array,
     check_choice,
     check_int,
@@ -15,7 +15,7 @@ from core.checks import (
     check_range,
     range_text,
 )
-from core.seeds import derive, stream, torch_stream
+from core.foundation.seeds import derive, stream, torch_stream
 
 
 def test_same_path_same_stream_and_paths_independent():
@@ -83,9 +83,9 @@ def test_check_positive_and_open_infinite_ends():
         check_int("n", np.int64(5), 1, 3)  # a numpy scalar reads as Python's
 
 
-# one message from each corner of the engine: every one now comes from core.checks
+# one message from each corner of the engine: every one now comes from core.foundation.checks
 _MESSAGES = [
-    (lambda: __import__("core.metrics", fromlist=["x"]).tpr_at_fpr([0, 1], [0.1, 0.9], 1.5),
+    (lambda: __import__("core.foundation.metrics", fromlist=["x"]).tpr_at_fpr([0, 1], [0.1, 0.9], 1.5),
      r"^fpr_target: got 1\.5; allowed range 0 <= value <= 1$"),
     (lambda: __import__("core.bounds.dp_region", fromlist=["x"]).dp_region(1.0, 1.0, [0.1]),
      r"^delta: got 1\.0; allowed range 0 <= value < 1$"),
@@ -107,7 +107,7 @@ _MESSAGES = [
         np.zeros((4, 2)), np.array([0, 1, 0, 1]), np.zeros((2, 2)), model="logreg", seed=0,
         max_train=1),
      r"^max_train: got 1; allowed range 2 <= value \(integer\)$"),
-    (lambda: __import__("core.projection", fromlist=["x"])._validate(
+    (lambda: __import__("core.data.projection", fromlist=["x"])._validate(
         np.zeros((5, 2)), "umap", 0, None, 30.0, 15, 1.5),
      r"^min_dist: got 1\.5; allowed range 0 <= value <= 1$"),
 ]
@@ -121,7 +121,7 @@ def test_representative_messages_come_from_the_one_checker(call, pattern):
 
 
 def test_config_ranges_are_written_by_range_text():
-    from core.config import ConfigError, parse_config
+    from core.config.schema import ConfigError, parse_config
 
     with pytest.raises(ConfigError, match=r"^fl\.lr: got 11\.0; allowed range 0 < value <= 10$"):
         parse_config({"kind": "attribute_privacy", "fl": {"lr": 11.0}})
@@ -133,7 +133,7 @@ def test_config_ranges_are_written_by_range_text():
 #: hand-written range messages left on this branch, each in a file another branch of issue #19
 #: rewrites (branch ``hard``: the FIL model's l2 validator and the store's index); the count
 #: may only shrink
-LEFTOVERS = {"core/config.py": 1, "cache/index.py": 1}
+LEFTOVERS = {"core/config/schema.py": 1, "cache/index.py": 1}
 
 
 def _range_strings(path) -> int:
@@ -154,11 +154,11 @@ def test_allowed_range_is_written_in_one_place():
 
     root = Path(__file__).resolve().parents[1]
     found = {}
-    for pkg in ("core", "cache", "dashboard"):
+    for pkg in ("core", "cache", "dashboard", "cli"):
         for p in sorted((root / pkg).rglob("*.py")):
             rel = p.relative_to(root).as_posix()
             n = _range_strings(p)
-            if n and rel != "core/checks.py":
+            if n and rel != "core/foundation/checks.py":
                 found[rel] = n
     extra = {f: n for f, n in found.items() if n > LEFTOVERS.get(f, 0)}
-    assert not extra, f"write these with core.checks (range_error / check_range): {extra}"
+    assert not extra, f"write these with core.foundation.checks (range_error / check_range): {extra}"

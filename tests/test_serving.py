@@ -162,7 +162,7 @@ def test_make_run_refuses_a_network_host_without_login(tmp_path):
 # -- what already held stays tested ----------------------------------------------------------
 
 def _sources() -> list[Path]:
-    return [p for d in ("core", "cache", "dashboard") for p in (ROOT / d).rglob("*.py")]
+    return [p for d in ("core", "cache", "dashboard", "cli") for p in (ROOT / d).rglob("*.py")]
 
 
 def _calls(text: str, opening: str) -> list[str]:
@@ -190,7 +190,7 @@ def test_no_pickle_safe_yaml_weights_only():
         assert "yaml.unsafe_load" not in text and "yaml.full_load" not in text, rel
     import yaml
 
-    from core.config_files import _Loader
+    from core.config.files import _Loader
 
     assert issubclass(_Loader, yaml.SafeLoader) or issubclass(_Loader, yaml.CSafeLoader)
 

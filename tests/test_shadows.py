@@ -1,4 +1,4 @@
-"""Shadow models (core.shadow_training): batched training equals the looped reference, splits."""
+"""Shadow models (core.engine.shadow_training): batched training equals the looped reference, splits."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from core.nn import ImageMLP
-from core.shadow_training import (
+from core.engine.shadow_training import (
     ShadowModels,
     per_example_loss,
     per_example_true_prob,
     shadow_splits,
     train_shadows,
 )
+from core.models.nn import ImageMLP
 
 SHAPE = (1, 4, 4)
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from core.engine.shadow_training import shadow_splits, train_stacked
 from core.models import build_model
-from core.shadow_training import shadow_splits, train_stacked
 
 
 @pytest.fixture

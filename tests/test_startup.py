@@ -38,7 +38,7 @@ def _loaded_after(code: str, **env: str) -> list[str]:
 
 
 def test_engine_imports_leave_the_dashboard_and_sklearn_out():
-    assert _loaded_after("import core.experiments, core.cli, privlab, cache.store") == []
+    assert _loaded_after("import core.runs.experiments, cli.main, privlab, cache.store") == []
 
 
 def test_a_tiny_membership_run_imports_no_dashboard_sklearn_or_scipy_stats(tmp_path):
@@ -61,7 +61,7 @@ def test_page_modules_are_the_views_top_level_imports():
     assert mods.index("dashboard.sidebar") < mods.index("dashboard.components.lesson")
     for view in (ROOT / "dashboard" / "views").glob("*.py"):
         assert set(warmup.script_imports(view)) - {"__future__"} <= set(mods), view.name
-    assert "core.experiments" in warmup.run_modules()
+    assert "core.runs.experiments" in warmup.run_modules()
 
 
 def test_warm_start_imports_the_pages_then_after_a_page_the_runs():

@@ -15,9 +15,9 @@ import pytest
 from cache.entry import CorruptEntry
 from cache.errors import StoreIOError
 from cache.store import ResultStore, default_store
-from core.config import ConfigError, ProjectionConfig
-from core.progress import Cancelled, CancelToken
-from core.result import Result
+from core.config.schema import ConfigError, ProjectionConfig
+from core.foundation.progress import Cancelled, CancelToken
+from core.foundation.result import Result
 
 
 class CountingRunner:
@@ -328,7 +328,7 @@ def test_cancel_while_waiting_for_another_writer(tmp_path):
     import threading
 
     from cache.lock import key_lock
-    from core.config import cache_key
+    from core.config.schema import cache_key
 
     store, token, errors = ResultStore(tmp_path), CancelToken(), []
 

@@ -1,4 +1,4 @@
-"""Sweeps (kind ``sweep``; core/sweeps.py, core/runs/sweep.py, core/runs/pool.py, cache/store.run_point): expansion,
+"""Sweeps (kind ``sweep``; core/config/sweeps.py, core/runs/sweep.py, core/runs/pool.py, cache/store.run_point): expansion,
 one-line errors naming the grid path, keys that exclude the executor, only missing points run,
 serial / local pool / Ray give the same rows, cancel keeps finished points, the CLI.
 
@@ -19,10 +19,10 @@ import yaml
 
 from cache.store import ResultStore
 from core.catalog.dp_gaussian import DPGaussianDefense
-from core.config import ConfigError, cache_key, load_config, parse_config
-from core.metric_schema import unregistered
-from core.progress import Cancelled, CancelToken
-from core.sweeps import expand, rows_to_csv
+from core.config.schema import ConfigError, cache_key, load_config, parse_config
+from core.config.sweeps import expand, rows_to_csv
+from core.foundation.metric_schema import unregistered
+from core.foundation.progress import Cancelled, CancelToken
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"kind": "attribute_privacy", "data": {"name": "synthetic", "n_samples": 400},
@@ -100,7 +100,7 @@ def test_invalid_sweeps_are_one_line_errors_naming_the_path(over, message):
 
 
 def test_cli_rejects_a_bad_grid_in_one_line_and_stores_nothing(tmp_path, capsys):
-    from core.cli import main
+    from cli.main import main
 
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(sweep(grid={LAM: [1.5]})))
@@ -194,7 +194,7 @@ def test_only_missing_points_run_and_every_executor_shares_them(tmp_path):
 
 
 def test_run_without_a_store_keeps_points_in_memory_serial_only():
-    from core.experiments import run
+    from core.runs.experiments import run
 
     r = run(sweep(grid={LAM: [0.25]}))
     assert r.kind == "sweep" and counts(r) == (1, 1, 0) and r.info["rows"][0][LAM] == 0.25
@@ -206,7 +206,7 @@ def test_run_without_a_store_keeps_points_in_memory_serial_only():
 def serial_rows(tmp_path_factory):
     """The tiny sweep's rows computed serially; from here on workers and this process read
     the same engine source (the fingerprint is read afresh, the pool restarted)."""
-    from core.fingerprint import engine_fingerprint
+    from core.foundation.fingerprint import engine_fingerprint
     from core.runs.sweep import shutdown_pool
 
     engine_fingerprint.cache_clear()
@@ -270,7 +270,7 @@ def test_worker_does_not_start_a_point_after_cancel(tmp_path):
 
 
 def test_cli_sweep_prints_rows_writes_csv_and_json(tmp_path, capsys):
-    from core.cli import main
+    from cli.main import main
 
     path, out = tmp_path / "sweep.yaml", tmp_path / "rows.csv"
     path.write_text(yaml.safe_dump(sweep()))

@@ -9,7 +9,7 @@ import pytest
 import torch
 from sklearn.metrics import balanced_accuracy_score
 
-from core.config import ConfigError, DataSpec, FedAvgSpec, TappflConfig
+from core.config.schema import ConfigError, DataSpec, FedAvgSpec, TappflConfig
 from core.data import load_dataset
 from core.defenses.tappfl import adversary_proba, encode, paper_preset, quick_preset, train_tappfl
 
@@ -128,7 +128,7 @@ def test_model_init_comes_from_a_local_generator_not_the_global_seed(monkeypatch
 def test_init_module_reproduces_pytorch_default_init():
     from torch import nn
 
-    from core.nn import ConvEncoder, MICritic, init_module_, seeded
+    from core.models.nn import ConvEncoder, MICritic, init_module_, seeded
 
     for make in (lambda: MICritic(5, 4, 3, hidden=8), lambda: ConvEncoder((1, 8, 8), rep_dim=6)):
         torch.manual_seed(7)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.config import DataSpec, FedAvgSpec, TappflConfig
+from core.config.schema import DataSpec, FedAvgSpec, TappflConfig
 from core.data import load_dataset
 from core.defenses.tappfl import adversary_proba, encode, train_tappfl
 from core.models.tappfl import TappflPrivacy
@@ -84,7 +84,7 @@ def test_one_row_batches_are_skipped_alike_in_both_forms(ds):
 
 
 def test_runner_takes_a_conv_model():
-    from core.experiments import run
+    from core.runs.experiments import run
 
     r = run({"kind": "attribute_privacy", "data": {"name": "digits", "private_attribute": "parity"},
              "model": {"arch": "lenet5", "width": 0.25}, "pretrain_epochs": 0,

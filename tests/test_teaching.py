@@ -1,4 +1,4 @@
-"""core.teaching: teaching sweeps from the registered parts, lessons measured from stored
+"""core.report.teaching: teaching sweeps from the registered parts, lessons measured from stored
 points (fake Results: no run), intervals, claims, and the one real tiny sweep."""
 
 from __future__ import annotations
@@ -8,11 +8,12 @@ import math
 
 import pytest
 
-from core import metric_schema, teaching
-from core.config import parse_config
-from core.parts import DEFENSES
-from core.result import Result
-from core.sweeps import expand
+from core.config.schema import parse_config
+from core.config.sweeps import expand
+from core.foundation import metric_schema
+from core.foundation.parts import DEFENSES
+from core.foundation.result import Result
+from core.report import teaching
 from dashboard.components._format import titled
 from tests.test_pages import store  # noqa: F401  (fixture)
 
@@ -125,7 +126,7 @@ def test_lesson_changes_when_the_measurements_change():
     les = teaching.lesson(spec, _fake_store(spec, rising))
     assert les.exceeds is True and "raises the strongest property attack's accuracy" in \
         les.sentences[0]
-    # the property teaching grid ends at λ = 0.75 (core.parts): 0.3 + 0.4 · 0.75 = 0.60
+    # the property teaching grid ends at λ = 0.75 (core.foundation.parts): 0.3 + 0.4 · 0.75 = 0.60
     assert any(c.startswith("This contradicts Inf2Guard") and "0.30" in c and "0.60" in c
                for c in les.contradictions), les.contradictions
 
@@ -212,7 +213,7 @@ def test_fil_page_lesson_box_then_teaching_sweep_as_one_job(store):  # noqa: F81
 def test_compare_lesson_reads_the_comparison_and_checks_inf2guard_against_dp_sgd():
     import numpy as np
 
-    from core.compare import Comparison, ComparisonSpec, Curve, DefenseSpec
+    from core.runs.compare import Comparison, ComparisonSpec, Curve, DefenseSpec
 
     def curve(name, defense, knob, util, leak, sym):
         u, a = np.array(util, float), np.array(leak, float)

@@ -1,12 +1,12 @@
 """The config a page runs on its first visit (fresh session, default sidebar) is the one its
-teaching sweep, the lessons benchmark and the README measure (``core.teaching.default_config``):
+teaching sweep, the lessons benchmark and the README measure (``core.report.teaching.default_config``):
 a lesson or a timing measured on another config would describe a run the user never sees."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.teaching import default_differences
+from core.report.teaching import default_differences
 
 #: experiment kind -> the teaching page that shows it
 PAGES = {"membership": "membership", "gradient_leakage": "reconstruction",
@@ -41,7 +41,7 @@ def test_the_membership_default_measured_is_todays_and_shows_a_threat():
     import json
 
     from benchmarks import membership_default as M
-    from core.teaching import default_config
+    from core.report.teaching import default_config
 
     doc = json.loads(M.OUT.read_text())
     assert doc["config"] == default_config("membership"), "rerun python -m benchmarks.membership_default"

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.cli import main
-from core.config import ConfigError, cache_key, parse_config
+from cli.main import main
+from core.config.schema import ConfigError, cache_key, parse_config
 from core.data import DataError, clear_memo, describe_datasets, load_dataset, user
 from core.data.registry import dataset_attributes, get_info
 
@@ -106,7 +106,7 @@ def test_csv_register_and_load(tmp_path):
 
 
 def test_attribute_privacy_run_on_a_csv_set(tmp_path):
-    from core.experiments import run
+    from core.runs.experiments import run
 
     csv = tmp_path / "people.csv"
     write_csv(csv)
@@ -172,7 +172,7 @@ def test_image_attributes_csv_and_rgb(tmp_path):
 
 
 def test_projection_run_on_an_image_set(tmp_path):
-    from core.experiments import run
+    from core.runs.experiments import run
 
     write_images(tmp_path / "pets")
     user.add_images("pets", tmp_path / "pets", size=8)

@@ -14,8 +14,8 @@ import pytest
 from PIL import Image
 
 from benchmarks.userfiles_bench import CASES, base_frame, image_folder
-from core.cli import main
-from core.config import parse_config
+from cli.main import main
+from core.config.schema import parse_config
 from core.data import DataError, clear_memo, load_dataset, user
 
 
@@ -141,7 +141,7 @@ def test_huge_header_is_refused_without_pillow_warning(tmp_path):
 
 
 def test_registration_and_tiny_runs_emit_no_warning(tmp_path):
-    from core.experiments import run
+    from core.runs.experiments import run
 
     df = base_frame(200)
     df.loc[4, "age"] = "NaN"

@@ -1,4 +1,4 @@
-"""core.verdicts: holds / does not hold / not resolved from the 95 % interval of the compared
+"""core.paper_check.verdicts: holds / does not hold / not resolved from the 95 % interval of the compared
 difference; t-intervals over seeds; independent ends in quadrature; the largest scale decides."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 from scipy import stats
 
-from core.verdicts import (
+from core.paper_check.verdicts import (
     FAILS,
     HOLDS,
     UNRESOLVED,

@@ -52,7 +52,7 @@ def test_teaching_sweep_button_reads_the_store_when_its_job_ends(store, monkeypa
     """After the sweep finishes, the button no longer says points are missing (it was drawn
     before the job ended and kept '(k of n points missing)' until the next page visit)."""
     import dashboard.components.lesson as lesson_mod
-    from core import teaching
+    from core.report import teaching
 
     def tiny(page, config=None):  # one seed, the grid's two ends, no reference runs
         spec = teaching.teaching_sweep(page, config)

@@ -1,5 +1,5 @@
 """The files that travel with every bundle besides the runs: the notebook that recreates the
-target through the public ``privlab`` module (:mod:`core.notebook`, as ``.ipynb`` and as a
+target through the public ``privlab`` module (:mod:`core.report.notebook`, as ``.ipynb`` and as a
 ``.py`` script) and the privacy report (:mod:`core.report`, HTML, and PDF where Chromium is
 used for the figures too)."""
 
@@ -20,8 +20,8 @@ def companions(target: Any, *, store: Any, pdf: bool = True) -> tuple[dict[str, 
     left out with a note; the bundle is still written."""
     import nbformat
 
-    from core.notebook import notebook_for, to_script
     from core.report import build_report
+    from core.report.notebook import notebook_for, to_script
 
     nb = notebook_for(target, store=store)
     files = {NOTEBOOK: nbformat.writes(nb).encode(), SCRIPT: to_script(nb).encode()}

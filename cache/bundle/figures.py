@@ -2,7 +2,7 @@
 it opens offline) and as PNG (kaleido, which drives the system's Chromium).
 
 The figures themselves are the dashboard's (one layer up): a *figure builder* maps what is
-bundled (a Result, or a :class:`core.compare.Comparison`) to ``{name: plotly Figure}``. The
+bundled (a Result, or a :class:`core.runs.compare.Comparison`) to ``{name: plotly Figure}``. The
 dashboard registers its builder with :func:`set_figure_builder`; a caller may also pass one.
 """
 

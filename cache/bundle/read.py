@@ -29,8 +29,8 @@ from cache.bundle import decode as D
 from cache.bundle import limits as L
 from cache.bundle import manifest as M
 from cache.bundle.errors import BundleError
-from core.fingerprint import engine_fingerprint, engine_id
-from core.result import Result
+from core.foundation.fingerprint import engine_fingerprint, engine_id
+from core.foundation.result import Result
 
 #: the files parsed (held in memory) rather than only hashed as they stream
 PARSED = (M.CONFIG, M.RESULT, M.ARRAYS, M.SPEC, M.COMPARISON, "notebook.ipynb")
@@ -208,11 +208,11 @@ def _types(result: Result) -> None:
 
 def _metric_problem(result: Result, same_engine: bool, notes: list[str]) -> str | None:
     """Why the run's figures are impossible (None: they pass): every registered metric finite
-    where the schema says a number belongs (:mod:`core.finite`) and inside its range
-    (:func:`core.metric_schema.out_of_range`), every interval ordered and inside it; a metric
+    where the schema says a number belongs (:mod:`core.foundation.finite`) and inside its range
+    (:func:`core.foundation.metric_schema.out_of_range`), every interval ordered and inside it; a metric
     this engine does not know is refused from this engine, noted from another."""
-    from core import metric_schema as S
-    from core.finite import NonFiniteMetric, check_metrics
+    from core.foundation import metric_schema as S
+    from core.foundation.finite import NonFiniteMetric, check_metrics
 
     try:
         check_metrics(result.kind, result.metrics)
@@ -238,7 +238,7 @@ def _metric_problem(result: Result, same_engine: bool, notes: list[str]) -> str 
 
 def _key_problem(result: Result, same: bool) -> str | None:
     """Why ``result.key`` is not the key of its config under its engine (None: it is)."""
-    from core.config import ConfigError, canonical_json, parse_config
+    from core.config.schema import ConfigError, canonical_json, parse_config
 
     try:
         cfg = parse_config(result.config)
@@ -298,7 +298,7 @@ def check_bundle(path: str | Path | bytes | IO[bytes], *, read_only: bool = Fals
     spec = None
     if M.SPEC in files:
         spec = D.load_yaml(files.pop(M.SPEC), M.SPEC)
-        from core.compare import spec_from_dict
+        from core.runs.compare import spec_from_dict
 
         try:
             spec_from_dict(spec)

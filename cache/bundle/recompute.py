@@ -23,7 +23,7 @@ from typing import Any
 
 from cache.bundle.errors import BundleError
 from cache.bundle.origin import origin_text
-from core.result import Result
+from core.foundation.result import Result
 
 REL_TOL, ABS_TOL = 1e-6, 1e-9
 
@@ -81,7 +81,7 @@ def _value(x: Any) -> float | None:
 
 def compare(imported: Result, here: Result) -> list[MetricCheck]:
     """Each metric of either run (timings left out), judged as the module docstring says."""
-    from core import metric_schema as S
+    from core.foundation import metric_schema as S
 
     out: list[MetricCheck] = []
     for name in sorted(set(imported.metrics) | set(here.metrics)):
@@ -120,7 +120,7 @@ def recompute(store: Any, key: str, *, runner: Any = None, progress: Any = None,
     """Run imported run ``key`` (or a unique prefix) here through ``store`` and compare (see
     the module docstring). BundleError (one line) when no imported run matches; ConfigError
     when its config does not validate here."""
-    from core.config import cache_key, parse_config
+    from core.config.schema import cache_key, parse_config
 
     imported = store.get(key, imported=True)
     if imported is None:

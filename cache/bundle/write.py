@@ -22,9 +22,9 @@ from cache.bundle import manifest as M
 from cache.bundle.errors import BundleError
 from cache.bundle.figures import FigureBuilder, build_figures, render
 from core import ENGINE_VERSION
-from core.compare import Comparison, ComparisonSpec, MissingPoints, read_comparison
-from core.fingerprint import engine_fingerprint, engine_id
-from core.result import Result
+from core.foundation.fingerprint import engine_fingerprint, engine_id
+from core.foundation.result import Result
+from core.runs.compare import Comparison, ComparisonSpec, MissingPoints, read_comparison
 
 
 @dataclass
@@ -104,7 +104,7 @@ def _contents(target: Any, store: Any) -> _Contents:
         target = target.key or ""
     if not isinstance(target, str):
         raise BundleError(f"target: got {type(target).__name__}; allowed: a run or sweep key "
-                          "(or a unique prefix) or a core.compare.ComparisonSpec")
+                          "(or a unique prefix) or a core.runs.compare.ComparisonSpec")
     main = _get(store, target, "key")
     if main.kind != "sweep":
         return _Contents("run", [str(main.key)], main, {})
@@ -250,7 +250,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def _spec_data(spec: Any) -> dict[str, Any]:
     """The spec as written in a bundle: where its points ran (executor, workers) is part of no
     key, so it is left for the importing machine to choose."""
-    from core.compare import spec_to_dict
+    from core.runs.compare import spec_to_dict
 
     data = spec_to_dict(spec)
     data.pop("executor", None)

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from core.checks import check_int
 from core.data.splits import subsample
-from core.knowledge import AdversaryKnowledge
-from core.metrics import attack_scores, cross_entropy_nats, prior_proba
+from core.foundation.checks import check_int
+from core.foundation.knowledge import AdversaryKnowledge
+from core.foundation.metrics import attack_scores, cross_entropy_nats, prior_proba
 
 if TYPE_CHECKING:  # the output type only: protocol imports nothing from here at run time
     from core.attacks.protocol import AttackOutput
@@ -34,10 +34,10 @@ FRESH_MODELS = ("logreg", "mlp")
 
 @dataclass
 class AttackOutcome:
-    """One attack's result: ``scores`` from :func:`core.metrics.attack_scores`, test
+    """One attack's result: ``scores`` from :func:`core.foundation.metrics.attack_scores`, test
     probabilities ``proba`` (n, k), and the test cross-entropy ``ce_nats`` (an upper estimate of
     H(u|r) in nats for a calibrated attacker); ``decision_weights`` w of its decision
-    argmax_c p_c·w_c (None = plain argmax, :func:`core.metrics.decide`)."""
+    argmax_c p_c·w_c (None = plain argmax, :func:`core.foundation.metrics.decide`)."""
 
     name: str
     scores: dict[str, float]
@@ -49,7 +49,7 @@ class AttackOutcome:
     @property
     def prediction(self) -> np.ndarray:
         """The attacker's decided value per target row."""
-        from core.metrics import decide
+        from core.foundation.metrics import decide
 
         return decide(self.proba, self.decision_weights)
 
@@ -159,10 +159,10 @@ def _fit_logreg(X: np.ndarray, u: np.ndarray, seed: int, *, class_weight=None):
 
 def _mlp_net(d: int, hidden: int, k: int, generator, dev):
     """The attacker MLP d → hidden → ReLU → k, initialised from ``generator`` by
-    :func:`core.nn.init_module_` (the global torch RNG plays no part in its weights)."""
+    :func:`core.models.nn.init_module_` (the global torch RNG plays no part in its weights)."""
     import torch
 
-    from core.nn import init_module_
+    from core.models.nn import init_module_
 
     net = torch.nn.Sequential(
         torch.nn.Linear(d, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, k)
@@ -181,19 +181,19 @@ def _mlp_proba(
     epochs: int,
     class_weight: Literal["balanced"] | None = "balanced",
 ) -> tuple[np.ndarray, dict, np.ndarray]:
-    """One-hidden-layer ReLU MLP trained by :func:`core.training.train_classifier` (Adam 1e-3,
+    """One-hidden-layer ReLU MLP trained by :func:`core.engine.training.train_classifier` (Adam 1e-3,
     batch 256, cross-entropy weighted by ``class_weight``), standardised inputs, trained until
     the weighted validation CE of a stratified 10 % of the aux rows stops falling
-    (:func:`core.training.train_until_plateau`: patience :data:`core.training.PATIENCE` epochs
-    and at least :data:`core.training.MIN_PATIENCE_STEPS` steps,
-    the split drawn by ``core.seeds.stream(seed, "early_stopping", "attribute_mlp")``, at most
+    (:func:`core.engine.training.train_until_plateau`: patience :data:`core.engine.training.PATIENCE` epochs
+    and at least :data:`core.engine.training.MIN_PATIENCE_STEPS` steps,
+    the split drawn by ``core.foundation.seeds.stream(seed, "early_stopping", "attribute_mlp")``, at most
     ``epochs`` epochs; the best epoch's weights are kept). Deterministic from ``seed`` (a local
     torch.Generator for init and shuffles). Returns the test probabilities (of the weighted
     model), the info (``stopped_early`` False: the cap was hit) and the k class weights used."""
     import torch
 
-    from core.device import get_device
-    from core.training import MIN_PATIENCE_STEPS, PATIENCE, train_classifier, validation_rows
+    from core.engine.training import MIN_PATIENCE_STEPS, PATIENCE, train_classifier, validation_rows
+    from core.foundation.device import get_device
 
     dev = get_device("auto")
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
@@ -316,7 +316,7 @@ def fresh_attacker_proba(
         clf = _fit_logreg(Ra, ua_fit, seed, class_weight=train_weight)
         p = _expand(clf.predict_proba(Rt), clf.classes_.astype(np.int64), k)
         w[seen] = 1.0
-        if train_weight == "balanced":  # sklearn's rule, the same as core.training's
+        if train_weight == "balanced":  # sklearn's rule, the same as core.engine.training's
             w[seen] = ua_fit.size / (seen.size * np.bincount(ua_fit)[seen])
         info: dict = {"n_train": int(ua_fit.size), "class_weight": cw}
     else:
@@ -454,12 +454,12 @@ def prior_on_release(release: Any, knowledge: Any, **_: Any) -> Any:
 
 
 def self_test_records(n: int = 24, d: int = 4, classes: int = 2):
-    """The attribute family's self-test input (:attr:`core.parts.Family.self_test`): seeded
+    """The attribute family's self-test input (:attr:`core.foundation.parts.Family.self_test`): seeded
     representations whose first coordinate carries the attribute, ``n`` target rows and ``2n``
     auxiliary rows with their values, an in-training adversary's probabilities, and a few
     epochs for a fresh MLP; the registry refuses a second attack whose outputs on it equal an
     existing attack's."""
-    from core.releases import RepresentationRelease
+    from core.foundation.releases import RepresentationRelease
 
     rng = np.random.default_rng(0)
     u = rng.integers(0, classes, 3 * n)

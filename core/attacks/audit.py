@@ -10,7 +10,7 @@ lower bound at a stated confidence (:mod:`core.bounds.audit`, Theorem 3.1).
   of the parameter vector, random sign) or random unit directions, each of norm C (DP-SGD's
   clipping norm), added by the training to the summed clipped gradient before the noise
   (DP-SGD) or to the batch gradient where one row's gradient goes (plain training, the κ
-  channel's noisy training, Inf2Guard): the :class:`core.noisy_training.GradientCanary`
+  channel's noisy training, Inf2Guard): the :class:`core.engine.noisy_training.GradientCanary`
   protocol. Each included canary takes part in a step with the training's row sampling rate
   (Poisson q for DP-SGD), as a training row would, so that the accountant's ε covers it. The
   score of canary i is −⟨cᵢ/‖cᵢ‖, θ_T − θ₀⟩: a descent step moves θ against an included canary.
@@ -38,8 +38,8 @@ import torch
 from torch import Tensor
 
 from core.bounds.audit import bonferroni, epsilon_lower_bound, max_provable_epsilon
-from core.checks import check_choice, check_int, check_range
-from core.seeds import derive, stream
+from core.foundation.checks import check_choice, check_int, check_range
+from core.foundation.seeds import derive, stream
 
 __all__ = ["AuditResult", "GradientCanaries", "audit_one_run", "audit_scores",
            "black_box_canaries", "guess_counts", "noise_removed"]
@@ -127,7 +127,7 @@ def draw_included(canaries: int, seed: int) -> np.ndarray:
 
 
 class GradientCanaries:
-    """White-box gradient canaries (the :class:`~core.noisy_training.GradientCanary`
+    """White-box gradient canaries (the :class:`~core.engine.noisy_training.GradientCanary`
     protocol): ``m`` canaries of norm ``norm`` (C), ``direction`` ``"dirac"`` (a distinct
     random coordinate each, random sign) or ``"random"`` (a uniform random unit direction),
     included with probability ½ (:attr:`included`, fixed at construction).
@@ -285,7 +285,7 @@ def noise_removed() -> Iterator[None]:
     import opacus.optimizers.optimizer as plain
     import opacus.optimizers.optimizer_fast_gradient_clipping as ghost
 
-    from core.overrides import training_override
+    from core.foundation.overrides import training_override
 
     def no_noise(std: float, reference: Tensor, generator=None, secure_mode: bool = False):
         return torch.zeros_like(reference)

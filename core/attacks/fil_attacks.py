@@ -26,9 +26,9 @@ attacker's knowledge; the ground truth is used only by the scoring helpers.
   chi-square interval for the variance.
 - :func:`label_white_box` / :func:`label_black_box`: Eqs. 30 and 31 on the label itself.
 
-The registered parts (:mod:`core.parts`) name the protocol functions ``*_on_release``: each
+The registered parts (:mod:`core.foundation.parts`) name the protocol functions ``*_on_release``: each
 takes a :class:`GLMRelease` (the noisy weights, one row per draw) and an
-:class:`~core.knowledge.AdversaryKnowledge` whose ``extra`` holds what the threat model grants
+:class:`~core.foundation.knowledge.AdversaryKnowledge` whose ``extra`` holds what the threat model grants
 (:func:`glm_knowledge`), and returns the guesses (trials, m); the runner calls them through
 :func:`core.attacks.protocol.run_attack`.
 
@@ -45,7 +45,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from core.fil import FittedGLM, _check_model, _derivs, check_sigma
+from core.bounds.fil_regression import FittedGLM, _check_model, _derivs, check_sigma
 
 __all__ = [
     "AttackGuesses", "GLMRelease", "accuracy_by_decile", "attack_accuracy", "black_box_attack",
@@ -543,7 +543,7 @@ def glm_knowledge(*, fit: FittedGLM, X: np.ndarray, y: np.ndarray, targets: np.n
     algorithm (loss, λ, weights) in ``fit``, the attacked rows ``targets``, the target's
     marginal ``prior`` and, for an attribute, its ``columns`` and value ``candidates`` (None:
     the target is the label)."""
-    from core.knowledge import AdversaryKnowledge
+    from core.foundation.knowledge import AdversaryKnowledge
 
     return AdversaryKnowledge(n_classes=max(2, len(prior)), prior=np.asarray(prior),
                               extra={"fit": fit, "X": X, "y": y, "targets": targets,

@@ -1,5 +1,5 @@
 """Membership inference against FIL's output-perturbed GLM (issue #22 item 5): LiRA (Carlini et
-al., S&P 2022) on the release w' = w* + N(0, σ²I) of :mod:`core.fil`, to test the FIL paper's
+al., S&P 2022) on the release w' = w* + N(0, σ²I) of :mod:`core.bounds.fil_regression`, to test the FIL paper's
 claim that per-example η identifies the examples that leak.
 
 - :func:`shadow_fits`: the same L2-regularised GLM (Eq. 13, regulariser n_k·λ/2‖w‖² with n_k the
@@ -28,8 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from core.checks import check_range
-from core.fil import _check_model, _check_xy, _derivs, _logistic_labels, check_l2, check_sigma
+from core.bounds.fil_regression import (
+    _check_model,
+    _check_xy,
+    _derivs,
+    _logistic_labels,
+    check_l2,
+    check_sigma,
+)
+from core.foundation.checks import check_range
 
 _NEWTON_MAX_ITER = 100
 _CHUNK_FLOATS = 2**25  # (chunk·n·d) floats in a batched Hessian product: 256 MB at most
@@ -63,7 +70,7 @@ def _batched_hessians(X: np.ndarray, w: np.ndarray, n_reg: np.ndarray, l2: float
 def shadow_fits(X: Any, y: Any, in_mask: Any, *, model: str, l2: float,
                 weights: Any = None, tol: float = 1e-10) -> np.ndarray:
     """θ_k minimising Σ_{i ∈ S_k} ω_i ℓ(θᵀx_i, y_i) + (n_k λ/2)‖θ‖² for every shadow k
-    (``in_mask`` (K, n): S_k; n_k = |S_k|), the objective of :func:`core.fil.fit_glm` on each
+    (``in_mask`` (K, n): S_k; n_k = |S_k|), the objective of :func:`core.bounds.fil_regression.fit_glm` on each
     subset, all shadows in one batched computation. ``weights`` (n,) or (K, n) per-shadow
     ω (IRFIL), default 1. Least squares: exact normal equations. Logistic: damped Newton with
     Armijo backtracking per shadow until ‖∇‖ ≤ tol·max(1, n_k). Returns (K, d)."""
@@ -127,11 +134,11 @@ def shadow_fits(X: Any, y: Any, in_mask: Any, *, model: str, l2: float,
 def irfil_shadow_fits(X: Any, y: Any, in_mask: Any, *, model: str, l2: float, iterations: int,
                       method: str = "sample", clamp: tuple[float, float] = (0.0, math.inf),
                       columns: Any = None) -> np.ndarray:
-    """θ_k of IRFIL's last iterate (:func:`core.fil.irfil`, Algorithm 1) run on each shadow's
+    """θ_k of IRFIL's last iterate (:func:`core.bounds.fil_regression.irfil`, Algorithm 1) run on each shadow's
     own training set. A loop over shadows: each IRFIL iteration needs every training row's η
-    under that shadow's fit, which :func:`core.fil.per_example_fil` computes one model at a
+    under that shadow's fit, which :func:`core.bounds.fil_regression.per_example_fil` computes one model at a
     time. Returns (K, d)."""
-    from core.fil import irfil
+    from core.bounds.fil_regression import irfil
 
     X, y = _check_xy(X, y)
     M = _mask(in_mask, X.shape[0])
@@ -160,7 +167,7 @@ def signed_margin(X: Any, y: Any, thetas: Any) -> np.ndarray:
 
 def releases(thetas: Any, *, sigma: float, rng: np.random.Generator) -> np.ndarray:
     """Each row θ_k released with its own draw: θ_k + N(0, σ²I) (the mechanism of
-    :func:`core.fil.release`, one draw per model)."""
+    :func:`core.bounds.fil_regression.release`, one draw per model)."""
     T = np.asarray(thetas, dtype=np.float64)
     return T + check_sigma(sigma) * rng.standard_normal(T.shape)
 

@@ -52,7 +52,7 @@ raw. Adam is scale-invariant up to its eps, and cosine is scale-free, so IG leav
 a flat valley in which L-BFGS crawls. On a LeNet-sigmoid with PyTorch's default init (8×8
 images, 4 targets, 300 iterations) DLG stalled at ~7 dB PSNR with correct argmax labels, where
 iDLG (labels fixed first) reached > 75 dB. **LeNet-sigmoid is now initialised as in the DLG
-setting**, every weight and bias ~ U(−0.5, 0.5) (:class:`core.nn.LeNetSigmoid`, issue #20):
+setting**, every weight and bias ~ U(−0.5, 0.5) (:class:`core.models.nn.LeNetSigmoid`, issue #20):
 its sigmoids leave their linear middle, the gradient carries far more of the image, and at
 the unchanged presets (300 iterations, one start) DLG reaches a median of ~67 dB and iDLG
 ~80 dB on 32 single ``digits`` uploads (``benchmarks/dlg_lenet.py``); a few targets (4-5 of 32)
@@ -87,9 +87,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
 
-from core.checks import check_choice, check_range
-from core.progress import Progress, ProgressCallback, as_progress
-from core.seeds import torch_stream
+from core.foundation.checks import check_choice, check_range
+from core.foundation.progress import Progress, ProgressCallback, as_progress
+from core.foundation.seeds import torch_stream
 
 __all__ = [
     "PRESETS", "InversionResult", "InversionSpec", "UploadRelease", "WhiteBoxModelRelease",
@@ -851,7 +851,7 @@ def match_reconstructions(recon: Tensor | np.ndarray, targets: Tensor | np.ndarr
 
 
 def _ssim_image(a: np.ndarray, b: np.ndarray) -> float:
-    from core.metrics import ssim
+    from core.foundation.metrics import ssim
 
     if a.shape[0] == 1:
         return ssim(a[0], b[0], data_range=1.0)
@@ -861,7 +861,7 @@ def _ssim_image(a: np.ndarray, b: np.ndarray) -> float:
 def _summary(name: str, values: np.ndarray, stat: Callable[[np.ndarray], float], n_boot: int,
              seed: int) -> dict[str, float]:
     """``name``, ``name_lo``, ``name_hi``: the statistic and its 95 % percentile bootstrap."""
-    from core.metrics import bootstrap_interval
+    from core.foundation.metrics import bootstrap_interval
 
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
@@ -883,7 +883,7 @@ def score_reconstructions(recon: Tensor | np.ndarray, targets: Tensor | np.ndarr
     at 100 dB), ``recon_psnr_median``, ``recon_ssim`` (mean), ``recon_label_acc``, each with
     ``_lo`` / ``_hi`` (95 % percentile bootstrap over images), plus ``per_image``: a dict of
     arrays (T·b,) ``mse``, ``psnr``, ``ssim``, ``label_correct`` and ``perm`` (T, b)."""
-    from core.metrics import mse, psnr
+    from core.foundation.metrics import mse, psnr
 
     r, t = _np_images(recon), _np_images(targets)
     if r.ndim == 4:
@@ -980,7 +980,7 @@ def score_model_inversion(inverted: Tensor | np.ndarray, centres: np.ndarray) ->
     """Per-class MSE / PSNR / SSIM of the inverted images against the class centres and their
     medians over classes (the paper reports the median MSE): ``mi_mse_median``,
     ``mi_psnr_median``, ``mi_ssim_median`` and ``per_class`` arrays. Absent classes skipped."""
-    from core.metrics import mse, psnr
+    from core.foundation.metrics import mse, psnr
 
     a, c = _np_images(inverted), np.asarray(centres, dtype=np.float64)
     if a.shape != c.shape:

@@ -17,7 +17,7 @@ Attacks (numpy only; the caller computes the model outputs):
   (LiRA on that statistic against shadow encoders trained the target's way).
 
 The protocol functions the registered parts name (``*_on_release``, :func:`representation_attack`,
-:func:`in_training_attack`; :mod:`core.parts`) take a :class:`MembershipRelease` (the target's
+:func:`in_training_attack`; :mod:`core.foundation.parts`) take a :class:`MembershipRelease` (the target's
 outputs on the candidate records, the shadow models' outputs and membership masks, and for
 Inf2Guard the released representations) and return :class:`MembershipScores`; the runner calls
 them through :func:`core.attacks.protocol.run_attack` and scores every one with
@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.checks import check_array, check_positive, check_range, range_error
-from core.metrics import (
+from core.foundation.checks import check_array, check_positive, check_range, range_error
+from core.foundation.metrics import (
     advantage,
     attack_intervals,
     clopper_pearson,
@@ -327,7 +327,7 @@ def representation_lira(target_r: Any, target_r_population: Any, shadow_r: Any,
     ``target_r`` (n, d) and ``target_r_population`` (m, d): the target encoder's r of the
     candidates and the population records; ``shadow_r`` (K, n, d') and ``shadow_r_population``
     (K, m, d'): each shadow encoder's; ``y`` (n,), ``y_population`` (m,) labels; ``in_mask``
-    (K, n) bool, candidate i in shadow k's training set (:func:`core.shadow_training.shadow_splits`)."""
+    (K, n) bool, candidate i in shadow k's training set (:func:`core.engine.shadow_training.shadow_splits`)."""
     sr = np.asarray(shadow_r, dtype=np.float64)
     sp = np.asarray(shadow_r_population, dtype=np.float64)
     t = _representations(target_r, "target_r")
@@ -438,7 +438,7 @@ class MembershipRelease:
     ``shadow_representations`` (K, n, d) and ``shadow_population_representations`` (K, m, d):
     each shadow encoder's r of the candidates and of the population (its membership mask is
     ``shadow_in``); ``signals`` (name -> (n, ...)) and ``shadow_signals`` (name -> (K, n, ...)):
-    the registered signals (:data:`core.parts.SIGNALS`) the chosen attacks declare, computed
+    the registered signals (:data:`core.foundation.parts.SIGNALS`) the chosen attacks declare, computed
     once per model on the candidates (read them with :meth:`signal`, :meth:`shadow_signal`)."""
 
     kind: ClassVar[str] = "model"
@@ -510,7 +510,7 @@ class MembershipScores:
 
 def self_test_records(n: int = 24, k: int = 4, classes: int = 3, m: int = 12
                       ) -> tuple[MembershipRelease, None, dict[str, Any]]:
-    """The membership family's self-test input (:attr:`core.parts.Family.self_test`): a small
+    """The membership family's self-test input (:attr:`core.foundation.parts.Family.self_test`): a small
     seeded release whose members are more confident than its non-members, with ``k`` shadow
     models (each row IN half of them) and ``m`` population records; the registry refuses a
     second attack whose scores on it equal an existing attack's (no settings to shorten)."""
@@ -611,7 +611,7 @@ def representation_attack(release: MembershipRelease, knowledge: Any, *, seed: i
     ["membership"]``); every pool row scored by cross-fitting (two folds of 80/20 would leave
     rows unscored, so five folds). ``info["ce_nats"]``: the attacker's mean cross-entropy."""
     from core.attacks.attribute import fresh_attacker
-    from core.seeds import derive, stream
+    from core.foundation.seeds import derive, stream
 
     R = _need(release.representations, "representations")
     u = np.asarray(knowledge.extra["membership"]).astype(np.int64)
@@ -685,7 +685,7 @@ def balance_members(labels: Any, *arrays: Any, seed: int) -> np.ndarray:
 
 def _unit_ranks(s: np.ndarray) -> np.ndarray:
     """Scores -> (0, 1] keeping order and ties (dense rank / #distinct), so the probability-based
-    :func:`core.metrics.attack_intervals` bootstraps AUC and advantage of any score."""
+    :func:`core.foundation.metrics.attack_intervals` bootstraps AUC and advantage of any score."""
     _, inv = np.unique(s, return_inverse=True)
     return (inv + 1.0) / (inv.max() + 1.0)
 
@@ -741,7 +741,7 @@ def membership_report(
 
     - ``n_members``, ``n_nonmembers``; ``roc_fpr``, ``roc_tpr`` (arrays, for the linear and the
       log-log plot);
-    - ``auc``, ``advantage`` = max_t TPR − FPR (signed, see :func:`core.metrics.advantage`),
+    - ``auc``, ``advantage`` = max_t TPR − FPR (signed, see :func:`core.foundation.metrics.advantage`),
       ``balanced_accuracy`` = (1 + advantage)/2 (at the best threshold, chosen on these same
       data: optimistic), each with ``*_interval``: stratified percentile bootstrap (``n_boot``
       resamples, ``seed``; the balanced accuracy's is the advantage's mapped by (1 + ·)/2);
@@ -753,7 +753,7 @@ def membership_report(
       (n_nonmembers ≥ 1000);
     - ``epsilon_lower_bound``: ε from the ROC with FPR and FNR replaced by one-sided
       Clopper–Pearson upper limits (holds with ``confidence``, per threshold) and
-      ``epsilon_estimate`` from the point rates (:func:`core.metrics.empirical_epsilon_lower_bound`);
+      ``epsilon_estimate`` from the point rates (:func:`core.foundation.metrics.empirical_epsilon_lower_bound`);
     - ``interval_methods``: which interval each metric carries.
 
     Raises a one-line ValueError for a single class, mismatched shapes or non-finite scores.

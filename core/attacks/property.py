@@ -10,10 +10,10 @@ except :func:`score_property`, which only scores.
 - :func:`in_training_attack`: the probabilities of the adversary Ψ the defense trained against;
 - :func:`prior_property_attack`: the no-model baseline (shadow bin frequencies);
 - :func:`score_property`: accuracy, balanced accuracy, one-vs-rest AUC, cross-entropy and the
-  gap to chance 1/K, each score with its 95 % interval (:func:`core.metrics.attack_intervals`).
+  gap to chance 1/K, each score with its 95 % interval (:func:`core.foundation.metrics.attack_intervals`).
 
-The registered parts (:mod:`core.parts`) name the protocol functions ``*_on_release``: each takes
-a :class:`SubsetRelease` and an :class:`~core.knowledge.AdversaryKnowledge` (the shadow subsets'
+The registered parts (:mod:`core.foundation.parts`) name the protocol functions ``*_on_release``: each takes
+a :class:`SubsetRelease` and an :class:`~core.foundation.knowledge.AdversaryKnowledge` (the shadow subsets'
 aggregates and bins, K) and returns a :class:`PropertyAttack`; the runner calls them through
 :func:`core.attacks.protocol.run_attack`.
 """
@@ -28,7 +28,7 @@ import numpy as np
 from core.attacks.attribute import fresh_attacker_proba, majority_rate, prior_shift_weights
 
 __all__ = ["majority_rate"]  # re-exported: the runner and the bench read it from here
-from core.metrics import attack_intervals, attack_scores, prior_proba
+from core.foundation.metrics import attack_intervals, attack_scores, prior_proba
 
 
 @dataclass(frozen=True)

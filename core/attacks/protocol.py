@@ -1,10 +1,10 @@
 """One attacker protocol (ML Privacy Meter v2's habit: attacks are functions from what the
 attacker sees to scores; one function from scores to the report).
 
-An attack function takes a release (:mod:`core.releases`), an
-:class:`~core.knowledge.AdversaryKnowledge` and its parameters, and returns an
+An attack function takes a release (:mod:`core.foundation.releases`), an
+:class:`~core.foundation.knowledge.AdversaryKnowledge` and its parameters, and returns an
 :class:`AttackOutput` — class probabilities for the target rows, never a score. Only
-:func:`score_attack` sees the :class:`~core.knowledge.GroundTruth`; it returns the scores with
+:func:`score_attack` sees the :class:`~core.foundation.knowledge.GroundTruth`; it returns the scores with
 the number of rows scored and 95 % intervals. Fresh attackers are calibrated with
 a class-balanced decision (:func:`core.attacks.attribute.fresh_attacker_proba`) so an
 imbalanced attribute cannot collapse them to the majority class.
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from core.knowledge import AdversaryKnowledge, GroundTruth
-from core.parts import ATTACKS, AttackPart, attack_by_config_name
-from core.registry import load_object
+from core.foundation.knowledge import AdversaryKnowledge, GroundTruth
+from core.foundation.parts import ATTACKS, AttackPart, attack_by_config_name
+from core.foundation.registry import load_object
 
 #: the attack statistics every attribute attacker reports, metric suffix -> attack_scores key
 STATS = {"acc": "accuracy", "bacc": "balanced_accuracy", "auc": "auc", "adv": "advantage",
@@ -105,7 +105,7 @@ def run_attack(name: str, release, knowledge: AdversaryKnowledge, *, family: str
 def score_attack(out: AttackOutput, truth: GroundTruth, *, n_boot: int = 200, seed: int = 0) -> AttackScores:
     """Scores with 95 % intervals: accuracy and balanced accuracy of the attacker's decision,
     AUC and advantage from ``proba``, cross-entropy from ``calibrated``."""
-    from core.metrics import attack_intervals, attack_scores, cross_entropy_nats
+    from core.foundation.metrics import attack_intervals, attack_scores, cross_entropy_nats
 
     y = np.asarray(truth.labels)
     s = attack_scores(y, out.proba, decision_weights=out.decision_weights)

@@ -13,7 +13,7 @@ Scoring reuses :func:`core.attacks.gradient_inversion.score_reconstructions` (MS
 under the registered names, with bootstrap intervals); each target is reconstructed from its
 own release, so no matching is needed (batches of one).
 
-The registered parts (:mod:`core.parts`) name the protocol functions :func:`in_training_decoder`,
+The registered parts (:mod:`core.foundation.parts`) name the protocol functions :func:`in_training_decoder`,
 :func:`fresh_decoder` and :func:`optimisation_inversion`: each takes a
 :class:`NoisyRepresentationRelease` and returns the reconstructions (n, d); the runner calls
 them through :func:`core.attacks.protocol.run_attack`.
@@ -29,9 +29,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from core.nn import Decoder, seeded
-from core.progress import Progress
-from core.seeds import derive
+from core.foundation.progress import Progress
+from core.foundation.seeds import derive
+from core.models.nn import Decoder, seeded
 
 
 class NoiseChannel(Protocol):
@@ -56,9 +56,9 @@ def train_fresh_decoder(encoder: torch.nn.Module, perturbation: NoiseChannel, X_
     """The attacker's decoder on its auxiliary rows: pairs (x, f(x) + δ) with δ ~ p_Φ redrawn
     every epoch (it knows the noise distribution, not the draws released for the targets).
     Trained until the MSE on a held-out 10 % of the aux rows stops falling, at most ``epochs``
-    (:func:`core.training.train_until_plateau`, the split drawn by ``core.seeds.stream(seed,
+    (:func:`core.engine.training.train_until_plateau`, the split drawn by ``core.foundation.seeds.stream(seed,
     "early_stopping", "fresh_decoder")``; the best epoch's weights are kept)."""
-    from core.training import train_until_plateau, validation_rows
+    from core.engine.training import train_until_plateau, validation_rows
 
     dev = X_aux.device
     Xa = X_aux.reshape(len(X_aux), -1)

@@ -23,8 +23,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from core.checks import check_choice, check_range
-from core.registry import Registry
+from core.foundation.checks import check_choice, check_range
+from core.foundation.registry import Registry
 
 
 class Accountant(Protocol):

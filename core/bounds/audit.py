@@ -29,7 +29,7 @@ import math
 import numpy as np
 from scipy import optimize, stats
 
-from core.checks import check_int, check_range
+from core.foundation.checks import check_int, check_range
 
 __all__ = ["bonferroni", "epsilon_lower_bound", "max_provable_epsilon", "p_value"]
 

@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import scipy.linalg as sla
 
-from core.checks import check_array, check_int, check_positive, check_range, range_error
+from core.foundation.checks import check_array, check_int, check_positive, check_range, range_error
 
 ArrayLike = float | np.ndarray
 
@@ -50,7 +50,7 @@ NoiseMode = Literal["redraw", "fixed"]
 
 
 # ---------------------------------------------------------------------------------------------
-# array validation (one-line errors from core.checks naming the field and the allowed range)
+# array validation (one-line errors from core.foundation.checks naming the field and the allowed range)
 
 
 def _eigs(eigenvalues: ArrayLike, name: str = "eigenvalues") -> np.ndarray:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from core.checks import check_array, check_positive, check_range
+from core.foundation.checks import check_array, check_positive, check_range
 
 
 def dp_region(epsilon: float, delta: float, fpr: Any) -> np.ndarray:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from core.checks import check_int, check_positive
+from core.foundation.checks import check_int, check_positive
 
 
 def _sample(X: np.ndarray, name: str = "X") -> np.ndarray:

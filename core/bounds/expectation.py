@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from core.checks import check_positive, check_range
+from core.foundation.checks import check_positive, check_range
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from core.checks import check_array, check_choice, check_int, check_positive, check_range
+from core.foundation.checks import check_array, check_choice, check_int, check_positive, check_range
 
 DpMethod = Literal["classic", "rdp"]
 

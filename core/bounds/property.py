@@ -28,7 +28,7 @@ from core.bounds.tappfl import (
     conditional_entropy_estimate_bits,
     fano_accuracy_bound,
 )
-from core.checks import range_error
+from core.foundation.checks import range_error
 
 PIA_ESTIMATE_CAVEAT = (
     "H(u|R) estimated by the lowest test cross-entropy among the property attackers, an upper "

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.checks import check_choice, check_int, check_positive, check_range
+from core.foundation.checks import check_choice, check_int, check_positive, check_range
 
 LOG2 = math.log(2.0)
 NORMS = ("l2", "linf")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from core.checks import check_array, range_error
+from core.foundation.checks import check_array, range_error
 
 ArrayLike = float | np.ndarray
 
@@ -250,11 +250,11 @@ def lipschitz_mlp(weights: Sequence[np.ndarray], *, sigmoid_output: bool = True)
 
 
 def empirical_advantage(u: np.ndarray, score: np.ndarray) -> float:
-    """max over thresholds of TPR − FPR of a score for binary u (:func:`core.metrics.advantage`,
+    """max over thresholds of TPR − FPR of a score for binary u (:func:`core.foundation.metrics.advantage`,
     the one meaning of advantage in privlab): an empirical *lower* estimate of the worst-case
     advantage Adv (Eq. 8); balanced accuracy of the best threshold = (1+Adv)/2. Signed: a score
     anti-correlated with u earns nothing unless the attacker negates it itself."""
-    from core.metrics import advantage
+    from core.foundation.metrics import advantage
 
     u = np.asarray(u)
     s = np.asarray(score, dtype=np.float64)

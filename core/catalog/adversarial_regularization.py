@@ -24,9 +24,9 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Gt, Le
 from pydantic import Field
 
-from core.config_base import Block
+from core.config.base import Block
 from core.engine.hooks import Game, StepState
-from core.parts import DEFENSES, DefensePart, Knob
+from core.foundation.parts import DEFENSES, DefensePart, Knob
 
 
 class AdversarialRegularizationDefense(Block):
@@ -124,17 +124,17 @@ def build_adversarial_regularization(block: AdversarialRegularizationDefense, *,
                                      reference: Any, reference_labels: Any,
                                      **_: Any) -> Any:
     """The membership family's builder: the target and every shadow train with the game at
-    the block's λ under the train block's recipe (:func:`core.noisy_training.train_central`
+    the block's λ under the train block's recipe (:func:`core.engine.noisy_training.train_central`
     with the game's hooks) against the run's reference non-members; the trained h is the
     defense's own adversary (Pr(member | f(x), y))."""
     import torch
 
-    from core.defenses.builds import DefenseBuild, Report, Trained
     from core.defenses.central import softmax_predict
+    from core.engine.noisy_training import train_central
     from core.engine.recipe import Recipe
-    from core.nn import seeded
-    from core.noisy_training import train_central
-    from core.seeds import torch_stream
+    from core.foundation.builds import DefenseBuild, Report, Trained
+    from core.foundation.seeds import torch_stream
+    from core.models.nn import seeded
 
     def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
                  canary=None) -> Trained:

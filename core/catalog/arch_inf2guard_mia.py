@@ -6,7 +6,7 @@ classifier. Images below 32×32 are resized up to 32."""
 
 from __future__ import annotations
 
-from core.parts import ARCHITECTURES, ArchitecturePart
+from core.foundation.parts import ARCHITECTURES, ArchitecturePart
 
 
 def build(shape, n_classes, *, width, role):

@@ -5,7 +5,7 @@ penultimate layer (r = 84·width)."""
 
 from __future__ import annotations
 
-from core.parts import ARCHITECTURES, ArchitecturePart
+from core.foundation.parts import ARCHITECTURES, ArchitecturePart
 
 
 def build(shape, n_classes, *, width, role):

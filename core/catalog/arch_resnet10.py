@@ -4,7 +4,7 @@ stem (3×3 stride-1 convolution, no max-pool): 4,903,242 parameters for 10 class
 
 from __future__ import annotations
 
-from core.parts import ARCHITECTURES, ArchitecturePart
+from core.foundation.parts import ARCHITECTURES, ArchitecturePart
 
 
 def build(shape, n_classes, *, width, role):

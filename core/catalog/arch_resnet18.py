@@ -4,7 +4,7 @@ below 32×32 are resized up to 32 (bilinear)."""
 
 from __future__ import annotations
 
-from core.parts import ARCHITECTURES, ArchitecturePart
+from core.foundation.parts import ARCHITECTURES, ArchitecturePart
 
 
 def build(shape, n_classes, *, width, role):

@@ -3,7 +3,7 @@ code (Carlini et al. 2022). Width 0.5 is WRN-28-1. Images below 32×32 are resiz
 
 from __future__ import annotations
 
-from core.parts import ARCHITECTURES, ArchitecturePart
+from core.foundation.parts import ARCHITECTURES, ArchitecturePart
 
 
 def build(shape, n_classes, *, width, role):

@@ -11,9 +11,9 @@ from typing import Annotated
 from annotated_types import Ge, Le
 from pydantic import Field
 
-from core.config_base import Block
-from core.knowledge import ThreatModel
-from core.parts import ATTACKS, AttackPart
+from core.config.base import Block
+from core.foundation.knowledge import ThreatModel
+from core.foundation.parts import ATTACKS, AttackPart
 
 #: the seeded cap on the aux rows a fresh attacker trains on
 _MaxTrain = Annotated[int, Ge(50), Le(1_000_000)]
@@ -31,7 +31,7 @@ class MlpSettings(Block):
     mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
     mlp_epochs: Annotated[int, Ge(1), Le(1000)] = Field(
         500, description="the MLP attacker's epoch cap: it trains until its validation loss "
-                         "stops falling (patience core.training.PATIENCE), at most this many")
+                         "stops falling (patience core.engine.training.PATIENCE), at most this many")
     max_train: _MaxTrain = 10_000
 
 

@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 from annotated_types import Ge, Le
 from pydantic import Field, model_validator
 
-from core.config_base import Block
-from core.parts import DEFENSES, Control, DefensePart, Knob, PageSpec, Releases
+from core.config.base import Block
+from core.foundation.parts import DEFENSES, Control, DefensePart, Knob, PageSpec, Releases
 
 
 class ChannelDefense(Block):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from core.config_base import Block, ClipNorm, Delta, DPEpsilon
-from core.parts import DEFENSES, Control, DefensePart, Knob, PageSpec
+from core.config.base import Block, ClipNorm, Delta, DPEpsilon
+from core.foundation.parts import DEFENSES, Control, DefensePart, Knob, PageSpec
 
 
 class DPGaussianDefense(Block):

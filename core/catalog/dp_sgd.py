@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Gt, Le
 from pydantic import Field, model_validator
 
-from core.config_base import Block, ClipNorm, Delta
-from core.parts import (
+from core.config.base import Block, ClipNorm, Delta
+from core.foundation.parts import (
     DEFENSES,
     Control,
     DefensePart,
@@ -79,7 +79,7 @@ class DPSGDDefense(Block):
             raise ValueError("noise_multiplier: give exactly one of noise_multiplier and "
                              "target_epsilon (the other null)")
         if self.noise_multiplier is not None and 0.0 < self.noise_multiplier < 0.05:
-            from core.checks import range_error
+            from core.foundation.checks import range_error
 
             raise range_error("noise_multiplier", self.noise_multiplier, 0.05, 100.0,
                               note="or 0 for clipping only; below 0.05 the accountants' ε "

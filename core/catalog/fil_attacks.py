@@ -6,8 +6,8 @@ Each attack's registration is its one declaration (:mod:`core.catalog`).
 
 from __future__ import annotations
 
-from core.knowledge import ThreatModel
-from core.parts import ATTACKS, AttackPart
+from core.foundation.knowledge import ThreatModel
+from core.foundation.parts import ATTACKS, AttackPart
 
 _SEES_W = "the released noisy weights w' = w* + N(0, σ²I) of the linear / logistic model"
 _GOAL_T = "infer each training row's target attribute (or label)"

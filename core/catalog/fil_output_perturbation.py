@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le
 from pydantic import Field, model_validator
 
-from core.config_base import Block, Delta, DPEpsilon
-from core.parts import DEFENSES, DefensePart, Knob, PageSpec
+from core.config.base import Block, Delta, DPEpsilon
+from core.foundation.parts import DEFENSES, DefensePart, Knob, PageSpec
 
 
 class FilOutputPerturbation(Block):
@@ -55,7 +55,7 @@ class FilOutputPerturbation(Block):
             raise ValueError(f"sigma, eta_target, epsilon: got {', '.join(given) or 'none'} set; "
                              "set exactly one (the others null)")
         if self.epsilon is not None and self.dp_method == "classic" and self.epsilon >= 1.0:
-            from core.checks import range_text
+            from core.foundation.checks import range_text
 
             raise ValueError(f"epsilon: got {self.epsilon:g}; the classic Gaussian calibration "
                              "(Dwork & Roth, Thm A.1) holds for 0 < ε < 1 only: "

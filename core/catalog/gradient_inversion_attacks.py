@@ -11,9 +11,9 @@ from typing import Annotated, Literal
 from annotated_types import Ge, Gt, Le
 from pydantic import Field
 
-from core.config_base import Block
-from core.knowledge import ThreatModel
-from core.parts import ATTACKS, AttackPart
+from core.config.base import Block
+from core.foundation.knowledge import ThreatModel
+from core.foundation.parts import ATTACKS, AttackPart
 
 
 class InversionUploadSettings(Block):

@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 from annotated_types import Ge, Le
 from pydantic import Field
 
-from core.config_base import Block
-from core.parts import DEFENSES, DefensePart, Knob, PageSpec, PaperSpec, Releases
+from core.config.base import Block
+from core.foundation.parts import DEFENSES, DefensePart, Knob, PageSpec, PaperSpec, Releases
 
 
 class Inf2GuardDefense(Block):

@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 from annotated_types import Ge, Le, Lt
 from pydantic import Field
 
-from core.config_base import Block, ClipNorm, Delta
-from core.parts import DEFENSES, DefensePart, Knob, PageSpec, Releases
+from core.config.base import Block, ClipNorm, Delta
+from core.foundation.parts import DEFENSES, DefensePart, Knob, PageSpec, Releases
 
 
 class Inf2GuardDRADefense(Block):

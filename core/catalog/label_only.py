@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from core.knowledge import ThreatModel
-from core.parts import ATTACKS, SIGNALS, AttackPart, Signal
+from core.foundation.knowledge import ThreatModel
+from core.foundation.parts import ATTACKS, SIGNALS, AttackPart, Signal
 
 AUGMENTATION = "label_only_augmentation"
 NOISE = "label_only_noise"
@@ -75,7 +75,7 @@ def augmentation_signal(predict, X, y, *, image_shape: tuple[int, ...],
     flips × one-pixel shifts; tabular rows: the row and feature-noised copies)."""
     import torch
 
-    from core.seeds import torch_stream
+    from core.foundation.seeds import torch_stream
 
     c, h, w = image_shape
     if h == 1:  # tabular: no spatial augmentation exists, small feature noise instead
@@ -99,7 +99,7 @@ def noise_signal(predict, X, y, *, image_shape: tuple[int, ...], seed: int) -> n
     noise scale (σ ∈ NOISE_SCALES × the queried rows' standard deviation)."""
     import torch
 
-    from core.seeds import torch_stream
+    from core.foundation.seeds import torch_stream
 
     g = torch_stream(seed, "label_only", "noise")
     std = float(X.std())

@@ -5,9 +5,9 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le
 from pydantic import Field
 
-from core.config_base import Block
+from core.config.base import Block
 from core.engine.hooks import Hook
-from core.parts import DEFENSES, DefensePart, Knob
+from core.foundation.parts import DEFENSES, DefensePart, Knob
 
 
 class LabelSmoothingHook(Hook):

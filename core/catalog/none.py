@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from core.config_base import Block
-from core.parts import DEFENSES, Builders, DefensePart, PageSpec, Releases
+from core.config.base import Block
+from core.foundation.parts import DEFENSES, Builders, DefensePart, PageSpec, Releases
 
 
 class NoDefense(Block):

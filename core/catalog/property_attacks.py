@@ -10,9 +10,9 @@ from typing import Annotated, Literal
 from annotated_types import Ge, Le
 from pydantic import Field
 
-from core.config_base import Block
-from core.knowledge import ThreatModel
-from core.parts import ATTACKS, AttackPart
+from core.config.base import Block
+from core.foundation.knowledge import ThreatModel
+from core.foundation.parts import ATTACKS, AttackPart
 
 
 class FreshPropertySettings(Block):
@@ -22,7 +22,7 @@ class FreshPropertySettings(Block):
     mlp_hidden: Annotated[int, Ge(2), Le(4096)] = 64
     mlp_epochs: Annotated[int, Ge(1), Le(1000)] = Field(
         500, description="the fresh MLP's epoch cap: it trains until its validation loss stops "
-                         "falling (patience core.training.PATIENCE), at most this many")
+                         "falling (patience core.engine.training.PATIENCE), at most this many")
     aggregation: Literal["same", "mean", "max"] = Field(
         "same", description="the fresh attackers' aggregator: the defender's ('same') or a "
                             "substitute (Table 17: mean defense, max attacker)")

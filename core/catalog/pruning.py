@@ -11,8 +11,8 @@ from typing import Annotated, ClassVar, Literal
 from annotated_types import Ge, Le
 from pydantic import Field
 
-from core.config_base import Block
-from core.parts import DEFENSES, Control, DefensePart, Knob, PageSpec
+from core.config.base import Block
+from core.foundation.parts import DEFENSES, Control, DefensePart, Knob, PageSpec
 
 
 class PruningDefense(Block):

@@ -27,10 +27,10 @@ from annotated_types import Ge, Gt, Le
 from pydantic import Field
 from torch import Tensor
 
-from core.config_base import Block
+from core.config.base import Block
 from core.engine.hooks import Hook, StepState
 from core.engine.recipe import Recipe
-from core.parts import DEFENSES, DefensePart, Knob, PageSpec
+from core.foundation.parts import DEFENSES, DefensePart, Knob, PageSpec
 
 
 class RelaxLossDefense(Block):
@@ -63,7 +63,7 @@ class RelaxLossDefense(Block):
 
 
 #: the budget metric its runs report: α echoed (its spec is generated from the knob,
-#: core.metric_schema.budget_specs)
+#: core.foundation.metric_schema.budget_specs)
 ALPHA_METRIC = "relaxloss_alpha"
 
 
@@ -172,8 +172,8 @@ def build_relaxloss(block: RelaxLossDefense, *, image_shape: tuple[int, ...], tr
     and every shadow model train with RelaxLoss at the block's α under the train block's
     recipe (the shadows batched); the report echoes α and says in a note what share of the
     target's steps were taken below it (none: α never bound, the target trained plainly)."""
-    from core.defenses.builds import Report
     from core.defenses.central import build_hooked
+    from core.foundation.builds import Report
 
     def report(meta, *, steps: int = 0, batch_size: int | None = None) -> Report:
         notes = []

@@ -10,9 +10,9 @@ from typing import Annotated
 from annotated_types import Ge, Le
 from pydantic import Field
 
-from core.config_base import Block
-from core.knowledge import ThreatModel
-from core.parts import ATTACKS, AttackPart
+from core.config.base import Block
+from core.foundation.knowledge import ThreatModel
+from core.foundation.parts import ATTACKS, AttackPart
 
 
 class FreshDecoderSettings(Block):

@@ -21,7 +21,7 @@ from core.data.errors import DataError
 from core.data.files import ENV_DATA_DIR
 from core.data.partition import partition, skew
 from core.data.registry import DATASETS, DatasetInfo, all_datasets, dataset_attributes, get_info
-from core.seeds import stream
+from core.foundation.seeds import stream
 
 __all__ = [
     "DATASETS", "DataError", "DataSpecLike", "Dataset", "DatasetInfo", "all_datasets", "clear_memo",

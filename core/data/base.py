@@ -9,7 +9,7 @@ import numpy as np
 
 
 class DataSpecLike(Protocol):
-    """The fields of a data spec that the data layer reads (``core.config.DataSpec`` has them;
+    """The fields of a data spec that the data layer reads (``core.config.schema.DataSpec`` has them;
     the data layer does not import the config, which imports the data registry). Loaders read
     the fields of their family (``data_dir``; synthetic: ``n_samples``, ``dependence``).
     Must be hashable: :func:`core.data.load_dataset` memoises on it."""

@@ -30,9 +30,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from core.checks import check_range
 from core.data.errors import DataError
-from core.seeds import stream
+from core.foundation.checks import check_range
+from core.foundation.seeds import stream
 
 VIEW_NAMES = ("digits", "mnist5k", "adult", "synthetic")
 IMAGE_VIEWS = frozenset({"digits", "mnist5k"})
@@ -249,7 +249,7 @@ def adult_paper_view(data_dir: str | None = None, max_samples: int | None = None
 
 @dataclass(frozen=True)
 class _Spec:
-    """A hashable stand-in for core.config.DataSpec (the data layer does not import it)."""
+    """A hashable stand-in for core.config.schema.DataSpec (the data layer does not import it)."""
 
     name: str
     private_attribute: str | None = None

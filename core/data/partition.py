@@ -15,8 +15,8 @@ from typing import Literal
 
 import numpy as np
 
-from core.checks import check_choice, check_int, check_positive
-from core.seeds import stream
+from core.foundation.checks import check_choice, check_int, check_positive
+from core.foundation.seeds import stream
 
 Scheme = Literal["iid", "dirichlet", "attribute"]
 _MAX_TRIES = 1000

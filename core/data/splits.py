@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.seeds import stream
+from core.foundation.seeds import stream
 
 
 def _take(idx: np.ndarray, k: int, strata: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
@@ -40,7 +40,7 @@ def subsample(
     ``range(rows)`` for an int), drawn without replacement, returned sorted (int64).
 
     ``cap`` None (or >= the number of rows) keeps every row. ``seed``: an int for
-    ``np.random.default_rng``, or a generator (advanced in place; :func:`core.seeds.stream`
+    ``np.random.default_rng``, or a generator (advanced in place; :func:`core.foundation.seeds.stream`
     names an independent one per purpose). ``strata``: a label per row of ``rows`` (same length) to keep
     its proportions to within one row (largest remainder). Unstratified, the draw is
     ``np.sort(rows[default_rng(seed).choice(len(rows), cap, replace=False)])``.

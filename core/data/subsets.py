@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.checks import check_range
+from core.foundation.checks import check_range
 
 #: the paper's female-ratio grids per K (Table 10)
 PAPER_RATIOS: dict[int, tuple[float, ...]] = {
@@ -92,7 +92,7 @@ def sample_subsets(pool: np.ndarray, has_value: np.ndarray, *, n_values: int, pe
     ``pool`` of a data set, ``has_value[i]`` True where pool row i holds the attribute value
     whose share is the property. Raises ValueError (one line naming the field) when a size
     range cannot realise a ratio or the pool is too small for the largest subset. ``seed``: an
-    int or a generator (a :func:`core.seeds.stream`)."""
+    int or a generator (a :func:`core.foundation.seeds.stream`)."""
     ratios = property_ratios(n_values)
     pool = np.asarray(pool, dtype=np.int64)
     hv = np.asarray(has_value, dtype=bool)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.checks import check_range
 from core.data.raw import RawData
-from core.seeds import stream
+from core.foundation.checks import check_range
+from core.foundation.seeds import stream
 
 
 def generate(n: int, dependence: float, seed: int):

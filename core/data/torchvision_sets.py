@@ -19,7 +19,7 @@ from core.data import files
 from core.data.errors import DataError
 from core.data.images import DIGIT_NAMES, digit_attributes
 from core.data.raw import RawData
-from core.seeds import stream
+from core.foundation.seeds import stream
 
 # host checked before a download is attempted, and a file proving the set is present
 _HOSTS = {

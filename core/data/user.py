@@ -81,11 +81,11 @@ from typing import Any
 
 import numpy as np
 
-from core.checks import range_error
 from core.data import cells, pixels, tabular
 from core.data.builtin import DATASETS, DatasetInfo
 from core.data.errors import DataError
 from core.data.raw import RawData
+from core.foundation.checks import range_error
 
 ENV_REGISTRY = "PRIVLAB_DATA_REGISTRY"
 FORMAT = 1

@@ -1,7 +1,7 @@
 """Builders of the defenses of centrally trained classifiers (the membership and
-gradient-leakage families) as :class:`core.defenses.builds.DefenseBuild` wrappers:
+gradient-leakage families) as :class:`core.foundation.builds.DefenseBuild` wrappers:
 
-- ``none``: plain minibatch training (:func:`core.noisy_training.train_central`), and
+- ``none``: plain minibatch training (:func:`core.engine.noisy_training.train_central`), and
   its batched form for K shadow models (:func:`stacked_shadows`);
 - :func:`build_hooked`: any defense that is the engine's loop with hooks (RelaxLoss, label
   smoothing): its one-model ``train`` and, where every hook acts per example, its batched
@@ -30,22 +30,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.defenses.builds import DefenseBuild, InformationBound, Report, Trained
-
-
-def softmax_predict(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Class probabilities of a trained classifier (evaluation mode, no gradients)."""
-    model.eval()
-
-    @torch.no_grad()
-    def predict(Z: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(model(Z), -1)
-
-    return predict
+from core.foundation.builds import (
+    DefenseBuild,
+    InformationBound,
+    Report,
+    Trained,
+    softmax_predict,
+)
 
 
 class BatchedShadows:
-    """K models trained together over stacked weights (:class:`core.shadow_training.
+    """K models trained together over stacked weights (:class:`core.engine.shadow_training.
     ShadowModels`) as the membership runner queries them: called as ``(X, y)`` it gives the
     true-class probabilities (K, n); :meth:`probs` the class probabilities (K, n, C);
     :meth:`predictor` one model's query interface (what a registered signal is computed on)."""
@@ -54,7 +49,7 @@ class BatchedShadows:
         self.shadows = shadows
 
     def __call__(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        from core.shadow_training import per_example_true_prob
+        from core.engine.shadow_training import per_example_true_prob
 
         return per_example_true_prob(self.shadows, X, y)
 
@@ -76,7 +71,7 @@ def _central(train: Any, image_shape: tuple[int, ...], perturb=None,
 
     def train_fn(model, X, y, *, seed: int, X_test=None, y_test=None, progress=None,
                  canary=None) -> Trained:
-        from core.noisy_training import train_central
+        from core.engine.noisy_training import train_central
 
         if train.epochs == 0:
             return Trained(softmax_predict(model), model)
@@ -97,8 +92,8 @@ def stacked_shadows(model_factory: Callable[[], torch.nn.Module], X: torch.Tenso
     ``recipe`` with the per-example ``hooks``: an MLP over stacked weights, a network with
     convolutions (and BatchNorm) as grouped convolutions, each on the flat rows every
     core.models network takes."""
+    from core.engine.shadow_training import train_shadows, train_stacked
     from core.models.common import has_conv
-    from core.shadow_training import train_shadows, train_stacked
 
     kw = {"recipe": recipe, "hooks": hooks, "seed": seed}
     if has_conv(model_factory()):
@@ -137,8 +132,8 @@ def train_hooked(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, *,
     counters."""
     from core.engine.hooks import CanaryHook
     from core.engine.loop import Supervised, fit
-    from core.noisy_training import evaluate_accuracy
-    from core.seeds import torch_stream
+    from core.engine.noisy_training import evaluate_accuracy
+    from core.foundation.seeds import torch_stream
 
     shape = tuple(image_shape)
     hs = [*hooks, *([CanaryHook(canary)] if canary is not None else [])]
@@ -181,7 +176,7 @@ def build_from_hooks(block: Any, *, image_shape: tuple[int, ...], train: Any,
     list per call) and nothing else: :func:`build_hooked` under the train block's recipe,
     the run echoing the knob's value under its budget metric. A new defense of this kind is
     its one catalog file (label smoothing)."""
-    from core.parts import DEFENSES
+    from core.foundation.parts import DEFENSES
 
     knob = DEFENSES.get(block.kind).knob
     metrics = ({} if knob is None or knob.budget_metric is None else

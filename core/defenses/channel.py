@@ -27,7 +27,7 @@ import torch
 
 from core.bounds import channel as cb
 from core.catalog.channel import ChannelDefense
-from core.checks import check_field, check_int, check_positive
+from core.foundation.checks import check_field, check_int, check_positive
 
 ChannelKind = Literal["natural", "white", "personalized", "laplace"]
 CHANNEL_KINDS: tuple[str, ...] = get_args(ChannelKind)

@@ -9,7 +9,7 @@ federation to be reproducible, a device's noise must not depend on which process
 network (:class:`DeviceNoiseState`: its id and the number of local steps it has perturbed),
 which the simulator stacks over devices and Flower keeps in each node's ``context.state``,
 exactly like TAPPFL's per-device adversaries. Step s of device k draws its noise from the
-stream (seed, "device_noise", k, s) (:mod:`core.seeds`). So the simulator (vectorised or
+stream (seed, "device_noise", k, s) (:mod:`core.foundation.seeds`). So the simulator (vectorised or
 sequential) and Flower draw the same noise and reach the same global model up to float summation order
 (tests/test_flower_channel.py). In distribution this is the same channel as
 :class:`core.fl.image_objective.NoisyImageObjective` with a ``perturb`` (independent noise
@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from core.fl.flower import MISSING_FLOWER, FlowerRun, ObjectiveRecipe, run_flower_fedavg
 from core.fl.image_objective import NoisyImageObjective
 from core.fl.types import DeviceBatch, FedAvgState, StackedBatch
-from core.seeds import torch_stream
+from core.foundation.seeds import torch_stream
 
 __all__ = ["MISSING_FLOWER", "ChannelDeviceObjective", "DeviceNoiseState", "channel_objective",
            "channel_recipe", "channel_state", "run_flower_channel"]
@@ -87,7 +87,7 @@ def _dataset_and_noise(data: str, seed: int, channel: str, kappa: float,
                        max_samples: int | None):
     from core.bounds.channel_readout import image_spectrum
     from core.catalog.channel import ChannelDefense
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
     from core.defenses.channel import channel_from_block
 
@@ -103,7 +103,7 @@ def channel_objective(data: str, seed: int, model: str, channel: str, kappa: flo
     """The objective a Flower client rebuilds by name: the image classifier ``model`` (its
     weights arrive in each message), and the ``channel`` noise solved from ``kappa`` on the
     train split's spectrum of ``data`` (loaded offline, seeded as the run's)."""
-    from core.nn import image_classifier
+    from core.models.nn import image_classifier
 
     ds, noise = _dataset_and_noise(data, seed, channel, kappa, max_samples)
     net = image_classifier(model, ds.image_shape, len(ds.label_names))
@@ -121,7 +121,7 @@ def channel_state(objective: ChannelDeviceObjective, partition: list[np.ndarray]
                   init_seed: int) -> FedAvgState:
     """The initial state: the classifier seeded from ``init_seed``, every device's noise
     stream at step 0."""
-    from core.nn import seeded
+    from core.models.nn import seeded
 
     seeded(objective.shared, init_seed)
     n = len(partition)

@@ -3,7 +3,7 @@ certify before any run, read from the page's config and the cached data spectrum
 
 The config glue on top of the pure bounds (:mod:`core.bounds.channel` and
 :mod:`core.bounds.channel_readout` take arrays and numbers): each defense declares its readout
-(:attr:`core.parts.PageSpec.readouts`), one function here, which reads ``cfg.defense``,
+(:attr:`core.foundation.parts.PageSpec.readouts`), one function here, which reads ``cfg.defense``,
 ``cfg.train`` (DP-SGD's recipe) and ``cfg.attack.batch_size`` duck-typed, so it does not import
 the config models.
 """
@@ -46,11 +46,11 @@ def _empty() -> dict[str, Any]:
 
 def live_channel(cfg, spec, shape, basis=None) -> dict[str, Any]:
     """What the page shows before any run: the defense's registered gradient-leakage readout
-    (:attr:`core.parts.PageSpec.readouts`: :func:`live_kappa`, :func:`live_dpsgd`,
+    (:attr:`core.foundation.parts.PageSpec.readouts`: :func:`live_kappa`, :func:`live_dpsgd`,
     :func:`live_undefended`); no cards for a defense that declares none. ``basis``:
     :func:`personalized_basis` for the Personalized channel (cached by the page)."""
-    from core.parts import DEFENSES
-    from core.registry import load_object
+    from core.foundation.parts import DEFENSES
+    from core.foundation.registry import load_object
 
     path = DEFENSES.get(cfg.defense.kind).readout_for("gradient_leakage")
     return _empty() if path is None else load_object(path)(cfg, spec, shape, basis=basis)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import torch
 
 from core.catalog.pruning import PruningDefense
-from core.checks import check_choice, check_field
+from core.foundation.checks import check_choice, check_field
 
 Deltas = dict[str, torch.Tensor]
 

@@ -27,7 +27,7 @@ import torch
 from scipy.stats import norm
 
 from core.catalog.dp_gaussian import DPGaussianDefense
-from core.checks import check_field, check_positive
+from core.foundation.checks import check_field, check_positive
 
 Deltas = dict[str, torch.Tensor]
 
@@ -37,8 +37,8 @@ Deltas = dict[str, torch.Tensor]
 
 
 def _check_eps_delta(epsilon: float, delta: float, sensitivity: float) -> None:
-    """(ε, δ) and the sensitivity of every calibration below (core.checks writes the errors)."""
-    # DP-Gaussian's and DP-Laplace's blocks share these ranges (core.config_base)
+    """(ε, δ) and the sensitivity of every calibration below (core.foundation.checks writes the errors)."""
+    # DP-Gaussian's and DP-Laplace's blocks share these ranges (core.config.base)
     check_field(DPGaussianDefense, "epsilon", epsilon)
     check_field(DPGaussianDefense, "delta", delta)
     check_positive("sensitivity", sensitivity)

@@ -23,7 +23,7 @@ membership MLP (784-64-10, 500 rows per step) it is about 20× faster per step.
 ``noise_multiplier = 0`` is clipping without noise: no DP guarantee, ε = ∞ (reported as
 ``math.inf``, accountant ``"none"``), so that clipping and noise can be seen apart.
 
-White-box audit canaries (:class:`core.noisy_training.GradientCanary`) enter through
+White-box audit canaries (:class:`core.engine.noisy_training.GradientCanary`) enter through
 the DP optimiser's ``add_noise``: the canary sum of the step is added to ``p.summed_grad``
 (the summed clipped gradient) just before Opacus draws the noise, i.e. exactly where a
 clipped example's gradient goes; each included canary takes part in a step with the loader's
@@ -62,9 +62,7 @@ from core.bounds import accountants as _acc
 from core.bounds.accountants import dpsgd_accounting, dpsgd_noise_multiplier
 from core.engine.hooks import Hook, StepState
 from core.engine.loop import Supervised, fit
-from core.engine.order import Poisson
-from core.engine.recipe import Recipe
-from core.noisy_training import (
+from core.engine.noisy_training import (
     OPTIMIZERS,
     GradientCanary,
     TrainResult,
@@ -76,8 +74,10 @@ from core.noisy_training import (
     check_test,
     evaluate_accuracy,
 )
-from core.progress import Progress
-from core.seeds import torch_stream
+from core.engine.order import Poisson
+from core.engine.recipe import Recipe
+from core.foundation.progress import Progress
+from core.foundation.seeds import torch_stream
 
 __all__ = ["GRAD_SAMPLE_MODES", "DPTrainResult", "OpacusStep", "batch_size_for",
            "check_opacus_compatible", "train_dpsgd"]
@@ -159,7 +159,7 @@ def _check_dp_args(max_grad_norm: float, delta: float, noise_multiplier: float |
                    target_epsilon: float | None, accountant: str) -> None:
     # the block's own rules (ranges, exactly one of z and target ε), declared once there
     from core.catalog.dp_sgd import DPSGDDefense
-    from core.checks import check_block
+    from core.foundation.checks import check_block
 
     check_block(DPSGDDefense, names={"clip_norm": "max_grad_norm"},
                 noise_multiplier=noise_multiplier, target_epsilon=target_epsilon, delta=delta,

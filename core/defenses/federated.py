@@ -3,7 +3,7 @@
 
 A builder turns a validated defense block into a :class:`FederatedDefense`: the λ the encoder
 trains at, the upload transform (DP noise, pruning; None for none / TAPPFL), and its budget
-as metrics (from the accountant the part declares in :mod:`core.parts`).
+as metrics (from the accountant the part declares in :mod:`core.foundation.parts`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.config import FedAvgSpec
+from core.config.schema import FedAvgSpec
 from core.fl.fedavg import UploadTransform, num_sampled
-from core.parts import DEFENSES
-from core.registry import load_object
+from core.foundation.parts import DEFENSES
+from core.foundation.registry import load_object
 
 DP_THREAT_MODEL = ("noise added on each device against the honest-but-curious server: "
                    "replace-one-update sensitivity 2·clip, no subsampling amplification "

@@ -31,13 +31,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from core.catalog.inf2guard import Inf2GuardDefense
-from core.checks import check_field, check_int
 from core.engine.hooks import CanaryHook, Game, Hook, StepState
 from core.engine.loop import Objective, Supervised, fit
+from core.engine.noisy_training import GradientCanary
 from core.engine.recipe import Recipe
-from core.nn import AttributeAdversary, Encoder, TaskHead, seeded
-from core.noisy_training import GradientCanary
-from core.progress import Progress
+from core.foundation.checks import check_field, check_int
+from core.foundation.progress import Progress
+from core.models.nn import AttributeAdversary, Encoder, TaskHead, seeded
 
 
 @dataclass
@@ -167,7 +167,7 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
     one order stream and the two optimisers); returns the trained networks and per-epoch
     curves (``utility_ce``, ``adversary_ce``, ``adversary_acc`` on its training batches).
 
-    ``canary``: white-box audit canaries (:class:`core.noisy_training.GradientCanary`)
+    ``canary``: white-box audit canaries (:class:`core.engine.noisy_training.GradientCanary`)
     on the released model's parameters (encoder, then head), entering each encoder/head step
     where one member's utility gradient would: term / B in pre-training (B members per batch),
     (1 − λ)·term / B₁ in the game (B₁ members in the batch), each canary taking part with a

@@ -34,14 +34,14 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from core.catalog.inf2guard_property import Inf2GuardPropertyDefense
-from core.checks import check_field, check_int
 from core.data.subsets import AGGREGATIONS, Subsets, aggregate_torch
 from core.engine.hooks import Game, StepState
 from core.engine.loop import Objective, fit
 from core.engine.order import Shuffle
 from core.engine.recipe import Recipe
-from core.nn import Encoder, PropertyAdversary, TaskHead, seeded
-from core.progress import Progress
+from core.foundation.checks import check_field, check_int
+from core.foundation.progress import Progress
+from core.models.nn import Encoder, PropertyAdversary, TaskHead, seeded
 
 
 @dataclass

@@ -44,13 +44,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from core.catalog.inf2guard_dra import Inf2GuardDRADefense
-from core.checks import check_field, check_int
 from core.engine.hooks import Game, StepState
 from core.engine.loop import Supervised, fit
 from core.engine.recipe import Recipe
-from core.nn import Decoder, Encoder, TaskHead, seeded
-from core.progress import Progress
-from core.seeds import torch_stream
+from core.foundation.checks import check_field, check_int
+from core.foundation.progress import Progress
+from core.foundation.seeds import torch_stream
+from core.models.nn import Decoder, Encoder, TaskHead, seeded
 
 CHANNELS = ("learned", "gaussian", "laplace", "uniform", "dp")
 
@@ -61,7 +61,7 @@ def beta_of(tradeoff_lambda: float, alpha: float) -> float:
 
 
 class BoundedEncoder(nn.Module):
-    """r = tanh(f_Θ(x)) with f_Θ the shared MLP encoder of :mod:`core.nn` (r ∈ [−1, 1]^k), or
+    """r = tanh(f_Θ(x)) with f_Θ the shared MLP encoder of :mod:`core.models.nn` (r ∈ [−1, 1]^k), or
     ``body``: another network on the flat rows whose output has ``rep_dim`` entries per row
     (an architecture's encoder role, :func:`core.models.build_encoder`)."""
 

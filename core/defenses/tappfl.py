@@ -30,15 +30,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from core.checks import range_error
-from core.config import ConfigError, TappflConfig
+from core.config.schema import ConfigError, TappflConfig
 from core.data.base import Dataset
 from core.defenses.tappfl_presets import paper_preset, quick_preset  # noqa: F401  (re-exported: torch-free home)
 from core.defenses.tappfl_step import tappfl_module_loss, tappfl_round_metrics
-from core.device import get_device
 from core.fl.fedavg import run_fedavg
 from core.fl.types import DeviceBatch, FedAvgState, Params, StackedBatch, UploadTransform
-from core.nn import (
+from core.foundation.checks import range_error
+from core.foundation.device import get_device
+from core.foundation.progress import Progress
+from core.foundation.threads import thread_limits
+from core.models.nn import (
     AttributeAdversary,
     Encoder,
     MICritic,
@@ -47,8 +49,6 @@ from core.nn import (
     record_linear,
     sgd_from_records,
 )
-from core.progress import Progress
-from core.threads import thread_limits
 
 #: central pretraining (spec B8 step 0): batch size and Adam learning rate
 PRETRAIN_BATCH = 128
@@ -83,7 +83,7 @@ class TappflObjective:
                      lr: float) -> dict[str, Tensor]:
         """All K devices' step at once. Gradients come from autograd w.r.t. each stacked
         linear layer's output, and SGD is applied fused into the weights
-        (:func:`core.nn.record_linear` / :func:`core.nn.sgd_from_records`); the parameters
+        (:func:`core.models.nn.record_linear` / :func:`core.models.nn.sgd_from_records`); the parameters
         themselves never require grad."""
         enc, advm, crit = self.shared, self.private["adversary"], self.private["critic"]
         adv, cri = private["adversary"], private["critic"]
@@ -94,8 +94,8 @@ class TappflObjective:
             r = enc.fforward(theta, x, batch.dropout)
         if not enc_rec:
             raise NotImplementedError(
-                "the vectorised TAPPFL step needs an MLP extractor built from core.nn.flinear "
-                "(core.nn.Encoder); set fl.vectorised=false for other extractors")
+                "the vectorised TAPPFL step needs an MLP extractor built from core.models.nn.flinear "
+                "(core.models.nn.Encoder); set fl.vectorised=false for other extractors")
         rd = r.detach()
         stats: dict[str, Tensor] = {}
         for a in range(self.adversary_steps):
@@ -194,7 +194,7 @@ def pretrain_extractor(extractor: nn.Module, critic: MICritic, X: Tensor, u: Ten
     it is); pretraining on the utility term is task-agnostic and attribute-neutral.
     Returns the per-epoch mean JSD estimate (``pretrain_jsd_mi``).
     """
-    from core.training import adam_train
+    from core.engine.training import adam_train
 
     n = X.shape[0]
     gen = torch.Generator().manual_seed(int(seed))
@@ -249,7 +249,7 @@ def build_partition(cfg: TappflConfig, ds: Dataset) -> list[np.ndarray]:
 
 def _init_stacked(make: Callable[[], nn.Module], n: int, generator: torch.Generator) -> Params:
     """``n`` independently initialised copies of ``make()``, drawn one after another from
-    ``generator`` (:func:`core.nn.init_module_`), stacked per parameter name (leading dim n)."""
+    ``generator`` (:func:`core.models.nn.init_module_`), stacked per parameter name (leading dim n)."""
     from torch.func import stack_module_state
 
     params, _ = stack_module_state([init_module_(make(), generator) for _ in range(n)])
@@ -270,7 +270,7 @@ def train_tappfl(
     """Pretrain Θ⁰ centrally (``cfg.pretrain_epochs``, utility term only), then run
     ``cfg.fl.rounds`` FedAvg rounds of the TAPPFL local objective at λ = ``cfg.tradeoff_lambda``.
 
-    The extractor is :class:`core.nn.Encoder` on the flattened features with the default
+    The extractor is :class:`core.models.nn.Encoder` on the flattened features with the default
     ``cfg.model``, else the architecture's encoder (:mod:`core.defenses.tappfl_conv`: its
     privacy network as Ψ where it declares one, all devices as one grouped network, BatchNorm
     statistics re-estimated after each round); each device's Ψ_k is initialised independently
@@ -278,8 +278,8 @@ def train_tappfl(
     ``upload_transform`` (DP noise, pruning) acts on the uploaded updates;
     ``on_round(r, state)`` runs after each round; ``progress`` gets 10 % for pretraining and
     the rest for the rounds. ``vectorised`` overrides ``cfg.fl.vectorised``. Threads: None
-    (default) sets none, the caller's budget applies (:func:`core.experiments.run` sets it);
-    an int runs the call inside ``core.threads.thread_limits(num_threads)`` (benchmarks,
+    (default) sets none, the caller's budget applies (:func:`core.runs.experiments.run` sets it);
+    an int runs the call inside ``core.foundation.threads.thread_limits(num_threads)`` (benchmarks,
     direct calls). Models are initialised from a local generator seeded with ``cfg.seed``,
     never from the global RNG: the same config gives the same model in concurrent threads.
     Raises :class:`ConfigError` if ``fl.num_devices`` exceeds the number of training rows.

@@ -5,7 +5,7 @@ Appendix B / Table 3: TAPPFL's CIFAR-10 extractor is ``tappfl_cifar``'s ``encode
   (r flattened, :func:`core.models.build_encoder`); the attribute adversary q_Ψ is the
   architecture's ``privacy`` network on r unflattened where it declares one (``tappfl_cifar``:
   the paper's VGG-style privacy network, dropout included), else the MLP adversary the
-  tabular runs use; the critic T_Ω is the MLP critic :class:`core.nn.MICritic` on flat x and
+  tabular runs use; the critic T_Ω is the MLP critic :class:`core.models.nn.MICritic` on flat x and
   r (the paper's conv utility network is not built: the critic is never released nor attacked).
 - **Local step** (:class:`ConvTappflObjective`): the same three updates in the same order as
   :class:`core.defenses.tappfl.TappflObjective` (Ψ on r.detach(), then Ω with the last Ψ step,
@@ -35,8 +35,8 @@ from torch import Tensor, nn
 
 from core.defenses.tappfl_step import tappfl_module_loss, tappfl_round_metrics
 from core.fl.types import DeviceBatch, Params, StackedBatch
+from core.models.nn import AttributeAdversary, MICritic, jsd_mi
 from core.models.stacked import GroupedNet, SeededDropout
-from core.nn import AttributeAdversary, MICritic, jsd_mi
 
 __all__ = ["ConvTappflObjective", "build_networks", "calibrate", "precise_bn_"]
 
@@ -79,8 +79,8 @@ def build_networks(arch: str, width: float, in_shape: tuple[int, ...], n_values:
     """(extractor, adversary factory, critic factory, r's dimension) for ``arch`` at ``width``
     on data of ``in_shape`` (C, H, W) (module docstring). Unseeded: the caller initialises
     them from its generator. The adversary's dropout draws from a stream seeded by ``seed``."""
+    from core.foundation.parts import architecture
     from core.models import build_encoder, build_model, role_input_shape
-    from core.parts import architecture
 
     part = architecture(arch)
     d = int(math.prod(in_shape))

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.checks import check_int
-from core.config import TappflConfig
+from core.config.schema import TappflConfig
 from core.data.base import Dataset
 from core.fl.flower import MISSING_FLOWER, ObjectiveRecipe, run_flower_fedavg
+from core.foundation.checks import check_int
 
 __all__ = ["MISSING_FLOWER", "run_flower_simulation", "tappfl_objective", "tappfl_recipe"]
 
@@ -31,15 +31,15 @@ def tappfl_objective(in_dim: int, n_values: int, hidden_dim: int, representation
                      adversary_lr_scale: float = 1.0, model: dict[str, Any] | None = None,
                      in_shape: list[int] | None = None, seed: int = 0):
     """TAPPFL's local objective on fresh template modules (the factory a Flower client calls).
-    ``model`` (a :class:`core.config.ModelSpec` as JSON) with the data's ``in_shape`` builds
+    ``model`` (a :class:`core.config.schema.ModelSpec` as JSON) with the data's ``in_shape`` builds
     the architecture's networks (:func:`core.defenses.tappfl_conv.build_networks`; ``seed``
     seeds its dropout stream); None: the MLP extractor of ``hidden_dim`` /
     ``representation_dim``."""
     from core.defenses.tappfl import TappflObjective
-    from core.nn import AttributeAdversary, Encoder, MICritic
+    from core.models.nn import AttributeAdversary, Encoder, MICritic
 
     if model is not None:
-        from core.config import ModelSpec
+        from core.config.schema import ModelSpec
         from core.defenses.tappfl_conv import ConvTappflObjective, build_networks
 
         spec = ModelSpec.model_validate(model)

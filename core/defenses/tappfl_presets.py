@@ -4,7 +4,7 @@ load; :mod:`core.defenses.tappfl` re-exports them)."""
 from __future__ import annotations
 
 from core.catalog.tappfl import TappflDefense
-from core.config import AttributePrivacyConfig, DataSpec, FedAvgSpec
+from core.config.schema import AttributePrivacyConfig, DataSpec, FedAvgSpec
 
 
 def paper_preset(data: DataSpec) -> AttributePrivacyConfig:

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from core.fl.types import DeviceBatch
-from core.nn import jsd_mi
+from core.models.nn import jsd_mi
 
 __all__ = ["tappfl_module_loss", "tappfl_round_metrics"]
 

@@ -123,7 +123,7 @@ class Hook:
 
 
 class CanaryHook(Hook):
-    """White-box audit canaries (:class:`core.noisy_training.GradientCanary`) added where one
+    """White-box audit canaries (:class:`core.engine.noisy_training.GradientCanary`) added where one
     row's gradient would go: each takes part in a step with probability B/n and adds term / m
     to the batch-mean gradient (m the step's rows), with the sign ``state.meta["grad_sign"]``
     when a loss hook set one (−1 on RelaxLoss's ascent steps, as a member's gradient is).

@@ -1,7 +1,7 @@
 """The one minibatch training loop of privlab: :func:`fit`.
 
 Every epoch the n rows are shuffled by ``torch.randperm(n, generator=order)`` (a local
-generator from :mod:`core.seeds`; the global torch RNG is never touched) and cut into
+generator from :mod:`core.foundation.seeds`; the global torch RNG is never touched) and cut into
 minibatches of the recipe's batch size, the last one smaller; another
 :class:`core.engine.order.Order` may choose the rows instead (:class:`~core.engine.order.Poisson`
 sampling for DP-SGD, whose steps may be empty). Per step: the hooks'
@@ -13,7 +13,7 @@ device in float64 over the rows the steps took (no host read inside an epoch; th
 as a Python float sum of ``float(loss) · rows``; an empty step adds nothing). The schedule
 steps once per epoch.
 
-Besides: progress a few times per epoch (its ``update`` raises :class:`core.progress.Cancelled`
+Besides: progress a few times per epoch (its ``update`` raises :class:`core.foundation.progress.Cancelled`
 when the run is cancelled) and a ``cancel_check`` before every step; per-epoch curves
 (``train_loss``, an ``evaluate`` callback's values, ``epoch_seconds`` on request); early
 stopping on a validation loss that keeps the best epoch's weights; the engine options

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from core.checks import check_range
+from core.foundation.checks import check_range
 
 if TYPE_CHECKING:
     import torch

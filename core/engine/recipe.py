@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from core.checks import check_choice, check_int, check_range
+from core.foundation.checks import check_choice, check_int, check_range
 
 if TYPE_CHECKING:
     import torch

@@ -40,8 +40,8 @@ from core.fl.types import (  # re-exported: the types' old home
     identity_transform,
 )
 from core.fl.vectorised import train_round_vectorised
-from core.progress import Progress
-from core.seeds import stream
+from core.foundation.progress import Progress
+from core.foundation.seeds import stream
 
 __all__ = [
     "DeviceBatch", "FedAvgState", "LocalObjective", "Params", "RoundPlan", "StackedBatch",
@@ -175,7 +175,7 @@ def run_fedavg(
     partition); the objective reads the fields it needs (TAPPFL: ``x`` and ``u``, never the
     task label). Round r's randomness comes from ``round_stream(seed, r)``, so the
     vectorised and sequential paths see identical batches. ``progress`` is updated per round
-    and every few local steps (and raises :class:`core.progress.Cancelled` when cancelled);
+    and every few local steps (and raises :class:`core.foundation.progress.Cancelled` when cancelled);
     ``on_round(r, state)`` runs after each round's aggregation. ``on_upload(r, global_params,
     local_params, plan)`` runs every round **before** aggregation (the upload observer, e.g. a
     gradient-inversion attacker at the server): ``global_params`` is Θ the devices started from
@@ -184,8 +184,8 @@ def run_fedavg(
     :class:`RoundPlan` (which data rows each device used). The tensors are fresh each round
     (the observer may keep them) but are read by the aggregation afterwards, so it must not
     modify them in place. Sets no thread counts: the
-    caller's budget applies (:func:`core.threads.thread_limits`, inside
-    :func:`core.experiments.run`).
+    caller's budget applies (:func:`core.foundation.threads.thread_limits`, inside
+    :func:`core.runs.experiments.run`).
     """
     dev = next(iter(data.values())).device
     n_dev = len(state.partition)

@@ -58,8 +58,8 @@ from torch import Tensor
 
 from core.fl.fedavg import aggregate, plan_round, round_stream
 from core.fl.types import FedAvgState, LocalObjective, UploadTransform
-from core.progress import Progress
-from core.registry import Registry
+from core.foundation.progress import Progress
+from core.foundation.registry import Registry
 
 MISSING_FLOWER = "Flower needs the scale extra: pip install 'privlab[scale]'"
 
@@ -113,7 +113,7 @@ class ObjectiveRecipe:
             raise ValueError(f"kwargs: not JSON-able ({exc}); give plain numbers, strings, lists, dicts") from None
 
     def build(self) -> LocalObjective:
-        from core.registry import load_object
+        from core.foundation.registry import load_object
 
         return load_object(OBJECTIVES.get(self.objective))(**self.kwargs)
 
@@ -208,7 +208,7 @@ def _client_train(msg, context):
 
     from core.fl.sequential import train_round_sequential
     from core.fl.types import RoundPlan
-    from core.threads import thread_limits
+    from core.foundation.threads import thread_limits
 
     t_start = time.perf_counter()
     setup = msg.content["setup"]
@@ -240,7 +240,7 @@ def _client_train(msg, context):
     )
     state = FedAvgState(shared=objective.shared, private=private, partition=[])
     t_train = time.perf_counter()
-    # a Ray worker (or SuperNode) process, which no core.experiments.run budget reaches: one
+    # a Ray worker (or SuperNode) process, which no core.runs.experiments.run budget reaches: one
     # thread, as the simulation gives each client one CPU
     with thread_limits(1):
         local, totals = train_round_sequential(objective, state, glob, plan, env["data"], lr=float(setup["lr"]))
@@ -420,7 +420,7 @@ def make_server_app(
     from flwr.app import ConfigRecord, Message, RecordDict
     from flwr.serverapp import ServerApp
 
-    from core.checks import check_int
+    from core.foundation.checks import check_int
 
     check_int("rounds", rounds, 1)
     objective = _check_state(recipe, state)
@@ -529,7 +529,7 @@ def run_flower_fedavg(
     import ray
     from flwr.simulation import run_simulation
 
-    from core.checks import check_int
+    from core.foundation.checks import check_int
 
     check_int("num_cpus", num_cpus, 1)
     t_wall = time.perf_counter()

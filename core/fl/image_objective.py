@@ -9,8 +9,8 @@ Vectorised path (``stacked_step``): all K devices at once with ``torch.func``:
 ``vmap(grad(loss))`` over the stacked parameters and the (K, B, d) batches, where a device's
 loss is its masked mean cross-entropy (padding rows weigh 0, so a device without a batch left
 gets a zero gradient = no update with plain SGD). There is no hand-written batched form for
-convolutions, and the objective cannot use :func:`core.nn.record_linear`. Parameters arrive in
-the simulator's batched layout (:func:`core.nn.to_batched_layout`: stacked linear weights as
+convolutions, and the objective cannot use :func:`core.models.nn.record_linear`. Parameters arrive in
+the simulator's batched layout (:func:`core.models.nn.to_batched_layout`: stacked linear weights as
 ``<layer>.weight_t`` (K, in, out)); they are viewed back as (K, out, in) for
 ``functional_call`` (a transpose view, no copy) and updated in place in their own layout, so
 ``aggregate`` and :mod:`core.fl.vectorised` need no change.

@@ -1,7 +1,7 @@
 """Plain local objectives for :func:`core.fl.fedavg.run_fedavg` (and the Flower adapter).
 
 :class:`PlainObjective` is ordinary supervised FedAvg: each device minimises the mean
-cross-entropy of a small classifier (:class:`core.nn.TaskHead`, linear or one hidden ReLU
+cross-entropy of a small classifier (:class:`core.models.nn.TaskHead`, linear or one hidden ReLU
 layer) on its rows' ``x`` and ``y`` with plain SGD; no private networks. Any defense that just
 trains a classifier (DP or pruning on the uploads, the undefended baseline) can run it, and
 :func:`plain_objective` is its picklable factory for :mod:`core.fl.flower`
@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from core.fl.types import DeviceBatch, Params, StackedBatch
-from core.nn import TaskHead, record_linear, sgd_from_records
+from core.models.nn import TaskHead, record_linear, sgd_from_records
 
 __all__ = ["PlainObjective", "plain_objective"]
 

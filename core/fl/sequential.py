@@ -20,7 +20,7 @@ from core.engine.loop import Objective, fit
 from core.engine.order import Planned
 from core.engine.recipe import Recipe
 from core.fl.types import DeviceBatch, FedAvgState, LocalObjective, Params, RoundPlan
-from core.progress import Progress
+from core.foundation.progress import Progress
 
 
 @torch.no_grad()

@@ -101,8 +101,8 @@ class LocalObjective(Protocol):
 
     ``stacked_step`` receives plain tensors (not requiring grad) with a leading device dim K;
     2-D linear weights arrive as ``<layer>.weight_t`` in (K, in, out) layout
-    (:func:`core.nn.to_batched_layout`); the objective computes its gradients as it likes
-    (TAPPFL: autograd w.r.t. layer outputs + fused updates, :func:`core.nn.record_linear`).
+    (:func:`core.models.nn.to_batched_layout`); the objective computes its gradients as it likes
+    (TAPPFL: autograd w.r.t. layer outputs + fused updates, :func:`core.models.nn.record_linear`).
     ``module_loss`` receives the ordinary modules loaded with one device's parameters.
     """
 

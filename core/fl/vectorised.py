@@ -2,12 +2,12 @@
 
 Θ is copied K times into tensors with a leading device dimension, the sampled devices' rows of
 the private parameters (Ψ, Ω) are gathered likewise (linear weights transposed to (K, in, out)
-for faster batched products, :func:`core.nn.to_batched_layout`), and every local step is a
+for faster batched products, :func:`core.models.nn.to_batched_layout`), and every local step is a
 handful of batched products over (K, B, ·) tensors (the objective's ``stacked_step``, which
 uses the modules' ``fforward`` → ``torch.baddbmm``). Because the devices' losses are
 independent, the gradient of their **sum** is each device's own gradient, so one backward pass
 serves all K devices (TAPPFL takes it w.r.t. each layer's output and fuses the SGD update into
-the weights, :func:`core.nn.record_linear`).
+the weights, :func:`core.models.nn.record_linear`).
 
 Why batched products and not ``torch.vmap(grad(...))``: measured on 2 CPU cores for TAPPFL's
 three networks (K = 10 to 100, B = 10), vmap + functional_call was 1.8-4x slower per step than the
@@ -34,8 +34,8 @@ from core.engine.hooks import Hook, StepState
 from core.engine.recipe import Recipe
 from core.engine.steps import Steps, run_steps
 from core.fl.types import FedAvgState, LocalObjective, Params, RoundPlan, StackedBatch
-from core.nn import from_batched_layout, to_batched_layout
-from core.progress import Progress
+from core.foundation.progress import Progress
+from core.models.nn import from_batched_layout, to_batched_layout
 
 
 def stack_rows(params: Params, rows: Tensor) -> Params:

@@ -2,7 +2,7 @@
 them: :func:`build_model`, with :func:`param_count` and :func:`forward_flops` (the cost model).
 
 The declarations live in :mod:`core.catalog` (``arch_*.py``, registered in
-:data:`core.parts.ARCHITECTURES`); this package holds the torch modules they build.
+:data:`core.foundation.parts.ARCHITECTURES`); this package holds the torch modules they build.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from core.checks import check_int
+from core.foundation.checks import check_int
 from core.models.common import Adapted, ImageInput
 
 __all__ = ["build_encoder", "build_model", "describe_costs", "forward_flops", "param_count",
@@ -22,7 +22,7 @@ __all__ = ["build_encoder", "build_model", "describe_costs", "forward_flops", "p
 
 
 def _part(arch: Any):
-    from core.parts import ArchitecturePart, architecture
+    from core.foundation.parts import ArchitecturePart, architecture
 
     return arch if isinstance(arch, ArchitecturePart) else architecture(str(arch))
 
@@ -34,7 +34,7 @@ def build_model(arch: Any, in_shape: Iterable[int], n_classes: int, width: float
     (1, 1, d) tabular rows, (C, H, W) images) and ``n_classes`` classes, at ``width`` × its
     widths, playing ``role`` (``"classifier"``: the model a runner trains). The image roles
     take flat rows or images and apply the declared resize. ``seed``: initialised by
-    :func:`core.nn.seeded` from it (an int or a generator); None: the family's rule from the
+    :func:`core.models.nn.seeded` from it (an int or a generator); None: the family's rule from the
     global RNG. ``data`` names the data set in errors. Every error is one line naming the
     field (``model.arch``, ``model.width``, ``model.role``, ``n_classes``)."""
     part = _part(arch)
@@ -42,7 +42,7 @@ def build_model(arch: Any, in_shape: Iterable[int], n_classes: int, width: float
     w = part.check_width(width)
     part.check_role(role)
     n_classes = check_int("n_classes", n_classes, 2)
-    from core.registry import load_object
+    from core.foundation.registry import load_object
 
     # an adapted network is built for the images it sees (after the resize); one that adapts
     # its input itself (LeNet-5's resize, the MLP's flattening) for the data's own shape
@@ -51,7 +51,7 @@ def build_model(arch: Any, in_shape: Iterable[int], n_classes: int, width: float
     if part.adapt and role in part.image_roles:
         net = Adapted(ImageInput(shape, part.side, part.resize), net)
     if seed is not None:
-        from core.nn import seeded
+        from core.models.nn import seeded
 
         net = seeded(net, seed)
     return net
@@ -61,7 +61,7 @@ def build_encoder(arch: Any, in_shape: Iterable[int], n_classes: int, width: flo
                   data: str | None = None) -> tuple[nn.Module, int]:
     """``arch``'s ``encoder`` role with its output flattened (one r row per input, what the
     representation runners aggregate, perturb and attack) and r's dimension. Unseeded: the
-    caller seeds it (:func:`core.nn.seeded`)."""
+    caller seeds it (:func:`core.models.nn.seeded`)."""
     enc = build_model(arch, in_shape, n_classes, width, role="encoder", data=data)
     r_shape = role_input_shape(arch, in_shape, n_classes, width, role="utility")
     return nn.Sequential(enc, nn.Flatten()), int(math.prod(r_shape))
@@ -108,10 +108,10 @@ def forward_flops(arch: Any, in_shape: Iterable[int], n_classes: int, width: flo
 
 
 def describe_costs() -> list[dict[str, Any]]:
-    """:func:`core.parts.describe_models` with each architecture's parameter count per role and
+    """:func:`core.foundation.parts.describe_models` with each architecture's parameter count per role and
     forward FLOPs at its reference input, full and CPU width (``privlab parts --family
     models``; meta-device builds)."""
-    from core.parts import describe_models
+    from core.foundation.parts import describe_models
 
     rows = describe_models()
     for row in rows:

@@ -8,7 +8,7 @@ the pixels, so vmap and double backprop are unaffected.
 
 Initialisation: each family's own rule (torchvision's ResNet, VGG's, PyTorch's defaults), run
 in ``__init__`` from the global RNG and again from a local generator by
-:func:`core.nn.seeded` through the ``seeded_init_`` method (the dashboard trains in concurrent
+:func:`core.models.nn.seeded` through the ``seeded_init_`` method (the dashboard trains in concurrent
 threads, where ``torch.manual_seed`` would race).
 """
 
@@ -124,7 +124,7 @@ def init_tree_(module: nn.Module, generator: torch.Generator | None, rule: InitR
 
 class SeededInit(nn.Module):
     """A network with its family's initialisation rule (:data:`init_rule`), applied in
-    ``__init__`` (:meth:`reset`) and by :func:`core.nn.seeded` (``seeded_init_``)."""
+    ``__init__`` (:meth:`reset`) and by :func:`core.models.nn.seeded` (``seeded_init_``)."""
 
     init_rule: InitRule = "default"
 

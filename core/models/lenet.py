@@ -4,7 +4,7 @@ conv 6@5×5 → max-pool 2 → conv 16@5×5 → max-pool 2 → FC 400 → 120 �
 62,006 parameters for RGB 32×32 and 10 classes, 61,706 for one channel. Every input is resized
 to 32×32 (bilinear) in front of it, as the paper resized every data set, so 8×8 digits and
 25×25 faces run as is and the layer sizes do not depend on the data. At width 1 it is
-:class:`core.nn.LeNet5` (same layers, names and initialisation); ``width`` scales the channels
+:class:`core.models.nn.LeNet5` (same layers, names and initialisation); ``width`` scales the channels
 (6, 16) and hidden units (120, 84).
 """
 

@@ -2,7 +2,7 @@
 recommendation (:mod:`core.report.rules`).
 
 ``build_report(target, *, store, level=0.05, sections=())`` reads everything from the store
-(the target: a run key, a sweep key, or a :class:`core.compare.ComparisonSpec` whose points are
+(the target: a run key, a sweep key, or a :class:`core.runs.compare.ComparisonSpec` whose points are
 stored) and writes, from the stored numbers only: the release recommendation with its rule
 and SACRO-ML's beside it; per run the privacy budget (the accountant's ε beside the audited ε),
 every attack with its metrics and 95 % intervals, the inputs of the rules (TPR at 1 % FPR and
@@ -63,7 +63,7 @@ METRIC_TITLES = {"utility_acc": "utility (test accuracy)", "mia_auc_best": "stro
 def metric_title(name: str) -> str:
     """A metric as a column or an axis names it: a short title, else its schema description up
     to the first ";", ":" or " (" (never the raw key where the schema has it)."""
-    from core import metric_schema as S
+    from core.foundation import metric_schema as S
 
     if name in METRIC_TITLES:
         return METRIC_TITLES[name]
@@ -135,7 +135,7 @@ class _Target:
 
 
 def _defense_text(result: Any) -> str:
-    from core.parts import DEFENSES
+    from core.foundation.parts import DEFENSES
 
     d = (result.config or {}).get("defense") or {}
     kind = d.get("kind")
@@ -165,7 +165,7 @@ def _exposure_sections(t: _Target, store: Any) -> list[dict[str, Any]]:
     comparison the overlap of each defense's most exposed records (first knob value, first
     seed: the runs must share their records); nothing for a family without per-record scores
     or a run stored without them."""
-    from core.exposure import comparison_results, exposure_overlap, record_exposure
+    from core.report.exposure import comparison_results, exposure_overlap, record_exposure
 
     try:
         if t.comparison is not None:
@@ -179,8 +179,8 @@ def _exposure_sections(t: _Target, store: Any) -> list[dict[str, Any]]:
 
 
 def _resolve(target: Any, store: Any) -> _Target:
-    from core.compare import Comparison, ComparisonSpec, read_comparison
-    from core.result import Result
+    from core.foundation.result import Result
+    from core.runs.compare import Comparison, ComparisonSpec, read_comparison
 
     if isinstance(target, Result) and target.kind != "sweep" and target.key:
         # a page that holds the run hands it in (it is the stored one: it has its key)
@@ -238,7 +238,7 @@ def _resolve(target: Any, store: Any) -> _Target:
 def recommend(target: Any, *, store: Any, level: float = 0.05) -> Recommendation:
     """The release recommendation alone (no HTML): cheap enough for a page to show at once.
     ``target`` as :func:`build_report`'s, or the stored Result or the assembled
-    :class:`core.compare.Comparison` a page already holds."""
+    :class:`core.runs.compare.Comparison` a page already holds."""
     return _recommend(_resolve(target, store), _check_level(level))
 
 
@@ -356,7 +356,7 @@ def _has_iv(result: Any, name: str) -> bool:
 
 
 def _caveats(result: Any) -> list[dict[str, Any]]:
-    from core import caveats
+    from core.foundation import caveats
 
     return caveats.of_result(result)
 
@@ -413,7 +413,7 @@ def _points_table(page: Page, rec: Recommendation) -> None:
 
 
 def _budget(page: Page, result: Any) -> None:
-    from core import metric_schema as S
+    from core.foundation import metric_schema as S
 
     names = [m for m in result.metrics if S.is_registered(m)
              and S.get(m).group in BUDGET_GROUPS and S.get(m).unit in ("ε", "δ", "count",
@@ -545,7 +545,7 @@ def _cards(page: Page, parts: list[Any]) -> None:
 
 
 def _bounds(page: Page, result: Any, cavs: list[dict[str, Any]]) -> None:
-    from core import metric_schema as S
+    from core.foundation import metric_schema as S
 
     attack_metrics = {m for a in present_attacks(result) for m in a.metric_names()}
     names = [m for m in result.metrics if m not in attack_metrics and S.is_registered(m)
@@ -615,12 +615,12 @@ def build_report(target: Any, *, store: Any, level: float = 0.05,
                  sections: Sequence[Mapping[str, Any]] = (), exposure: bool = True
                  ) -> PrivacyReport:
     """The privacy report of ``target`` (a stored run key, a stored sweep key, or a
-    :class:`core.compare.ComparisonSpec` whose points are all stored) at release ``level`` (the
+    :class:`core.runs.compare.ComparisonSpec` whose points are all stored) at release ``level`` (the
     largest upper 95 % bound on TPR at 1 % FPR the rule accepts), with ``sections`` (plain
     dicts: title, sentences, rows, figure) after the runs. Raises ValueError for an unknown key,
     a level outside (0, 1), or a comparison with points missing
-    (:class:`core.compare.MissingPoints`). ``exposure``: add the per-record exposure
-    (:mod:`core.exposure`) of a run, or the overlap of its defenses' most exposed records for a
+    (:class:`core.runs.compare.MissingPoints`). ``exposure``: add the per-record exposure
+    (:mod:`core.report.exposure`) of a run, or the overlap of its defenses' most exposed records for a
     comparison, where the family stores per-record scores."""
     level = _check_level(level)
     t = _resolve(target, store)

@@ -138,7 +138,7 @@ def auc_null_p(auc: float, n_pos: int, n_neg: int) -> float:
 
 def tpr_upper(tpr: float, n_pos: int) -> float:
     """Upper end of the exact 95 % interval of a TPR read over ``n_pos`` members."""
-    from core.metrics import clopper_pearson
+    from core.foundation.metrics import clopper_pearson
 
     k = min(max(round(float(tpr) * n_pos), 0), n_pos)
     return clopper_pearson(k, n_pos)[1]
@@ -261,7 +261,7 @@ def _num(metrics: Mapping[str, float], name: str) -> float | None:
 
 def present_attacks(result: Any) -> list[Any]:
     """The registered attacks of the run's family that reported a metric, in registry order."""
-    from core.parts import FAMILIES, attacks_for
+    from core.foundation.parts import FAMILIES, attacks_for
 
     if result.kind not in FAMILIES:
         return []
@@ -345,7 +345,7 @@ def _sacro(v: Verdict) -> None:
 
 def verdict(result: Any, *, level: float, label: str | None = None) -> Verdict:
     """The rules applied to one stored Result at ``level`` (see the module docstring)."""
-    from core.metric_schema import HEADLINES
+    from core.foundation.metric_schema import HEADLINES
 
     checks = attack_checks(result)
     key = result.key or ""
@@ -413,7 +413,7 @@ def _auc_rule(v: Verdict) -> None:
 
 
 def _family_title(kind: str) -> str:
-    from core.parts import FAMILIES
+    from core.foundation.parts import FAMILIES
 
     return FAMILIES.get(kind).title if kind in FAMILIES else kind.replace("_", " ")
 

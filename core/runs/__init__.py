@@ -1,1 +1,1 @@
-"""Experiment runners, one module per config kind (registered in core.experiments)."""
+"""Experiment runners, one module per config kind (registered in core.runs.experiments)."""

@@ -3,7 +3,7 @@ train → release → attack → score, then utility, bounds and projections.
 
 Privacy is measured three ways, side by side: the adversary the defense trained against
 (in-training Ψ), fresh attackers (calibrated, class-balanced decision) trained afterwards on the aux split's
-representations (registered in :data:`core.parts.ATTACKS`), and the no-model prior; the
+representations (registered in :data:`core.foundation.parts.ATTACKS`), and the no-model prior; the
 ``raw_*`` attackers read raw x, the undefended reference. Fresh attackers are often much
 stronger than the in-training adversary: a finding the page shows, not a bug.
 
@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from core import caveats
 from core.attacks.attribute import majority_rate
 from core.attacks.protocol import (
     AttackOutput,
@@ -35,16 +34,17 @@ from core.attacks.protocol import (
     score_attack,
     strongest,
 )
-from core.config import AttributePrivacyConfig
+from core.config.schema import AttributePrivacyConfig
 from core.data.base import Dataset
 from core.data.splits import subsample
-from core.knowledge import AdversaryKnowledge, GroundTruth
-from core.parts import attacks_for
-from core.progress import Progress
-from core.releases import RawRelease, RepresentationRelease
-from core.result import Result
+from core.foundation import caveats
+from core.foundation.knowledge import AdversaryKnowledge, GroundTruth
+from core.foundation.parts import attacks_for
+from core.foundation.progress import Progress
+from core.foundation.releases import RawRelease, RepresentationRelease
+from core.foundation.result import Result
+from core.foundation.stages import StageOutput, Stages
 from core.runs import attribute_stages as S
-from core.stages import StageOutput, Stages
 
 FAMILY = "attribute_privacy"
 
@@ -74,7 +74,7 @@ def run_attribute_privacy(cfg: AttributePrivacyConfig, progress: Progress, stage
     """Load → train under the defense → release → attacks → scores, utility, bounds,
     projections → the Result."""
     from core.defenses.federated import build_defense
-    from core.device import get_device
+    from core.foundation.device import get_device
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()
@@ -202,7 +202,7 @@ def _score(cfg: AttributePrivacyConfig, d: _Data, outputs: dict[str, AttackOutpu
 
 def record_arrays(d: _Data, outputs: dict[str, AttackOutput],
                   best: str | None) -> dict[str, np.ndarray]:
-    """Per-record exposure (:mod:`core.exposure`): ``record_index`` (the test rows the
+    """Per-record exposure (:mod:`core.report.exposure`): ``record_index`` (the test rows the
     attackers guess, as indices in the data set) and ``record_confidence``, the strongest
     attacker's calibrated probability of each record's true private value (chance 1/k);
     nothing when no attacker read the release."""
@@ -315,7 +315,7 @@ def _run_stage(stages: Stages, name: str, release, knowledge, params, cfg, part,
 
 
 def _roc(labels: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    from core.metrics import roc_curve_points
+    from core.foundation.metrics import roc_curve_points
 
     fpr, tpr = roc_curve_points(labels, score)
     return np.asarray(fpr, np.float32), np.asarray(tpr, np.float32)
@@ -323,7 +323,7 @@ def _roc(labels: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def _best_metrics(best, scores, outputs, truth, k, metrics, intervals) -> None:
     """The strongest attacker on the release under fixed names (by AUC)."""
-    from core.metrics import tpr_at_fpr
+    from core.foundation.metrics import tpr_at_fpr
 
     if best is None:
         return

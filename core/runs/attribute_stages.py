@@ -1,6 +1,6 @@
 """The stages of the attribute-privacy family (train → release → attack; scoring is in the
 runner): each a pure function of the config part that its stage key holds
-(:mod:`core.stages`). The runner :mod:`core.runs.attribute_privacy` composes them.
+(:mod:`core.foundation.stages`). The runner :mod:`core.runs.attribute_privacy` composes them.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from core.config import AttributePrivacyConfig
+from core.config.schema import AttributePrivacyConfig
 from core.data.base import Dataset
-from core.progress import Progress
-from core.releases import finite_representation
-from core.seeds import stream
-from core.stages import StageOutput
+from core.foundation.progress import Progress
+from core.foundation.releases import finite_representation
+from core.foundation.seeds import stream
+from core.foundation.stages import StageOutput
 
 #: rows used for the cheap per-round evaluation (utility probe + fresh logistic attacker)
 ROUND_EVAL_ROWS = 1500
@@ -45,7 +45,7 @@ def train(cfg: AttributePrivacyConfig, ds: Dataset, defense, progress: Progress)
     from core.attacks.protocol import finite_proba
     from core.data.splits import subsample
     from core.defenses.tappfl import adversary_proba, encode, train_tappfl
-    from core.utility import linear_probe
+    from core.defenses.utility import linear_probe
 
     X, y = np.asarray(ds.X), np.asarray(ds.y)
     attr = cfg.data.private_attribute or ds.default_attribute
@@ -90,7 +90,7 @@ def train(cfg: AttributePrivacyConfig, ds: Dataset, defense, progress: Progress)
 
 def load_encoder(cfg: AttributePrivacyConfig, ds: Dataset, trained: StageOutput, device):
     """The released encoder rebuilt from the train stage's weights."""
-    from core.nn import Encoder
+    from core.models.nn import Encoder
 
     if cfg.model != type(cfg.model)():
         from core.models import build_encoder
@@ -122,7 +122,7 @@ def utility(R_train: np.ndarray, y_train: np.ndarray, R_test: np.ndarray, y_test
             *, seed: int, paper_head: bool = True) -> StageOutput:
     """Task heads on frozen representations: the logistic probe (the headline utility, and its
     weights for Theorem 1's C_L) and the paper's MLP evaluation head."""
-    from core.utility import linear_probe, paper_eval_head
+    from core.defenses.utility import linear_probe, paper_eval_head
 
     probe = linear_probe(R_train, y_train, R_test, y_test, seed=seed)
     meta = {"utility_acc": probe.accuracy}
@@ -146,7 +146,7 @@ def attack(name: str, release_obj, knowledge, params: dict[str, Any], seed: int)
 
 def projection(X_rows: np.ndarray, R_rows: np.ndarray, seed: int) -> StageOutput:
     """t-SNE (PCA below 60 rows) of the same test rows, raw and learned (spec B11 Fig. 3)."""
-    from core.projection import project
+    from core.data.projection import project
 
     method = "tsne" if len(X_rows) >= 60 else "pca"
     emb_raw, _ = project(X_rows, method=method, seed=seed)

@@ -2,7 +2,7 @@
 (Steinke, Nasr & Jagielski 2023; :mod:`core.attacks.audit`): every defense of those families,
 DP or not, gets an audited ε lower bound on one ε axis beside the accountant's claim.
 
-The audit trains the defense's own procedure (:attr:`core.defenses.builds.DefenseBuild.train`)
+The audit trains the defense's own procedure (:attr:`core.foundation.builds.DefenseBuild.train`)
 once more on the target's training rows, with canaries: the released target stays free of
 canaries, so no attack number moves when the audit is switched on, and the audited run is the
 same algorithm the accountant speaks about. ``auto`` picks the white-box audit (gradient
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.stages import StageOutput, Stages
+from core.foundation.stages import StageOutput, Stages
 
 __all__ = ["AuditOutcome", "audit_kind", "run_audit_stage"]
 
@@ -52,7 +52,7 @@ def _compute(spec: Any, kind: str, build: Any, defense: Any, *,
              records: tuple[torch.Tensor, torch.Tensor], n_classes: int, seed: int) -> StageOutput:
     from core.attacks.audit import audit_one_run, black_box_canaries
     from core.bounds.audit import bonferroni
-    from core.seeds import derive
+    from core.foundation.seeds import derive
 
     t0 = time.perf_counter()
     conf = bonferroni(spec.confidence, spec.tests)

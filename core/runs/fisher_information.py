@@ -7,7 +7,7 @@ attribute, class group and data set at σ = 1 (η ∝ 1/σ, Eq. 17) → σ from 
 on w' repeated over noise draws (white-box Eq. 30, black-box Eq. 31, the prior) → utility,
 the σ sweep of Fig. 6, the per-decile accuracies of Fig. 7 and the Cramér–Rao panel.
 
-The math lives in :mod:`core.fil`, :mod:`core.bounds.fil` and :mod:`core.attacks.fil_attacks`.
+The math lives in :mod:`core.bounds.fil_regression`, :mod:`core.bounds.fil` and :mod:`core.attacks.fil_attacks`.
 What this module adds: the stage cache (the fit and IRFIL are one stage keyed by data, model,
 L2 weight, IRFIL settings and the η columns, so a new σ / target η / ε reuses them), and the
 attack on the *label* (the engine's white-box attack targets feature columns): for least
@@ -23,14 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from core import caveats
 from core.attacks.protocol import attack_part
-from core.config import FisherInformationConfig
-from core.parts import attacks_for
-from core.progress import Progress
-from core.result import Result
-from core.seeds import stream
-from core.stages import StageOutput, Stages
+from core.config.schema import FisherInformationConfig
+from core.foundation import caveats
+from core.foundation.parts import attacks_for
+from core.foundation.progress import Progress
+from core.foundation.result import Result
+from core.foundation.seeds import stream
+from core.foundation.stages import StageOutput, Stages
 
 FAMILY = "fisher_information"
 FIT_STAGE = "fil_fit"
@@ -89,7 +89,7 @@ def fit_part(cfg: FisherInformationConfig) -> dict[str, Any]:
 def _compute_fit(cfg: FisherInformationConfig, view, progress: Progress) -> StageOutput:
     """IRFIL's trace (entry 0 = the plain fit) and every η of the released model (the plain
     one, or IRFIL's last iterate with ``irfil.release``) at σ = 1."""
-    from core import fil
+    from core.bounds import fil_regression as fil
 
     m = cfg.model
     y = fit_labels(m.model, view.y)
@@ -134,7 +134,7 @@ def _compute_fit(cfg: FisherInformationConfig, view, progress: Progress) -> Stag
 def refit(cfg: FisherInformationConfig, view, out: StageOutput, iteration: int):
     """The FittedGLM of IRFIL iterate ``iteration`` from its cached weights (a least-squares
     solve, or Newton from the cached θ: one step)."""
-    from core import fil
+    from core.bounds import fil_regression as fil
 
     w = out.arrays["weights"][iteration]
     return fil.fit_glm(view.X, fit_labels(cfg.model.model, view.y), model=cfg.model.model,
@@ -351,7 +351,7 @@ def _attacks_at_sigma(cfg: FisherInformationConfig, view, fit, att: _Attacker,
                       metrics: dict[str, float]) -> dict[str, dict[str, float]]:
     """``noise_trials`` releases at σ: utility over the draws and each attack's accuracy
     (mean over the draws) into ``metrics``; returns the attacks' intervals."""
-    from core import fil
+    from core.bounds import fil_regression as fil
 
     R = fil.release(fit, sigma=sigma, trials=cfg.attack.noise_trials, rng=rng)
     acc_u, mse_u = _utility(fit, view, R)
@@ -425,7 +425,7 @@ def _sigma_sweep(cfg: FisherInformationConfig, view, fit, att: _Attacker, names:
                  ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Fig. 6: utility and attack accuracy against η̄ (the mean η at σ) over a σ grid, from no
     leak to exact recovery of a ±1 / 0-1 value: (``sweep_*`` artifacts, the σ grid)."""
-    from core import fil
+    from core.bounds import fil_regression as fil
 
     G = cfg.attack.sigma_grid
     trials = cfg.attack.noise_trials
@@ -453,8 +453,8 @@ def _deciles(cfg: FisherInformationConfig, view, out: StageOutput, fit, tg: np.n
              ) -> dict[str, np.ndarray]:
     """Fig. 7: the refitting attack's accuracy per decile of the initial η at IRFIL
     iterations 0, 2 and T, each iterate released at σ."""
-    from core import fil
     from core.attacks import fil_attacks as FA
+    from core.bounds import fil_regression as fil
 
     T_ir, rel_it = int(out.meta["iterations"]), int(out.meta["release"])
     its = sorted({0, min(2, T_ir), T_ir})
@@ -478,8 +478,8 @@ def _crb_panel(cfg: FisherInformationConfig, view, fit, att: _Attacker,
     """The Cramér–Rao panel (least squares): the unbiased label reconstruction's variance
     against 1/η² over the σ grid, for rows at quantiles of their label η; the smallest
     variance-to-bound ratio into ``metrics``."""
-    from core import fil
     from core.attacks import fil_attacks as FA
+    from core.bounds import fil_regression as fil
 
     el = A["eta_label"]
     pick = np.unique(np.argsort(el, kind="stable")[
@@ -510,7 +510,7 @@ def _lira(cfg: FisherInformationConfig, view, out: StageOutput, fit, sigma: floa
     """FIL against membership: LiRA on this page's own release (the shadow fits a stage), by
     default up to ``FIL_LIRA_AUTO_ROWS`` training rows. Returns how LiRA was run (the caveat
     ``fil_lira_setup`` beside its numbers), None when it did not run."""
-    from core.config import FIL_LIRA_AUTO_ROWS
+    from core.config.schema import FIL_LIRA_AUTO_ROWS
 
     lira_on = cfg.lira.enabled if cfg.lira.enabled is not None else view.n <= FIL_LIRA_AUTO_ROWS
     if lira_on:
@@ -553,7 +553,7 @@ def _info(cfg: FisherInformationConfig, view, stages: Stages, how: str, best: st
 
 def _initial_attr_eta(cfg: FisherInformationConfig, view, out: StageOutput) -> np.ndarray:
     """The target's per-example η (σ = 1) of the unweighted model: Fig. 7 sorts by it."""
-    from core import fil
+    from core.bounds import fil_regression as fil
 
     f0 = refit(cfg, view, out, 0)
     y = fit_labels(cfg.model.model, view.y)
@@ -571,8 +571,8 @@ def _lira_pool(cfg: FisherInformationConfig, view) -> tuple[np.ndarray, np.ndarr
                                                              np.ndarray]:
     """(X, y, member, in_mask): train ∪ test, the training rows as members; K shadow subsets
     of the target's size (each row IN with probability n/(n + n_test))."""
-    from core.seeds import derive
-    from core.shadow_training import shadow_splits
+    from core.engine.shadow_training import shadow_splits
+    from core.foundation.seeds import derive
 
     X = np.vstack([view.X, view.X_test])
     y = np.r_[fit_labels(cfg.model.model, view.y), fit_labels(cfg.model.model, view.y_test)]
@@ -609,8 +609,8 @@ def _fil_lira(cfg: FisherInformationConfig, view, out: StageOutput, fit, sh: Sta
     the second half, plain release against IRFIL's at the same σ (the attacker's shadows run
     IRFIL too)."""
     from core.attacks import fil_membership as FM
-    from core.metrics import roc_curve_points, tpr_at_fpr
-    from core.seeds import stream as seed_stream
+    from core.foundation.metrics import roc_curve_points, tpr_at_fpr
+    from core.foundation.seeds import stream as seed_stream
 
     X, y, member, in_mask = _lira_pool(cfg, view)
     n, D = len(view.y), cfg.lira.draws

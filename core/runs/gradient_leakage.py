@@ -2,7 +2,7 @@
 the victim's uploads for T targets → gradient inversion (every chosen preset, all targets in
 one batched optimisation) and model inversion → scores, bounds and utility.
 
-The defense is a :class:`core.defenses.builds.DefenseBuild` (its training procedure, its
+The defense is a :class:`core.foundation.builds.DefenseBuild` (its training procedure, its
 data-space transform or uploaded-gradient channel, its budget and its information bound); the
 attacks are the registered parts of the gradient-leakage family, each called through
 :func:`core.attacks.protocol.run_attack` on one :class:`core.attacks.gradient_inversion.
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from core import caveats
-from core.config import GradientLeakageConfig
-from core.progress import Progress
-from core.result import Result
+from core.config.schema import GradientLeakageConfig
+from core.foundation import caveats
+from core.foundation.progress import Progress
+from core.foundation.result import Result
+from core.foundation.seeds import torch_stream
+from core.foundation.stages import StageOutput, Stages
 from core.runs import gradient_stages as S
-from core.seeds import torch_stream
-from core.stages import StageOutput, Stages
 
 if TYPE_CHECKING:
     from core.attacks.gradient_inversion import UploadRelease
@@ -53,9 +53,9 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
         spectrum_arrays,
         spectrum_from_arrays,
     )
-    from core.defenses.builds import build_defense
-    from core.device import get_device
-    from core.knowledge import AdversaryKnowledge
+    from core.foundation.builds import build_defense
+    from core.foundation.device import get_device
+    from core.foundation.knowledge import AdversaryKnowledge
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()
@@ -236,7 +236,7 @@ def _uploads(cfg: GradientLeakageConfig, ds, model, init_weights: dict[str, torc
 
 
 def record_arrays(rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-record exposure (:mod:`core.exposure`): ``record_index``, the data-set row of each
+    """Per-record exposure (:mod:`core.report.exposure`): ``record_index``, the data-set row of each
     target image in the order of the per-image scores (``recon_<attack>_psnr``: target t's
     images t·b … t·b + b − 1)."""
     return {"record_index": np.asarray(rows, np.int64).reshape(-1).astype(np.int32)}
@@ -345,7 +345,7 @@ def _invert(cfg, release, knowledge, name, progress) -> StageOutput:
 
 def _bounds(cfg, spec, build, meta, metrics, mse_per_image, notes, steps) -> None:
     """Theorem 1 per round and over the run at the information the defense lets through (its
-    :class:`core.defenses.builds.InformationBound`), its own floor (the Wiener MMSE), and the
+    :class:`core.foundation.builds.InformationBound`), its own floor (the Wiener MMSE), and the
     count of measured per-image MSEs below the per-round bound (with the reason on the page)."""
     from core.bounds.channel import is_vacuous, quantization_floor, thm1_mse_bound, thm1_prefactor
 
@@ -398,7 +398,7 @@ def _model_inversion(cfg, ds, model, shape, knowledge) -> StageOutput:
         score_model_inversion,
     )
     from core.attacks.protocol import run_attack
-    from core.knowledge import AdversaryKnowledge
+    from core.foundation.knowledge import AdversaryKnowledge
 
     X = np.asarray(ds.X, dtype=np.float32)
     y = np.asarray(ds.y)

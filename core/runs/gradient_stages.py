@@ -1,11 +1,11 @@
 """The stages of the gradient-leakage family (spec 001): data spectrum → train under the
 defense → the victim's uploads for the attacked targets → inversion → scores. Each stage is a
-pure function of the config part its key holds (:mod:`core.stages`); the runner
+pure function of the config part its key holds (:mod:`core.foundation.stages`); the runner
 :mod:`core.runs.gradient_leakage` composes them.
 
 The victim side lives here (what the defended device uploads: a gradient or a FedAvg local
 update of its batch through the defense's data-space transform, or through its uploaded-gradient
-channel); the defense itself is a :class:`core.defenses.builds.DefenseBuild` (its training
+channel); the defense itself is a :class:`core.foundation.builds.DefenseBuild` (its training
 procedure, transform and channel), the attacker side :mod:`core.attacks.gradient_inversion`,
 which sees the upload and the global model only.
 """
@@ -22,12 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from core.config import GradientLeakageConfig
+from core.config.schema import GradientLeakageConfig
 from core.data.base import Dataset
-from core.defenses.builds import DefenseBuild
-from core.progress import Progress
-from core.seeds import stream, torch_stream
-from core.stages import StageOutput
+from core.foundation.builds import DefenseBuild
+from core.foundation.progress import Progress
+from core.foundation.seeds import stream, torch_stream
+from core.foundation.stages import StageOutput
 
 # ---------------------------------------------------------------------------------------------
 # config parts (stage keys)
@@ -59,7 +59,7 @@ def victim(cfg: GradientLeakageConfig, shape: tuple[int, ...], n_classes: int,
     one (:attr:`GradientLeakageConfig.image_model`), else ``model`` through
     :func:`core.models.build_model`."""
     from core.models import build_model
-    from core.nn import image_classifier, seeded
+    from core.models.nn import image_classifier, seeded
 
     name = cfg.image_model
     if name is not None:
@@ -93,7 +93,7 @@ def train(cfg: GradientLeakageConfig, ds: Dataset, model, build: DefenseBuild, d
     """Train the victim model under the defense: its procedure on the train split (central),
     or the FedAvg loop where each device applies the defense's data-space transform to its
     own batches. Returns the weights and the utility curves (0 central epochs: untrained)."""
-    from core.noisy_training import evaluate_accuracy
+    from core.engine.noisy_training import evaluate_accuracy
 
     X = torch.tensor(np.asarray(ds.X), dtype=torch.float32, device=device)
     y = torch.tensor(np.asarray(ds.y), dtype=torch.int64, device=device)
@@ -119,9 +119,9 @@ def _train_fedavg(cfg, ds, model, build: DefenseBuild, X, y, tr, te,
                   progress) -> tuple[int, dict]:
     """FedAvg over the train split's devices; each perturbs its own batches (spec 001 §3.6)."""
     from core.data.partition import partition
+    from core.engine.noisy_training import evaluate_accuracy
     from core.fl.fedavg import FedAvgState, run_fedavg
     from core.fl.image_objective import NoisyImageObjective
-    from core.noisy_training import evaluate_accuracy
 
     fl = cfg.train.fl
     tr_np = tr.cpu().numpy()
@@ -237,7 +237,7 @@ def _dp_uploads(cfg: GradientLeakageConfig, model, params: dict[str, Tensor], x:
     import copy
 
     from core.defenses.dpsgd import train_dpsgd
-    from core.seeds import derive
+    from core.foundation.seeds import derive
 
     a = cfg.attack
     z, S = dp

@@ -5,10 +5,10 @@ algorithm, as LiRA assumes), score every pool row with each attack, one ROC repo
 The pool is 2·members train rows; the target trains on a seeded half (the members), the other
 half are the non-members it is scored against, so members and non-members are balanced by
 construction. Each shadow trains on a half of the same pool with every row in exactly half the
-shadows (:func:`core.shadow_training.shadow_splits`). The defense is a
-:class:`core.defenses.builds.DefenseBuild`: its training procedure trains the target and every
+shadows (:func:`core.engine.shadow_training.shadow_splits`). The defense is a
+:class:`core.foundation.builds.DefenseBuild`: its training procedure trains the target and every
 shadow (plain training's batched form trains the shadows together over stacked weights). The
-attacks are the registered parts of the membership family (:mod:`core.parts`), each called
+attacks are the registered parts of the membership family (:mod:`core.foundation.parts`), each called
 through :func:`core.attacks.protocol.run_attack` on one :class:`core.attacks.membership.
 MembershipRelease` (the target's outputs, the shadows' outputs and membership masks, the
 population rows z from the aux split) and scored by :func:`core.attacks.membership.
@@ -17,7 +17,7 @@ shadow models as the target. An attack that needs ``shadow_encoders`` (represent
 Inf2Guard's r) gets a ``shadow_representations`` stage instead of ``shadows``: the K shadow
 models trained the target's way once, their r of the pool and of the population records and
 their outputs (which the model-level shadow attacks read). The registered signals the chosen
-attacks declare (:data:`core.parts.SIGNALS`) are computed once per model inside the target and
+attacks declare (:data:`core.foundation.parts.SIGNALS`) are computed once per model inside the target and
 shadow stages and reach the attacks as ``release.signals`` / ``release.shadow_signals``.
 
 :func:`run_membership` is glue over the stage functions of :mod:`core.runs.membership_stages`.
@@ -29,17 +29,17 @@ import time
 
 import numpy as np
 
-from core import caveats
-from core.config import MembershipConfig
-from core.progress import Progress
-from core.result import Result
-from core.stages import Stages
+from core.config.schema import MembershipConfig
+from core.foundation import caveats
+from core.foundation.progress import Progress
+from core.foundation.result import Result
+from core.foundation.stages import Stages
 
 
 def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | None = None) -> Result:
     """The membership pipeline, composed of the stages of :mod:`core.runs.membership_stages`."""
+    from core.engine.shadow_training import shadow_splits
     from core.runs import membership_stages as S
-    from core.shadow_training import shadow_splits
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from core import caveats
-from core.config import MembershipConfig
-from core.progress import Progress
-from core.stages import StageOutput, Stages
+from core.config.schema import MembershipConfig
+from core.foundation import caveats
+from core.foundation.progress import Progress
+from core.foundation.stages import StageOutput, Stages
 
 #: prefix of a signal's array in a model stage's output
 SIGNAL_PREFIX = "signal_"
@@ -30,7 +30,7 @@ def _shape(ds) -> tuple[int, int, int]:
 
 def _pool(ds, cfg: MembershipConfig) -> tuple[np.ndarray, np.ndarray]:
     """(pool rows (2M,), is_member (2M,) bool for the target)."""
-    from core.seeds import stream
+    from core.foundation.seeds import stream
 
     tr = ds.split("train")
     m = cfg.train.members
@@ -81,8 +81,8 @@ class Context:
     def model(self, seed: int):
         """``cfg.model`` initialised from ``torch_stream(seed, "init")`` on the run's device
         (the target's, each shadow's, the audit's), as the defense's procedure trains it."""
-        from core.nn import seeded
-        from core.seeds import torch_stream
+        from core.foundation.seeds import torch_stream
+        from core.models.nn import seeded
 
         return self.build.prepare(seeded(self.factory, torch_stream(seed, "init")).to(self.dev))
 
@@ -99,8 +99,8 @@ class Context:
         """Every declared signal of one model (its ``predict``) on the pool rows, each under
         :data:`SIGNAL_PREFIX` + name. Every model is queried with the run's seed, so the target
         and the shadows see the same perturbed copies."""
-        from core.parts import SIGNALS
-        from core.registry import load_object
+        from core.foundation.parts import SIGNALS
+        from core.foundation.registry import load_object
 
         X, y = self.X[self.pool], self.y[self.pool]
         return {SIGNAL_PREFIX + name: np.asarray(load_object(SIGNALS.get(name).function)(
@@ -120,9 +120,9 @@ def context(cfg: MembershipConfig, progress: Progress) -> Context:
     """Load the data, draw the pool and the reference rows, build the defense."""
     from core.attacks.protocol import attack_part
     from core.data import load_dataset
-    from core.defenses.builds import build_defense
-    from core.device import get_device
-    from core.seeds import stream
+    from core.foundation.builds import build_defense
+    from core.foundation.device import get_device
+    from core.foundation.seeds import stream
 
     progress.update(0.01, f"loading {cfg.data.name}")
     ds = load_dataset(cfg.data, cfg.seed)
@@ -238,7 +238,7 @@ def stack_shadows(model: torch.nn.Module, dev: torch.device) -> bool:
 def _shadow_models(ctx: Context, in_mask: np.ndarray, sub: Progress) -> StageOutput:
     """K shadow models, the defense's procedure on halves of the pool (batched where the
     defense has a batched form): their true-class probabilities and declared signals."""
-    from core.seeds import derive
+    from core.foundation.seeds import derive
 
     cfg, X, y, pool, z_rows = ctx.cfg, ctx.X, ctx.y, ctx.pool, ctx.z_rows
     K = cfg.attack.shadows
@@ -267,7 +267,7 @@ def _shadow_encoders(ctx: Context, in_mask: np.ndarray, sub: Progress) -> StageO
     """The target's procedure on the same halves of the pool: each encoder's r of the pool and
     the population (representation LiRA), and its model's outputs and signals, which the
     model-level shadow attacks read, so the K shadows train once."""
-    from core.seeds import derive
+    from core.foundation.seeds import derive
 
     cfg, X, y, pool, z_rows = ctx.cfg, ctx.X, ctx.y, ctx.pool, ctx.z_rows
     K = cfg.attack.shadows
@@ -345,7 +345,7 @@ def attack_scores(ctx: Context, rel, in_mask: np.ndarray, notes: list[str]):
     further target against the other shadows (ML Privacy Meter's protocol: TPR at 0.1 % FPR
     then reads thousands of non-members). Returns (outputs, scores, membership labels)."""
     from core.attacks.protocol import attack_params, run_attack
-    from core.knowledge import AdversaryKnowledge
+    from core.foundation.knowledge import AdversaryKnowledge
 
     cfg, parts = ctx.cfg, ctx.parts
     T = cfg.attack.targets
@@ -373,7 +373,7 @@ def attack_scores(ctx: Context, rel, in_mask: np.ndarray, notes: list[str]):
 
 def record_arrays(ctx: Context, scores: dict[str, np.ndarray],
                   labels: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Per-record exposure (:mod:`core.exposure`), read from the scores the reports read:
+    """Per-record exposure (:mod:`core.report.exposure`), read from the scores the reports read:
     ``record_index`` (each pool row's index in the data set), ``record_member`` (1 where the
     target trained on it), ``record_targets_in`` (of the pooled target models, how many
     trained on it) and per attack ``record_score_<attack>`` / ``record_nonmember_score_<attack>``:
@@ -383,7 +383,7 @@ def record_arrays(ctx: Context, scores: dict[str, np.ndarray],
     target, :func:`attack_scores`), each with its own membership labels; those blocks are kept
     whole as ``record_model_scores_<attack>`` (T, n; the dtype the report read) and
     ``record_model_members_<attack>`` (T, n), so that the attack's AUC is recomputed from the
-    stored arrays alone (:func:`core.exposure.recomputed_auc`). A few kB per attack and model."""
+    stored arrays alone (:func:`core.report.exposure.recomputed_auc`). A few kB per attack and model."""
     n = len(ctx.pool)
     out: dict[str, np.ndarray] = {"record_index": ctx.pool.astype(np.int32),
                                   "record_member": ctx.member.astype(np.int8)}
@@ -510,7 +510,7 @@ def best_attack(parts: dict[str, Any], scores: dict[str, np.ndarray],
 
 def _projection(release: np.ndarray, seed: int, points: int) -> StageOutput:
     """t-SNE of the release on at most ``points`` pool rows (a seeded subsample)."""
-    from core.projection import project
+    from core.data.projection import project
 
     emb, idx = project(np.asarray(release, np.float64), method="tsne", seed=seed,
                        max_points=points)

@@ -38,7 +38,7 @@ from typing import Any
 #: modules a worker imports before its first point (so no point pays them): the engine, and
 #: what a first training step pulls in lazily (torch's optimisers import torch._dynamo, with
 #: sympy and triton: about 1.2 CPU-s; Opacus for DP-SGD 0.4 s), which every worker paid again
-WARM_MODULES = ("torch", "sklearn.linear_model", "core.experiments", "core.runs.attribute_privacy",
+WARM_MODULES = ("torch", "sklearn.linear_model", "core.runs.experiments", "core.runs.attribute_privacy",
                 "core.runs.projection", "core.data", "torch._dynamo", "opacus")
 START_ENV, POINT_ENV, PREWARM_ENV = ("PRIVLAB_POOL_START_S", "PRIVLAB_POINT_TIMEOUT_S",
                                      "PRIVLAB_PREWARM")
@@ -124,7 +124,7 @@ def _exit_with(parent: int) -> None:
 
 def warm_worker(threads: int, modules: tuple[str, ...], parent: int | None = None) -> None:
     """Worker initializer: leave with ``parent`` (:func:`_exit_with`), one thread per worker
-    (core.threads' budget; several workers share the cores) and the engine imported before
+    (core.foundation.threads' budget; several workers share the cores) and the engine imported before
     the first point."""
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent,), name="privlab-parent-watch",
@@ -152,7 +152,7 @@ class LocalPool:
 
     def __init__(self, workers: int, modules: tuple[str, ...] = WARM_MODULES,
                  start_timeout: float | None = None) -> None:
-        from core.threads import compute_threads
+        from core.foundation.threads import compute_threads
 
         self.workers = int(workers)
         self.modules = tuple(modules)

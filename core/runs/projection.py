@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from core.config import ProjectionConfig
-from core.progress import Progress
-from core.projection import project_detailed, trustworthiness_score
-from core.result import Result
+from core.config.schema import ProjectionConfig
+from core.data.projection import project_detailed, trustworthiness_score
+from core.foundation.progress import Progress
+from core.foundation.result import Result
 
 TRUST_NEIGHBORS = 5
 TRUST_MAX_POINTS = 1000

@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from core import caveats
-from core.config import PropertyConfig
+from core.config.schema import PropertyConfig
 from core.data.base import Dataset
 from core.data.subsets import Subsets
-from core.progress import Progress
-from core.result import Result
+from core.foundation import caveats
+from core.foundation.progress import Progress
+from core.foundation.result import Result
+from core.foundation.stages import StageOutput, Stages
 from core.runs import property_stages as S
-from core.stages import StageOutput, Stages
 
 FAMILY = S.FAMILY
 
@@ -53,7 +53,7 @@ class _Data:
 def run_property(cfg: PropertyConfig, progress: Progress, stages: Stages | None = None) -> Result:
     """Load and sample subsets → train under λ → release → attacks → scores, bound,
     projection → the Result."""
-    from core.device import get_device
+    from core.foundation.device import get_device
 
     stages = stages or Stages(None)
     t0 = time.perf_counter()

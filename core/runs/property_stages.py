@@ -1,6 +1,6 @@
 """The stages of the property family (spec 004 §2.2, §3.2): the subsets, then train →
 release → attack → projection, each a pure function of the config part its stage key holds
-(:mod:`core.stages`). The runner :mod:`core.runs.property` composes them and scores.
+(:mod:`core.foundation.stages`). The runner :mod:`core.runs.property` composes them and scores.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.config import PropertyConfig
+from core.config.schema import PropertyConfig
 from core.data.base import Dataset
 from core.data.subsets import Subsets, aggregate, sample_subsets
-from core.progress import Progress
-from core.seeds import stream
-from core.stages import StageOutput
+from core.foundation.progress import Progress
+from core.foundation.seeds import stream
+from core.foundation.stages import StageOutput
 
 FAMILY = "property"
 
@@ -67,7 +67,7 @@ def build_networks(cfg: PropertyConfig, d_in: int, n_classes: int,
     """Encoder, task head and the in-training property adversary, untrained: the MLP encoder
     of ``train.hidden_dim`` / ``representation_dim`` for the default model, else ``model``'s
     encoder role on data of ``shape`` (r flattened; the head and adversary read its width)."""
-    from core.nn import Encoder, PropertyAdversary, TaskHead
+    from core.models.nn import Encoder, PropertyAdversary, TaskHead
 
     t = cfg.train
     if cfg.model == type(cfg.model)():
@@ -87,7 +87,7 @@ def train_stage(cfg: PropertyConfig, X: torch.Tensor, y: torch.Tensor, sub: Subs
                 n_classes: int, progress: Progress,
                 shape: tuple[int, ...] | None = None) -> StageOutput:
     from core.defenses.inf2guard_property import train_inf2guard_property
-    from core.nn import seeded
+    from core.models.nn import seeded
 
     networks = None
     if cfg.model != type(cfg.model)():
@@ -135,7 +135,7 @@ def attack_stage(cfg: PropertyConfig, name: str, rel: StageOutput, subs: dict[st
     defense's own adversary's probabilities; the knowledge is the shadow subsets."""
     from core.attacks.property import SubsetRelease
     from core.attacks.protocol import attack_params, attack_part, run_attack
-    from core.knowledge import AdversaryKnowledge
+    from core.foundation.knowledge import AdversaryKnowledge
 
     own = cfg.defense.aggregation
     how = own if cfg.attack.aggregation == "same" else cfg.attack.aggregation
@@ -157,7 +157,7 @@ def projection_stage(cfg: PropertyConfig, ds: Dataset, rel: StageOutput, sub: Su
                      ) -> StageOutput:
     """t-SNE (PCA below 60 subsets) of the first ``projection_points`` target subsets: their
     raw feature means beside their released aggregates (spec 004 Fig. 12 (b)/(d))."""
-    from core.projection import project
+    from core.data.projection import project
 
     m = min(cfg.projection_points, len(sub))
     sel = sub.take(np.arange(m))

@@ -5,7 +5,7 @@ images with the in-training decoder, a fresh decoder and optimisation inversion,
 
 Splits: *train* (the defender's rows, capped at ``train.max_train``), *aux* (the attacker's
 auxiliary images for its fresh decoder), *test* (utility on r + δ, and the first
-``attack.targets`` of a seeded order are the attacked images). Stages (:mod:`core.stages`):
+``attack.targets`` of a seeded order are the attacked images). Stages (:mod:`core.foundation.stages`):
 ``rr_train`` (encoder, head, decoder Ψ, p_Φ) keyed by data, seed, defense and training; one
 ``rr_attack`` per attacker (a registered part of the family, called through
 :func:`core.attacks.protocol.run_attack`) keyed by the trained model's key and the attack's own
@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from core import caveats
-from core.config import ReprReconstructionConfig
-from core.progress import Progress
-from core.result import Result
-from core.seeds import stream, torch_stream
-from core.stages import StageOutput, Stages
+from core.config.schema import ReprReconstructionConfig
+from core.foundation import caveats
+from core.foundation.progress import Progress
+from core.foundation.result import Result
+from core.foundation.seeds import stream, torch_stream
+from core.foundation.stages import StageOutput, Stages
 
 FAMILY = "repr_reconstruction"
 
@@ -121,7 +121,7 @@ def run_repr_reconstruction(cfg: ReprReconstructionConfig, progress: Progress,
 def _load(cfg: ReprReconstructionConfig, progress: Progress) -> _Data:
     """The image set as tensors on the run's device and the train, aux and target rows."""
     from core.data import load_dataset
-    from core.device import get_device
+    from core.foundation.device import get_device
 
     progress.update(0.01, f"loading {cfg.data.name}")
     ds = load_dataset(cfg.data, cfg.seed)
@@ -201,7 +201,7 @@ def _attacks(cfg: ReprReconstructionConfig, d: _Data, model, Z_tg: torch.Tensor,
     the trained model's key, the targets and its own parameters)."""
     from core.attacks import reconstruction as RA
     from core.attacks.protocol import attack_params, attack_part, run_attack
-    from core.knowledge import AdversaryKnowledge
+    from core.foundation.knowledge import AdversaryKnowledge
 
     a, t = cfg.attack, cfg.train
     recon: dict[str, np.ndarray] = {}

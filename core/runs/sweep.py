@@ -2,13 +2,13 @@
 are missing from the store, serially, on a local process pool or on Ray, and tabulate them.
 
 :func:`run_points` is the executor behind both ``privlab sweep`` and the comparisons
-(:func:`core.compare.run_comparison`): it runs given points on one executor.
+(:func:`core.runs.compare.run_comparison`): it runs given points on one executor.
 
-Points go through the injected point store (:class:`core.sweeps.PointStore`, the result store
+Points go through the injected point store (:class:`core.config.sweeps.PointStore`, the result store
 handed in by ``cache.store.ResultStore.get_or_run``), so each point is stored under its own
 key the moment it finishes: a cancelled or failed sweep keeps its finished points and stores
 nothing of its own. Pool and Ray workers run the store's ``point_worker`` (they open the store
-at its ``root`` themselves) and send back a small summary (:func:`core.sweeps.summarise`).
+at its ``root`` themselves) and send back a small summary (:func:`core.config.sweeps.summarise`).
 
 - ``serial``: in this process, one point after another, with each point's own progress.
 - ``local``: the process's one pool (:mod:`core.runs.pool`: spawned workers, all started
@@ -32,9 +32,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from core.config import ConfigError, SweepConfig, cache_key, parse_config
-from core.progress import CancelToken, Progress, ProgressCallback
-from core.result import Result
+from core.config.schema import ConfigError, SweepConfig, cache_key, parse_config
+from core.config.sweeps import Point, PointStore, columns_of, expand, point_row, summarise
+from core.foundation.progress import CancelToken, Progress, ProgressCallback
+from core.foundation.result import Result
+from core.foundation.stages import Stages, StageStore
 from core.runs.pool import (
     WARM_MODULES,
     LocalPool,
@@ -44,8 +46,6 @@ from core.runs.pool import (
     usable_cores,
 )
 from core.runs.pool import shutdown_pool as _shutdown_pool
-from core.stages import Stages, StageStore
-from core.sweeps import Point, PointStore, columns_of, expand, point_row, summarise
 
 #: how often the parent checks its cancel token while pool or Ray workers run
 POLL_S = 0.2
@@ -69,7 +69,7 @@ class Placement:
 def run_sweep(cfg: SweepConfig, progress: Progress, stages: Stages | None = None, *,
               points: PointStore | None = None) -> Result:
     """Run ``cfg``'s missing points on its executor; a ``sweep`` Result whose ``info["rows"]``
-    holds one row per point (:func:`core.sweeps.point_row`), ``info["columns"]`` their order."""
+    holds one row per point (:func:`core.config.sweeps.point_row`), ``info["columns"]`` their order."""
     t0 = time.perf_counter()
     store = points if points is not None else MemoryPointStore(stages.store if stages else None)
     plan = expand(cfg)
@@ -103,7 +103,7 @@ def run_points(todo: list[tuple[int, Point]], store: PointStore, progress: Progr
     """Run ``todo`` ((index, point) pairs: the points missing from ``store``) on
     ``placement``'s executor, each stored under its own key as it finishes. Progress counts
     ``done`` points already stored out of ``total`` (default: ``done`` + the points to run).
-    Returns each index's summary (:func:`core.sweeps.summarise`) and the workers used."""
+    Returns each index's summary (:func:`core.config.sweeps.summarise`) and the workers used."""
     n = total if total is not None else done + len(todo)
     tracker = _Tracker(progress, max(n, 1))
     tracker.done = done
@@ -307,8 +307,8 @@ def _remote(ray, worker: Callable[..., Any]):
 
 
 class MemoryPointStore:
-    """Points kept in this process (``core.experiments.run`` of a sweep given no result
-    store): a dict of Results, runs through :func:`core.experiments.run`; serial only."""
+    """Points kept in this process (``core.runs.experiments.run`` of a sweep given no result
+    store): a dict of Results, runs through :func:`core.runs.experiments.run`; serial only."""
 
     root = None
     point_worker = None
@@ -325,7 +325,7 @@ class MemoryPointStore:
 
     def get_or_run(self, config: Any, *, progress: Progress | ProgressCallback | None = None,
                    cancel: CancelToken | None = None) -> Result:
-        from core.experiments import run
+        from core.runs.experiments import run
 
         hit = self.peek(config)
         if hit is not None:

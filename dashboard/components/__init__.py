@@ -2,7 +2,7 @@
 
 Each takes a Result and a ``key`` prefix for its widgets and plots; none runs anything and
 none holds a domain rule (the strongest attacker, Theorem 1's threshold, the nearest cached
-knob value come from the Result or :mod:`core.tradeoff`).
+knob value come from the Result or :mod:`core.report.tradeoff`).
 """
 
 from dashboard.components.attacks import attack_table, strongest_attacker, threat_card_lines

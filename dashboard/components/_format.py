@@ -50,8 +50,8 @@ def fmt_with_interval(result: Any, name: str, digits: int = 3) -> str:
 
 
 def chance_of(result: Any, name: str) -> float | None:
-    """The chance level of metric ``name`` from :mod:`core.metric_schema` (None if unknown)."""
-    from core import metric_schema
+    """The chance level of metric ``name`` from :mod:`core.foundation.metric_schema` (None if unknown)."""
+    from core.foundation import metric_schema
 
     if not metric_schema.is_registered(name):
         return None
@@ -59,8 +59,8 @@ def chance_of(result: Any, name: str) -> float | None:
 
 
 def near_chance_text(result: Any, name: str) -> str | None:
-    """``core.metrics.within_chance_text`` for ``name`` (only when its interval holds chance)."""
-    from core.metrics import within_chance_text
+    """``core.foundation.metrics.within_chance_text`` for ``name`` (only when its interval holds chance)."""
+    from core.foundation.metrics import within_chance_text
 
     v, iv, c = metric(result, name), interval(result, name), chance_of(result, name)
     if v is None or iv is None or c is None:
@@ -70,7 +70,7 @@ def near_chance_text(result: Any, name: str) -> str | None:
 
 def describe(name: str) -> str | None:
     """The one-line description of ``name`` in the metric schema, if registered."""
-    from core import metric_schema
+    from core.foundation import metric_schema
 
     return metric_schema.get(name).description if metric_schema.is_registered(name) else None
 
@@ -125,7 +125,7 @@ def _headline(description: str) -> str:
 def display_name(name: str) -> str:
     """The name a page shows for metric ``name``: its schema description up to the first ";"
     or parenthesis, with its unit where the unit says something (never the raw key)."""
-    from core import metric_schema
+    from core.foundation import metric_schema
 
     if not metric_schema.is_registered(name):
         return name.replace("_", " ")
@@ -137,7 +137,7 @@ def display_name(name: str) -> str:
 
 
 def _metric_names() -> list[str]:
-    from core import metric_schema
+    from core.foundation import metric_schema
 
     names = {s.name for s in metric_schema.all_specs()} | set(metric_schema.attack_specs())
     # a raw key is one a reader cannot take for a word: it has an underscore
@@ -145,7 +145,7 @@ def _metric_names() -> list[str]:
 
 
 def raw_metric_keys_visible(text: str) -> list[str]:
-    """The registered metric keys (core.metric_schema, attack metrics included) that occur
+    """The registered metric keys (core.foundation.metric_schema, attack metrics included) that occur
     as whole tokens in ``text``: what a browser test applies to a page's visible text."""
     import re
 
@@ -159,7 +159,7 @@ def raw_metric_keys_visible(text: str) -> list[str]:
 def _identifiers() -> list[str]:
     """Registered part names that have a title (attacks by registry and config name, defenses,
     attack families) and that a reader cannot take for a word (an underscore)."""
-    from core.parts import ATTACKS, DEFENSES, FAMILIES
+    from core.foundation.parts import ATTACKS, DEFENSES, FAMILIES
 
     names = {n for n, _ in FAMILIES.items()} | {n for n, _ in DEFENSES.items()}
     for n, a in ATTACKS.items():
@@ -186,7 +186,7 @@ def titled(text: str, family: str | None = None) -> str:
     names. A page shows titles; the CLI keeps the names a user types."""
     import re
 
-    from core.parts import ATTACKS, DEFENSES, FAMILIES
+    from core.foundation.parts import ATTACKS, DEFENSES, FAMILIES
 
     names: dict[str, str] = {n: f.title for n, f in FAMILIES.items()}
     names.update({n: d.title for n, d in DEFENSES.items()})

@@ -1,10 +1,10 @@
 """Compare's Advisor panel: state a threat (the comparison's privacy metric and a level) and a
-utility floor, read the advice of :func:`core.advisor.advise` on the comparison drawn, and run
+utility floor, read the advice of :func:`core.report.advisor.advise` on the comparison drawn, and run
 its missing points as one comparison job of the page's queue.
 
 The threat's metric is the page's privacy metric (choosing another here switches the page's,
 so the plane's y axis and the advice speak of the same metric). The defaults put the level a
-quarter of the way from the undefended point towards chance (:func:`core.advisor.
+quarter of the way from the undefended point towards chance (:func:`core.report.advisor.
 default_threat`) and the floor at 90 % of the undefended utility, which on the teaching preset
 picks a setting, a runner-up and crossings worth running. The view draws the advice's picks on
 its plane (:func:`highlights`).
@@ -17,9 +17,9 @@ import math
 
 import streamlit as st
 
-from core import advisor as A
-from core import compare as C
-from core.parts import DEFENSES
+from core.foundation.parts import DEFENSES
+from core.report import advisor as A
+from core.runs import compare as C
 from dashboard.components._format import display_name
 from dashboard.components.compare_plot import Highlight, short_name
 from dashboard.components.inputs import number_ui

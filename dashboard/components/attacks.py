@@ -1,6 +1,6 @@
 """The attack table of a Result: every attacker's accuracy, balanced accuracy, AUC and
 advantage with their 95 % intervals, bars, ROC curves, the strongest attacker, and the
-threat-model card of each attack (:data:`core.parts.ATTACKS`)."""
+threat-model card of each attack (:data:`core.foundation.parts.ATTACKS`)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ BEST = {"attack_auc_best": "AUC", "attack_bacc_best": "balanced acc",
 
 def _part(who: str):
     """The registered attack behind a table row (``raw_mlp`` is the ``mlp`` attack on raw x)."""
-    from core.parts import ATTACKS
+    from core.foundation.parts import ATTACKS
 
     name = who.removeprefix(RAW_PREFIX)
     return ATTACKS.get(name) if name in ATTACKS else None

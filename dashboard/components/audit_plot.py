@@ -27,7 +27,7 @@ def audit_configs(config: Mapping[str, Any], canaries: int) -> dict[float, dict[
     """One membership config per target ε of DP-SGD's registered grid and one at ε = ∞ (noise
     multiplier 0: clipping only), each audited in one run (white box), the joint confidence
     Bonferroni-corrected over the grid's points; data and training from ``config``."""
-    from core.parts import DEFENSES
+    from core.foundation.parts import DEFENSES
 
     grid = DEFENSES.get("dp_sgd").knob.comparison_grid()
     audit = {"kind": "white_box", "canaries": int(canaries), "confidence": AUDIT_CONFIDENCE,

@@ -68,7 +68,7 @@ def _m(result: Any, **values: float) -> None:
 
 
 def _membership(r: Any) -> list[dict[str, Any]]:
-    from core.caveats import raised
+    from core.foundation.caveats import raised
 
     _m(r, epsilon_accountant=math.inf, h_u_given_r_bits=0.8, bound_mia_paper=0.7,
        bound_mia_exact=0.75, audit_epsilon_lower=2.06, audit_confidence=0.95)
@@ -87,7 +87,7 @@ def _membership(r: Any) -> list[dict[str, Any]]:
 
 def _gradient_bounds(r: Any) -> list[dict[str, Any]]:
     from core.attacks.protocol import attack_part
-    from core.caveats import raised
+    from core.foundation.caveats import raised
 
     q = (1 / 255) ** 2 / 12
     _m(r, bound_thm1_round=q / 2, bound_thm1_total=q / 1e3, bound_quantization_floor=q,
@@ -222,8 +222,8 @@ def _page_text(at: Any) -> tuple[str, str]:
 
 
 def _base_result(kind: str, config: Mapping[str, Any]) -> Any:
-    from core.experiments import run
-    from core.stages import MemoryStageStore
+    from core.foundation.stages import MemoryStageStore
+    from core.runs.experiments import run
 
     cfg = _merge(config, TINY.get(kind, {}))
     return run(cfg, stages=MemoryStageStore())
@@ -232,11 +232,11 @@ def _base_result(kind: str, config: Mapping[str, Any]) -> Any:
 def caveat_keys_rendered(kinds: list[str] | None = None, *, timeout: int = 120) -> dict[str, Any]:
     """Draw every kind's page with Results carrying its caveats; returns
     ``{caveat_keys_rendered, caveat_keys_beside, caveat_keys_total, missing, not_beside,
-    errors, raw_metric_keys_visible}`` over the keys :mod:`core.caveats` registers (each key
+    errors, raw_metric_keys_visible}`` over the keys :mod:`core.foundation.caveats` registers (each key
     counted once; the last: raw metric keys seen in the pages' text with those Results)."""
     from streamlit.testing.v1 import AppTest
 
-    from core import caveats
+    from core.foundation import caveats
 
     kinds = kinds or list(PAGES)
     total = sorted(k for k in caveats.REGISTRY if set(caveats.REGISTRY[k].kinds) & set(kinds))

@@ -1,6 +1,6 @@
 """One component that draws a caveat next to what it qualifies (issue #20 item 3).
 
-The caveats come from the Result (:func:`core.caveats.of_result`: ``info["caveats"]``, or what
+The caveats come from the Result (:func:`core.foundation.caveats.of_result`: ``info["caveats"]``, or what
 an older Result's numbers allow deriving). Each drawing place asks for the caveats of the
 metrics it draws:
 
@@ -24,7 +24,7 @@ FLAG = "⚠"
 
 
 def caveats_of(result: Any) -> list[dict[str, Any]]:
-    from core.caveats import of_result
+    from core.foundation.caveats import of_result
 
     return of_result(result) if result is not None else []
 

@@ -1,4 +1,4 @@
-"""Drawing a :class:`core.compare.Comparison`: the utility–privacy plane (one curve per defense,
+"""Drawing a :class:`core.runs.compare.Comparison`: the utility–privacy plane (one curve per defense,
 seeds as error bars, the Pareto front, chance and the no-defense point), the equal-privacy table
 as a frame, and standalone exports (HTML figure, CSV table). Pure presentation: every number
 comes from the Comparison.
@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from core.parts import is_baseline
+from core.foundation.parts import is_baseline
 from dashboard.components._format import display_name
 
 PALETTE = qualitative.Plotly + qualitative.D3

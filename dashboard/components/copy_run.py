@@ -1,5 +1,5 @@
 """"Copy this run as YAML / as a CLI command": the exact config of a run in a form that the
-command line (``privlab run``) and notebooks (``core.config.parse_config``) take back.
+command line (``privlab run``) and notebooks (``core.config.schema.parse_config``) take back.
 
 The YAML is ``yaml.safe_dump`` of the validated config (every default filled in), so
 ``parse_config(yaml.safe_load(text))`` gives the same config. The CLI forms are
@@ -31,8 +31,8 @@ def config_mapping(config: Any) -> tuple[dict[str, Any], list[str], bool]:
     migrated mapping as it is and ``valid=False``."""
     from pydantic import BaseModel
 
-    from core.config import ConfigError, parse_config
-    from core.migrations import migrate
+    from core.config.migrations import migrate
+    from core.config.schema import ConfigError, parse_config
 
     if isinstance(config, BaseModel):
         return config.model_dump(mode="json"), [], True
@@ -84,7 +84,7 @@ def overrides(base: dict[str, Any], target: dict[str, Any], prefix: str = "") ->
 
 @lru_cache(maxsize=32)
 def _example(path: str, mtime: float) -> dict[str, Any] | None:
-    from core.config import ConfigError, parse_config
+    from core.config.schema import ConfigError, parse_config
 
     try:
         return parse_config(yaml.safe_load(Path(path).read_text())).model_dump(mode="json")
@@ -108,7 +108,7 @@ def cli_one_liner(config: Any) -> str | None:
     A config model is compared as it is (it is validated already)."""
     from pydantic import BaseModel
 
-    from core.config import ConfigError, load_config, parse_config
+    from core.config.schema import ConfigError, load_config, parse_config
 
     mapping, _, valid = config_mapping(config)
     if not valid:
@@ -161,7 +161,7 @@ def copy_run(config: Any, *, title: str = "Copy this run as YAML / as a CLI comm
     _, notes, valid, name, text, one = _texts(config)
     with st.expander(title, expanded=expanded, icon=":material/content_copy:"):
         st.caption(f"The config as YAML (every default filled in). Save it as `{name}`; "
-                   "`core.config.parse_config(yaml.safe_load(text))` reads it back in a notebook.")
+                   "`core.config.schema.parse_config(yaml.safe_load(text))` reads it back in a notebook.")
         st.code(text, language="yaml")
         st.caption("Run it from the command line (same results as here when "
                    "`PRIVLAB_CACHE_DIR` points at the same store):")

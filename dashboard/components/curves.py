@@ -23,7 +23,7 @@ def round_curves(result: Any, *, key: str, title: str | None = "Per round") -> b
         st.subheader(title)
     x = curves["round"]
     g1, g2 = st.columns(2)
-    # legends read display names (core.metric_schema), never raw keys
+    # legends read display names (core.foundation.metric_schema), never raw keys
     losses = {short_name(n): curves[n] for n in LOSSES if n in curves}
     accs = {short_name(n): curves[n] for n in SCORES if n in curves}
     if losses:

@@ -1,4 +1,4 @@
-"""Per-record exposure on the pages (:mod:`core.exposure`): a run's most exposed records as
+"""Per-record exposure on the pages (:mod:`core.report.exposure`): a run's most exposed records as
 pictures (image data) or table rows (tabular), with the sentence the engine writes from the
 numbers (:func:`exposure_ui`); on Compare, the overlap of the defenses' most exposed records
 at one grid position and seed, a Jaccard heatmap and the records every defense leaves exposed
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.exposure import (
+from core.report.exposure import (
     ExposureOverlap,
     RecordExposure,
     comparison_points,
@@ -90,7 +90,7 @@ def overlap_ui(comparison, position: int | None = None, *, key: str = "cmp_expos
     points at grid ``position`` (the Compare page's scrub slider) and one seed, their Jaccard
     heatmap and the records exposed under every defense. Nothing for a family that keeps no
     per-record scores."""
-    from core.parts import FAMILIES
+    from core.foundation.parts import FAMILIES
 
     family = comparison.spec.family
     if family not in FAMILIES or FAMILIES.get(family).exposure is None:

@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from cache.export import flatten
-from core import metric_schema as S
+from core.foundation import metric_schema as S
 from dashboard.components._format import display_name
 
 _MISSING = "—"
@@ -74,7 +74,7 @@ def metric_rows(names: list[str], a, b) -> list[dict[str, Any]]:
 
 def knob_names(names: list[str]) -> list[str]:
     """The names among ``names`` that are a defense's knob or budget (λ, κ, ε, σ, ...: the
-    headline budgets of :data:`core.metric_schema.HEADLINES`), not a result to compare."""
+    headline budgets of :data:`core.foundation.metric_schema.HEADLINES`), not a result to compare."""
     budgets = set()
     for head in S.HEADLINES.values():
         b = head.budget

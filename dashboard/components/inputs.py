@@ -6,10 +6,10 @@ text box whose text is parsed as typed:
 
 - a valid entry is the value (``st.session_state[key]``, an int for an integer field);
 - an empty, non-numeric, non-finite or out-of-range entry shows the one-line range message of
-  :mod:`core.checks` under the box, sets ``st.session_state[key]`` to None and is collected for
+  :mod:`core.foundation.checks` under the box, sets ``st.session_state[key]`` to None and is collected for
   :func:`inputs_ok`: a page draws Run disabled and starts nothing (:func:`stop_if_invalid`).
 
-Ranges come from the config's own pydantic constraints (:func:`core.checks.field_range`), so a
+Ranges come from the config's own pydantic constraints (:func:`core.foundation.checks.field_range`), so a
 form never copies a range. ``st.session_state[key]`` stays the number other code reads and
 writes (presets, "copy settings from a run"): a value written there from outside replaces the
 text on the next rerun.
@@ -22,7 +22,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.checks import field_range, range_error, range_text
+from core.foundation.checks import field_range, range_error, range_text
 
 __all__ = ["RANGES", "blocked_reason", "input_errors", "inputs_ok", "number_ui", "parse_number",
            "report_problem", "stop_if_invalid", "text_key"]
@@ -152,7 +152,7 @@ def number_ui(label: str, *, key: str, default: float,
     non-numeric or out-of-range entry.
 
     ``field = (Model, "name")`` takes the range and integer-ness from the config model
-    (:func:`core.checks.field_range`); ``lo`` / ``hi`` / ``lo_open`` / ``hi_open`` /
+    (:func:`core.foundation.checks.field_range`); ``lo`` / ``hi`` / ``lo_open`` / ``hi_open`` /
     ``integer`` given explicitly replace them (for a page-only number with no config field).
     ``zero`` also allows 0 with that meaning (``"all rows"``). ``name`` is the field's name in
     the message (default: the label)."""

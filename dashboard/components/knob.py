@@ -1,10 +1,10 @@
 """The one knob widget: a defense's privacy knob drawn from its registered part
-(:class:`core.parts.Knob`) alone — symbol and label, range, linear or log scale, which way is
+(:class:`core.foundation.parts.Knob`) alone — symbol and label, range, linear or log scale, which way is
 more private, and the part's description as help. Pages never copy a knob's range, positions
 or grids; they read them here or from the part (``knob.teaching_grid()``).
 
 A linear knob is a slider over [low, high] with the knob's step; a log knob (or one with
-registered positions) a select slider over :meth:`core.parts.Knob.positions`. The value in
+registered positions) a select slider over :meth:`core.foundation.parts.Knob.positions`. The value in
 ``st.session_state[key]`` is snapped to the nearest position first, so a value set by a preset,
 another page or an older session never breaks the widget.
 """
@@ -17,12 +17,12 @@ from typing import Any
 
 import streamlit as st
 
-from core.parts import DEFENSES, DefensePart, Knob
+from core.foundation.parts import DEFENSES, DefensePart, Knob
 
 
 def knob_of(part_name: str, family: str | None = None, dim: int | None = None) -> Knob:
     """The part's knob as ``family``'s page shows it, for data of dimension ``dim`` when its
-    range is per dimension (:meth:`core.parts.Knob.for_dim`); ValueError for a part without
+    range is per dimension (:meth:`core.foundation.parts.Knob.for_dim`); ValueError for a part without
     one."""
     knob = DEFENSES.get(part_name).knob
     if knob is None:

@@ -1,5 +1,5 @@
-"""A page's lesson, measured: the sentences :func:`core.teaching.lesson_from` makes from the
-page's figures (:func:`core.teaching.figures`, read from its stored teaching sweep), the table
+"""A page's lesson, measured: the sentences :func:`core.report.teaching.lesson_from` makes from the
+page's figures (:func:`core.report.teaching.figures`, read from its stored teaching sweep), the table
 of those figures (every number of a sentence is one of them), and a "Run the teaching sweep"
 button that queues the sweep (and its reference runs) as one job of the shared queue, with
 progress and cancel
@@ -17,7 +17,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.teaching import (
+from core.report.teaching import (
     Lesson,
     TeachingSweep,
     compare_figures,
@@ -51,7 +51,7 @@ def _sentences(les: Lesson) -> None:
 
 def figures_table(rows: list[dict[str, str]]) -> None:
     """The figures the lesson's sentences read, as a table (the same values, the same format:
-    :meth:`core.teaching.Figures.rows`)."""
+    :meth:`core.report.teaching.Figures.rows`)."""
     import pandas as pd
 
     from dashboard.components._format import titled

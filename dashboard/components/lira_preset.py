@@ -1,4 +1,4 @@
-"""The LiRA reference preset on the Membership page (:mod:`core.lira_reference`): the setting,
+"""The LiRA reference preset on the Membership page (:mod:`core.attacks.lira_reference`): the setting,
 its estimated cost here and on a GPU, the published figures beside ours once a run is stored,
 and its own Run button where CIFAR-10 is present (the one-line refusal where it is not)."""
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import streamlit as st
 
-from core import lira_reference as L
-from core.model_costs import format_count, format_duration
-from core.parts import ARCHITECTURES, attack_titles
+from core.attacks import lira_reference as L
+from core.foundation.parts import ARCHITECTURES, attack_titles
+from core.models.costs import format_count, format_duration
 
 __all__ = ["comparison_table", "lira_reference_panel"]
 

@@ -39,7 +39,7 @@ def notes(result: Any) -> None:
 
 def kind_title(kind: str) -> str:
     """An experiment kind in words: its attack family's title where one is registered."""
-    from core.parts import FAMILIES
+    from core.foundation.parts import FAMILIES
 
     return FAMILIES.get(kind).title if kind in FAMILIES else kind.replace("_", " ")
 

@@ -1,5 +1,5 @@
 """The "Paper check" section: each paper's claims beside ours, with a verdict decided by the
-95 % interval of the compared difference at the largest scale measured (:mod:`core.papers`).
+95 % interval of the compared difference at the largest scale measured (:mod:`core.paper_check.papers`).
 
 Reads only stored benchmark files (no run). The table keeps five short columns whose cells
 wrap, so that it fits a 1280 px window (the paper-architecture column among them, with a
@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core import paper_arch, papers
+from core.paper_check import arch as paper_arch
+from core.paper_check import papers
 
 ESTIMATE_MARK = "estimate · "
 COLUMNS = ("verdict", "claim", "ours (largest scale measured)", "with the paper's architecture",

@@ -1,10 +1,10 @@
 """The one control builder: a defense's controls drawn from its declaration alone
-(:class:`core.parts.DefensePart`), so a defense registered in :mod:`core.catalog` gets its
+(:class:`core.foundation.parts.DefensePart`), so a defense registered in :mod:`core.catalog` gets its
 controls on its family's page with no page edit.
 
 - the knob: :func:`dashboard.components.knob.knob_ui` from ``part.knob`` (a slider, or a
-  select slider over :meth:`core.parts.Knob.positions`);
-- each declared :class:`core.parts.Control` for the family, from the block's field: a
+  select slider over :meth:`core.foundation.parts.Knob.positions`);
+- each declared :class:`core.foundation.parts.Control` for the family, from the block's field: a
   ``Literal`` a select box (a segmented control when the control says so), a ``bool`` a
   checkbox, a bounded number a number box with the field's own range
   (:func:`dashboard.components.inputs.number_ui`).
@@ -21,7 +21,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.parts import DEFENSES, Control, DefensePart
+from core.foundation.parts import DEFENSES, Control, DefensePart
 from dashboard.components.inputs import number_ui
 from dashboard.components.knob import knob_ui
 
@@ -93,14 +93,14 @@ def defense_block_ui(family: str, defense: str, *, key: Callable[[str], str],
 
 
 # ---------------------------------------------------------------------------------------------
-# the architecture a run trains (core.parts.ARCHITECTURES), its cost shown before Run
+# the architecture a run trains (core.foundation.parts.ARCHITECTURES), its cost shown before Run
 
 
 def _arch_titled(text: str, kind: str | None = None) -> str:
     """``text`` with registered names replaced by titles (parts, kinds and architectures)."""
     import re
 
-    from core.parts import ARCHITECTURES
+    from core.foundation.parts import ARCHITECTURES
     from dashboard.components._format import titled
 
     # architectures first: a defense may share an architecture's name (Inf2Guard's DRA)
@@ -122,7 +122,7 @@ def _reason(text: str, kind: str) -> str:
 
 def _data_facts(config: Mapping[str, Any]) -> tuple[tuple[int, ...], int, int] | None:
     """(input shape, classes, train rows) of the config's data set; None when it cannot load."""
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
 
     try:
@@ -146,9 +146,9 @@ def _on_gpu() -> bool:
 def cost_text(config: Mapping[str, Any], arch: str, width: float,
               facts: tuple[tuple[int, ...], int, int]) -> str:
     """The line under the architecture control: parameters, forward FLOPs and the estimated
-    training time of this run here and on a GPU (:mod:`core.model_costs`)."""
-    from core.model_costs import arch_cost, format_count, format_duration, image_passes
-    from core.parts import architecture
+    training time of this run here and on a GPU (:mod:`core.models.costs`)."""
+    from core.foundation.parts import architecture
+    from core.models.costs import arch_cost, format_count, format_duration, image_passes
 
     shape, classes, n_train = facts
     passes = image_passes(config, n_train)
@@ -172,15 +172,15 @@ def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
                     where: Any = None) -> dict[str, Any]:
     """The "Architecture" select (titles) and width multiplier of a page whose ``kind`` trains
     a registered architecture (``model: {arch, width}``), offering those the config takes on
-    its data (:func:`core.model_costs.architecture_choices`; the others listed with their
+    its data (:func:`core.models.costs.architecture_choices`; the others listed with their
     one-line reason) and the run's cost before Run. Widget keys ``<key>_arch`` /
     ``<key>_width``. Returns ``config`` with ``model`` set where it is not the default (the
     default model leaves the config, and so its stored runs, as they were); ``config``
     unchanged for a kind without a ``model`` block or where only the default fits for a
     reason other than the data."""
-    from core.config import ModelSpec
-    from core.model_costs import architecture_choices, model_field
-    from core.parts import ARCHITECTURES, architecture
+    from core.config.schema import ModelSpec
+    from core.foundation.parts import ARCHITECTURES, architecture
+    from core.models.costs import architecture_choices, model_field
 
     if not model_field(kind):
         return dict(config)

@@ -28,7 +28,7 @@ def report_button(target: Any, *, key: str, store_target: Any | None = None,
     ComparisonSpec; default: the Result's key, the comparison's spec); ``sections``: more
     report sections the page holds (the advisor's answer); ``said_above``: the page already
     shows the recommendation in its own block (Compare's advisor), so none is drawn here."""
-    from core.parts import FAMILIES
+    from core.foundation.parts import FAMILIES
     from core.report import build_report, recommend
 
     if getattr(target, "key", "x") is None:  # a run that was not stored has no report

@@ -41,7 +41,7 @@ UTILITY = {
 def result_caption(result: Any) -> None:
     """One line: cached or computed now, how long it took, the key prefix, the engine; which
     stages came from the stage cache when the run says so."""
-    from core.fingerprint import same_engine
+    from core.foundation.fingerprint import same_engine
 
     secs = result.timings.get("total_s", result.metrics.get("seconds_total"))
     took = f"{secs:.1f} s" if secs is not None else "n/a"

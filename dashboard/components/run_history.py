@@ -2,7 +2,7 @@
 defense and its knob, the kind's headline metrics). The History page lists every run this way
 and each page's tail (:func:`dashboard.components.page_tail.page_tail`) the latest of its kind.
 
-Stored configs of an older shape are migrated (:func:`core.migrations.migrate`) first; runs of
+Stored configs of an older shape are migrated (:func:`core.config.migrations.migrate`) first; runs of
 an older engine are marked, not hidden.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.fingerprint import same_engine
-from core.metric_schema import HEADLINES
-from core.migrations import RENAMED_KINDS, migrate
-from core.parts import DEFENSES
+from core.config.migrations import RENAMED_KINDS, migrate
+from core.foundation.fingerprint import same_engine
+from core.foundation.metric_schema import HEADLINES
+from core.foundation.parts import DEFENSES
 from dashboard.components._format import display_name, format_value
 
 OLDER = "older engine"
@@ -64,7 +64,7 @@ def setting(kind: str, cfg: dict) -> str:
         base = cfg.get("base", {})
         grid = cfg.get("grid", {})
         what = ", ".join(f"{p} ({len(v)})" for p, v in grid.items()) or "seeds only"
-        from core.parts import FAMILIES
+        from core.foundation.parts import FAMILIES
 
         bk = current_kind(str(base.get("kind", "?")))
         bk = FAMILIES.get(bk).title if bk in FAMILIES else bk

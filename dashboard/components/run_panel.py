@@ -82,7 +82,7 @@ def run_panel(config: Mapping[str, Any], *, kind: str, page: str, key: str, titl
     """Draw the page's run section (see the module docstring); returns its :class:`PageRun`.
 
     ``kind``: the experiment kind (the closing section's history); ``page``: the lesson's page
-    name (:mod:`core.teaching`); ``key``: the page's widget-key prefix; ``title``: the page's
+    name (:mod:`core.report.teaching`); ``key``: the page's widget-key prefix; ``title``: the page's
     name in messages; ``label``: the job's label (a text or a function of the run)."""
     from dashboard.widgets import run_with_progress, running_jobs_panel, validate
 

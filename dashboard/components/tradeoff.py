@@ -106,7 +106,7 @@ def tradeoff_plot(points: Sequence[Any], *, current: float | None,
                   config: Mapping[str, Any] | None = None, where: Any = None,
                   dim: int | None = None, current_series: str | None = None,
                   **figure_kw: Any) -> None:
-    """Draw :class:`core.tradeoff.TradeoffPoint` s (plot key ``{key}_tradeoff``) into
+    """Draw :class:`core.report.tradeoff.TradeoffPoint` s (plot key ``{key}_tradeoff``) into
     ``where`` (default: the page).
 
     ``undefended`` is ``(utility, attack)`` of the same settings with no defense, or None when

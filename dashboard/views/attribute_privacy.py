@@ -2,9 +2,9 @@
 
 ``controls()`` turns the widgets into a config mapping (small ``*_ui()`` functions, each
 returning its values); the rest is component calls on the stored ``attribute_privacy`` Result.
-The defenses, their knobs and the attackers come from :mod:`core.parts`; the strongest
+The defenses, their knobs and the attackers come from :mod:`core.foundation.parts`; the strongest
 attacker, Theorem 1's threshold and the nearest cached knob value come from the Result and
-:mod:`core.tradeoff`. A λ sweep stores one Result per grid point, so moving the λ slider
+:mod:`core.report.tradeoff`. A λ sweep stores one Result per grid point, so moving the λ slider
 afterwards shows the nearest cached point at once.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 
 import streamlit as st
 
-from core.config import AttributePrivacyConfig, DataSpec, FedAvgSpec
-from core.metric_schema import HEADLINES
-from core.metric_schema import get as metric_spec
-from core.parts import (
+from core.config.schema import AttributePrivacyConfig, DataSpec, FedAvgSpec
+from core.foundation.metric_schema import HEADLINES
+from core.foundation.metric_schema import get as metric_spec
+from core.foundation.parts import (
     DEFENSES,
     attack_by_config_name,
     attack_titles,
@@ -27,7 +27,7 @@ from core.parts import (
     config_names,
     is_baseline,
 )
-from core.tradeoff import nearest_point, tradeoff_points
+from core.report.tradeoff import nearest_point, tradeoff_points
 from dashboard import state
 from dashboard.components import (
     attack_table,
@@ -169,7 +169,7 @@ def defense_knob_ui(defense: str) -> dict[str, Any]:
 
 def params_ui(defense: str) -> dict[str, Any]:
     """The defense block's other fields its part declares for this page
-    (:attr:`core.parts.PageSpec.controls`), in a row of columns."""
+    (:attr:`core.foundation.parts.PageSpec.controls`), in a row of columns."""
     return controls_ui(KIND, defense, key=lambda f: field_key(defense, f))
 
 
@@ -258,7 +258,7 @@ def controls() -> dict[str, Any]:
 
 
 def sweep_config(config: dict[str, Any], field: str, grid: tuple[float, ...]) -> dict[str, Any]:
-    """The knob's sweep (kind sweep, core.sweeps) over the page's config: serial, since the
+    """The knob's sweep (kind sweep, core.config.sweeps) over the page's config: serial, since the
     dashboard's job runs it in a background thread; each point is stored under its own key."""
     return {"kind": "sweep", "base": config, "grid": {f"defense.{field}": [float(g) for g in grid]},
             "seeds": [config.get("seed", 0)], "executor": "serial"}

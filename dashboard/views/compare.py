@@ -1,8 +1,8 @@
 """Compare: every defense that applies to an attack family on one utility–privacy plane.
 
-``controls()`` turns the widgets into a :class:`core.compare.ComparisonSpec` (a preset, or a
+``controls()`` turns the widgets into a :class:`core.runs.compare.ComparisonSpec` (a preset, or a
 family, data set, utility and privacy metric, defenses and their knob grids, seeds); the
-engine (:mod:`core.compare`) builds one sweep per defense; a comparison whose points are all
+engine (:mod:`core.runs.compare`) builds one sweep per defense; a comparison whose points are all
 stored is read at once, otherwise ``run_comparison`` runs as one job of the shared queue
 (progress, cancel) and submits the missing points to the process's local pool (started in the
 background when the server starts: :func:`core.runs.pool.prewarm_in_background`), storing
@@ -19,12 +19,12 @@ from typing import Any
 
 import streamlit as st
 
-from core import compare as C
-from core import metric_schema as S
-from core.advisor import Advice
-from core.config import cache_key, parse_config
-from core.experiments import RUNNERS
-from core.parts import DEFENSES, is_baseline
+from core.config.schema import cache_key, parse_config
+from core.foundation import metric_schema as S
+from core.foundation.parts import DEFENSES, is_baseline
+from core.report.advisor import Advice
+from core.runs import compare as C
+from core.runs.experiments import RUNNERS
 from dashboard import state
 from dashboard.components._format import display_name
 from dashboard.components.advisor import advice_sections, advisor_ui, highlights, last_advice
@@ -47,7 +47,7 @@ from dashboard.widgets import get_store, run_job_with_progress, running_jobs_pan
 
 def _family_title(family: str) -> str:
     """An attack family by its registered title (its name is an identifier)."""
-    from core.parts import FAMILIES
+    from core.foundation.parts import FAMILIES
 
     return FAMILIES.get(family).title if family in FAMILIES else family
 
@@ -83,7 +83,7 @@ def fixed_point_key(defense: str, i: int) -> str:
 
 
 def fixed_points() -> dict[C.DefenseSpec, str]:
-    """Every registered fixed point (:class:`core.parts.FixedPoint`) as a spec -> its
+    """Every registered fixed point (:class:`core.foundation.parts.FixedPoint`) as a spec -> its
     checkbox's key."""
     return {spec: fixed_point_key(n, i) for n in DEFENSES.names()
             for i, spec in enumerate(C.fixed_point_specs(n))}
@@ -229,7 +229,7 @@ def controls() -> C.ComparisonSpec | None:
 def _architecture(family: str, data: str) -> dict[str, Any] | None:
     """The network every point trains (the pages' architecture control, with its cost per
     point); None for the family's default, so that the presets' points keep their keys."""
-    from core.config import ModelSpec
+    from core.config.schema import ModelSpec
 
     cfg = C.family_defaults(family)
     cfg["data"] = {**(cfg.get("data") or {}), "name": data}
@@ -256,7 +256,7 @@ def _datasets(family: str) -> list[str]:
 def _comparison(_spec: C.ComparisonSpec, keys: tuple[str, ...], metrics: tuple[str, str]
                 ) -> C.Comparison:
     """The comparison read from the store once per set of sweeps (``keys``) and pair of
-    metrics, when every point is stored (:class:`core.compare.MissingPoints` otherwise, which
+    metrics, when every point is stored (:class:`core.runs.compare.MissingPoints` otherwise, which
     is not cached): scrubbing the slider or switching tables reruns the page without touching
     the store."""
     return C.read_comparison(_spec, get_store(), imported=True)

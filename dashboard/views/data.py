@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.config import ConfigError, parse_config
+from core.config.schema import ConfigError, parse_config
 from core.data import DataError, load_dataset
 from dashboard import state
 from dashboard.components import page_tail, result_caption

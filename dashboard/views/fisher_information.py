@@ -20,8 +20,8 @@ import numpy as np
 import streamlit as st
 
 from core.catalog.fil_output_perturbation import FilOutputPerturbation
-from core.config import FilAttackSpec, FilDataSpec, IRFILSpec
-from core.parts import ATTACKS, attack_titles, attacks_for, config_names
+from core.config.schema import FilAttackSpec, FilDataSpec, IRFILSpec
+from core.foundation.parts import ATTACKS, attack_titles, attacks_for, config_names
 from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
 from dashboard.components import result_caption, threat_card_lines
@@ -55,7 +55,7 @@ NOISE_MODES = {"eta": "target η", "sigma": "σ", "dp": "(ε, δ)"}
 L2_GRID = [0.0, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0]
 SIGMA_GRID = [float(f"{v:.2g}") for v in np.logspace(-5, 2, 29)]
 EPS_GRID = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
-#: config name -> the attack's one title (core.parts)
+#: config name -> the attack's one title (core.foundation.parts)
 ATTACK_TITLES = attack_titles(KIND)
 #: the no-model baseline attack (its accuracy is the line every attack must beat)
 PRIOR = next(a.key for a in attacks_for(KIND) if a.role == "baseline")
@@ -202,7 +202,7 @@ def live_numbers(cfg, base) -> dict[str, Any]:
 
 def numbers_section(cfg, live: dict[str, Any], run: Any = None) -> None:
     """The closed-form numbers at the page's σ; ``run`` (the stored Result) carries the
-    caveats flagged on them (core.caveats)."""
+    caveats flagged on them (core.foundation.caveats)."""
     c = st.columns(6)
     c[0].metric("σ", f"{live['sigma']:.3g}", help=live["how"])
     c[1].metric(f"η ({cfg.granularity}, worst)", f"{live['fil_eta']:.3g}",

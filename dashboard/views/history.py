@@ -4,7 +4,7 @@ defense and date; inspect, copy, delete, export (CSV / JSON); put two runs side 
 
 Runs of an older engine (another ``engine_version``: version or source fingerprint) are shown
 and marked, not hidden; stored configs of an older shape (``kind: tappfl`` with a defense
-string) are migrated (:func:`core.migrations.migrate`) before they are summarised.
+string) are migrated (:func:`core.config.migrations.migrate`) before they are summarised.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pandas as pd
 import streamlit as st
 
 from cache.export import write_table
-from core.fingerprint import same_engine
-from core.migrations import migrate
+from core.config.migrations import migrate
+from core.foundation.fingerprint import same_engine
 from dashboard.components import copy_run, metrics_frame
 from dashboard.components.bundle_button import add_origin_column, bundle_button, origin_caption
 from dashboard.components.bundle_import import import_ui, read_run, recompute_ui

@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.caveats import FEW_FALSE_POSITIVES, REGISTRY
-from core.config import MembershipAttackSpec, MembershipTrainSpec
+from core.config.schema import MembershipAttackSpec, MembershipTrainSpec
+from core.foundation.caveats import FEW_FALSE_POSITIVES, REGISTRY
 
-#: the flag of a rate read off too few non-members (core.caveats)
+#: the flag of a rate read off too few non-members (core.foundation.caveats)
 FEW_LABEL = REGISTRY["tpr_0p1pct_few_negatives"].label
-from core.metric_schema import HEADLINES
-from core.parts import DEFENSES, attack_titles, attacks_for, defenses_for
-from core.tradeoff import tradeoff_points
+from core.foundation.metric_schema import HEADLINES
+from core.foundation.parts import DEFENSES, attack_titles, attacks_for, defenses_for
+from core.report.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import result_caption, threat_card_lines
 from dashboard.components._figures import figure
@@ -46,7 +46,7 @@ KIND = "membership"
 #: test rows embedded (t-SNE) for the release's projection panel
 PROJECTION_POINTS = 300
 DATASETS = ["mnist5k", "digits", "faces", "adult"]
-#: config name -> the attack's one title (core.parts)
+#: config name -> the attack's one title (core.foundation.parts)
 TITLES = attack_titles(KIND)
 #: widget keys of the defenses' knobs (returning users and tests rely on them); a defense
 #: registered later gets mi_<defense>
@@ -55,7 +55,7 @@ KNOB_KEYS = {"inf2guard": "mi_lambda", "dp_sgd": "mi_eps", "channel": "mi_kappa"
 
 #: the page's defaults, one place (the number boxes read theirs from here); 150 members
 #: trained 300 epochs overfit enough that the undefended attack is a visible threat
-#: (core.teaching's membership default is the same config)
+#: (core.report.teaching's membership default is the same config)
 DEFAULTS = {"mi_defense": "none", "mi_lambda": 0.5, "mi_eps": 8.0, "mi_kappa": 80.0,
             "mi_members": 150, "mi_epochs": 300, "mi_shadows": 8, "mi_refs": 2, "mi_targets": 8,
             "mi_attackers": ["loss", "lira_offline", "lira_online", "rmia"]}
@@ -134,8 +134,8 @@ def attack_ui(defense: str) -> dict[str, Any]:
 
 def pre_run_text(config: dict[str, Any], runs: list[tuple[dict, float]] = ()) -> str:
     """The pre-run box, from the config itself: data set, members, shadows, targets pooled,
-    and the estimated time (:mod:`core.costs`, saying what it is based on)."""
-    from core.costs import estimate, format_seconds
+    and the estimated time (:mod:`core.foundation.costs`, saying what it is based on)."""
+    from core.foundation.costs import estimate, format_seconds
 
     tr, at = config["train"], config["attack"]
     what = (f"{config['data']['name']}, {tr['members']:,} members, {tr['epochs']} epochs, "
@@ -155,7 +155,7 @@ def pre_run_info(run) -> None:
 
 def stored_timings() -> list[tuple[dict, float]]:
     """(config, seconds) of the stored membership runs of the current engine (the cost fit)."""
-    from core.fingerprint import same_engine
+    from core.foundation.fingerprint import same_engine
     from dashboard.widgets import get_store
 
     try:

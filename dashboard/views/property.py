@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.config import PropertySubsetSpec, PropertyTrainSpec
-from core.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
-from core.tradeoff import tradeoff_points
+from core.config.schema import PropertySubsetSpec, PropertyTrainSpec
+from core.foundation.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
+from core.report.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import projection_pair, result_caption
 from dashboard.components._figures import figure
@@ -236,7 +236,7 @@ def bound_section(result) -> None:
     c[3].metric(f"measured best attack {flag_for(result, 'property_acc_best')}".strip(),
                 fmt(metric(result, "property_acc_best")),
                 help=f"{TITLES.get(result.info.get('best_attacker'), 'n/a')}")
-    # each caveat once, under the tiles it flags (core.caveats builds the sentences)
+    # each caveat once, under the tiles it flags (core.foundation.caveats builds the sentences)
     for cav in for_metrics(result, ["bound_pia_fano", "bound_pia_fano_exact", "property_acc_best"]):
         (st.caption if cav["key"] == "property_bound_estimate" else st.warning)(sentence(cav))
     st.caption(f"{result.info.get('bound_note', '')}.")

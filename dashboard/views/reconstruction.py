@@ -19,9 +19,9 @@ import numpy as np
 import streamlit as st
 
 from core.catalog.channel import ChannelDefense
-from core.config import ImageTrainSpec, InversionSpecCfg, ModelSpec
-from core.metric_schema import HEADLINES
-from core.parts import (
+from core.config.schema import ImageTrainSpec, InversionSpecCfg, ModelSpec
+from core.foundation.metric_schema import HEADLINES
+from core.foundation.parts import (
     ARCHITECTURES,
     ATTACKS,
     DEFENSES,
@@ -30,7 +30,7 @@ from core.parts import (
     attacks_for,
     config_names,
 )
-from core.tradeoff import tradeoff_points
+from core.report.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import deferred, result_caption
 from dashboard.components._figures import figure
@@ -77,7 +77,7 @@ INIT_TEXT = {
 def data_spectrum(name: str, seed: int) -> tuple[Any, tuple[int, int, int]]:
     """The train split's spectrum (the engine's spectrum stage, cached per process)."""
     from core.bounds.channel_readout import image_spectrum
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
 
     ds = load_dataset(DataSpec(name=name), seed)

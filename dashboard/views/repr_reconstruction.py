@@ -17,10 +17,10 @@ import pandas as pd
 import streamlit as st
 
 from core.bounds import reconstruction as B
-from core.config import REPR_ATTACKS, REPR_CHANNELS, ReprAttackSpec, ReprTrainSpec
-from core.metric_schema import HEADLINES
-from core.parts import ATTACKS, attack_titles, config_names
-from core.tradeoff import tradeoff_points
+from core.config.schema import REPR_ATTACKS, REPR_CHANNELS, ReprAttackSpec, ReprTrainSpec
+from core.foundation.metric_schema import HEADLINES
+from core.foundation.parts import ATTACKS, attack_titles, config_names
+from core.report.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import result_caption
 from dashboard.components._figures import figure
@@ -117,7 +117,7 @@ def threat_cards(attackers: list[str]) -> None:
 
 def _data_dim(name: str) -> int:
     """d of the flattened images (the loader is memoised per process)."""
-    from core.config import DataSpec
+    from core.config.schema import DataSpec
     from core.data import load_dataset
 
     return int(load_dataset(DataSpec(name=name), 0).X.shape[1])
