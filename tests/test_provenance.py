@@ -68,14 +68,14 @@ def test_a_stale_file_is_marked_and_a_missing_block_is_counted(tmp_path) -> None
     mark = provenance.origin("tappfl_adult.json", root).mark()
     assert mark == ("made by an older engine on aaaaaaaaaa; refresh with: "
                     "python -m benchmarks tappfl_adult")
-    assert any(mark in t for t, fs in provenance.shown_figures(root) if "tappfl_adult.json" in fs)
+    assert any(mark in t for t, fs in provenance_scan.shown_figures(root) if "tappfl_adult.json" in fs)
     # the same file made by the running engine carries no mark
     doc["provenance"]["engine_id"] = engine_id()
     path.write_text(json.dumps(doc) + " ")  # a new version of the file
     assert provenance.origin("tappfl_adult.json", root).mark() == ""
     del doc["provenance"]
     path.write_text(json.dumps(doc))
-    assert provenance.scan(root)["shown_figures_without_provenance"] >= 1
+    assert provenance_scan.scan(root)["shown_figures_without_provenance"] >= 1
 
 
 def test_the_cost_caption_says_where_its_rate_was_measured() -> None:
