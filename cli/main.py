@@ -840,14 +840,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="privlab: utility-privacy tradeoff lab (engine CLI)")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _cache_dir(sp: argparse.ArgumentParser) -> None:
+    """The ``--cache-dir`` option every store command takes."""
+    sp.add_argument("--cache-dir", metavar="DIR", default=None,
+                    help="result store directory (default: $PRIVLAB_CACHE_DIR or the user cache dir)")
 
-    def cache_dir(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--cache-dir", metavar="DIR", default=None,
-                        help="result store directory (default: $PRIVLAB_CACHE_DIR or the user cache dir)")
 
+def _add_run_commands(sub: Any) -> None:
+    """``run`` and ``sweep``: compute configs (or fetch them from the store)."""
     sp = sub.add_parser("run", help="run a config (or fetch its result from the cache)")
     sp.add_argument("config", metavar="CONFIG", help="YAML or JSON config file")
     sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -856,7 +856,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-cache", action="store_true", help="compute afresh; neither read nor write the store")
     sp.add_argument("--progress", choices=["auto", "bar", "lines", "off"], default="auto",
                     help="progress on stderr: auto = a bar on a terminal, nothing otherwise")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("sweep", help="run a sweep config's missing points; print one row per point")
@@ -872,25 +872,29 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="print {key, metrics, columns, rows} as JSON")
     sp.add_argument("--progress", choices=["auto", "bar", "lines", "off"], default="auto",
                     help="progress on stderr: auto = a bar on a terminal, nothing otherwise")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_sweep)
 
+
+def _add_store_commands(sub: Any) -> None:
+    """The stored runs: ``list``, ``show``, ``delete``, ``export``, ``bundle``, ``import``,
+    ``report``."""
     sp = sub.add_parser("list", help="stored runs, newest first")
     sp.add_argument("--kind", default=None, help="only runs of this kind")
     sp.add_argument("--limit", type=int, default=None, help="at most N runs")
     sp.add_argument("--json", action="store_true")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_list)
 
     sp = sub.add_parser("show", help="one stored run by key or unique key prefix")
     sp.add_argument("key", metavar="KEY")
     sp.add_argument("--json", action="store_true")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_show)
 
     sp = sub.add_parser("delete", help="delete one stored run by key or unique key prefix")
     sp.add_argument("key", metavar="KEY")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_delete)
 
     sp = sub.add_parser("export", help="write all stored runs as a CSV or JSON table")
@@ -900,7 +904,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--kind", default=None, help="only runs of this kind")
     sp.add_argument("--force", action="store_true",
                     help="replace an existing file (a symbolic link is replaced, never followed)")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_export)
 
     sp = sub.add_parser("bundle", help="write a stored run, sweep or comparison as one zip "
@@ -912,7 +916,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-o", "--output", metavar="NAME.zip", required=True)
     sp.add_argument("--no-figures", action="store_true", help="leave the figures out")
     sp.add_argument("--force", action="store_true", help="replace an existing file")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_bundle)
 
     sp = sub.add_parser("import", help="add the runs of a bundle to the store (checksums, "
@@ -921,7 +925,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--read-only", action="store_true",
                     help="accept a bundle of another engine: its runs become read-only history")
     sp.add_argument("--json", action="store_true")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_import)
 
     sp = sub.add_parser("report", help="privacy report of a stored run, sweep or comparison "
@@ -937,9 +941,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--level", type=float, default=0.05,
                     help="release only when the strongest attack's upper 95 %% bound on TPR at "
                          "1 %% FPR is at most this (default 0.05)")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_report)
 
+
+def _add_catalog_commands(sub: Any) -> None:
+    """What privlab offers: ``datasets``, ``parts``, ``papers`` and the user's ``data``."""
     sp = sub.add_parser("datasets", help="the data sets and whether they are available")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_datasets)
@@ -958,7 +965,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="print {headline, rows} as JSON")
     sp.add_argument("--preset", metavar="ID", default=None,
                     help="print a paper-scale preset's config (YAML) for privlab run")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_papers)
 
     sp = sub.add_parser("data", help="your own data sets: add, list, remove")
@@ -988,9 +995,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("name", metavar="NAME")
     a.set_defaults(func=cmd_data_remove)
 
+
+def _add_maintenance_commands(sub: Any) -> None:
+    """The store's upkeep: ``du``, ``gc``, ``verify``."""
     sp = sub.add_parser("du", help="store size by kind, stage and engine fingerprint")
     sp.add_argument("--json", action="store_true")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_du)
 
     sp = sub.add_parser("gc", help="remove temporary leftovers, runs of older engines and/or "
@@ -1003,7 +1013,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="temporary leftovers of killed writers older than this go (default 3600)")
     sp.add_argument("--dry-run", action="store_true", help="report what would be removed; remove nothing")
     sp.add_argument("--json", action="store_true")
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_gc)
 
     sp = sub.add_parser("verify", help="check the index, every run and every stage entry")
@@ -1012,8 +1022,17 @@ def build_parser() -> argparse.ArgumentParser:
                          "the runs, a damaged row from its run, corrupt runs and stages removed)")
     sp.add_argument("--json", action="store_true")
     add_recompute(sp)
-    cache_dir(sp)
+    _cache_dir(sp)
     sp.set_defaults(func=cmd_verify)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="privlab: utility-privacy tradeoff lab (engine CLI)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run_commands(sub)
+    _add_store_commands(sub)
+    _add_catalog_commands(sub)
+    _add_maintenance_commands(sub)
     return p
 
 

@@ -278,6 +278,59 @@ def bounds_curve_figure(
     return fig
 
 
+def _add_tradeoff_series(fig: go.Figure, series: dict[str, list], symbol: str) -> None:
+    """One dotted line per series with the attack's 95 % interval as a vertical error bar."""
+    for i, (name, sel) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        has_iv = any(p.attack_lo is not None for p in sel)
+        error_y = None
+        if has_iv:
+            error_y = {"type": "data", "symmetric": False, "thickness": 1, "width": 3,
+                       "array": [0.0 if p.attack_hi is None else max(p.attack_hi - p.attack, 0.0)
+                                 for p in sel],
+                       "arrayminus": [0.0 if p.attack_lo is None else max(p.attack - p.attack_lo, 0.0)
+                                      for p in sel]}
+        # knob labels on the first series only (the others share the knob values and would overlap)
+        fig.add_trace(go.Scatter(
+            x=[p.utility for p in sel], y=[p.attack for p in sel],
+            mode="lines+markers+text" if i == 0 else "lines+markers",
+            text=[f"{symbol}={p.knob:g}" for p in sel], textposition="top center", name=name,
+            textfont={"size": 10}, marker={"size": 9, "color": color}, error_y=error_y,
+            line={"dash": "dot", "color": color},
+            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + name + " %{y:.3f}<extra></extra>",
+        ))
+
+
+def _add_current_points(fig: go.Figure, series: dict[str, list], current: float | None,
+                        current_series: str | None, symbol: str) -> None:
+    """The point at the ``current`` knob starred (in ``current_series`` only, when given)."""
+    for i, (name, sel) in enumerate(series.items()):
+        if current_series is not None and name != current_series:
+            continue  # the current setting is a point of one series (e.g. one noise channel)
+        cur = [p for p in sel if current is not None and abs(p.knob - current) < 1e-9]
+        if cur:
+            fig.add_trace(go.Scatter(x=[cur[0].utility], y=[cur[0].attack], mode="markers",
+                                     name=f"current {symbol}={current:g}",
+                                     showlegend=i == 0 or current_series is not None,
+                                     legendgroup="current",
+                                     marker={"size": 18, "color": PALETTE[5], "symbol": "star"}))
+
+
+def _ring_flagged(fig: go.Figure, points: Sequence[object],
+                  flagged: Sequence[tuple[float, str]]) -> None:
+    """The points at the knobs of ``flagged`` ringed grey, their caveat in the hover."""
+    why = dict(flagged)
+    ringed = [p for p in points if any(abs(p.knob - k) < 1e-9 for k in why)]
+    if ringed:
+        labels = [next(v for k, v in why.items() if abs(p.knob - k) < 1e-9) for p in ringed]
+        fig.add_trace(go.Scatter(
+            x=[p.utility for p in ringed], y=[p.attack for p in ringed], mode="markers",
+            name="⚠ " + ", ".join(dict.fromkeys(labels)), text=[f"⚠ {lab}" for lab in labels],
+            marker={"size": 20, "color": "rgba(0,0,0,0)", "symbol": "circle-open",
+                    "line": {"color": "gray", "width": 2}},
+            hovertemplate="%{text}<extra></extra>"))
+
+
 def tradeoff_figure(
     points: Sequence[object],
     *,
@@ -301,45 +354,9 @@ def tradeoff_figure(
     for p in sorted(points, key=lambda p: p.knob):
         series.setdefault(p.series, []).append(p)
     fig = go.Figure()
-    for i, (name, sel) in enumerate(series.items()):
-        color = PALETTE[i % len(PALETTE)]
-        has_iv = any(p.attack_lo is not None for p in sel)
-        error_y = None
-        if has_iv:
-            error_y = {"type": "data", "symmetric": False, "thickness": 1, "width": 3,
-                       "array": [0.0 if p.attack_hi is None else max(p.attack_hi - p.attack, 0.0)
-                                 for p in sel],
-                       "arrayminus": [0.0 if p.attack_lo is None else max(p.attack - p.attack_lo, 0.0)
-                                      for p in sel]}
-        # knob labels on the first series only (the others share the knob values and would overlap)
-        fig.add_trace(go.Scatter(
-            x=[p.utility for p in sel], y=[p.attack for p in sel],
-            mode="lines+markers+text" if i == 0 else "lines+markers",
-            text=[f"{symbol}={p.knob:g}" for p in sel], textposition="top center", name=name,
-            textfont={"size": 10}, marker={"size": 9, "color": color}, error_y=error_y,
-            line={"dash": "dot", "color": color},
-            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + name + " %{y:.3f}<extra></extra>",
-        ))
-    for i, (name, sel) in enumerate(series.items()):
-        if current_series is not None and name != current_series:
-            continue  # the current setting is a point of one series (e.g. one noise channel)
-        cur = [p for p in sel if current is not None and abs(p.knob - current) < 1e-9]
-        if cur:
-            fig.add_trace(go.Scatter(x=[cur[0].utility], y=[cur[0].attack], mode="markers",
-                                     name=f"current {symbol}={current:g}",
-                                     showlegend=i == 0 or current_series is not None,
-                                     legendgroup="current",
-                                     marker={"size": 18, "color": PALETTE[5], "symbol": "star"}))
-    why = dict(flagged)
-    ringed = [p for p in points if any(abs(p.knob - k) < 1e-9 for k in why)]
-    if ringed:
-        labels = [next(v for k, v in why.items() if abs(p.knob - k) < 1e-9) for p in ringed]
-        fig.add_trace(go.Scatter(
-            x=[p.utility for p in ringed], y=[p.attack for p in ringed], mode="markers",
-            name="⚠ " + ", ".join(dict.fromkeys(labels)), text=[f"⚠ {lab}" for lab in labels],
-            marker={"size": 20, "color": "rgba(0,0,0,0)", "symbol": "circle-open",
-                    "line": {"color": "gray", "width": 2}},
-            hovertemplate="%{text}<extra></extra>"))
+    _add_tradeoff_series(fig, series, symbol)
+    _add_current_points(fig, series, current, current_series, symbol)
+    _ring_flagged(fig, points, flagged)
     if undefended is not None:
         fig.add_trace(go.Scatter(
             x=[undefended[0]], y=[undefended[1]], mode="markers+text", name="undefended (no defense)",

@@ -669,8 +669,9 @@ def _attributes_table(data: bytes, path: Path, rel: list[str]) -> tuple[dict[str
     return attrs, values
 
 
-def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
-                    expect: dict[str, Any] | None = None) -> tuple[RawData, dict[str, Any]]:
+def _image_classes(root: Path, size: int, color: str) -> list[tuple[str, list[Path]]]:
+    """The class folders of ``root`` with their image files, after checking the options, that
+    every class has an image and that the decoded set stays under the value cap."""
     if not isinstance(size, int) or not SIZE_RANGE[0] <= size <= SIZE_RANGE[1]:
         raise DataError(str(range_error("size", size, *SIZE_RANGE, integer=True)))
     if color not in COLORS:
@@ -698,9 +699,18 @@ def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
         raise DataError(f"folder {root}: {n:,} images of {channels}x{size}x{size} are "
                         f"{n * channels * size * size:,} values; the cap is {MAX_VALUES:,} "
                         "(choose a smaller size)")
+    return classes
+
+
+def _decode_classes(root: Path, classes: list[tuple[str, list[Path]]], size: int, color: str
+                    ) -> tuple[Any, list[np.ndarray], list[int], list[str], DataError | None,
+                               pixels.DecodeLog]:
+    """Hash every file (class names, paths and bytes) and decode the images until the first
+    that fails: (hash, images, class codes, relative paths, the first decode error, log). The
+    error is held back so that a changed folder is reported before it."""
     h = hashlib.sha256()
     images, y, rel = [], [], []
-    bad: DataError | None = None  # a decode error is raised after the change check
+    bad: DataError | None = None
     log = pixels.DecodeLog()
     for code, (cname, fs) in enumerate(classes):
         h.update(f"class\t{cname}\n".encode())
@@ -715,6 +725,41 @@ def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
                     images.append(pixels.decode(data, f, size, color, MAX_IMAGE_PIXELS, log, r))
                 except DataError as exc:
                     bad = exc
+    return h, images, y, rel, bad, log
+
+
+def _check_class_counts(root: Path, classes: list[tuple[str, list[Path]]]) -> None:
+    """At least 2 classes, each with enough images for every split to see it."""
+    if len(classes) < 2:
+        raise DataError(f"folder {root} has one class folder only ({classes[0][0]!r}); a task "
+                        "needs at least 2")
+    for cname, fs in classes:
+        if len(fs) < cells.MIN_CLASS_ROWS:
+            raise DataError(f"class folder {root / cname} has {len(fs)} image"
+                            f"{'s' if len(fs) != 1 else ''}; allowed: at least "
+                            f"{cells.MIN_CLASS_ROWS} per class (some split would never see it)")
+
+
+def _image_attributes(X: np.ndarray, root: Path, attributes: Path | None,
+                      attr_data: bytes | None, rel: list[str]
+                      ) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+    """The private attributes: the attributes CSV's columns, or 'bright' (mean intensity
+    above the median) without one."""
+    if attributes is not None and attr_data is not None:
+        return _attributes_table(attr_data, attributes, rel)
+    ink = X.mean(axis=1)
+    bright = (ink > np.median(ink)).astype(np.int64)
+    if len(np.unique(bright)) < 2:
+        raise DataError(f"private attribute 'bright' (mean intensity above the median) has "
+                        f"one value only in {root}: the images are equally bright; give "
+                        "an attributes CSV instead")
+    return {"bright": bright}, {"bright": ["dark", "bright"]}
+
+
+def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
+                    expect: dict[str, Any] | None = None) -> tuple[RawData, dict[str, Any]]:
+    classes = _image_classes(root, size, color)
+    h, images, y, rel, bad, log = _decode_classes(root, classes, size, color)
     attr_data = attr_sha = None
     if attributes is not None:
         attr_data = _read_bytes(attributes, "attributes file")
@@ -725,29 +770,13 @@ def _read_image_set(root: Path, size: int, color: str, attributes: Path | None,
         raise _changed(expect, str(root) + (f" or {attributes}" if attributes else ""))
     if bad is not None:
         raise bad
-    if len(classes) < 2:
-        raise DataError(f"folder {root} has one class folder only ({classes[0][0]!r}); a task "
-                        "needs at least 2")
-    for cname, fs in classes:
-        if len(fs) < cells.MIN_CLASS_ROWS:
-            raise DataError(f"class folder {root / cname} has {len(fs)} image"
-                            f"{'s' if len(fs) != 1 else ''}; allowed: at least "
-                            f"{cells.MIN_CLASS_ROWS} per class (some split would never see it)")
+    _check_class_counts(root, classes)
     X = np.stack(images).astype(np.float32) / np.float32(255.0)
     del images
     shape = tuple(int(v) for v in X.shape[1:])
     X = np.ascontiguousarray(X.reshape(len(X), -1), dtype=np.float32)
     y_arr = np.asarray(y, dtype=np.int64)
-    if attributes is not None and attr_data is not None:
-        attrs, values = _attributes_table(attr_data, attributes, rel)
-    else:
-        ink = X.mean(axis=1)
-        bright = (ink > np.median(ink)).astype(np.int64)
-        if len(np.unique(bright)) < 2:
-            raise DataError(f"private attribute 'bright' (mean intensity above the median) has "
-                            f"one value only in {root}: the images are equally bright; give "
-                            "an attributes CSV instead")
-        attrs, values = {"bright": bright}, {"bright": ["dark", "bright"]}
+    attrs, values = _image_attributes(X, root, attributes, attr_data, rel)
     labels = [c for c, _ in classes]
     notes = log.notes(size)
     raw = RawData(X=X, y=y_arr, task_name="class", label_names=labels, attributes=attrs,

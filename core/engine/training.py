@@ -150,6 +150,42 @@ def train_until_plateau(
         patience=patience if va.numel() else None, on_epoch=on_epoch, cancel_check=cancel_check)
 
 
+def _class_weights(class_weight: Literal["balanced"] | None | np.ndarray | list[float],
+                   y_np: np.ndarray, k: int) -> np.ndarray:
+    """The k per-class weights of :func:`train_classifier`'s ``class_weight`` argument."""
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(
+                f"class_weight: got {class_weight!r}; allowed: 'balanced', None, or k weights"
+            )
+        return balanced_class_weights(y_np, k)
+    if class_weight is None:
+        return np.ones(k, dtype=np.float64)
+    w = np.asarray(class_weight, dtype=np.float64)
+    if w.shape != (k,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"class_weight: got shape {w.shape}; expected {k} finite weights >= 0")
+    return w
+
+
+def _held_out_rows(y_np: np.ndarray, val_mask: np.ndarray | None, val_fraction: float,
+                   generator: torch.Generator) -> np.ndarray:
+    """The validation rows of :func:`train_classifier`: ``val_mask`` as given, else a stratified
+    ``val_fraction`` of each class drawn by ``generator`` (n ≥ 20), else none."""
+    check_range("val_fraction", val_fraction, 0, 1, hi_open=True)
+    if val_mask is not None:
+        val = np.asarray(val_mask, dtype=bool)
+        if val.shape != y_np.shape:
+            raise ValueError(f"val_mask: got shape {val.shape}; expected {y_np.shape}")
+        return val
+    val = np.zeros(y_np.size, dtype=bool)
+    if val_fraction > 0 and y_np.size >= 20:
+        perm = torch.randperm(y_np.size, generator=generator).numpy()
+        for c in np.unique(y_np):
+            rows = perm[y_np[perm] == c]
+            val[rows[: round(val_fraction * rows.size)]] = True
+    return val
+
+
 def train_classifier(
     net: nn.Module,
     X: Tensor | np.ndarray,
@@ -198,31 +234,8 @@ def train_classifier(
     net.train(was_training)
     if y_np.size and (y_np.min() < 0 or y_np.max() >= k):
         raise ValueError(f"y: got codes outside 0..{k - 1} (the network has {k} outputs)")
-    if isinstance(class_weight, str):
-        if class_weight != "balanced":
-            raise ValueError(
-                f"class_weight: got {class_weight!r}; allowed: 'balanced', None, or k weights"
-            )
-        w = balanced_class_weights(y_np, k)
-    elif class_weight is None:
-        w = np.ones(k, dtype=np.float64)
-    else:
-        w = np.asarray(class_weight, dtype=np.float64)
-        if w.shape != (k,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValueError(f"class_weight: got shape {w.shape}; expected {k} finite weights >= 0")
-    check_range("val_fraction", val_fraction, 0, 1, hi_open=True)
-    if val_mask is not None:
-        val = np.asarray(val_mask, dtype=bool)
-        if val.shape != y_np.shape:
-            raise ValueError(f"val_mask: got shape {val.shape}; expected {y_np.shape}")
-    elif val_fraction > 0 and y_np.size >= 20:
-        perm = torch.randperm(y_np.size, generator=generator).numpy()
-        val = np.zeros(y_np.size, dtype=bool)
-        for c in np.unique(y_np):
-            rows = perm[y_np[perm] == c]
-            val[rows[: round(val_fraction * rows.size)]] = True
-    else:
-        val = np.zeros(y_np.size, dtype=bool)
+    w = _class_weights(class_weight, y_np, k)
+    val = _held_out_rows(y_np, val_mask, val_fraction, generator)
     weighted = class_weight is not None
     wt = torch.as_tensor(w, dtype=torch.float32, device=dev)
 

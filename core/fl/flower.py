@@ -57,7 +57,7 @@ import torch
 from torch import Tensor
 
 from core.fl.fedavg import aggregate, plan_round, round_stream
-from core.fl.types import FedAvgState, LocalObjective, UploadTransform
+from core.fl.types import FedAvgState, LocalObjective, RoundPlan, UploadTransform
 from core.foundation.progress import Progress
 from core.foundation.registry import Registry
 
@@ -392,6 +392,52 @@ def _check_state(recipe: ObjectiveRecipe, state: FedAvgState) -> LocalObjective:
     return objective
 
 
+def _train_messages(plan: RoundPlan, glob: dict[str, Tensor], setup: dict[str, Any],
+                    node_of: dict[int, int]) -> list:
+    """One ``train`` message per sampled device: Θ and the device's slice of the round plan."""
+    from flwr.app import ConfigRecord, Message, RecordDict
+
+    theta_np = _np_record({n: v.numpy() for n, v in glob.items()})
+    msgs = []
+    for i, d in enumerate(plan.devices):
+        t = int(plan.steps[i])
+        sl = {"index": plan.index[i, :t].numpy(), "count": plan.count[i, :t].numpy(),
+              "roll": plan.roll[i, :t].numpy()}
+        if plan.dropout is not None:
+            sl["dropout"] = plan.dropout[i, :t].numpy()
+        content = RecordDict({
+            "setup": ConfigRecord({**setup, "device": int(d), "size": int(plan.sizes[i])}),
+            "theta": theta_np, "plan": _np_record(sl)})
+        msgs.append(Message(content, dst_node_id=node_of[int(d)], message_type="train"))
+    return msgs
+
+
+def _apply_round(state: FedAvgState, plan: RoundPlan, glob: dict[str, Tensor], ordered: list, *,
+                 upload_transform: UploadTransform | None, collect_private: bool
+                 ) -> dict[str, Tensor]:
+    """Aggregate the devices' replies (in plan order) into ``state.shared`` (FedAvg, with the
+    upload transform), keep their private networks, and return their summed statistics."""
+    thetas = [_from_record(m.content["theta"]) for m in ordered]
+    local = {n: torch.from_numpy(np.stack([t[n] for t in thetas])) for n in glob}
+    sizes = np.array([int(m.content["metrics"]["num-examples"]) for m in ordered])
+    gen = torch.Generator().manual_seed(plan.transform_seed)
+    new = aggregate(glob, local, sizes, upload_transform=upload_transform, generator=gen)
+    with torch.no_grad():
+        for n, p in state.shared.named_parameters():
+            p.copy_(new[n])
+        if collect_private:
+            for d, m in zip(plan.devices, ordered):
+                for key, v in _from_record(m.content["private"]).items():
+                    name, param = key.split("/", 1)
+                    state.private[name][param][int(d)] = torch.from_numpy(np.array(v))
+    totals: dict[str, Tensor] = {}
+    for m in ordered:
+        for n, v in _from_record(m.content["stats"]).items():
+            v = torch.from_numpy(np.array(v))
+            totals[n] = totals[n] + v if n in totals else v
+    return totals
+
+
 def make_server_app(
     recipe: ObjectiveRecipe,
     state: FedAvgState,
@@ -442,39 +488,11 @@ def make_server_app(
                               round=r, fraction_fit=fraction_fit, local_epochs=local_epochs,
                               batch_size=batch_size, dropout=dropout)
             glob = {n: p.detach().clone() for n, p in state.shared.named_parameters()}
-            theta_np = _np_record({n: v.numpy() for n, v in glob.items()})
-            msgs = []
-            for i, d in enumerate(plan.devices):
-                t = int(plan.steps[i])
-                sl = {"index": plan.index[i, :t].numpy(), "count": plan.count[i, :t].numpy(),
-                      "roll": plan.roll[i, :t].numpy()}
-                if plan.dropout is not None:
-                    sl["dropout"] = plan.dropout[i, :t].numpy()
-                content = RecordDict({
-                    "setup": ConfigRecord({**setup, "round": r, "device": int(d),
-                                           "size": int(plan.sizes[i])}),
-                    "theta": theta_np, "plan": _np_record(sl)})
-                msgs.append(Message(content, dst_node_id=node_of[int(d)], message_type="train"))
+            msgs = _train_messages(plan, glob, {**setup, "round": r}, node_of)
             by_node = {m.metadata.src_node_id: m for m in _replies(grid, msgs)}
             ordered = [by_node[node_of[int(d)]] for d in plan.devices]
-            thetas = [_from_record(m.content["theta"]) for m in ordered]
-            local = {n: torch.from_numpy(np.stack([t[n] for t in thetas])) for n in glob}
-            sizes = np.array([int(m.content["metrics"]["num-examples"]) for m in ordered])
-            gen = torch.Generator().manual_seed(plan.transform_seed)
-            new = aggregate(glob, local, sizes, upload_transform=upload_transform, generator=gen)
-            with torch.no_grad():
-                for n, p in state.shared.named_parameters():
-                    p.copy_(new[n])
-                if collect_private:
-                    for d, m in zip(plan.devices, ordered):
-                        for key, v in _from_record(m.content["private"]).items():
-                            name, param = key.split("/", 1)
-                            state.private[name][param][int(d)] = torch.from_numpy(np.array(v))
-            totals: dict[str, Tensor] = {}
-            for m in ordered:
-                for n, v in _from_record(m.content["stats"]).items():
-                    v = torch.from_numpy(np.array(v))
-                    totals[n] = totals[n] + v if n in totals else v
+            totals = _apply_round(state, plan, glob, ordered, upload_transform=upload_transform,
+                                  collect_private=collect_private)
             state.round, state.last_plan = r, plan
             state.rounds_trained[plan.devices] += 1
             metrics = objective.round_metrics(totals)

@@ -28,6 +28,30 @@ TRUST_NEIGHBORS = 5
 TRUST_MAX_POINTS = 1000
 
 
+def _projection_info(cfg: ProjectionConfig, ds: Any, split_rows: int, proj: Any) -> dict[str, Any]:
+    """The run's info: the data set's description, the split and the projection's effective
+    parameters and notes."""
+    params = {k: v for k, v in proj.params.items()}
+    return {
+        "dataset": ds.name,
+        "description": ds.description,
+        "task_name": ds.task_name,
+        "label_names": list(ds.label_names),
+        "attributes": list(ds.attributes),
+        "attribute_values": {k: list(v) for k, v in ds.attribute_values.items()},
+        "default_attribute": ds.default_attribute,
+        "image_shape": list(ds.image_shape) if ds.image_shape is not None else None,
+        "split": cfg.split,
+        "split_rows": split_rows,
+        "method": cfg.method,
+        "params": params,
+        "effective_perplexity": params.get("perplexity"),
+        "effective_n_neighbors": params.get("n_neighbors"),
+        "trustworthiness_neighbors": TRUST_NEIGHBORS,
+        "notes": list(proj.notes),
+    }
+
+
 def run_projection(cfg: ProjectionConfig, progress: Progress, stages: Any = None) -> Result:
     """Load ``cfg.data``, take the ``cfg.split`` rows, project them, score trustworthiness."""
     from core.data import load_dataset
@@ -80,25 +104,7 @@ def run_projection(cfg: ProjectionConfig, progress: Progress, stages: Any = None
     if proj.kl_divergence is not None:
         metrics["kl_divergence"] = proj.kl_divergence
 
-    params = {k: v for k, v in proj.params.items()}
-    info = {
-        "dataset": ds.name,
-        "description": ds.description,
-        "task_name": ds.task_name,
-        "label_names": list(ds.label_names),
-        "attributes": list(ds.attributes),
-        "attribute_values": {k: list(v) for k, v in ds.attribute_values.items()},
-        "default_attribute": ds.default_attribute,
-        "image_shape": list(ds.image_shape) if ds.image_shape is not None else None,
-        "split": cfg.split,
-        "split_rows": len(rows),
-        "method": cfg.method,
-        "params": params,
-        "effective_perplexity": params.get("perplexity"),
-        "effective_n_neighbors": params.get("n_neighbors"),
-        "trustworthiness_neighbors": TRUST_NEIGHBORS,
-        "notes": list(proj.notes),
-    }
+    info = _projection_info(cfg, ds, len(rows), proj)
     progress.update(1.0, f"{cfg.method} projection of {len(index)} points done")
     return Result(
         kind="projection",

@@ -51,20 +51,10 @@ HIGHLIGHT_STYLE = {"chosen": ("diamond", "#2ca02c"), "runner-up": ("diamond", "#
                    "closest": ("x", "crimson"), "to run": ("diamond-open", "#2ca02c")}
 
 
-def comparison_figure(cmp, position: int | None = None, *, height: int = 520,
-                      highlights: Sequence[Highlight] = (),
-                      level: float | None = None) -> go.Figure:
-    """Utility on x, the privacy metric on y (lower = more private), one line per defense
-    through its seed-mean points in knob order with ± one seed standard deviation on both axes;
-    the Pareto front over every point as a dashed line with ringed markers; the no-defense
-    point as a star; chance as a dotted line; ``position``: the grid index the scrub slider
-    marks on every curve (a defense with fewer values marks its last); ``highlights``: points
-    ringed on top, one legend entry each (the advisor's chosen and runner-up settings);
-    ``level``: the advisor's threat level as a dashed line. Curves
-    are told apart by the legend, knob values by the hover (no printed point labels to
-    overlap)."""
-    spec = cmp.spec
-    fig = go.Figure()
+def _add_curves(fig: go.Figure, cmp) -> None:
+    """One line per defense through its seed-mean points (± one seed standard deviation on
+    both axes when there are several seeds); the no-defense point as a star."""
+    privacy = display_name(cmp.spec.privacy)
     # the undefended star last: on top of the curves that start at the same point
     order = [c for c in cmp.curves if not is_baseline(c.defense)] + \
         [c for c in cmp.curves if is_baseline(c.defense)]
@@ -88,8 +78,12 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520,
             line={"color": color, "width": 2},
             error_x={"type": "data", "array": su, "visible": many, "thickness": 1},
             error_y={"type": "data", "array": sa, "visible": many, "thickness": 1},
-            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + display_name(spec.privacy)
+            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + privacy
                           + " %{y:.3f}<extra>" + c.name + "</extra>"))
+
+
+def _add_pareto_front(fig: go.Figure, cmp) -> None:
+    """The Pareto front over every point as a dashed step line with ringed markers."""
     pts = cmp.points()
     front = cmp.pareto()
     fp = sorted((p[2], p[3]) for p, on in zip(pts, front, strict=True) if on)
@@ -100,26 +94,55 @@ def comparison_figure(cmp, position: int | None = None, *, height: int = 520,
             line={"color": "rgba(0,0,0,0.55)", "dash": "dash", "width": 1.5, "shape": "hv"},
             marker={"size": 15, "symbol": "circle-open", "color": "black",
                     "line": {"width": 2}}, hoverinfo="skip"))
-    # the advisor's picks under the scrub marker (the marker stays the last trace)
+
+
+def _add_highlights(fig: go.Figure, highlights: Sequence[Highlight], privacy: str) -> None:
+    """Each highlighted point ringed, one legend entry per point."""
     for h in highlights:
         symbol, color = HIGHLIGHT_STYLE.get(h.role, ("diamond", "black"))
         fig.add_trace(go.Scatter(
             x=[h.x], y=[h.y], mode="markers", name=f"advisor: {h.role}", text=[h.label],
-            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + display_name(spec.privacy)
+            hovertemplate="%{text}<br>utility %{x:.3f}<br>" + privacy
                           + " %{y:.3f}<extra>advisor</extra>",
             marker={"size": 20, "symbol": "diamond-open" if h.interpolated else symbol,
                     "color": color, "line": {"width": 3, "color": color}}))
+
+
+def _add_position(fig: go.Figure, cmp, position: int) -> None:
+    """The scrub slider's grid position marked on every defended curve (a defense with fewer
+    values marks its last)."""
+    xs, ys, labels = [], [], []
+    for c in cmp.defended:
+        j = min(position, len(c.knob) - 1)
+        xs.append(c.utility_mean[j])
+        ys.append(c.leakage_mean[j])
+        labels.append(f"{c.name}: {c.symbol} = {c.knob[j]:g}")
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"grid position {position + 1}",
+                             text=labels, hovertemplate="%{text}<extra></extra>",
+                             marker={"size": 22, "symbol": "square-open", "color": "crimson",
+                                     "line": {"width": 3}}))
+
+
+def comparison_figure(cmp, position: int | None = None, *, height: int = 520,
+                      highlights: Sequence[Highlight] = (),
+                      level: float | None = None) -> go.Figure:
+    """Utility on x, the privacy metric on y (lower = more private), one line per defense
+    through its seed-mean points in knob order with ± one seed standard deviation on both axes;
+    the Pareto front over every point as a dashed line with ringed markers; the no-defense
+    point as a star; chance as a dotted line; ``position``: the grid index the scrub slider
+    marks on every curve (a defense with fewer values marks its last); ``highlights``: points
+    ringed on top, one legend entry each (the advisor's chosen and runner-up settings);
+    ``level``: the advisor's threat level as a dashed line. Curves
+    are told apart by the legend, knob values by the hover (no printed point labels to
+    overlap)."""
+    spec = cmp.spec
+    fig = go.Figure()
+    _add_curves(fig, cmp)
+    _add_pareto_front(fig, cmp)
+    # the advisor's picks under the scrub marker (the marker stays the last trace)
+    _add_highlights(fig, highlights, display_name(spec.privacy))
     if position is not None:
-        xs, ys, labels = [], [], []
-        for c in cmp.defended:
-            j = min(position, len(c.knob) - 1)
-            xs.append(c.utility_mean[j])
-            ys.append(c.leakage_mean[j])
-            labels.append(f"{c.name}: {c.symbol} = {c.knob[j]:g}")
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"grid position {position + 1}",
-                                 text=labels, hovertemplate="%{text}<extra></extra>",
-                                 marker={"size": 22, "symbol": "square-open", "color": "crimson",
-                                         "line": {"width": 3}}))
+        _add_position(fig, cmp, position)
     if level is not None:
         fig.add_hline(y=level, line={"dash": "dash", "color": "#2ca02c"},
                       annotation_text=f"threat level ({level:g})",

@@ -141,6 +141,59 @@ def apply_preset(name: str) -> None:
     st.session_state["_cmp_applied"] = name
 
 
+def _grid_specs(family: str, chosen: list[str]) -> tuple[list[C.DefenseSpec], bool]:
+    """One knob-grid box per chosen defense option (a knobless one is its single point):
+    the specs of the boxes that parse, and whether any box was refused."""
+    specs: list[C.DefenseSpec] = []
+    bad = False
+    if not chosen:
+        return specs, bad
+    cols = st.columns(min(len(chosen), 4))
+    for i, opt in enumerate(chosen):
+        part = DEFENSES.get(opt.split(":")[0])
+        if part.knob is None:
+            specs.append(spec_of_option(family, opt, None))
+            continue
+        key = f"cmp_grid_{opt}"
+        st.session_state.setdefault(key, ", ".join(f"{g:g}" for g in C.default_grid(part)))
+        col = cols[i % len(cols)]
+        label = f"{option_label(opt)}: {part.knob.symbol} grid"
+        text = col.text_input(label, key=key,
+                              help=f"{knob_label(part.knob)}. {knob_help(part, part.knob)}")
+        # every box and the seeds slider are drawn whatever this box holds: a widget left
+        # undrawn in a run loses its state (it came back reset)
+        grid, message = C.parse_grid(str(text), label, part.knob)
+        report_problem(key, message)
+        if message is not None:
+            col.error(message, icon=":material/error:")
+            bad = True
+        else:
+            specs.append(spec_of_option(family, opt, grid))
+    return specs, bad
+
+
+def _fixed_point_choices(chosen: list[str]) -> list[C.DefenseSpec]:
+    """A checkbox per fixed point of each chosen defense; the specs of those ticked."""
+    specs: list[C.DefenseSpec] = []
+    for name in dict.fromkeys(o.split(":")[0] for o in chosen):  # the parts' fixed points
+        for i, (point, spec) in enumerate(zip(DEFENSES.get(name).page.fixed_points,
+                                              C.fixed_point_specs(name), strict=True)):
+            if st.checkbox(point.question or f"{DEFENSES.get(name).title}: add {point.label}",
+                           key=fixed_point_key(name, i), help=point.help or None):
+                specs.append(spec)
+    return specs
+
+
+def _refusals(family: str) -> None:
+    """The registered defenses that do not apply to ``family``, each with its reason."""
+    refused_names = [n for n in DEFENSES.names() if C.refusal(family, n) is not None]
+    if refused_names:
+        with st.expander(f"{len(refused_names)} registered defenses do not apply to "
+                         f"{_family_title(family)}"):
+            for n in refused_names:
+                st.caption(f"**{DEFENSES.get(n).title}**: {C.refusal(family, n)}")
+
+
 def controls() -> C.ComparisonSpec | None:
     st.session_state.setdefault("cmp_preset", TEACHING)
     preset = st.selectbox("Comparison", [*C.PRESETS, CUSTOM], key="cmp_preset",
@@ -177,44 +230,11 @@ def controls() -> C.ComparisonSpec | None:
         st.session_state["cmp_defenses"] = kept or firsts[:4]  # one per defense
     chosen = st.multiselect("Defenses (the undefended point is always drawn)", opts,
                             key="cmp_defenses", format_func=option_label)
-    specs: list[C.DefenseSpec] = []
-    bad = False
-    if chosen:
-        cols = st.columns(min(len(chosen), 4))
-        for i, opt in enumerate(chosen):
-            part = DEFENSES.get(opt.split(":")[0])
-            if part.knob is None:
-                specs.append(spec_of_option(family, opt, None))
-                continue
-            key = f"cmp_grid_{opt}"
-            st.session_state.setdefault(key, ", ".join(f"{g:g}" for g in C.default_grid(part)))
-            col = cols[i % len(cols)]
-            label = f"{option_label(opt)}: {part.knob.symbol} grid"
-            text = col.text_input(label, key=key,
-                                  help=f"{knob_label(part.knob)}. {knob_help(part, part.knob)}")
-            # every box and the seeds slider are drawn whatever this box holds: a widget left
-            # undrawn in a run loses its state (it came back reset)
-            grid, message = C.parse_grid(str(text), label, part.knob)
-            report_problem(key, message)
-            if message is not None:
-                col.error(message, icon=":material/error:")
-                bad = True
-            else:
-                specs.append(spec_of_option(family, opt, grid))
-    for name in dict.fromkeys(o.split(":")[0] for o in chosen):  # the parts' fixed points
-        for i, (point, spec) in enumerate(zip(DEFENSES.get(name).page.fixed_points,
-                                              C.fixed_point_specs(name), strict=True)):
-            if st.checkbox(point.question or f"{DEFENSES.get(name).title}: add {point.label}",
-                           key=fixed_point_key(name, i), help=point.help or None):
-                specs.append(spec)
+    specs, bad = _grid_specs(family, chosen)
+    specs += _fixed_point_choices(chosen)
     st.session_state.setdefault("cmp_seeds", 2)
     seeds = st.slider("Seeds per point", 1, 5, key="cmp_seeds")
-    refused_names = [n for n in DEFENSES.names() if C.refusal(family, n) is not None]
-    if refused_names:
-        with st.expander(f"{len(refused_names)} registered defenses do not apply to "
-                         f"{_family_title(family)}"):
-            for n in refused_names:
-                st.caption(f"**{DEFENSES.get(n).title}**: {C.refusal(family, n)}")
+    _refusals(family)
     if bad:
         return None
     base = dict(base_spec.base) if base_spec.family == family else {}
