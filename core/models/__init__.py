@@ -11,8 +11,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+# torch.nn is named in full here: ``nn`` is this package's submodule core.models.nn
 import torch
-from torch import nn
 
 from core.foundation.checks import check_int
 from core.models.common import Adapted, ImageInput
@@ -29,7 +29,7 @@ def _part(arch: Any):
 
 def build_model(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
                 role: str = "classifier", seed: int | torch.Generator | None = None,
-                data: str | None = None) -> nn.Module:
+                data: str | None = None) -> torch.nn.Module:
     """A fresh ``arch`` (a registered name or part) network for data of ``in_shape`` ((d,) or
     (1, 1, d) tabular rows, (C, H, W) images) and ``n_classes`` classes, at ``width`` × its
     widths, playing ``role`` (``"classifier"``: the model a runner trains). The image roles
@@ -58,13 +58,13 @@ def build_model(arch: Any, in_shape: Iterable[int], n_classes: int, width: float
 
 
 def build_encoder(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
-                  data: str | None = None) -> tuple[nn.Module, int]:
+                  data: str | None = None) -> tuple[torch.nn.Module, int]:
     """``arch``'s ``encoder`` role with its output flattened (one r row per input, what the
     representation runners aggregate, perturb and attack) and r's dimension. Unseeded: the
     caller seeds it (:func:`core.models.nn.seeded`)."""
     enc = build_model(arch, in_shape, n_classes, width, role="encoder", data=data)
     r_shape = role_input_shape(arch, in_shape, n_classes, width, role="utility")
-    return nn.Sequential(enc, nn.Flatten()), int(math.prod(r_shape))
+    return torch.nn.Sequential(enc, torch.nn.Flatten()), int(math.prod(r_shape))
 
 
 def param_count(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
