@@ -115,3 +115,20 @@ def edits_to_add(module: str, root: Path = ROOT) -> tuple[int | None, list[str]]
                                capture_output=True, text=True, check=True).stdout.split()
         files.update(n for n in names if not n.startswith(("tests/", "benchmarks/")))
     return len(files), sorted(files)
+
+
+def edits_when_added(module: str, root: Path = ROOT) -> tuple[int | None, list[str]]:
+    """(files changed outside ``tests/`` and ``benchmarks/``, their paths) by the commit that
+    added ``module`` (a repository path): what adding that part took, not what later moves of
+    the whole tree touched. None when git has no history of it."""
+    try:
+        shas = subprocess.run(["git", "log", "--format=%H", "--diff-filter=A", "--", module],
+                              cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return None, []
+    if not shas:
+        return None, []
+    names = subprocess.run(["git", "show", "--name-only", "--format=", shas[-1]], cwd=root,
+                           capture_output=True, text=True, check=True).stdout.split()
+    files = sorted(n for n in names if not n.startswith(("tests/", "benchmarks/")))
+    return len(files), files

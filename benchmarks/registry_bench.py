@@ -756,6 +756,7 @@ def edits_to_add_attack() -> tuple[int | None, dict[str, Any]]:
 def main(quick: bool = False) -> dict[str, Any]:
     from benchmarks.declaration_counts import (
         edits_to_add,
+        edits_when_added,
         knob_range_declarations,
     )
 
@@ -770,6 +771,9 @@ def main(quick: bool = False) -> dict[str, Any]:
     literals = defense_name_literals_outside_parts()
     defense_edits, defense_files = edits_to_add("core/catalog/relaxloss.py")
     signal_edits, signal_files = edits_to_add("core/catalog/label_only.py")
+    smoothing_edits, smoothing_files = edits_when_added("core/catalog/label_smoothing.py")
+    game_edits, game_files = edits_when_added("core/catalog/adversarial_regularization.py")
+    smoothing_lines = len((ROOT / "core/catalog/label_smoothing.py").read_text().splitlines())
     knob_places = knob_range_declarations()
     scaffolds = page_run_scaffold_list()
     runner, runner_lines = longest_runner_function()
@@ -794,6 +798,9 @@ def main(quick: bool = False) -> dict[str, Any]:
         "range_checkers": 1 + len(checkers),
         "layer_violations": len(layers),
         "edits_to_add_defense": defense_edits,
+        "edits_to_add_defense_label_smoothing": smoothing_edits,
+        "label_smoothing_lines": smoothing_lines,
+        "edits_to_add_game_defense": game_edits,
         "edits_to_add_attack_new_signal": signal_edits,
         "knob_range_declarations_max": max(len(v) for v in knob_places.values()),
         "validations_per_run": validations,
@@ -848,6 +855,7 @@ def main(quick: bool = False) -> dict[str, Any]:
                         "upward_imports": upward, "import_cycles": cycles,
                         "name_literals": literals, "temporary_attack": seen,
                         "defense_files": defense_files, "signal_attack_files": signal_files,
+                        "label_smoothing_files": smoothing_files, "game_defense_files": game_files,
                         "knob_range_places": knob_places, "page_run_scaffolds": scaffolds,
                         "longest_runner_function": runner,
                         "unresolved_dotted_strings": unresolved,
