@@ -635,6 +635,20 @@ def _step_functions(root: Path) -> set[str]:
     return out
 
 
+def _without_nested_functions(node: ast.AST) -> ast.AST:
+    """A copy of ``node`` with every function defined inside it emptied."""
+    import copy
+
+    class Strip(ast.NodeTransformer):
+        def visit_FunctionDef(self, n: ast.FunctionDef) -> ast.AST:
+            n.body = [ast.Pass()]
+            return n
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+    return Strip().visit(copy.deepcopy(node))
+
+
 def training_loop_list(root: Path = CORE) -> dict[str, list[str]]:
     """``{"loops": [...], "excluded": [...]}``: ``file:function:line`` of every minibatch loop
     over a model's parameters under ``root`` (a ``for`` / ``while`` loop whose body computes a
@@ -645,6 +659,9 @@ def training_loop_list(root: Path = CORE) -> dict[str, list[str]]:
     steps = _step_functions(root)
 
     def trains(loop: ast.AST, grads: set[str]) -> bool:
+        # a function defined inside a loop is not that loop's step: its body runs where the
+        # function is called (the batched form's epoch loop defines the step its driver runs)
+        loop = _without_nested_functions(loop)
         line = _gradient_line(loop, grads, steps)
         return line is not None and _updates_after(loop, line, steps)
 
