@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "browser": "benchmarks.browser_bench:main",
     "relaxloss": "benchmarks.relaxloss_bench:main",
     "defense_grids": "benchmarks.defense_grids:main",
+    "readme_blocks": "benchmarks.readme_blocks:main",
     "models": "benchmarks.models_bench:main",
     "audit_cache": "benchmarks.audit_cache_bench:main",
     "widget_sweep": "benchmarks.widget_sweep_bench:main",

@@ -134,6 +134,29 @@ def run_all(page_list: list[Path] | None = None, work: Path | None = None) -> di
                 "seconds": round(time.perf_counter() - t0, 1)}
 
 
+#: trust.json's figures from this check
+TRUST_KEYS = ("readme_blocks_executed", "readme_blocks_failed")
+
+
+def write_trust(res: dict[str, Any]) -> None:
+    """Merge the counts into ``benchmarks/results/trust.json``'s headline (other keys kept)."""
+    path = ROOT / "benchmarks" / "results" / "trust.json"
+    doc = json.loads(path.read_text())
+    doc["headline"].update({k: res[k] for k in TRUST_KEYS})
+    doc.setdefault("sources", {}).update(
+        {k: f"benchmarks.readme_blocks over {', '.join(res['pages'])}" for k in TRUST_KEYS})
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+
+
+def main(quick: bool = False) -> dict[str, Any]:
+    """The harness's entry: every runnable block, its counts merged into trust.json."""
+    res = run_all()
+    write_trust(res)
+    rows = [{"failure": f} for f in res["failures"]] + [{"not_run": n} for n in res["not_run"]]
+    return {"name": "readme_blocks", "headline": {k: res[k] for k in TRUST_KEYS}, "rows": rows,
+            **res}
+
+
 if __name__ == "__main__":
     res = run_all()
     print(json.dumps(res, indent=2, ensure_ascii=False))
