@@ -284,7 +284,7 @@ def tradeoff_figure(
     current: float | None = None,
     undefended: tuple[float, float] | None = None,
     chance: float | None = None,
-    symbol: str = "λ",
+    symbol: str | Mapping[str, str] = "λ",
     x_title: str = "utility (test accuracy)",
     y_title: str = "attack AUC",
     height: int = 420,
@@ -296,7 +296,11 @@ def tradeoff_figure(
     series``) with the 95 % interval as a vertical error bar; the point at ``current`` starred,
     the undefended run (``(utility, attack)``) as a black cross, the chance level dotted; the
     points at the knobs of ``flagged`` (``(knob, caveat label)``, :mod:`core.caveats`) ringed
-    grey, the caveat in their hover text."""
+    grey, the caveat in their hover text. ``symbol``: the knob's symbol, or one per series
+    (series of different defenses: κ for a channel, ε for DP-SGD)."""
+    def sym(name: str) -> str:
+        return symbol if isinstance(symbol, str) else symbol.get(name, "")
+
     series: dict[str, list] = {}
     for p in sorted(points, key=lambda p: p.knob):
         series.setdefault(p.series, []).append(p)
@@ -315,7 +319,7 @@ def tradeoff_figure(
         fig.add_trace(go.Scatter(
             x=[p.utility for p in sel], y=[p.attack for p in sel],
             mode="lines+markers+text" if i == 0 else "lines+markers",
-            text=[f"{symbol}={p.knob:g}" for p in sel], textposition="top center", name=name,
+            text=[f"{sym(name)}={p.knob:g}" for p in sel], textposition="top center", name=name,
             textfont={"size": 10}, marker={"size": 9, "color": color}, error_y=error_y,
             line={"dash": "dot", "color": color},
             hovertemplate="%{text}<br>utility %{x:.3f}<br>" + name + " %{y:.3f}<extra></extra>",
@@ -326,7 +330,7 @@ def tradeoff_figure(
         cur = [p for p in sel if current is not None and abs(p.knob - current) < 1e-9]
         if cur:
             fig.add_trace(go.Scatter(x=[cur[0].utility], y=[cur[0].attack], mode="markers",
-                                     name=f"current {symbol}={current:g}",
+                                     name=f"current {sym(name)}={current:g}",
                                      showlegend=i == 0 or current_series is not None,
                                      legendgroup="current",
                                      marker={"size": 18, "color": PALETTE[5], "symbol": "star"}))

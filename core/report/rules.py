@@ -15,7 +15,8 @@
   non-member counts); reject when the mean AUC of the significant attacks exceeds 0.65.
   SACRO-ML averages over repetitions of one attack; here the mean runs over the attacks run.
 
-Families whose attacks report no TPR at 1 % FPR get the rule that applies to them instead
+Families whose attacks guess something other than membership get the rule that applies to them
+instead
 (:data:`FAMILY_RULES`), or none: a verdict of ``None`` with the reason, never a made-up number.
 """
 
@@ -26,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: the release level when none is given (the largest upper bound on TPR at 1 % FPR accepted)
+DEFAULT_LEVEL = 0.05
 #: the TPR rule's operating point, as a stat of the family's attacks
 TPR_STAT = "tpr_at_1pct_fpr"
 #: the rule of a family no release rule applies to
@@ -45,8 +48,10 @@ SACRO_RULE_TEXT = ("SACRO-ML: reject when the mean AUC of the attacks whose AUC 
                    "normal test of AUC > 0.5 with the null variance of the AUC (Cortes & Mohri "
                    "eq. 2) from the scored member and non-member counts. SACRO-ML averages over "
                    "repetitions of one attack; here over the attacks run.")
-AUC_RULE_TEXT = ("The TPR-at-1 %-FPR rule does not apply: these attacks report no TPR at 1 % "
-                 "FPR. The rule applied instead: release only when the 95 % interval of every "
+AUC_RULE_TEXT = ("The TPR-at-1 %-FPR rule does not apply: it bounds membership guesses, where "
+                 "a member is rare among non-members, and these attacks guess a private "
+                 "attribute of every row (their TPR at 1 % FPR is shown, not ruled on). The "
+                 "rule applied instead: release only when the 95 % interval of every "
                  "attack's AUC contains chance (0.5), i.e. no attack is measurably above chance "
                  "at this sample size.")
 NO_RULE_TEXT = ("No release rule applies: this family measures {what}, not a membership or "
