@@ -131,7 +131,8 @@ def display_name(name: str) -> str:
         return name.replace("_", " ")
     spec = metric_schema.get(name)
     text = _headline(spec.description)
-    text = text[:1].upper() + text[1:]
+    if text[:1].isascii():  # "ε lower bound" keeps its ε (its capital is a Greek E)
+        text = text[:1].upper() + text[1:]
     unit = spec.unit if spec.unit not in _SILENT_UNITS else ""
     return f"{text} ({unit})" if unit and unit.lower() not in text.lower() else text
 
