@@ -238,7 +238,10 @@ _CUT_WIDGETS_JS = """() => {
     const cs = getComputedStyle(i);
     ctx.font = cs.font;
     const room = i.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-    if (ctx.measureText(i.value).width > room + 1) out.push('select value: ' + i.value);
+    const need = ctx.measureText(i.value).width;
+    if (need > room + 1) {
+      out.push(`select value: ${i.value} (${Math.ceil(need)} px in ${Math.floor(room)} px)`);
+    }
   }
   return out;
 }"""

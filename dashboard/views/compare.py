@@ -165,7 +165,7 @@ def controls() -> C.ComparisonSpec | None:
     for k, opts in (("cmp_utility", utilities), ("cmp_privacy", privacies)):
         if st.session_state.get(k) not in opts:
             st.session_state[k] = opts[0]
-    c3, c4 = st.columns([1, 1.25])
+    c3, c4 = st.columns([1, 1.5])
     utility = c3.selectbox("Utility metric", utilities, key="cmp_utility",
                            format_func=display_name,
                            help="more is better; from the metric schema")
