@@ -45,6 +45,7 @@ from core.compare import (
     utility_at_level,
 )
 from core.parts import DEFENSES, FAMILIES
+from core.wording import counted
 
 __all__ = ["Advice", "Crossing", "Floor", "PairedTest", "Pick", "Threat", "advise",
            "default_threat", "higher_is_private", "metric_range"]
@@ -517,7 +518,7 @@ def _sentence(a: Advice) -> str:
         n = len(a.crossings)
         parts.append(f"Missing points: {n} setting{'s' if n > 1 else ''} between measured ones "
                      f"that could cross the level × {a.seeds} seed{'s' if a.seeds > 1 else ''} "
-                     f"= {a.missing_points} runs in one comparison job.")
+                     f"= {counted(a.missing_points, 'run')} in one comparison job.")
     elif a.status != "met":
         parts.append("No measured segment crosses the level with room above the floor: "
                      "widen the knob grids towards the private end.")

@@ -682,7 +682,9 @@ def cmd_du(args: argparse.Namespace) -> int:
     if args.json:
         _json_out(u)
         return EXIT_OK
-    print(f"store {u['root']}: {format_bytes(u['total_bytes'])} ({u['runs_count']} runs "
+    from core.wording import counted
+
+    print(f"store {u['root']}: {format_bytes(u['total_bytes'])} ({counted(u['runs_count'], 'run')} "
           f"{format_bytes(u['runs_bytes'])}, {u['stage_entries']} stage entries "
           f"{format_bytes(u['stages_bytes'])}, index {format_bytes(u['index_bytes'])}, "
           f"other {format_bytes(u['other_bytes'])}); running engine {u['engine']}")

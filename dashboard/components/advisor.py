@@ -20,6 +20,7 @@ import streamlit as st
 from core import advisor as A
 from core import compare as C
 from core.parts import DEFENSES
+from core.wording import counted
 from dashboard.components._format import display_name
 from dashboard.components.compare_plot import Highlight, short_name
 from dashboard.components.inputs import number_ui
@@ -137,7 +138,7 @@ def _run_missing(advice: A.Advice) -> None:
                        "above the floor.")
         return
     n = advice.missing_points
-    clicked = st.button(f"Run the missing points ({n} runs)", key="adv_run",
+    clicked = st.button(f"Run the missing points ({counted(n, 'run')})", key="adv_run",
                         help="One comparison job: each crossing's knob value on every seed of "
                              "this comparison; every point is stored as it finishes.")
     job = "advisor-" + hashlib.sha256(repr(missing).encode()).hexdigest()
