@@ -178,7 +178,8 @@ def attack_section(result) -> None:
         return
     cols = ["attacker", "accuracy", "balanced acc", "AUC (1-vs-rest)", "gap to majority",
             "near chance?"]
-    st.dataframe([{c: r[c] for c in cols} for r in rows], hide_index=True, width="stretch")
+    # a table, not a data grid: its columns wrap at 1280 px instead of scrolling out of the box
+    st.table([{c: r[c] for c in cols} for r in rows], hide_index=True, border="horizontal")
     n = int(metric(result, "subsets_test") or 0)
     st.caption(f"Each score with its 95 % interval over n = {n} target subsets (test split, "
                f"mean size {fmt(metric(result, 'subset_size_mean'), 1)} rows). Chance = 1/K = "

@@ -421,7 +421,8 @@ def scores_table(result, names: list[str]) -> None:
                      "MSE": fmt_with_interval(result, f"recon_{a}_mse", 4),
                      "label acc": fmt_with_interval(result, f"recon_{a}_label_acc", 2),
                      "seconds": fmt(metric(result, f"recon_{a}_seconds"), 2)})
-    st.dataframe(flag_rows(rows, result, qualified), hide_index=True, width="stretch")
+    # a table, not a data grid: its columns wrap at 1280 px instead of scrolling out of the box
+    st.table(flag_rows(rows, result, qualified), hide_index=True, border="horizontal")
 
 
 #: seeds whose stored runs of the same settings join Theorem 1's mean (the current run's too)
