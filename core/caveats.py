@@ -552,9 +552,11 @@ def _pia(metrics, info, config) -> list[Raised]:
     b = _m(metrics, "bound_pia_fano_exact")
     if b is None:
         return []
+    src = info.get("bound_from")
+    who = _attack_title("property", src) if src else "the best attacker"
     out = [raised("property_bound_estimate", ["bound_pia_fano", "bound_pia_fano_exact"],
                   f"the K-ary bounds at Ĥ(u|R), the lowest attacker cross-entropy "
-                  f"({info.get('bound_from', 'the best attacker')}): an upper estimate of "
+                  f"({who}): an upper estimate of "
                   "H(u|R), so the bounds are optimistic estimates, not certificates.")]
     if _flag(metrics, "bound_pia_vacuous"):
         out.append(raised("property_bound_vacuous", ["bound_pia_fano", "bound_pia_fano_exact"],

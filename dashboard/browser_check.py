@@ -166,6 +166,22 @@ def visible_text(page) -> str:
     return body + "\n" + (svg or "")
 
 
+def reader_text(page) -> str:
+    """:func:`visible_text` without code and JSON blocks (a stored config, a YAML or CLI
+    line to copy: the names a user types, where registered names belong)."""
+    body = page.evaluate(
+        "() => { const hid = [...document.querySelectorAll("
+        "'pre, code, [data-testid=\"stJson\"]')].filter(e => e.style.display !== 'none');"
+        " hid.forEach(e => { e.dataset.ptDisplay = e.style.display; e.style.display = 'none'; });"
+        " const t = document.body.innerText;"
+        " hid.forEach(e => { e.style.display = e.dataset.ptDisplay; delete e.dataset.ptDisplay; });"
+        " return t; }")
+    svg = page.evaluate(
+        "() => [...document.querySelectorAll('.js-plotly-plot .main-svg')]"
+        ".map(e => e.textContent).join('\\n')")
+    return (body or "") + "\n" + (svg or "")
+
+
 def raw_keys(page) -> list[str]:
     from dashboard.components._format import raw_metric_keys_visible
 
@@ -277,7 +293,7 @@ def raw_identifiers(page) -> list[str]:
     """Registered identifiers (metric keys, attack, defense and family names) where a title
     exists, in the visible text, tables included
     (:func:`dashboard.components._format.raw_identifiers_visible`)."""
-    return raw_identifiers_text(visible_text(page))
+    return raw_identifiers_text(reader_text(page))
 
 
 def raw_identifiers_text(text: str) -> list[str]:
@@ -449,7 +465,7 @@ def text_fit(page, width: int = 1280) -> dict[str, list[str]]:
     page.set_viewport_size({"width": width, "height": 1000})
     page.wait_for_timeout(800)
     return {"overflowing": overflowing(page), "raw_identifiers": raw_identifiers(page),
-            "undrawable": undrawable(visible_text(page))}
+            "undrawable": undrawable(visible_text(page))}  # code blocks included: drawn too
 
 
 def fit_pass(browser, server: str, checks: tuple[PageCheck, ...] = PAGES, *,

@@ -229,7 +229,7 @@ def bound_section(result) -> None:
     c = st.columns(4)
     c[0].metric("Ĥ(u | R) (bits)", fmt(h), help=f"H(u) = log₂ {k} = {np.log2(k):.3f} bits for "
                 "equal bins; from the lowest attacker cross-entropy "
-                f"({result.info.get('bound_from', 'n/a')}).")
+                f"({TITLES.get(result.info.get('bound_from'), 'n/a')}).")
     c[1].metric(f"K-ary bound (paper's form) {flag_for(result, 'bound_pia_fano')}".strip(),
                 fmt(metric(result, "bound_pia_fano")))
     c[2].metric(f"tight Fano bound {flag_for(result, 'bound_pia_fano_exact')}".strip(),
