@@ -43,6 +43,7 @@ from cache.lock import key_lock
 from cache.stages import ENGINE_KEY, META
 from core.foundation.checks import check_range, range_error
 from core.foundation.fingerprint import engine_id
+from core.foundation.wording import counted
 
 UNKNOWN_ENGINE = "unknown"
 OLDER, BEYOND, LEFTOVER = "older engine", "beyond size", "temporary leftover"
@@ -215,11 +216,13 @@ class GcReport:
 
     def summary(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
-        text = (f"{verb} {self.count('run')} runs, {self.count('stage')} stage entries and "
+        text = (f"{verb} {counted(self.count('run'), 'run')}, "
+                f"{counted(self.count('stage'), 'stage entry', 'stage entries')} and "
                 f"{self.count('tmp')} temporary leftovers ({format_bytes(self.freed_bytes)}); "
                 f"store {format_bytes(self.before_bytes)} -> {format_bytes(self.after_bytes)}")
         if self.skipped_locked:
-            text += f"; skipped {len(self.skipped_locked)} runs in use by another process"
+            text += (f"; skipped {counted(len(self.skipped_locked), 'run')} in use by another "
+                     "process")
         if self.over_limit:
             text += f"; still over the limit of {format_bytes(self.max_bytes)}"
         return text

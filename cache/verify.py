@@ -29,6 +29,7 @@ from cache.entry import CorruptEntry, read_self_verified
 from cache.errors import IndexCorrupt, StoreError, StoreIOError
 from cache.lock import key_lock
 from cache.recover import adopt, entry_dirs
+from core.foundation.wording import counted
 
 
 @dataclass
@@ -84,7 +85,7 @@ class VerifyReport:
     def summary(self) -> str:
         parts = [f"index {'ok' if self.index == 'ok' else 'damaged'}"
                  + (" (rebuilt)" if self.index_rebuilt else ""),
-                 f"{self.entries_ok} runs ok",
+                 f"{counted(self.entries_ok, 'run')} ok",
                  f"{len(self.entries_corrupt)} corrupt",
                  f"{len(self.rows_damaged)} damaged index rows",
                  f"{len(self.orphans_sound) + len(self.orphans_corrupt)} without a row",

@@ -726,7 +726,9 @@ def cmd_du(args: argparse.Namespace) -> int:
     if args.json:
         _json_out(u)
         return EXIT_OK
-    print(f"store {u['root']}: {format_bytes(u['total_bytes'])} ({u['runs_count']} runs "
+    from core.foundation.wording import counted
+
+    print(f"store {u['root']}: {format_bytes(u['total_bytes'])} ({counted(u['runs_count'], 'run')} "
           f"{format_bytes(u['runs_bytes'])}, {u['stage_entries']} stage entries "
           f"{format_bytes(u['stages_bytes'])}, index {format_bytes(u['index_bytes'])}, "
           f"other {format_bytes(u['other_bytes'])}); running engine {u['engine']}")
@@ -836,7 +838,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(report.recommendation.sentence)
     print(f"report: {report.save(args.output)}")
     if args.pdf:
-        print(f"pdf: {args.pdf} ({report.to_pdf(args.pdf)} pages)")
+        # --pdf alone: beside the HTML file, under its name
+        pdf = Path(args.output).with_suffix(".pdf") if args.pdf is True else Path(args.pdf)
+        print(f"pdf: {pdf} ({report.to_pdf(pdf)} pages)")
     return EXIT_OK
 
 
@@ -937,7 +941,8 @@ def _add_store_commands(sub: Any) -> None:
                          "whose points are stored, instead of KEY")
     sp.add_argument("-o", "--output", metavar="PATH", default="report.html",
                     help="the HTML file (default report.html)")
-    sp.add_argument("--pdf", metavar="PATH", default=None, help="also print it to this PDF")
+    sp.add_argument("--pdf", metavar="PATH", nargs="?", const=True, default=None,
+                    help="also print it to this PDF (default: the HTML file's name with .pdf)")
     sp.add_argument("--level", type=float, default=0.05,
                     help="release only when the strongest attack's upper 95 %% bound on TPR at "
                          "1 %% FPR is at most this (default 0.05)")

@@ -166,6 +166,22 @@ def visible_text(page) -> str:
     return body + "\n" + (svg or "")
 
 
+def reader_text(page) -> str:
+    """:func:`visible_text` without code and JSON blocks (a stored config, a YAML or CLI
+    line to copy: the names a user types, where registered names belong)."""
+    body = page.evaluate(
+        "() => { const hid = [...document.querySelectorAll("
+        "'pre, code, [data-testid=\"stJson\"]')].filter(e => e.style.display !== 'none');"
+        " hid.forEach(e => { e.dataset.ptDisplay = e.style.display; e.style.display = 'none'; });"
+        " const t = document.body.innerText;"
+        " hid.forEach(e => { e.style.display = e.dataset.ptDisplay; delete e.dataset.ptDisplay; });"
+        " return t; }")
+    svg = page.evaluate(
+        "() => [...document.querySelectorAll('.js-plotly-plot .main-svg')]"
+        ".map(e => e.textContent).join('\\n')")
+    return (body or "") + "\n" + (svg or "")
+
+
 def raw_keys(page) -> list[str]:
     from dashboard.components._format import raw_metric_keys_visible
 
@@ -204,20 +220,87 @@ _OVERFLOW_JS = """(sels) => {
 }"""
 
 
+#: what the page draws outside the DOM's text boxes: a data grid (a canvas in a scroller), a
+#: segmented control's buttons (cut by their column), a select's value (an <input>)
+_CUT_WIDGETS_JS = """() => {
+  const out = [];
+  const txt = (e) => (e.innerText || e.value || '').trim().slice(0, 80);
+  // a grid wider than its box: the columns past its right edge, headers included, are cut
+  for (const g of document.querySelectorAll('[data-testid="stDataFrame"]')) {
+    const sc = g.querySelector('.dvn-scroller');
+    if (!sc || !g.offsetParent || sc.scrollWidth <= sc.clientWidth + 1) continue;
+    const heads = [...g.querySelectorAll('th, [role="columnheader"]')].map(txt).filter(Boolean);
+    out.push('table header: ' + (heads.slice(-2).join(' | ') || 'a data grid')
+             + ` (${sc.scrollWidth - sc.clientWidth} px past the table's box)`);
+  }
+  // a segmented button past the right edge of its column (or of a box that clips it)
+  for (const b of document.querySelectorAll('[data-testid="stButtonGroup"] button')) {
+    if (!b.offsetParent || !txt(b)) continue;
+    const r = b.getBoundingClientRect();
+    for (let a = b.parentElement; a && a !== document.body; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      const bound = a.matches('[data-testid="stColumn"]') || cs.overflowX !== 'visible';
+      if (!bound) continue;
+      const ar = a.getBoundingClientRect();
+      if (r.right > ar.right + 1 || r.left < ar.left - 1) out.push('segmented button: ' + txt(b));
+      break;
+    }
+  }
+  // a select's (or text box's) value wider than the box it is typed in
+  const ctx = document.createElement('canvas').getContext('2d');
+  for (const i of document.querySelectorAll(
+      '[data-testid="stSelectbox"] input, [data-testid="stTextInput"] input')) {
+    if (!i.offsetParent || !i.value) continue;
+    const cs = getComputedStyle(i);
+    ctx.font = cs.font;
+    const room = i.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const need = ctx.measureText(i.value).width;
+    if (need > room + 1) {
+      out.push(`select value: ${i.value} (${Math.ceil(need)} px in ${Math.floor(room)} px)`);
+    }
+  }
+  return out;
+}"""
+
+
 def overflowing(page) -> list[str]:
-    """Texts cut by their box (``scrollWidth > clientWidth + 1`` on an element that clips or
-    scrolls sideways: ``text-overflow: ellipsis``, overflow-x hidden / clip / auto / scroll) in :data:`OVERFLOW_SELECTORS`, at the
-    page's current viewport (the pass uses 1280 px)."""
-    return sorted(set(page.evaluate(_OVERFLOW_JS, list(OVERFLOW_SELECTORS))))
+    """Texts cut by their box at the page's current viewport (the pass uses 1280 px): an
+    element of :data:`OVERFLOW_SELECTORS` that clips or scrolls sideways (``text-overflow:
+    ellipsis``, overflow-x hidden / clip / auto / scroll) with ``scrollWidth > clientWidth +
+    1``; a data grid whose columns run past its box (its last headers cut); a segmented
+    button past its column's edge; a select's value wider than its box (measured in the
+    input's own font)."""
+    cut = page.evaluate(_OVERFLOW_JS, list(OVERFLOW_SELECTORS)) + page.evaluate(_CUT_WIDGETS_JS)
+    return sorted(set(cut))
+
+
+#: emoji drawn only by an emoji font (Unicode's Emoji_Presentation ranges and anything asking
+#: for emoji presentation with U+FE0F): a box where the browser has no emoji font
+_EMOJI = re.compile(
+    "[\U0001F000-\U0001FAFF\u231A\u231B\u23E9-\u23EC\u23F0\u23F3\u25FD\u25FE"
+    "\u2614\u2615\u2648-\u2653\u267F\u2693\u26A1\u26AA\u26AB\u26BD\u26BE\u26C4"
+    "\u26C5\u26CE\u26D4\u26EA\u26F2\u26F3\u26F5\u26FA\u26FD\u2705\u270A\u270B"
+    "\u2728\u274C\u274E\u2753-\u2755\u2757\u2795-\u2797\u27B0\u27BF\u2B1B\u2B1C"
+    "\u2B50\u2B55]|.\uFE0F")
+
+
+def undrawable(text: str) -> list[str]:
+    """The characters of ``text`` that need an emoji font (:data:`_EMOJI`), each once."""
+    return sorted(set(_EMOJI.findall(text)))
 
 
 def raw_identifiers(page) -> list[str]:
     """Registered identifiers (metric keys, attack, defense and family names) where a title
     exists, in the visible text, tables included
     (:func:`dashboard.components._format.raw_identifiers_visible`)."""
+    return raw_identifiers_text(reader_text(page))
+
+
+def raw_identifiers_text(text: str) -> list[str]:
+    """:func:`raw_identifiers` of a text already read (a report's, a note's)."""
     from dashboard.components._format import raw_identifiers_visible
 
-    return raw_identifiers_visible(visible_text(page))
+    return raw_identifiers_visible(text)
 
 
 def lesson_text(page) -> str | None:
@@ -376,11 +459,13 @@ def run_teaching_sweep(page, *, timeout_ms: int) -> str | None:
 
 
 def text_fit(page, width: int = 1280) -> dict[str, list[str]]:
-    """At ``width`` px: the texts cut by their box (:func:`overflowing`) and the registered
-    identifiers shown where a title exists (:func:`raw_identifiers`)."""
+    """At ``width`` px: the texts cut by their box (:func:`overflowing`), the registered
+    identifiers shown where a title exists (:func:`raw_identifiers`) and the glyphs that need
+    an emoji font (:func:`undrawable`)."""
     page.set_viewport_size({"width": width, "height": 1000})
     page.wait_for_timeout(800)
-    return {"overflowing": overflowing(page), "raw_identifiers": raw_identifiers(page)}
+    return {"overflowing": overflowing(page), "raw_identifiers": raw_identifiers(page),
+            "undrawable": undrawable(visible_text(page))}  # code blocks included: drawn too
 
 
 def fit_pass(browser, server: str, checks: tuple[PageCheck, ...] = PAGES, *,

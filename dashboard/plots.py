@@ -278,7 +278,13 @@ def bounds_curve_figure(
     return fig
 
 
-def _add_tradeoff_series(fig: go.Figure, series: dict[str, list], symbol: str) -> None:
+def _symbol_of(symbol: str | Mapping[str, str], name: str) -> str:
+    """The knob's symbol, or the series' own where each series has one (κ, ε)."""
+    return symbol if isinstance(symbol, str) else symbol.get(name, "")
+
+
+def _add_tradeoff_series(fig: go.Figure, series: dict[str, list],
+                         symbol: str | Mapping[str, str]) -> None:
     """One dotted line per series with the attack's 95 % interval as a vertical error bar."""
     for i, (name, sel) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
@@ -294,7 +300,7 @@ def _add_tradeoff_series(fig: go.Figure, series: dict[str, list], symbol: str) -
         fig.add_trace(go.Scatter(
             x=[p.utility for p in sel], y=[p.attack for p in sel],
             mode="lines+markers+text" if i == 0 else "lines+markers",
-            text=[f"{symbol}={p.knob:g}" for p in sel], textposition="top center", name=name,
+            text=[f"{_symbol_of(symbol, name)}={p.knob:g}" for p in sel], textposition="top center", name=name,
             textfont={"size": 10}, marker={"size": 9, "color": color}, error_y=error_y,
             line={"dash": "dot", "color": color},
             hovertemplate="%{text}<br>utility %{x:.3f}<br>" + name + " %{y:.3f}<extra></extra>",
@@ -302,7 +308,7 @@ def _add_tradeoff_series(fig: go.Figure, series: dict[str, list], symbol: str) -
 
 
 def _add_current_points(fig: go.Figure, series: dict[str, list], current: float | None,
-                        current_series: str | None, symbol: str) -> None:
+                        current_series: str | None, symbol: str | Mapping[str, str]) -> None:
     """The point at the ``current`` knob starred (in ``current_series`` only, when given)."""
     for i, (name, sel) in enumerate(series.items()):
         if current_series is not None and name != current_series:
@@ -310,7 +316,7 @@ def _add_current_points(fig: go.Figure, series: dict[str, list], current: float 
         cur = [p for p in sel if current is not None and abs(p.knob - current) < 1e-9]
         if cur:
             fig.add_trace(go.Scatter(x=[cur[0].utility], y=[cur[0].attack], mode="markers",
-                                     name=f"current {symbol}={current:g}",
+                                     name=f"current {_symbol_of(symbol, name)}={current:g}",
                                      showlegend=i == 0 or current_series is not None,
                                      legendgroup="current",
                                      marker={"size": 18, "color": PALETTE[5], "symbol": "star"}))
@@ -337,7 +343,7 @@ def tradeoff_figure(
     current: float | None = None,
     undefended: tuple[float, float] | None = None,
     chance: float | None = None,
-    symbol: str = "λ",
+    symbol: str | Mapping[str, str] = "λ",
     x_title: str = "utility (test accuracy)",
     y_title: str = "attack AUC",
     height: int = 420,

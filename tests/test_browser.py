@@ -77,7 +77,7 @@ def test_landing_and_data_projection_render(browser, server):
     assert sidebar.get_by_text("Data set").first.is_visible()
     _no_exception(page)
     assert B.raw_keys(page) == [], B.raw_keys(page)
-    assert B.text_fit(page, 1280) == {"overflowing": [], "raw_identifiers": []}
+    assert B.text_fit(page, 1280) == {"overflowing": [], "raw_identifiers": [], "undrawable": []}
     _screenshot(page, ARTIFACTS / "landing.png")
 
     page.goto(server + "/data", wait_until="domcontentloaded")
@@ -193,12 +193,19 @@ def test_page_runs_its_default_and_reads_cleanly(browser, server, name):
         page.get_by_role("tab", name="η by example").click()
     raw = B.raw_keys(page)
     assert raw == [], f"raw metric keys visible on {name}: {raw}"
-    fit = B.text_fit(page, 1280)  # labels wrap at 1280 px; titles, not identifiers
-    assert fit["overflowing"] == [], f"texts cut on {name}: {fit['overflowing']}"
-    assert fit["raw_identifiers"] == [], f"identifiers on {name}: {fit['raw_identifiers']}"
+    _fits(page, name)
     _screenshot(page, ARTIFACTS / f"{check.shot}.png")
     watch.assert_quiet()
     page.close()
+
+
+def _fits(page, name: str) -> None:
+    """At 1280 px: no text cut (a label, a table header, a segmented button, a select's value),
+    titles where registered names would show, no glyph that needs an emoji font."""
+    fit = B.text_fit(page, 1280)
+    assert fit["overflowing"] == [], f"texts cut on {name}: {fit['overflowing']}"
+    assert fit["raw_identifiers"] == [], f"identifiers on {name}: {fit['raw_identifiers']}"
+    assert fit["undrawable"] == [], f"emoji on {name}: {fit['undrawable']}"
 
 
 def test_history_lists_the_runs(browser, server):
@@ -211,6 +218,11 @@ def test_history_lists_the_runs(browser, server):
     _no_exception(page)
     raw = B.raw_keys(page)
     assert raw == [], f"raw metric keys visible on History: {raw}"
+    # its browse grids (runs, a run's metrics with their descriptions) scroll sideways and the
+    # run select's labels outgrow it: the pass counts them (cut_texts_1280); titles and glyphs
+    # are checked here
+    fit = B.text_fit(page, 1280)
+    assert fit["raw_identifiers"] == [] and fit["undrawable"] == [], fit
     _screenshot(page, ARTIFACTS / "history.png")
     watch.assert_quiet()
 
@@ -262,6 +274,7 @@ def test_compare_page_draws_four_defenses_on_one_plane(browser, server, tmp_path
     _no_exception(page)
     raw = B.raw_keys(page)
     assert raw == [], f"raw metric keys visible on Compare: {raw}"
+    _fits(page, "compare")
     _screenshot(page, ARTIFACTS / "compare.png")
     watch.assert_quiet()
 
@@ -296,6 +309,13 @@ def test_privacy_report_opens_offline(browser, server, tmp_path_factory):
     assert plots.count() == drawn and plots.first.is_visible(), (plots.count(), drawn)
     assert rep.recommendation.sentence[:40] in page.inner_text("body")
     assert outside == [], outside
+    # the reader's text (the configuration appendix keeps the names a user types): titles
+    # where registered names would show, no glyph that needs an emoji font
+    shown = page.evaluate("() => { const b = document.body.cloneNode(true);"
+                          " b.querySelectorAll('pre, script, style').forEach(e => e.remove());"
+                          " return b.innerText; }")
+    assert B.raw_identifiers_text(shown) == [], B.raw_identifiers_text(shown)
+    assert B.undrawable(shown) == [], B.undrawable(shown)
     _screenshot(page, ARTIFACTS / "report.png")
 
 

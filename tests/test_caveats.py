@@ -214,3 +214,16 @@ def test_chance_label_and_flagged_tradeoff_points():
     assert any(a.text == "chance 0.001" for a in fig.layout.annotations)
     ring = [t for t in fig.data if (t.name or "").startswith("⚠")]
     assert len(ring) == 1 and list(ring[0].x) == [0.8] and list(ring[0].y) == [0.2]
+
+
+def test_tradeoff_points_carry_their_own_series_knob_and_names_keep_greek_letters():
+    from core.report.tradeoff import TradeoffPoint
+    from dashboard import plots
+    from dashboard.components._format import display_name
+
+    pts = [TradeoffPoint(knob=k, utility=0.8, attack=0.1 * k, attack_lo=None, attack_hi=None,
+                         series=s) for k in (1.0, 2.0) for s in ("κ channel", "DP-SGD")]
+    fig = plots.tradeoff_figure(pts, current=2.0, symbol={"κ channel": "κ", "DP-SGD": "ε"})
+    texts = [t for tr in fig.data for t in (tr.text or ())] + [tr.name or "" for tr in fig.data]
+    assert "κ=1" in texts and "current κ=2" in texts and not any("|" in t for t in texts)
+    assert display_name("mia_loss_epsilon_lower_bound").startswith("ε")

@@ -227,6 +227,8 @@ def test_top_n_is_most_exposed_first_ties_by_index_nan_left_out():
     assert "0.5 to 0.9" in s and "median of 0.5" in s and "2 more records tie" in s
     with pytest.raises(ValueError, match="top_n: got 0"):
         record_exposure(r, top_n=0)
+    one = record_exposure(_mia({5: 0.1, 3: 0.9, 1: 0.5, 9: 0.5}), top_n=2)
+    assert one.ties_at_cut == 1 and "1 more record ties with" in one.sentence
 
 
 def test_jaccard_on_hand_checked_sets():

@@ -142,7 +142,7 @@ def test_run_locked_by_another_process_is_never_removed(tmp_path):
         rep = collect(store, older_engines=True, max_bytes=0)
         assert rep.skipped_locked == [busy] and [r["key"] for r in rep.removed] == [free]
         assert store.get(busy) is not None and store.entry_dir(busy).exists()
-        assert "skipped 1 runs in use" in rep.summary()
+        assert "skipped 1 run in use" in rep.summary()
     finally:
         release.set()
         p.join(30)
@@ -207,14 +207,14 @@ def test_cli_du_and_gc(tmp_path, capsys):
 
     assert main(["gc", "--older-engines", "--dry-run", *d]) == 0
     out = capsys.readouterr().out
-    assert "would remove 1 runs" in out and old[:12] in out and "dry run" in out
+    assert "would remove 1 run," in out and old[:12] in out and "dry run" in out
     assert len(store.list()) == 2
     assert main(["gc", "--older-engines", "--json", *d]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["removed_runs"] == 1 and rep["removed"][0]["key"] == old and not rep["dry_run"]
     assert [r.key for r in store.list()] == [cur]
     assert main(["gc", "--max-size", "0", *d]) == 0
-    assert "removed 1 runs" in capsys.readouterr().out and store.list() == []
+    assert "removed 1 run," in capsys.readouterr().out and store.list() == []
 
 
 def test_history_store_section_cleans_older_engines(tmp_path, monkeypatch):
@@ -232,7 +232,7 @@ def test_history_store_section_cleans_older_engines(tmp_path, monkeypatch):
     usage = at.dataframe[-1].value
     assert set(usage["engine"]) == {f"{engine_id()} (current)", f"{OLD} (older engine)"}
     assert usage["count"].sum() == 2
-    assert any("would remove 1 runs" in c.value for c in at.caption)
+    assert any("would remove 1 run," in c.value for c in at.caption)
     assert at.button(key="history_gc_run").disabled
     at.checkbox(key="history_gc_confirm").check().run()
     at.button(key="history_gc_run").click().run()

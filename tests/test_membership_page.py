@@ -23,7 +23,7 @@ def test_membership_page_runs_stores_and_draws_the_rocs(store):  # noqa: F811
     assert has_chart(at, "mi_proj_member") and has_chart(at, "mi_proj_class"), chart_keys(at)
     cards = [e for e in at.expander if e.label == "Threat models"]
     assert cards and "**LiRA (offline)** — sees" in cards[0].markdown[0].value
-    table = at.dataframe[0].value
+    table = next(t.value for t in at.table if "scored (in / out)" in t.value.columns)
     assert table["scored (in / out)"].str.match(r"^\d+ / \d+$").all()
     # pooled over 4 targets: the loss attack scores about 4 × 60 non-members, not 60
     assert int(table["scored (in / out)"][0].split(" / ")[1]) > 200

@@ -395,7 +395,7 @@ def test_attribute_page_cancel_stops_the_run_and_stores_nothing(store):
 
 
 def attack_frame(at: AppTest):
-    return next(d.value for d in at.dataframe if "attacker" in d.value.columns)
+    return next(d.value for d in [*at.table, *at.dataframe] if "attacker" in d.value.columns)
 
 
 def test_attribute_page_intervals_threat_models_and_undefended_point(store):

@@ -191,6 +191,48 @@ def test_a_family_without_tpr_at_1pct_fpr_states_the_rule_it_uses(store):
     assert rec.points[0].sacro is None and mismatched(rep, store, 0.05) == []
 
 
+def _reader_text(html: str) -> str:
+    """What a reader of the report sees, without its configuration appendix (which keeps the
+    names a user types), styles and scripts."""
+    import re
+    from html import unescape
+
+    body = re.sub(r"<(pre|script|style)\b.*?</\1>", " ", html, flags=re.DOTALL)
+    return unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def test_the_report_reads_for_its_family_and_names_its_parts_by_title(run, store):
+    """An attribute report: the rule's real reason (its TPR at 1 % FPR is stored), no
+    membership wording; both reports name the architecture, say the level is the default
+    (and set by the user otherwise), and show titles, never registered names."""
+    from dashboard.browser_check import raw_identifiers_text, undrawable
+
+    attr = store.get_or_run(ATTRIBUTE)
+    assert "tpr_at_1pct_fpr" in attr.metrics  # the run stores one: the text may not deny it
+    text = " ".join(_reader_text(build_report(attr.key, store=store).html).split())
+    assert "report no TPR" not in text and "guess a private attribute" in text
+    assert "few non-members" not in text and "members scored" not in text  # membership's
+    assert "architecture MLP (64 sigmoid units)" in text
+    assert "(level 0.05 , the default)" in text
+    mia = " ".join(_reader_text(build_report(run.key, store=store).html).split())
+    assert "architecture MLP (64 sigmoid units)" in mia
+    assert "set by the user" in _reader_text(build_report(run.key, store=store, level=0.1).html)
+    for t in (text, mia):
+        assert raw_identifiers_text(t) == [] and undrawable(t) == []
+    # the check sees a registered name in a note as the report printed it before
+    assert raw_identifiers_text(mia + " runner's note: rmia: TPR at 0.1 % FPR") == ["rmia"]
+
+
+def test_registered_names_a_reader_would_see_as_identifiers_are_titled():
+    from core.foundation.part_names import identifiers, titled
+
+    names = identifiers()
+    assert {"rmia", "logreg", "lira_offline", "tappfl", "dp_sgd"} <= set(names)
+    assert not {"loss", "prior", "entropy", "channel", "none"} & set(names)  # words in titles
+    assert titled("rmia: TPR; lira_offline; loss", "membership") == \
+        "RMIA (offline): TPR; LiRA (offline); loss"
+
+
 def test_a_comparison_has_one_verdict_per_point_and_names_the_best(comparison, store):
     from core.runs.compare import read_comparison
 
@@ -280,6 +322,12 @@ def test_no_request_leaves_the_page_and_the_pdf_has_pages(run, comparison, store
         assert external_requests(rep.html) == []
     assert rep.to_pdf(tmp_path / "r.pdf") >= 1
     assert (tmp_path / "r.pdf").read_bytes().startswith(b"%PDF")
+    # `privlab report KEY --pdf`: the PDF beside the HTML file, under its name
+    from cli.main import main
+
+    html = tmp_path / "run.html"
+    assert main(["report", run.key, "-o", str(html), "--pdf", "--cache-dir", str(store.root)]) == 0
+    assert (tmp_path / "run.pdf").read_bytes().startswith(b"%PDF")
     # the counter sees a request that leaves the page
     planted = rep.html.replace("</body>", '<img src="https://example.invalid/x.png"></body>')
     assert external_requests(planted) == ["https://example.invalid/x.png"]

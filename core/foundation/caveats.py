@@ -59,12 +59,14 @@ def register(c: Caveat) -> Caveat:
     return c
 
 
-def raised(key: str, metrics: Iterable[str], text: str, **where: Any) -> Raised:
+def raised(key: str, metrics: Iterable[str], text: str, *, label: str | None = None,
+           **where: Any) -> Raised:
     """One raised caveat of registered ``key``: the metric names it qualifies, its sentence and
-    where on a plot it applies (``curve``, ``fpr_max``, ``points``, ...)."""
+    where on a plot it applies (``curve``, ``fpr_max``, ``points``, ...); ``label`` replaces the
+    registered flag where a family names the thing differently."""
     if key not in REGISTRY:
         raise KeyError(f"caveat: got {key!r}; registered: {', '.join(sorted(REGISTRY))}")
-    return {"key": key, "label": REGISTRY[key].label, "metrics": list(metrics), "text": text,
+    return {"key": key, "label": label or REGISTRY[key].label, "metrics": list(metrics), "text": text,
             "where": dict(where)}
 
 
@@ -190,11 +192,13 @@ def _few_test_rows(metrics, info, config) -> list[Raised]:
     if _m(metrics, "tpr_at_0p1pct_fpr") is None or n is None or int(n) >= MIN_NEGATIVES_0P1:
         return []
     n = int(n)
+    # an attribute guess has negatives (attribute 0), not non-members
     return [raised("tpr_0p1pct_few_negatives", ["tpr_at_0p1pct_fpr"],
                    f"TPR at 0.1 % FPR read from at most {n:,} test rows (fewer than "
                    f"{MIN_NEGATIVES_0P1:,} negatives): 0.1 % of them is under one false "
                    "positive, so the rate rests on the ROC's first step and is not meaningful.",
-                   curve="roc", negatives=n, fpr_max=max(1e-3, FEW_FALSE_POSITIVES / max(n, 1)))]
+                   label="few negatives", curve="roc", negatives=n,
+                   fpr_max=max(1e-3, FEW_FALSE_POSITIVES / max(n, 1)))]
 
 
 def _few_any(metrics, info, config) -> list[Raised]:
@@ -548,9 +552,11 @@ def _pia(metrics, info, config) -> list[Raised]:
     b = _m(metrics, "bound_pia_fano_exact")
     if b is None:
         return []
+    src = info.get("bound_from")
+    who = _attack_title("property", src) if src else "the best attacker"
     out = [raised("property_bound_estimate", ["bound_pia_fano", "bound_pia_fano_exact"],
                   f"the K-ary bounds at Ĥ(u|R), the lowest attacker cross-entropy "
-                  f"({info.get('bound_from', 'the best attacker')}): an upper estimate of "
+                  f"({who}): an upper estimate of "
                   "H(u|R), so the bounds are optimistic estimates, not certificates.")]
     if _flag(metrics, "bound_pia_vacuous"):
         out.append(raised("property_bound_vacuous", ["bound_pia_fano", "bound_pia_fano_exact"],

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from core.foundation.wording import counted
+
 __all__ = ["MEASURED", "CostModel", "config_value", "estimate", "fit", "format_seconds", "work"]
 
 #: fewest stored runs (with distinct work) a fit needs; fewer: :data:`MEASURED`
@@ -96,7 +98,8 @@ def fit(kind: str, runs: Iterable[tuple[Mapping[str, Any], float]],
     coef = coef / scale
     on = f" on {data}" if data else ""
     return CostModel(kind, float(coef[0]), float(coef[1]),
-                     based_on=f"fitted on {len(rows)} stored {kind} runs{on} of this machine")
+                     based_on=f"fitted on {counted(len(rows), f'stored {kind} run')}{on} "
+                                      "of this machine")
 
 
 def estimate(kind: str, cfg: Mapping[str, Any],

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.foundation.part_names import titled
 from core.report.render import Page, esc, verdict_class
 from core.report.rules import (
+    DEFAULT_LEVEL,
     NO_RULE,
     RULES_DIFFER_TEXT,
     SACRO_RULE_TEXT,
@@ -153,6 +155,20 @@ def _run_label(result: Any) -> str:
     return f"{_family_title(result.kind)} on {data}, {_defense_text(result)}"
 
 
+def _arch_text(result: Any) -> str:
+    """The model the run trained, by its architecture's title (and width when not 1)."""
+    from core.foundation.parts import ARCHITECTURES
+
+    model = (result.config or {}).get("model") or {}
+    name = model.get("arch")
+    if name is None:
+        return ""
+    part = ARCHITECTURES.get(name) if name in ARCHITECTURES else None
+    text = f"architecture {part.title if part is not None else name}"
+    width = float(model.get("width", 1.0))
+    return text + (f" at width {width:g}" if width != 1.0 else "")
+
+
 def _get(store: Any, key: str) -> Any:
     r = store.get(key)
     if r is None:
@@ -235,7 +251,7 @@ def _resolve(target: Any, store: Any) -> _Target:
 # the recommendation
 
 
-def recommend(target: Any, *, store: Any, level: float = 0.05) -> Recommendation:
+def recommend(target: Any, *, store: Any, level: float = DEFAULT_LEVEL) -> Recommendation:
     """The release recommendation alone (no HTML): cheap enough for a page to show at once.
     ``target`` as :func:`build_report`'s, or the stored Result or the assembled
     :class:`core.runs.compare.Comparison` a page already holds."""
@@ -371,7 +387,8 @@ def _recommendation_block(page: Page, rec: Recommendation) -> None:
     page.add(f'<section class="verdict {cls}"><h2 style="margin-top:0">Release recommendation'
              f'</h2><p class="big">{page.parts(rec.parts)}</p>')
     level = page.num(level_num(rec.level))
-    page.add(f'<div class="rules"><div><h3>The rule (level {level}, set by the user)</h3>'
+    who = "the default" if rec.level == DEFAULT_LEVEL else "set by the user"
+    page.add(f'<div class="rules"><div><h3>The rule (level {level}, {who})</h3>'
              f"<p>{esc(rec.rule_text)}</p></div><div><h3>SACRO-ML's rule beside it: a 0–5 score, not a refusal</h3>"
              f"<p>{esc(rec.sacro_text)}</p>")
     if len(rec.points) == 1:
@@ -513,10 +530,11 @@ def _rule_inputs(page: Page, v: Verdict) -> None:
     keep = [i for i in range(len(header)) if i == 0 or any(r[i] for r in rows)]
     page.table([header[i] for i in keep], [[r[i] for i in keep] for r in rows],
                [i > 0 for i in keep])
-    page.p("p: one-sided normal test of AUC > 0.5 with the AUC's null variance from the scored "
-           "counts (SACRO-ML's P_HIGHER_AUC). Upper bound: the stored interval where the run "
-           "has one, else (exact) the Clopper–Pearson interval of the stored rate over the "
-           "members scored.", "note")
+    if any(r[2] or r[3] for r in rows):  # p and the bound exist only where a rule reads them
+        page.p("p: one-sided normal test of AUC > 0.5 with the AUC's null variance from the "
+               "scored counts (SACRO-ML's P_HIGHER_AUC). Upper bound: the stored interval where "
+               "the run has one, else (exact) the Clopper–Pearson interval of the stored rate "
+               "over the members scored.", "note")
 
 
 def _roc(page: Page, result: Any) -> None:
@@ -572,7 +590,7 @@ def _caveat_list(page: Page, result: Any, cavs: list[dict[str, Any]]) -> None:
             f"<li><b>{esc(c.get('label', ''))}</b>: {esc(c.get('text', ''))}</li>"
             for c in cavs) + "</ol>")
     for n in notes:
-        page.p(f"runner's note: {n}", "note")
+        page.p(f"runner's note: {titled(n, result.kind)}", "note")
 
 
 def _run_body(page: Page, result: Any, v: Verdict, *, heading: str | None) -> None:
@@ -581,8 +599,9 @@ def _run_body(page: Page, result: Any, v: Verdict, *, heading: str | None) -> No
     if heading:
         page.add(f'<p><span class="tag {verdict_class(v.release)}">{esc(v.word)}</span> '
                  f"{page.parts(v.reason)}</p>")
-    page.p(f"{_run_label(result)}; seed {result.seed}; run {(result.key or '')[:12]}; engine "
-           f"{result.engine_version}.", "note")
+    arch = _arch_text(result)
+    page.p(f"{_run_label(result)}{'; ' + arch if arch else ''}; seed {result.seed}; run "
+           f"{(result.key or '')[:12]}; engine {result.engine_version}.", "note")
     if v.utility is not None:
         page.add(f"<p>{esc(metric_title(v.utility_name or '').capitalize())}: "
                  f"{page.num(v.utility)}</p>")
@@ -611,7 +630,7 @@ def _plane(page: Page, t: _Target, rec: Recommendation) -> None:
                                  privacy=metric_title(spec.privacy)))
 
 
-def build_report(target: Any, *, store: Any, level: float = 0.05,
+def build_report(target: Any, *, store: Any, level: float = DEFAULT_LEVEL,
                  sections: Sequence[Mapping[str, Any]] = (), exposure: bool = True
                  ) -> PrivacyReport:
     """The privacy report of ``target`` (a stored run key, a stored sweep key, or a

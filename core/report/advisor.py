@@ -36,6 +36,7 @@ import numpy as np
 from core.foundation import metric_schema as S
 from core.foundation.checks import check_range, range_error
 from core.foundation.parts import DEFENSES, FAMILIES
+from core.foundation.wording import counted
 from core.runs.compare import (
     Comparison,
     ComparisonSpec,
@@ -517,7 +518,7 @@ def _sentence(a: Advice) -> str:
         n = len(a.crossings)
         parts.append(f"Missing points: {n} setting{'s' if n > 1 else ''} between measured ones "
                      f"that could cross the level × {a.seeds} seed{'s' if a.seeds > 1 else ''} "
-                     f"= {a.missing_points} runs in one comparison job.")
+                     f"= {counted(a.missing_points, 'run')} in one comparison job.")
     elif a.status != "met":
         parts.append("No measured segment crosses the level with room above the floor: "
                      "widen the knob grids towards the private end.")

@@ -177,8 +177,9 @@ class RecordExposure:
             lab, c = Counter(labels).most_common(1)[0]
             s += f" The most common label among them is {lab!r} ({c} of {k})."
         if self.ties_at_cut:
-            s += (f" {self.ties_at_cut} more records tie with the {k}th score, so the cut "
-                  "among them is arbitrary.")
+            t = self.ties_at_cut
+            s += (f" {t} more record{' ties' if t == 1 else 's tie'} with the {k}th score, so "
+                  "the cut among them is arbitrary.")
         return s
 
     def report_section(self) -> dict[str, Any]:

@@ -23,7 +23,8 @@
 - **How they differ**: privlab's rule decides (release or not, at a level on TPR at 1 % FPR);
   SACRO-ML's grades the evidence (0–5) from AUCs alone and leaves the decision to a person.
 
-Families whose attacks report no TPR at 1 % FPR get the rule that applies to them instead
+Families whose attacks guess something other than membership get the rule that applies to them
+instead
 (:data:`FAMILY_RULES`), or none: a verdict of ``None`` with the reason, never a made-up number.
 """
 
@@ -34,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: the release level when none is given (the largest upper bound on TPR at 1 % FPR accepted)
+DEFAULT_LEVEL = 0.05
 #: the TPR rule's operating point, as a stat of the family's attacks
 TPR_STAT = "tpr_at_1pct_fpr"
 #: the rule of a family no release rule applies to
@@ -68,8 +71,10 @@ RULES_DIFFER_TEXT = ("How the two differ: privlab's rule decides (release or not
                      "SACRO-ML's grades the evidence for rejection on a 0–5 scale from AUCs "
                      "alone and leaves the decision to the output checker, so a score of 2 or 4 "
                      "is support for rejection, not a refusal.")
-AUC_RULE_TEXT = ("The TPR-at-1 %-FPR rule does not apply: these attacks report no TPR at 1 % "
-                 "FPR. The rule applied instead: release only when the 95 % interval of every "
+AUC_RULE_TEXT = ("The TPR-at-1 %-FPR rule does not apply: it bounds membership guesses, where "
+                 "a member is rare among non-members, and these attacks guess a private "
+                 "attribute of every row (their TPR at 1 % FPR is shown, not ruled on). The "
+                 "rule applied instead: release only when the 95 % interval of every "
                  "attack's AUC contains chance (0.5), i.e. no attack is measurably above chance "
                  "at this sample size.")
 NO_RULE_TEXT = ("No release rule applies: this family measures {what}, not a membership or "

@@ -81,7 +81,10 @@ def run_gradient_leakage(cfg: GradientLeakageConfig, progress: Progress,
     info.update(build.info)
     notes.extend(build.notes)
     if S.setting(cfg, build) != cfg.train.setting:
-        notes.append(f"{cfg.defense.kind}: trains {S.setting(cfg, build)}ly; the setting "
+        from core.foundation.parts import DEFENSES
+
+        notes.append(f"{DEFENSES.get(cfg.defense.kind).title}: trains {S.setting(cfg, build)}ly; "
+                     "the setting "
                      f"{cfg.train.setting!r} does not apply to it")
 
     # -- the victim model under the defense, the audit, the uploads and their inversion
@@ -273,7 +276,7 @@ def _inversions(cfg: GradientLeakageConfig, release, knowledge, okey: dict[str, 
                                                  "hi": float(sc[f"recon_{stat}_hi"]), "n": n_img}
         metrics[part.metric_name("seconds")] = float(out.meta.get("seconds", float("nan")))
         if out.meta.get("nan_restarts"):
-            notes.append(f"{name}: {out.meta['nan_restarts']} target(s) re-initialised after a "
+            notes.append(f"{part.title}: {out.meta['nan_restarts']} target(s) re-initialised after a "
                          "non-finite loss")
             raised.append(caveats.raised(
                 "recon_nonfinite_restart",

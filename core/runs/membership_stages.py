@@ -454,7 +454,7 @@ def reports(ctx: Context, scores: dict[str, np.ndarray],
         out.artifacts[f"roc_{name}_fpr"] = np.asarray(rep["roc_fpr"], np.float64)
         out.artifacts[f"roc_{name}_tpr"] = np.asarray(rep["roc_tpr"], np.float64)
         if not rep["tpr_at_0p1_meaningful"]:
-            out.notes.append(f"{name}: TPR at 0.1 % FPR from {rep['n_nonmembers']} non-members "
+            out.notes.append(f"{p.title}: TPR at 0.1 % FPR from {rep['n_nonmembers']} non-members "
                              "(fewer than 1,000): not meaningful")
     return out
 

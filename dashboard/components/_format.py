@@ -131,7 +131,8 @@ def display_name(name: str) -> str:
         return name.replace("_", " ")
     spec = metric_schema.get(name)
     text = _headline(spec.description)
-    text = text[:1].upper() + text[1:]
+    if text[:1].isascii():  # "ε lower bound" keeps its ε (its capital is a Greek E)
+        text = text[:1].upper() + text[1:]
     unit = spec.unit if spec.unit not in _SILENT_UNITS else ""
     return f"{text} ({unit})" if unit and unit.lower() not in text.lower() else text
 
@@ -156,47 +157,18 @@ def raw_metric_keys_visible(text: str) -> list[str]:
     return sorted(found)
 
 
-def _identifiers() -> list[str]:
-    """Registered part names that have a title (attacks by registry and config name, defenses,
-    attack families) and that a reader cannot take for a word (an underscore)."""
-    from core.foundation.parts import ATTACKS, DEFENSES, FAMILIES
-
-    names = {n for n, _ in FAMILIES.items()} | {n for n, _ in DEFENSES.items()}
-    for n, a in ATTACKS.items():
-        names |= {n, a.key}
-    return sorted((n for n in names if "_" in n), key=len, reverse=True)
-
-
 def raw_identifiers_visible(text: str) -> list[str]:
     """Registered identifiers shown where a title exists: the metric keys of
-    :func:`raw_metric_keys_visible` and the part names of :func:`_identifiers` occurring as
-    whole tokens in ``text`` (a page's visible text, its tables' cells included)."""
-    import re
+    :func:`raw_metric_keys_visible` and the part names of :func:`core.foundation.part_names.identifiers`
+    occurring as whole tokens in ``text`` (a page's visible text, its tables' cells included)."""
+    from core.foundation import part_names
 
-    found = set(raw_metric_keys_visible(text))
-    for n in _identifiers():
-        if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", text):
-            found.add(n)
-    return sorted(found)
+    return sorted(set(raw_metric_keys_visible(text)) | set(part_names.visible(text)))
 
 
 def titled(text: str, family: str | None = None) -> str:
-    """``text`` (a config error, a note) with registered part names replaced by their titles:
-    ``family``'s attack config names (``lira_offline`` → "LiRA (offline)"), defense and family
-    names. A page shows titles; the CLI keeps the names a user types."""
-    import re
+    """``text`` with registered part names replaced by their titles
+    (:func:`core.foundation.part_names.titled`). A page shows titles; the CLI keeps the names a user types."""
+    from core.foundation import part_names
 
-    from core.foundation.parts import ATTACKS, DEFENSES, FAMILIES
-
-    names: dict[str, str] = {n: f.title for n, f in FAMILIES.items()}
-    names.update({n: d.title for n, d in DEFENSES.items()})
-    if family is not None:
-        names.update({a.key: a.title for _, a in ATTACKS.items() if a.family == family})
-    else:  # no family: the config names only one attack has (in_training has several)
-        by_key: dict[str, set[str]] = {}
-        for a in ATTACKS.values():
-            by_key.setdefault(a.key, set()).add(a.title)
-        names.update({k: t.pop() for k, t in by_key.items() if len(t) == 1})
-    for n in sorted((n for n in names if "_" in n), key=len, reverse=True):
-        text = re.sub(rf"(?<![\w.]){re.escape(n)}(?![\w])", names[n], text)
-    return text
+    return part_names.titled(text, family)

@@ -18,6 +18,7 @@ import math
 import streamlit as st
 
 from core.foundation.parts import DEFENSES
+from core.foundation.wording import counted
 from core.report import advisor as A
 from core.runs import compare as C
 from dashboard.components._format import display_name
@@ -100,12 +101,13 @@ def _inputs(cmp: C.Comparison) -> tuple[A.Threat, A.Floor] | None:
         ss["adv_level"] = A.default_threat(cmp).level
     ss.setdefault("adv_floor_kind", SHARE if base_u is not None and math.isfinite(base_u)
                   else ABSOLUTE)
-    c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
-    c1.selectbox("Threat: privacy metric", choices, key="adv_metric", on_change=_sync_privacy,
+    # the metric on a row of its own: metric names run to 70 characters
+    st.selectbox("Threat: privacy metric", choices, key="adv_metric", on_change=_sync_privacy,
                  format_func=display_name,
                  help="The attack success to hold down (the page's privacy metric).")
     lo, hi = A.metric_range(metric)
     rel = "at least" if A.higher_is_private(metric) else "at most"
+    c2, c3, c4 = st.columns(3)
     level = number_ui(f"Level: {rel}", key="adv_level", default=ss["adv_level"], where=c2,
                       lo=lo, hi=None if math.isinf(hi) else hi, name="threat level",
                       help=f"The metric must be {rel} this.")
@@ -136,7 +138,7 @@ def _run_missing(advice: A.Advice) -> None:
                        "above the floor.")
         return
     n = advice.missing_points
-    clicked = st.button(f"Run the missing points ({n} runs)", key="adv_run",
+    clicked = st.button(f"Run the missing points ({counted(n, 'run')})", key="adv_run",
                         help="One comparison job: each crossing's knob value on every seed of "
                              "this comparison; every point is stored as it finishes.")
     job = "advisor-" + hashlib.sha256(repr(missing).encode()).hexdigest()

@@ -118,8 +118,9 @@ def attack_table(result: Any, *, attackers: Mapping[str, str], key: str,
                                     for w in attackers if any(r["attacker"] == attackers[w]
                                                               for r in rows)])
     cols = ["attacker", *MEASURES.values(), "gap to majority", "caveat"]
-    st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, width="stretch",
-                 column_config={"attacker": st.column_config.TextColumn(pinned=True)})
+    # a table, not a data grid: its columns wrap at 1280 px instead of scrolling the last
+    # ones (and their headers) out of the box
+    st.table(pd.DataFrame(rows)[cols], hide_index=True, border="horizontal")
     ns = sorted({r["n"] for r in rows if r["n"] is not None})
     over = (f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}–{ns[-1]}") if ns else "the"
     majority = metric(result, "attribute_majority")

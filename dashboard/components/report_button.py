@@ -10,10 +10,8 @@ from typing import Any
 
 import streamlit as st
 
+from core.report.rules import DEFAULT_LEVEL  # the release level a page starts from
 from dashboard.components.deferred import deferred
-
-#: the release level a page starts from (the rule's default)
-DEFAULT_LEVEL = 0.05
 
 
 def _level(key: str) -> float:
@@ -45,7 +43,10 @@ def report_button(target: Any, *, key: str, store_target: Any | None = None,
         st.caption(f"Privacy report unavailable: {exc}")
         return
     if not said_above:  # a page with its own answer says the release rule's in that block
-        icon = {True: "✅", False: "⛔", None: "ℹ️"}[rec.release]
+        # Material icons: every browser draws them from the font Streamlit serves (an emoji
+        # needs an emoji font the machine may not have)
+        icon = {True: ":material/check_circle:", False: ":material/block:",
+                None: ":material/info:"}[rec.release]
         st.markdown(f"{icon} **Release recommendation:** {rec.sentence}")
     if not (box := deferred("Privacy report (HTML / PDF)", key=f"{key}_report_open",
                             icon=":material/verified_user:")):

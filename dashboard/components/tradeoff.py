@@ -101,7 +101,7 @@ def filled(config: Mapping[str, Any], field: str, shown: Mapping[float, Any] | N
 
 def tradeoff_plot(points: Sequence[Any], *, current: float | None,
                   undefended: tuple[float, float] | None, chance: float | None, key: str,
-                  symbol: str = "λ", y_title: str = "attack AUC",
+                  symbol: str | Mapping[str, str] = "λ", y_title: str = "attack AUC",
                   x_title: str = "utility (test accuracy)", page: str | None = None,
                   config: Mapping[str, Any] | None = None, where: Any = None,
                   dim: int | None = None, current_series: str | None = None,
@@ -121,11 +121,12 @@ def tradeoff_plot(points: Sequence[Any], *, current: float | None,
     if len(knobs) < 2:
         have = ("no point" if n == 0 else "one point" if n == 1 else
                 "only the undefended run and one knob value")
+        said = symbol if isinstance(symbol, str) else " or ".join(dict.fromkeys(symbol.values()))
         # one teaching-sweep button per page: the lesson box's (dashboard/components/lesson.py)
-        where.info(f"The tradeoff needs at least two {symbol} values; {have} stored for these "
+        where.info(f"The tradeoff needs at least two {said} values; {have} stored for these "
                    "settings so far. Run the teaching sweep (its button is in the box “What "
                    "this page teaches”) or runs at other "
-                   f"{symbol} values: each stored run appears here at once.")
+                   f"{said} values: each stored run appears here at once.")
         return
     where.plotly_chart(figure("tradeoff_figure", list(points), current=current,
                               undefended=undefended, chance=chance, symbol=symbol,

@@ -63,8 +63,8 @@ DATASETS = ["synthetic", "adult", "digits", "mnist5k"]
 #: widget keys of the defense blocks' fields (tests and returning users rely on them)
 FIELD_KEYS = {"tradeoff_lambda": "ap_lambda", "epsilon": "ap_eps", "rate": "ap_prune",
               "delta": "ap_delta", "clip_norm": "ap_clip", "target": "ap_prune_target"}
-SHORT = {"in_training": "in-training Ψ", "logreg": "fresh logreg", "mlp": "fresh MLP",
-         "prior": "prior", "raw_logreg": "raw x<br>logreg", "raw_mlp": "raw x<br>MLP"}
+SHORT = {"in_training": "in-training Ψ", "logreg": "fresh logistic", "mlp": "fresh MLP",
+         "prior": "prior", "raw_logreg": "raw x<br>logistic", "raw_mlp": "raw x<br>MLP"}
 
 
 def defense_names() -> list[str]:

@@ -202,7 +202,9 @@ def controls() -> C.ComparisonSpec | None:
     if preset != CUSTOM and st.session_state.get("_cmp_applied") != preset:
         apply_preset(preset)
     base_spec = C.PRESETS[st.session_state.get("_cmp_applied", TEACHING)]()
-    c1, c2, c3, c4 = st.columns(4)
+    # two selects a row: family titles and metric names run to 40-70 characters, which four
+    # columns a row cut at 1280 px
+    c1, c2 = st.columns([1.5, 1])
     family = c1.selectbox("Attack family", families(), key="cmp_family",
                           format_func=_family_title)
     datasets = _datasets(family)
@@ -216,6 +218,7 @@ def controls() -> C.ComparisonSpec | None:
     for k, opts in (("cmp_utility", utilities), ("cmp_privacy", privacies)):
         if st.session_state.get(k) not in opts:
             st.session_state[k] = opts[0]
+    c3, c4 = st.columns([1, 1.5])
     utility = c3.selectbox("Utility metric", utilities, key="cmp_utility",
                            format_func=display_name,
                            help="more is better; from the metric schema")

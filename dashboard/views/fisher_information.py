@@ -118,7 +118,7 @@ def model_ui() -> dict[str, Any]:
 
 def defense_ui() -> dict[str, Any]:
     """The output-perturbation block: σ given, solved from a target η, or from (ε, δ)."""
-    c1, c2, c3, c4 = st.columns([1.3, 2.6, 0.9, 0.9])
+    c1, c2, c3, c4 = st.columns([1.6, 2.3, 1.1, 0.9])  # the segmented buttons whole at 1280 px
     mode = c1.segmented_control("Noise from", list(NOISE_MODES), key="fi_noise", required=True,
                                 format_func=NOISE_MODES.get)
     block: dict[str, Any] = {"kind": "fil_output_perturbation", "sigma": None,

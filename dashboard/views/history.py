@@ -20,6 +20,7 @@ import streamlit as st
 from cache.export import write_table
 from core.config.migrations import migrate
 from core.foundation.fingerprint import same_engine
+from core.foundation.wording import counted
 from dashboard.components import copy_run, metrics_frame
 from dashboard.components.bundle_button import add_origin_column, bundle_button, origin_caption
 from dashboard.components.bundle_import import import_ui, read_run, recompute_ui
@@ -264,7 +265,7 @@ def store_section(store) -> None:
 
     st.subheader("Store")
     u = store_usage(store)
-    st.caption(f"{format_bytes(u['total_bytes'])} in all: {u['runs_count']} runs "
+    st.caption(f"{format_bytes(u['total_bytes'])} in all: {counted(u['runs_count'], 'run')} "
                f"({format_bytes(u['runs_bytes'])}), {u['stage_entries']} cached stages "
                f"({format_bytes(u['stages_bytes'])}), index {format_bytes(u['index_bytes'])}. "
                "Runs and stages of an older engine are never served again.")

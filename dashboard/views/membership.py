@@ -356,8 +356,10 @@ def show_result(config, result) -> None:
     metric_tile(c[3], result, "best TPR @ 0.1 % FPR",
                 fmt(metric(result, "mia_tpr_at_0p1pct_fpr_best"), 3), "mia_tpr_at_0p1pct_fpr_best")
     rows = attack_rows(result)
-    st.dataframe(grey_flagged(rows, {"TPR @ 0.1 % FPR": [FEW_LABEL]}),
-                 hide_index=True, width="stretch")
+    # a table, not a data grid: its eight columns wrap at 1280 px instead of scrolling the
+    # last ones (and their headers) out of the box
+    st.table(grey_flagged(rows, {"TPR @ 0.1 % FPR": [FEW_LABEL]}), hide_index=True,
+             border="horizontal")
     st.caption(f"The target trained on {int(metric(result, 'members') or 0)} members; "
                f"{int(metric(result, 'nonmembers') or 0)} non-members. 'scored' counts the "
                "members / non-members each attack was scored on (pooled over target models "

@@ -178,7 +178,8 @@ def attack_section(result) -> None:
         return
     cols = ["attacker", "accuracy", "balanced acc", "AUC (1-vs-rest)", "gap to majority",
             "near chance?"]
-    st.dataframe([{c: r[c] for c in cols} for r in rows], hide_index=True, width="stretch")
+    # a table, not a data grid: its columns wrap at 1280 px instead of scrolling out of the box
+    st.table([{c: r[c] for c in cols} for r in rows], hide_index=True, border="horizontal")
     n = int(metric(result, "subsets_test") or 0)
     st.caption(f"Each score with its 95 % interval over n = {n} target subsets (test split, "
                f"mean size {fmt(metric(result, 'subset_size_mean'), 1)} rows). Chance = 1/K = "
@@ -228,7 +229,7 @@ def bound_section(result) -> None:
     c = st.columns(4)
     c[0].metric("Ĥ(u | R) (bits)", fmt(h), help=f"H(u) = log₂ {k} = {np.log2(k):.3f} bits for "
                 "equal bins; from the lowest attacker cross-entropy "
-                f"({result.info.get('bound_from', 'n/a')}).")
+                f"({TITLES.get(result.info.get('bound_from'), 'n/a')}).")
     c[1].metric(f"K-ary bound (paper's form) {flag_for(result, 'bound_pia_fano')}".strip(),
                 fmt(metric(result, "bound_pia_fano")))
     c[2].metric(f"tight Fano bound {flag_for(result, 'bound_pia_fano_exact')}".strip(),

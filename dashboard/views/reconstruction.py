@@ -34,7 +34,7 @@ from core.report.tradeoff import tradeoff_points
 from dashboard import state
 from dashboard.components import deferred, result_caption
 from dashboard.components._figures import figure
-from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
+from dashboard.components._format import fmt, fmt_with_interval, format_value, metric, titled
 from dashboard.components.caveats import flag_rows, flagged_caption, metric_tile, plot_caveats
 from dashboard.components.exposure import exposure_ui
 from dashboard.components.inputs import blocked_reason, number_ui
@@ -335,7 +335,7 @@ def sweep_measured(cfg) -> list[tuple[float, float, str]]:
             below = [cv["text"] for cv in plot_caveats(r, "mse_vs_kappa")
                      if cv["key"] == "thm1_points_below"]
             pts.append((kappa, metric(r, "recon_best_mse"),
-                        r.info.get("best_inverter", "") + (f" ⚠ {below[0]}" if below else "")))
+                        titled(r.info.get("best_inverter", ""), KIND) + (f" ⚠ {below[0]}" if below else "")))
     return pts
 
 
@@ -344,9 +344,12 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
     series = sweep_configs(config, d)
     head = HEADLINES[KIND]
     points = []
+    symbols: dict[str, str] = {}  # each series labels its points with its own knob
     for name, cfgs in series.items():
         got = {}
-        field = DEFENSES.get(cfgs[0]["defense"]["kind"]).knob.field
+        knob_ = DEFENSES.get(cfgs[0]["defense"]["kind"]).knob
+        field = knob_.field
+        symbols[CHOICES[name]] = knob_.symbol
         for c in cfgs:
             r = peek(c)
             if r is not None:
@@ -373,7 +376,7 @@ def tradeoff_section(config: dict[str, Any], cfg, result, d: int) -> None:
     und = None
     if undef is not None:
         und = (metric(undef, head.utility), metric(undef, head.attack))
-    tradeoff_plot(points, current=cur, undefended=und, chance=None, symbol="κ|ε",
+    tradeoff_plot(points, current=cur, undefended=und, chance=None, symbol=symbols,
                   y_title="median PSNR of the strongest inverter (dB)", key="gl",
                   page="reconstruction", config=config, dim=d)
     st.caption("Utility on x, reconstruction quality on y (higher = more leakage), 95 % "
@@ -418,7 +421,8 @@ def scores_table(result, names: list[str]) -> None:
                      "MSE": fmt_with_interval(result, f"recon_{a}_mse", 4),
                      "label acc": fmt_with_interval(result, f"recon_{a}_label_acc", 2),
                      "seconds": fmt(metric(result, f"recon_{a}_seconds"), 2)})
-    st.dataframe(flag_rows(rows, result, qualified), hide_index=True, width="stretch")
+    # a table, not a data grid: its columns wrap at 1280 px instead of scrolling out of the box
+    st.table(flag_rows(rows, result, qualified), hide_index=True, border="horizontal")
 
 
 #: seeds whose stored runs of the same settings join Theorem 1's mean (the current run's too)

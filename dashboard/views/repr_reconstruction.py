@@ -64,7 +64,7 @@ def data_ui() -> str:
 
 
 def defense_ui() -> dict[str, Any]:
-    c1, c2, c3 = st.columns([1.4, 1.3, 1.3])
+    c1, c2, c3 = st.columns([2.1, 1.3, 1.3])  # the channel's title whole at 1280 px
     channel = c1.selectbox("Noise channel", list(REPR_CHANNELS), key="rr_channel",
                            format_func=CHANNEL_TITLES.get)
     eps = knob_ui(DEFENSE, key="rr_eps", family=KIND, where=c2)
@@ -330,7 +330,8 @@ def show_result(config, result) -> None:
                 help=f"by {result.info.get('strongest_attack')}")
     c[3].metric("its PSNR (dB)", fmt(metric(result, "recon_psnr"), 2))
     c[4].metric("its MSE", fmt(metric(result, "recon_mse"), 4))
-    st.dataframe(attack_rows(result), hide_index=True, width="stretch")
+    # a table, not a data grid: its columns wrap at 1280 px instead of scrolling out of the box
+    st.table(attack_rows(result), hide_index=True, border="horizontal")
     extra = []
     if metric(result, "epsilon_accountant") is not None:
         extra.append(f"DP channel: (ε_DP, δ) = ({fmt(metric(result, 'epsilon_accountant'), 3)}, "
