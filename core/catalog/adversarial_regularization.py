@@ -129,10 +129,9 @@ def build_adversarial_regularization(block: AdversarialRegularizationDefense, *,
     defense's own adversary (Pr(member | f(x), y))."""
     import torch
 
-    from core.defenses.central import softmax_predict
     from core.engine.noisy_training import train_central
     from core.engine.recipe import Recipe
-    from core.foundation.builds import DefenseBuild, Report, Trained
+    from core.foundation.builds import DefenseBuild, Report, Trained, softmax_predict
     from core.foundation.seeds import torch_stream
     from core.models.nn import seeded
 

@@ -36,5 +36,5 @@ class LabelSmoothingDefense(Block):
 DEFENSES.register("label_smoothing", DefensePart(
     config=LabelSmoothingDefense, name="label_smoothing", title="label smoothing (s)", order=130,
     families=("membership",), release="model", accounting=None, description=__doc__,
-    builder="core.defenses.central:build_from_hooks", knob=Knob.of(LabelSmoothingDefense, "s",
+    builder="core.engine.builds:build_from_hooks", knob=Knob.of(LabelSmoothingDefense, "s",
         "s", "smoothing", "linear", "higher_is_more_private", budget_metric="label_smoothing_s")))

@@ -132,12 +132,12 @@ def train_relaxloss(model: Any, X: Any, y: Any, *, hook: RelaxLossHook, recipe: 
                     y_test: Any = None, progress: Any = None, canary: Any = None
                     ) -> dict[str, Any]:
     """Train ``model`` in place on (X, y) with RelaxLoss through the engine's loop
-    (:func:`core.defenses.central.train_hooked`: plain training's order stream, so α = 0
+    (:func:`core.engine.builds.train_hooked`: plain training's order stream, so α = 0
     repeats plain training step for step; audit canaries subtracted on an ascent step, as a
     member's gradient is). Returns ``{"steps", "relaxed_steps", "curves"}``:
     ``curves["train_loss"]`` the batch-weighted mean cross-entropy per epoch,
     ``curves["test_acc"]`` with a test set."""
-    from core.defenses.central import train_hooked
+    from core.engine.builds import train_hooked
 
     res = train_hooked(model, X, y, hooks=[hook], recipe=recipe, image_shape=image_shape,
                        seed=seed, X_test=X_test, y_test=y_test, progress=progress,
@@ -172,7 +172,7 @@ def build_relaxloss(block: RelaxLossDefense, *, image_shape: tuple[int, ...], tr
     and every shadow model train with RelaxLoss at the block's α under the train block's
     recipe (the shadows batched); the report echoes α and says in a note what share of the
     target's steps were taken below it (none: α never bound, the target trained plainly)."""
-    from core.defenses.central import build_hooked
+    from core.engine.builds import build_hooked
     from core.foundation.builds import Report
 
     def report(meta, *, steps: int = 0, batch_size: int | None = None) -> Report:
