@@ -22,6 +22,7 @@ benchmark's declaration figures):
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 from pathlib import Path
 
@@ -86,7 +87,8 @@ def knob_range_declarations(root: Path = ROOT) -> dict[str, list[str]]:
                     kw = {k.arg: k.value for k in node.keywords if k.arg}
                     if _num(kw.get("min_value", ast.Constant(None))) \
                             and _num(kw.get("max_value", ast.Constant(None))) \
-                            and any(field in s for s in _strs(node)):
+                            and any(re.search(rf"(?<![\w]){re.escape(field)}(?![\w])", s)
+                                    for s in _strs(node)):
                         places.append(f"{rel}:{node.lineno} (widget {fn})")
         out[f"{name}.{field}"] = places
     return out

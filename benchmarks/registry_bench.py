@@ -772,7 +772,6 @@ def edits_to_add_attack() -> tuple[int | None, dict[str, Any]]:
 
 def main(quick: bool = False) -> dict[str, Any]:
     from benchmarks.declaration_counts import (
-        edits_to_add,
         edits_when_added,
         knob_range_declarations,
     )
@@ -786,8 +785,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     cycles = import_cycle_list()
     edits, seen = edits_to_add_attack()
     literals = defense_name_literals_outside_parts()
-    defense_edits, defense_files = edits_to_add("core/catalog/relaxloss.py")
-    signal_edits, signal_files = edits_to_add("core/catalog/label_only.py")
+    defense_edits, defense_files = edits_when_added("core/catalog/relaxloss.py")
+    signal_edits, signal_files = edits_when_added("core/catalog/label_only.py")
     smoothing_edits, smoothing_files = edits_when_added("core/catalog/label_smoothing.py")
     game_edits, game_files = edits_when_added("core/catalog/adversarial_regularization.py")
     smoothing_lines = len((ROOT / "core/catalog/label_smoothing.py").read_text().splitlines())
@@ -839,8 +838,8 @@ def main(quick: bool = False) -> dict[str, Any]:
              "benchmarks/declaration_counts.py) and git history; seed_mixers and range_checkers "
              "count core/foundation/seeds.py and core/foundation/checks.py as the one each. "
              f"Private range checkers besides core/foundation/checks.py: {len(checkers)}. "
-             "edits_to_add_defense / _attack_new_signal: files outside tests/ and benchmarks/ "
-             "changed by every commit that touched core/catalog/relaxloss.py / label_only.py. "
+             "edits_to_add_defense / _attack_new_signal (and _label_smoothing, _game_defense): files outside tests/ and benchmarks/ "
+             "changed by the commit that added core/catalog/relaxloss.py / label_only.py / label_smoothing.py / adversarial_regularization.py (not later moves of the whole tree). "
              "validations_per_run: validations of the run's config in the script run where Run "
              "is clicked on the Membership page (AppTest, tiny settings). "
              f"longest_runner_function_lines: {runner}. "

@@ -233,6 +233,54 @@ def _overrides(hooks: Sequence[Hook], name: str) -> bool:
     return any(getattr(type(h), name) is not getattr(Hook, name) for h in hooks)
 
 
+def _check_batched(K: int, n_orders: int, mask_shape: tuple[int, ...], n: int, layout: str,
+                   hooks: Sequence[Hook]) -> None:
+    """One-line errors for what :func:`fit_batched` cannot train."""
+    if K < 1 or n_orders != K or mask_shape != (K, n):
+        raise ValueError(f"models: got {K} models, {n_orders} orders and a mask of shape "
+                         f"{mask_shape}; allowed: K ≥ 1 of each, mask (K, {n})")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout: got {layout!r}; allowed: {', '.join(LAYOUTS)}")
+    whole = [type(h).__name__ for h in hooks if not h.per_example]
+    if whole:
+        raise ValueError(f"hooks: {whole[0]} acts on one model's whole step; allowed: hooks "
+                         "whose per_example is True in the batched form")
+
+
+def _stacked(models: Sequence[nn.Module], names: list[str], lin: set[str]
+             ) -> tuple[list[Tensor], dict[str, Tensor]]:
+    """The K models' parameters stacked into leaves (linear weights held transposed where
+    ``lin`` names them) and their buffers stacked."""
+    leaves = []
+    for n in names:
+        s = torch.stack([dict(m.named_parameters())[n].detach() for m in models])
+        leaves.append((s.transpose(1, 2) if n in lin else s).contiguous().requires_grad_(True))
+    buffers = {n: torch.stack([dict(m.named_buffers())[n].detach() for m in models]).clone()
+               for n, _ in models[0].named_buffers()}
+    return leaves, buffers
+
+
+def _stacked_optimizer(recipe: Recipe, leaves: list[Tensor], K: int, dev: Any
+                       ) -> Callable[[list[Tensor], Tensor, float, bool], None]:
+    """``update(grads, active, lr, all_active)``: the recipe's optimiser step on the stacked
+    leaves, each model with its own state (Adam's moments and step count, SGD's momentum)."""
+    adam, mom, wd = recipe.optimizer == "adam", float(recipe.momentum), float(recipe.weight_decay)
+    if adam:
+        m1 = [torch.zeros_like(p) for p in leaves]
+        m2 = [torch.zeros_like(p) for p in leaves]
+        t = torch.zeros(K, dtype=torch.float64, device=dev)  # bias corrections in float64
+
+        def update(grads: list[Tensor], active: Tensor, lr: float, all_active: bool) -> None:
+            adam_step(leaves, grads, m1, m2, t, active, lr, all_active=all_active,
+                      weight_decay=wd)
+        return update
+    bufs = [torch.zeros_like(p) for p in leaves] if mom else None
+
+    def update(grads: list[Tensor], active: Tensor, lr: float, all_active: bool) -> None:
+        sgd_step(leaves, grads, bufs, active, lr, all_active, mom, wd)
+    return update
+
+
 def fit_batched(models: Sequence[nn.Module], X: Tensor, y: Tensor, in_mask: np.ndarray, *,
                 recipe: Recipe, orders: Sequence[torch.Generator], shape: tuple[int, ...],
                 hooks: Sequence[Hook] = (), layout: str = "vmap",
@@ -244,15 +292,7 @@ def fit_batched(models: Sequence[nn.Module], X: Tensor, y: Tensor, in_mask: np.n
     docstring). The modules are templates: their weights are read once and left as they
     were; the result holds the trained stacked state."""
     K, b, epochs, dev = len(models), int(recipe.batch_size), int(recipe.epochs), X.device
-    if K < 1 or len(orders) != K or np.shape(in_mask) != (K, len(X)):
-        raise ValueError(f"models: got {K} models, {len(orders)} orders and a mask of shape "
-                         f"{np.shape(in_mask)}; allowed: K ≥ 1 of each, mask (K, {len(X)})")
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout: got {layout!r}; allowed: {', '.join(LAYOUTS)}")
-    whole = [type(h).__name__ for h in hooks if not h.per_example]
-    if whole:
-        raise ValueError(f"hooks: {whole[0]} acts on one model's whole step; allowed: hooks "
-                         "whose per_example is True in the batched form")
+    _check_batched(K, len(orders), np.shape(in_mask), len(X), layout, hooks)
     t0 = time.perf_counter()
     template = models[0]
     template.train()
@@ -260,20 +300,10 @@ def fit_batched(models: Sequence[nn.Module], X: Tensor, y: Tensor, in_mask: np.n
     names = [n for n, _ in template.named_parameters()]
     lin = ({f"{n}.weight" for n, m in template.named_modules() if isinstance(m, nn.Linear)}
            if transpose_linear else set())
-    leaves = []
-    for n in names:
-        s = torch.stack([dict(m.named_parameters())[n].detach() for m in models])
-        leaves.append((s.transpose(1, 2) if n in lin else s).contiguous().requires_grad_(True))
-    buffers = {n: torch.stack([dict(m.named_buffers())[n].detach() for m in models]).clone()
-               for n, _ in template.named_buffers()}
+    leaves, buffers = _stacked(models, names, lin)
     rows = [torch.as_tensor(np.flatnonzero(np.asarray(in_mask)[k])) for k in range(K)]
     steps = max(-(-len(r) // b) for r in rows)
-    adam, mom, wd = recipe.optimizer == "adam", float(recipe.momentum), float(recipe.weight_decay)
-    if adam:
-        m1 = [torch.zeros_like(p) for p in leaves]
-        m2 = [torch.zeros_like(p) for p in leaves]
-        t = torch.zeros(K, dtype=torch.float64, device=dev)  # bias corrections in float64
-    bufs = [torch.zeros_like(p) for p in leaves] if (not adam and mom) else None
+    update = _stacked_optimizer(recipe, leaves, K, dev)
     state = StepState(model=template, params=leaves, optimizer=None, recipe=recipe,
                       n=max(len(r) for r in rows), device=dev, models=K, source=X)
     for h in hooks:
@@ -309,12 +339,7 @@ def fit_batched(models: Sequence[nn.Module], X: Tensor, y: Tensor, in_mask: np.n
                 grads = [p.grad for p in leaves]
                 for p in leaves:
                     p.grad = None
-            all_active = bool(host_counts[j].all())
-            if adam:
-                adam_step(leaves, grads, m1, m2, t, active, lr, all_active=all_active,
-                          weight_decay=wd)
-            else:
-                sgd_step(leaves, grads, bufs, active, lr, all_active, mom, wd)
+            update(grads, active, lr, bool(host_counts[j].all()))
 
         run_steps(state, Steps(idx, valid, host_counts), hooks, step, dtype=X.dtype,
                   progress=progress, every=every, cancel_check=cancel_check,
