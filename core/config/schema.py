@@ -568,7 +568,7 @@ class _MembershipAttackSpec(_Model):
         if self.targets > self.shadows + 1:
             raise range_error("targets", self.targets, 1, self.shadows + 1, note="shadows + 1")
         if (self.targets > 1 and self.rmia_references > self.shadows // 2 - 1
-                and any("rmia_references" in attack_by_config_name("membership", a).params
+                and any("rmia_references" in attack_by_config_name("membership", a).setting_names()
                         for a in self.attackers)):
             raise range_error("rmia_references", self.rmia_references, 1, self.shadows // 2 - 1,
                               note="with pooled targets a shadow target leaves each row "

@@ -412,7 +412,7 @@ _S = MetricSpec
 
 # -- utility
 for _spec in (
-    _S("utility_acc", "test accuracy of the task model; for a family that releases representations, of the task head on them",
+    _S("utility_acc", "test accuracy of the task model (where representations are released: of the head on them)",
        "fraction", "utility", "utility_majority", "utility"),
     _S("utility_acc_paper", "test accuracy of the authors' evaluation head on the representation",
        "fraction", "utility", "utility_majority", "utility"),
