@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from core.foundation.checks import range_error
+
 DIRECTIONS = ("utility", "leakage", "protection", "neither")
 #: the directions a privacy metric may have (an attack's success, or an attacker's error)
 PRIVACY_DIRECTIONS = ("leakage", "protection")
@@ -368,7 +370,7 @@ def out_of_range(metrics: Mapping[str, Any]) -> str | None:
             continue
         lo, hi = rng
         if not lo <= value <= hi:
-            return f"metric {name}: got {value:g}; allowed range [{lo:g}, {hi:g}]"
+            return str(range_error(f"metric {name}", value, lo, hi))
     return None
 
 
