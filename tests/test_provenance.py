@@ -67,7 +67,7 @@ def test_a_stale_file_is_marked_and_a_missing_block_is_counted(tmp_path) -> None
     path.write_text(json.dumps(doc))
     mark = provenance.origin("tappfl_adult.json", root).mark()
     assert mark == ("made by an older engine on aaaaaaaaaa; refresh with: "
-                    "python -m benchmarks tappfl_adult")
+                    "`python -m benchmarks tappfl_adult`")
     assert any(mark in t for t, fs in provenance_scan.shown_figures(root) if "tappfl_adult.json" in fs)
     # the same file made by the running engine carries no mark
     doc["provenance"]["engine_id"] = engine_id()

@@ -78,8 +78,8 @@ class Origin:
         if self.current:
             return ""
         if not self.recorded:
-            return f"no record of the engine that made it; refresh with: {self.refresh}"
-        return f"{STALE} on {str(self.commit)[:10]}; refresh with: {self.refresh}"
+            return f"no record of the engine that made it; refresh with: `{self.refresh}`"
+        return f"{STALE} on {str(self.commit)[:10]}; refresh with: `{self.refresh}`"
 
 
 def _refresh_default(file: str, doc: Any) -> str:
