@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from streamlit import config as st_config
+from streamlit.config_option import ConfigOption
 from streamlit.testing.v1 import AppTest
 
 import dashboard.components.bundle_import as BI
@@ -61,6 +62,10 @@ def _history(monkeypatch, tmp_path, *, address=None, password=None, signed_in=Fa
     else:
         monkeypatch.setenv("PRIVLAB_INSECURE", "1")
     old = st_config.get_option("server.address")
+    # the app withholds error details on a server bound beyond loopback (a process-wide
+    # Streamlit option): put it back for the tests after this one
+    details = st_config.get_option("client.showErrorDetails")
+    details_set = st_config.is_manually_set("client.showErrorDetails")
     st_config.set_option("server.address", address)
     try:
         at = AppTest.from_file(APP, default_timeout=60)
@@ -70,6 +75,10 @@ def _history(monkeypatch, tmp_path, *, address=None, password=None, signed_in=Fa
         at.switch_page("views/history.py").run()
     finally:
         st_config.set_option("server.address", old)
+        # restored as it was found: a value restored "by the user" would stop the app from
+        # withholding details in a later test
+        st_config.set_option("client.showErrorDetails", details,
+                             *(() if details_set else (ConfigOption.DEFAULT_DEFINITION,)))
     assert not at.exception, at.exception
     return at
 
