@@ -140,7 +140,7 @@ if __name__ == "__main__":
     a = ap.parse_args()
     out = main(a.quick)
     try:
-        from benchmarks.__main__ import machine_info
+        from benchmarks.harness import machine_info
 
         out["machine"] = machine_info()
     except ImportError:  # pragma: no cover

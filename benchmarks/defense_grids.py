@@ -70,7 +70,7 @@ def _means(rows: list[dict[str, Any]], key: str) -> dict[str, float]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    from benchmarks.__main__ import _jsonable, machine_info
+    from benchmarks.harness import _jsonable, machine_info
     from core.foundation.parts import DEFENSES
 
     t0 = time.perf_counter()

@@ -148,7 +148,7 @@ if __name__ == "__main__":
     a = ap.parse_args()
     out = main(a.quick, a.seeds, a.store)
     try:
-        from benchmarks.__main__ import machine_info
+        from benchmarks.harness import machine_info
 
         out["machine"] = machine_info()
     except ImportError:  # pragma: no cover

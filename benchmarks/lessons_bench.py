@@ -374,7 +374,7 @@ if __name__ == "__main__":
         raise SystemExit(0)
     res = main(quick=args.quick, pages=tuple(args.pages) if args.pages else None)
     out = RESULTS / ("lessons.quick.json" if args.quick else "lessons.json")
-    from benchmarks.__main__ import _jsonable, machine_info
+    from benchmarks.harness import _jsonable, machine_info
 
     out.write_text(json.dumps(_jsonable({**res, "machine": machine_info()}), indent=1))
     print(json.dumps(res["headline"], indent=1))

@@ -88,7 +88,7 @@ def merge_into_membership(headline: dict[str, Any], block: dict[str, Any],
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    from benchmarks.__main__ import _jsonable, machine_info
+    from benchmarks.harness import _jsonable, machine_info
 
     t0 = time.perf_counter()
     cfg = base_config(quick)

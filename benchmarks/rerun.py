@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import BENCHMARKS
-from benchmarks.__main__ import RESULTS_DIR, machine_info, result_path, run_one, write_result
+from benchmarks.harness import RESULTS_DIR, machine_info, result_path, run_one, write_result
 
 #: benchmarks cheap enough for CI (seconds each on two loaded cores), rerun at full size
 QUICK = ("channel_solve",)
