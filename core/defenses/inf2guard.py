@@ -125,16 +125,14 @@ class MembershipGame(Game):
                     adversary_acc=float((logits_u.argmax(-1) == u).float().mean()))
 
 
-def _networks(networks: Networks | None, gen: torch.Generator, d: int, n_classes: int,
-              hidden_dim: int, representation_dim: int, adversary_hidden: int, dev
-              ) -> tuple[torch.nn.Module, torch.nn.Module, torch.nn.Module]:
+def game_networks(networks: Networks | None,
+                  gen: torch.Generator, dev: Any, *builders: Callable[[], torch.nn.Module]
+                  ) -> tuple[torch.nn.Module, ...]:
+    """A game's networks (encoder, head, adversary) on ``dev``: ``networks(gen)`` when given
+    (a registered architecture), else each builder seeded from ``gen`` in order."""
     if networks is not None:
-        enc, head, adv = networks(gen)
-        return enc.to(dev), head.to(dev), adv.to(dev)
-    enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim), gen)
-    head = seeded(lambda: TaskHead(representation_dim, n_classes), gen)
-    adv = seeded(lambda: AttributeAdversary(representation_dim, 2, hidden=adversary_hidden), gen)
-    return enc.to(dev), head.to(dev), adv.to(dev)
+        return tuple(m.to(dev) for m in networks(gen))
+    return tuple(seeded(b, gen).to(dev) for b in builders)
 
 
 def _check(tradeoff_lambda: float, epochs: int, pretrain_epochs: int, batch_size: int,
@@ -178,8 +176,11 @@ def train_inf2guard(X_members: Tensor, y_members: Tensor, X_nonmembers: Tensor, 
     t0 = time.perf_counter()
     dev = X_members.device
     gen = torch.Generator().manual_seed(int(seed))
-    enc, head, adv = _networks(networks, gen, int(np.prod(X_members.shape[1:])), n_classes,
-                               hidden_dim, representation_dim, adversary_hidden, dev)
+    d = int(np.prod(X_members.shape[1:]))
+    enc, head, adv = game_networks(
+        networks, gen, dev, lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim),
+        lambda: TaskHead(representation_dim, n_classes),
+        lambda: AttributeAdversary(representation_dim, 2, hidden=adversary_hidden))
     Xm, Xn = X_members.reshape(len(X_members), -1), X_nonmembers.reshape(len(X_nonmembers), -1)
     X_all = torch.cat([Xm, Xn])
     u_all = torch.cat([torch.ones(len(Xm), dtype=torch.long, device=dev),

@@ -35,13 +35,14 @@ from torch import Tensor
 
 from core.catalog.inf2guard_property import Inf2GuardPropertyDefense
 from core.data.subsets import AGGREGATIONS, Subsets, aggregate_torch
+from core.defenses.inf2guard import game_networks
 from core.engine.hooks import Game, StepState
 from core.engine.loop import Objective, fit
 from core.engine.order import Shuffle
 from core.engine.recipe import Recipe
 from core.foundation.checks import check_field, check_int
 from core.foundation.progress import Progress
-from core.models.nn import Encoder, PropertyAdversary, TaskHead, seeded
+from core.models.nn import Encoder, PropertyAdversary, TaskHead
 
 
 @dataclass
@@ -128,18 +129,6 @@ class PropertyGame(Game):
         self.optimizer.step()
 
 
-def _networks(networks, gen: torch.Generator, d: int, n_classes: int, K: int, hidden_dim: int,
-              representation_dim: int, adversary_hidden: int, dev
-              ) -> tuple[torch.nn.Module, torch.nn.Module, torch.nn.Module]:
-    if networks is not None:
-        enc, head, adv = networks(gen)
-        return enc.to(dev), head.to(dev), adv.to(dev)
-    enc = seeded(lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim), gen)
-    head = seeded(lambda: TaskHead(representation_dim, n_classes), gen)
-    adv = seeded(lambda: PropertyAdversary(representation_dim, K, hidden=adversary_hidden), gen)
-    return enc.to(dev), head.to(dev), adv.to(dev)
-
-
 def _check(tradeoff_lambda: float, epochs: int, pretrain_epochs: int, batch_subsets: int,
            aggregation: str, subsets: Subsets) -> None:
     check_field(Inf2GuardPropertyDefense, "tradeoff_lambda", tradeoff_lambda)
@@ -172,8 +161,11 @@ def train_inf2guard_property(
     dev = X.device
     Xf = X.reshape(len(X), -1)
     gen = torch.Generator().manual_seed(int(seed))
-    enc, head, adv = _networks(networks, gen, int(Xf.shape[1]), n_classes, len(subsets.ratios),
-                               hidden_dim, representation_dim, adversary_hidden, dev)
+    d, K = int(Xf.shape[1]), len(subsets.ratios)
+    enc, head, adv = game_networks(
+        networks, gen, dev, lambda: Encoder(d, hidden=hidden_dim, rep_dim=representation_dim),
+        lambda: TaskHead(representation_dim, n_classes),
+        lambda: PropertyAdversary(representation_dim, K, hidden=adversary_hidden))
     u = torch.as_tensor(subsets.labels, dtype=torch.long, device=dev)
     game_data = (Xf, y, torch.as_tensor(subsets.index, device=dev),
                  torch.as_tensor(subsets.mask, device=dev), u)
