@@ -31,6 +31,7 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    model_serializer,
     model_validator,
 )
 
@@ -235,17 +236,50 @@ class ModelSpec(_Model):
     arch: str = Field("mlp", description="a registered architecture (privlab parts --family "
                                          "models)")
     width: float = Field(1.0, description="width multiplier, within the architecture's range")
+    # registered models only
+    fingerprint: str | None = Field(
+        None, description="a model registered with `privlab model add`: the registration's "
+        "sha256 of the file and options, filled in at validation so that every run key changes "
+        "with the file; None for the architectures privlab declares")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_fingerprint(cls, data: Any) -> Any:
+        """A registered model's fingerprint is copied from its registration (core.models.user)."""
+        if isinstance(data, dict) and data.get("fingerprint") is None:
+            from core.foundation.parts import ARCHITECTURES
+
+            part = ARCHITECTURES.get(data["arch"]) if data.get("arch") in ARCHITECTURES else None
+            if getattr(part, "fingerprint", None):
+                data = {**data, "fingerprint": part.fingerprint}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
         from core.foundation.parts import architecture
 
         try:
-            architecture(self.arch).check_width(self.width)
+            part = architecture(self.arch)
+            part.check_width(self.width)
         except ValueError as err:
             # the part's messages name ``model.<field>``; the enclosing block adds ``model.``
             raise ValueError(str(err).removeprefix("model.")) from None
+        if getattr(part, "fingerprint", None):
+            from core.models.user import check_current
+
+            check_current(self.arch, self.fingerprint)
+        elif self.fingerprint is not None:
+            raise ValueError(f"fingerprint: got {self.fingerprint!r}; only registered models "
+                             f"have one ({self.arch!r} is declared by privlab): leave it out")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        """Without a fingerprint the dump is the one stored runs were keyed by."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("fingerprint") is None:
+            out.pop("fingerprint", None)
+        return out
 
     @property
     def part(self) -> Any:
@@ -273,6 +307,7 @@ def check_model_data(model: ModelSpec, data_name: str) -> None:
     the data are loaded."""
     from core.data.registry import get_info
 
+    model.part.check_data(data_name)
     if get_info(data_name).kind == "tabular":
         model.part.check_input((1, 1, 2), data=data_name)
 

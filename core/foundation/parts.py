@@ -702,8 +702,11 @@ def check_combination(family: str, defense: str, attackers: Iterable[str]) -> No
 
 
 def _object_path(obj: str | Callable[..., Any]) -> str:
-    """A registry entry's ``"module:attr"`` (a callable registered directly reads the same)."""
-    return obj if isinstance(obj, str) else f"{obj.__module__}:{obj.__qualname__}"
+    """A registry entry's ``"module:attr"`` (a callable registered directly reads the same; a
+    callable object may say where it lives in its ``object_path``)."""
+    if isinstance(obj, str):
+        return obj
+    return getattr(obj, "object_path", None) or f"{obj.__module__}:{obj.__qualname__}"
 
 
 def describe() -> dict[str, list[dict[str, Any]]]:
@@ -849,6 +852,11 @@ class ArchitecturePart:
                              f"{', '.join(self.roles)}")
         return role
 
+    def check_data(self, data: str) -> None:
+        """One line where this architecture may not run on the data set named ``data`` at all
+        (a registered model fits only the data sets it was checked for); a declared
+        architecture takes any data of its inputs (:meth:`check_input`)."""
+
     def net_shape(self, shape: tuple[int, int, int]) -> tuple[int, int, int]:
         """(C, H, W) the network sees for data of ``shape`` (after the declared resize)."""
         c, h, w = shape
@@ -874,8 +882,11 @@ class ArchitecturePart:
         return f"{self.title} at width {w:g} (a narrower copy of the same family)"
 
 
+#: the architectures: those declared in :mod:`core.catalog`, then a user's registered models
+#: (``privlab model add``, :func:`core.models.user.parts`, read on every access)
 ARCHITECTURES: Registry[ArchitecturePart] = Registry("architecture", loader=_CATALOG,
-                                                     order=lambda a: a.order)
+                                                     order=lambda a: a.order,
+                                                     extra="core.models.user:parts")
 
 
 def architecture(name: str) -> ArchitecturePart:

@@ -30,7 +30,8 @@ class Registry(Generic[T]):
 
     def __init__(self, what: str, *, loader: str | None = None,
                  order: Callable[[T], Any] | None = None,
-                 check: Callable[[str, T], None] | None = None) -> None:
+                 check: Callable[[str, T], None] | None = None,
+                 extra: str | None = None) -> None:
         Registry.instances.append(self)
         self.what = what
         #: called as ``check(name, entry)`` before an entry registered after the loader's
@@ -46,6 +47,10 @@ class Registry(Generic[T]):
         self._loader = loader
         #: a sort key: entries are read in (key, registration) order
         self._order = order
+        #: ``"module:attr"`` of ``fn() -> dict[str, T]``: entries registered outside the code
+        #: (a user's models, :mod:`core.models.user`), read on every access after the
+        #: registered ones; a name registered in code wins
+        self._extra = extra
         #: bumped on every register / unregister (readers that derive tables from the entries,
         #: such as the metric schema, rebuild when it moves)
         self.version = 0
@@ -82,11 +87,27 @@ class Registry(Generic[T]):
             importlib.import_module(loader)
             self._loaded = True
 
-    def _sorted(self) -> dict[str, T]:
+    def _extras(self) -> dict[str, T]:
+        if self._extra is None:
+            return {}
+        found = resolve_path(self._extra)()
+        return {k: v for k, v in found.items() if k not in self._entries}
+
+    def _all(self) -> dict[str, T]:
         self._load()
+        extras = self._extras()
+        return {**self._entries, **extras} if extras else self._entries
+
+    def builtin_names(self) -> tuple[str, ...]:
+        """The names registered in code (without the :attr:`_extra` source's)."""
+        self._load()
+        return tuple(self._entries)
+
+    def _sorted(self) -> dict[str, T]:
+        entries = self._all()
         if self._order is None:
-            return self._entries
-        keyed = sorted(enumerate(self._entries.items()),
+            return entries
+        keyed = sorted(enumerate(entries.items()),
                        key=lambda t: (self._order(t[1][1]), t[0]))
         return {k: v for _, (k, v) in keyed}
 
@@ -94,6 +115,10 @@ class Registry(Generic[T]):
         self._load()
         try:
             return self._entries[name]
+        except KeyError:
+            pass
+        try:
+            return self._extras()[name]
         except KeyError:
             raise UnknownName(self.unknown(name)) from None
 
@@ -115,11 +140,10 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         self._load()
-        return name in self._entries
+        return name in self._entries or (self._extra is not None and name in self._extras())
 
     def __len__(self) -> int:
-        self._load()
-        return len(self._entries)
+        return len(self._all())
 
     def __repr__(self) -> str:
         return f"Registry({self.what!r}, {list(self._entries)})"

@@ -18,7 +18,9 @@ are a *view* of the stacked (K, ...) tensors, so autograd gives each copy its ow
 - activations, pooling, ``Identity``, ``Flatten`` and containers act channel-wise: unchanged.
 
 A container's own forward must act channel-wise too (flatten from dim 1, spatial means,
-residual sums), as every :mod:`core.models` network does. Any other leaf is refused
+residual sums), as every :mod:`core.models` network does; one that declares
+``channelwise = False`` (a user's registered model, whose forward privlab cannot read) is
+refused, as is any other leaf
 (:func:`check_groupable`), and the caller keeps ``vmap(functional_call)``.
 
 Why not ``vmap(functional_call)`` alone: vmap already turns K stacked kernels into one grouped
@@ -54,6 +56,9 @@ def check_groupable(module: nn.Module) -> None:
     layer of another kind; ValueError: a layer whose settings have none)."""
     for name, m in module.named_modules():
         if next(m.children(), None) is not None:
+            if getattr(m, "channelwise", True) is False:
+                raise ValueError(f"model: {name or 'the module'} ({type(m).__name__}) declares "
+                                 "a forward that does not act channel-wise")
             if any(True for _ in m.parameters(recurse=False)):
                 raise ValueError(f"model: {name or 'the module'} ({type(m).__name__}) holds "
                                  "parameters of its own; allowed: layers with a grouped form")
