@@ -20,6 +20,8 @@
     privlab data add NAME --images DIR [--size 28] [--color gray|rgb] [--attributes CSV]
     privlab data list [--json]
     privlab data remove NAME
+    privlab model add NAME --from FILE.py:FACTORY --data D [--data D ...] [--groupnorm] ...
+    privlab model list [--json] | privlab model remove NAME
     privlab du [--json]
     privlab gc [--older-engines] [--max-size 2GB] [--grace SECONDS] [--dry-run] [--json]
     privlab verify [--repair] [--json] | privlab verify --recompute KEY [--json]
@@ -1038,6 +1040,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_commands(sub)
     _add_catalog_commands(sub)
     _add_maintenance_commands(sub)
+    __import__("cli.models").models.add_commands(sub)  # privlab model add / list / remove
     return p
 
 

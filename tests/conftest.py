@@ -19,11 +19,12 @@ def adult_dir() -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache_dir(tmp_path_factory):
     """No test writes to the user's cache or sees the user's registered data sets:
-    PRIVLAB_CACHE_DIR and PRIVLAB_DATA_REGISTRY point at session tmp dirs; the dashboard
+    PRIVLAB_CACHE_DIR, PRIVLAB_DATA_REGISTRY and PRIVLAB_MODEL_REGISTRY point at session tmp dirs; the dashboard
     starts no pool in the background (PRIVLAB_PREWARM=0)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIVLAB_CACHE_DIR", str(tmp_path_factory.mktemp("privlab-cache")))
         mp.setenv("PRIVLAB_DATA_REGISTRY", str(tmp_path_factory.mktemp("privlab-data-registry")))
+        mp.setenv("PRIVLAB_MODEL_REGISTRY", str(tmp_path_factory.mktemp("privlab-model-registry")))
         mp.setenv("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # silences Ray's FutureWarning
         # page tests run dashboard/app.py in this process: no background pool start there
         mp.setenv("PRIVLAB_PREWARM", "0")

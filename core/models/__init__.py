@@ -18,7 +18,7 @@ from core.foundation.checks import check_int
 from core.models.common import Adapted, ImageInput
 
 __all__ = ["build_encoder", "build_model", "describe_costs", "forward_flops", "param_count",
-           "role_input_shape"]
+           "registered_counts", "role_input_shape"]
 
 
 def _part(arch: Any):
@@ -107,6 +107,23 @@ def forward_flops(arch: Any, in_shape: Iterable[int], n_classes: int, width: flo
     return int(counter.get_total_flops()) // 2
 
 
+def registered_counts(arch: Any, width: float, in_shape: Iterable[int],
+                      n_classes: int) -> tuple[int, int] | None:
+    """(parameters, forward FLOPs) a registered model's checks measured (on the CPU, at width
+    1) for data of ``in_shape`` and ``n_classes`` (:mod:`core.models.user`: a user's forward
+    may not run on the meta device); None for any other architecture, width or input."""
+    from core.foundation.parts import input_kind
+
+    part = _part(arch)
+    if not getattr(part, "measured", None) or float(width) != 1.0:
+        return None
+    shape = input_kind(in_shape)[1]
+    for (data, fit), (_, params, flops) in zip(part.fits, part.measured, strict=True):
+        if tuple(fit) == shape and dict(part.classes).get(data) == int(n_classes):
+            return params, flops
+    return None
+
+
 def describe_costs() -> list[dict[str, Any]]:
     """:func:`core.foundation.parts.describe_models` with each architecture's parameter count per role and
     forward FLOPs at its reference input, full and CPU width (``privlab parts --family
@@ -117,6 +134,12 @@ def describe_costs() -> list[dict[str, Any]]:
     for row in rows:
         a = _part(row["name"])
         shape, classes = a.reference
+        known = registered_counts(a, 1.0, shape, classes)
+        if known is not None:  # a registered model: what its checks measured
+            row["params"] = row["params_cpu_width"] = {"classifier": known[0]}
+            row["forward_flops"] = row["forward_flops_cpu_width"] = known[1]
+            row["fits"] = {d: list(s) for d, s in a.fits}
+            continue
         row["params"] = {r: param_count(a, shape, classes, role=r) for r in a.roles}
         row["params_cpu_width"] = {r: param_count(a, shape, classes, a.cpu_width, role=r)
                                    for r in a.roles}

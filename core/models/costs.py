@@ -208,7 +208,11 @@ def arch_cost(arch: str, width: float, in_shape: tuple[int, ...], n_classes: int
               passes: float | None = None) -> ModelCost:
     """:class:`ModelCost` of ``arch`` at ``width`` on data of ``in_shape`` with ``n_classes``
     classes, trained for ``passes`` image passes (None: counts only)."""
-    params, fwd = _counts(arch, float(width), tuple(int(s) for s in in_shape), int(n_classes))
+    from core.models import registered_counts
+
+    # a registered model's measured counts are read each time (it may be registered again)
+    params, fwd = (registered_counts(arch, width, in_shape, n_classes)
+                   or _counts(arch, float(width), tuple(int(s) for s in in_shape), int(n_classes)))
     cpu_s = gpu_s = None
     cpu_from, gpu_from, measured = "no training-step measurement here", "", False
     if passes is not None:

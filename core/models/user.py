@@ -55,6 +55,8 @@ MAX_SOURCE_BYTES = 1024**2
 PARAM_CAP = 50_000_000
 TIMEOUT_S = 120.0
 MEMORY_MIB = 4096
+#: seconds the check process may take to import torch and Opacus, before the user's code runs
+STARTUP_S = 90.0
 #: the bounds a user may set those caps to
 PARAM_CAP_RANGE = (1, 2_000_000_000)
 TIMEOUT_RANGE = (5.0, 3600.0)
@@ -62,6 +64,8 @@ MEMORY_RANGE = (256, 65_536)
 WIDTH_RANGE = (0.0625, 8.0)
 CHECKS = ("file", "import", "factory", "build", "output shape", "parameters", "determinism",
           "time", "memory", "data")
+#: ``by`` of a registration made on the command line by the operator
+BY_CLI = "privlab model add"
 _KEYS = {"name", "format", "path", "factory", "sha256", "fingerprint", "data", "widths"}
 
 
@@ -241,11 +245,12 @@ def _in_range(name: str, value: float, lo: float, hi: float) -> None:
 def add(name: str, source: str, data: dict[str, tuple[tuple[int, ...], int]], *,
         param_cap: int = PARAM_CAP, timeout_s: float = TIMEOUT_S, memory_mib: int = MEMORY_MIB,
         widths: tuple[float, float] = (1.0, 1.0), groupnorm: bool = False,
-        replace: bool = False) -> dict[str, Any]:
+        replace: bool = False, by: str = "python") -> dict[str, Any]:
     """Check ``source`` (``FILE.py:FACTORY``) in a child process for every data set of ``data``
     (name → (input shape, classes)) and register it as ``name``; returns the registration.
     Refused (ModelError, one line naming the file and the check, nothing stored) where a check
-    fails."""
+    fails. ``by`` records who registered it (:data:`BY_CLI` for ``privlab model add``: only
+    those are offered on a server reachable beyond loopback)."""
     check_name(name, replace=replace)
     path, factory = parse_source(source)
     if not data:
@@ -261,6 +266,7 @@ def add(name: str, source: str, data: dict[str, tuple[tuple[int, ...], int]], *,
     body = read_source(path)
     sha = sha256(body)
     job = {"factory": factory, "sha256": sha, "groupnorm": bool(groupnorm),
+           "timeout_s": float(timeout_s),
            "data": {k: [list(s), int(c)] for k, (s, c) in data.items()},
            "widths": [lo, hi], "param_cap": int(param_cap), "memory_mib": int(memory_mib),
            "label": str(path)}
@@ -272,7 +278,7 @@ def add(name: str, source: str, data: dict[str, tuple[tuple[int, ...], int]], *,
              "data": {k: {"shape": list(s), "classes": int(c)} for k, (s, c) in data.items()},
              "params": report["params"], "flops": report["flops"], "opacus": report["opacus"],
              "registered": datetime.now(UTC).isoformat(timespec="seconds"),
-             "by": "privlab model add"}
+             "by": str(by)}
     d = registry_dir()
     d.mkdir(parents=True, exist_ok=True)
     _write_atomic(_copy_path(name), body)
@@ -281,8 +287,10 @@ def add(name: str, source: str, data: dict[str, tuple[tuple[int, ...], int]], *,
 
 
 def run_checks(body: bytes, job: dict[str, Any], timeout_s: float, label: str) -> dict[str, Any]:
-    """Import and check ``body`` in a child process (:mod:`core.models.user_check`) under a
-    wall-clock limit of ``timeout_s`` and the job's address-space cap; returns its report
+    """Import and check ``body`` in a child process (:mod:`core.models.user_check`) under the
+    job's time limit (``timeout_s`` for the user's code, enforced in the child; the child is
+    killed at ``timeout_s`` + :data:`STARTUP_S`, torch's import included) and address-space
+    cap; returns its report
     (params, flops, opacus) or raises the one-line ModelError of the first failed check."""
     root = Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory(prefix="privlab-model-check-") as tmp:
@@ -298,10 +306,11 @@ def run_checks(body: bytes, job: dict[str, Any], timeout_s: float, label: str) -
                 proc = subprocess.run(
                     [sys.executable, "-m", "core.models.user_check", str(job_path), str(out)],
                     cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=err, timeout=timeout_s, check=False)
+                    stderr=err, timeout=timeout_s + STARTUP_S, check=False)
             except subprocess.TimeoutExpired:
-                raise ModelError(f"{label}: time: import, build and checks did not finish "
-                                 f"within {timeout_s:g} s (the --timeout cap)") from None
+                raise ModelError(f"{label}: time: the check process did not finish within "
+                                 f"{timeout_s:g} s (the --timeout cap) + {STARTUP_S:g} s to "
+                                 "start; it was killed") from None
         if out.is_file():
             report = json.loads(out.read_text())
             if report.get("error"):
@@ -394,7 +403,11 @@ class UserArchitecturePart(ArchitecturePart):
     fingerprint: str = ""
     #: (data, parameters, forward FLOPs per input) measured at width 1 at registration
     measured: tuple[tuple[str, int, int], ...] = ()
+    #: (data, classes) each data set was checked with
+    classes: tuple[tuple[str, int], ...] = ()
     opacus: str = ""
+    #: who registered it (:data:`BY_CLI`: the operator on the command line)
+    registered_by: str = ""
     entry_path: str = ""
     sources: tuple[str, ...] = field(default_factory=tuple)
 
@@ -436,7 +449,8 @@ def _part(entry: dict[str, Any]) -> UserArchitecturePart:
         description=f"your factory {entry['factory']} of {Path(entry['path']).name}, checked "
                     f"for data {', '.join(entry['data'])}; Opacus: {entry['opacus']}",
         order=5000, fits=fits, fingerprint=entry["fingerprint"], measured=measured,
-        opacus=str(entry["opacus"]), entry_path=str(_entry_path(entry["name"])),
+        classes=tuple((d, int(v["classes"])) for d, v in entry["data"].items()),
+        opacus=str(entry["opacus"]), registered_by=str(entry.get("by", "")), entry_path=str(_entry_path(entry["name"])),
         sources=(entry["path"],))
 
 

@@ -13,7 +13,10 @@ the report's one-line ``error``, naming the check):
 - ``output shape`` / ``output``: a batch of 4 inputs gives (4, classes) finite logits;
 - ``determinism``: two builds seeded 0 (the global RNG seeded differently before each) have
   equal parameters and buffers and equal outputs on one input, twice;
-- ``memory``: an allocation beyond the cap.
+- ``memory``: an allocation beyond the cap;
+- ``time``: the user's code (import, builds, forwards) past the job's ``timeout_s``, counted
+  from after torch's import (SIGALRM raises inside it; the parent kills the process where a
+  hang never returns to Python).
 
 Opacus' verdict is reported, not a refusal: accepted, accepted after BatchNorm → GroupNorm
 (``ModuleValidator.fix``; DP-SGD applies it), or refused with its first reason; "accepted"
@@ -32,6 +35,26 @@ from typing import Any
 
 class Failed(Exception):
     """A check failed; ``str()`` is its one line (``<check>: <what>``)."""
+
+
+class TimeUp(BaseException):
+    """The job's ``timeout_s`` passed (raised by the SIGALRM handler inside the user's code)."""
+
+
+_TIMEOUT: dict[str, float] = {"s": 0.0}
+
+
+def _arm(timeout_s: float) -> None:
+    """Raise :class:`TimeUp` in this process ``timeout_s`` seconds from now (the user's code
+    only: torch's import does not count against it; the parent's wall clock backs it up)."""
+    import signal
+
+    def _alarm(signum, frame):
+        raise TimeUp()
+
+    _TIMEOUT["s"] = float(timeout_s)
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(timeout_s))
 
 
 def _limit_memory(mib: int) -> None:
@@ -61,6 +84,9 @@ def _guard(check: str, what: str, fn, *args, **kw):
         return fn(*args, **kw)
     except Failed:
         raise
+    except TimeUp:
+        raise Failed(f"time: {what} did not finish within {_TIMEOUT['s']:g} s (the --timeout "
+                     "cap)") from None
     except BaseException as exc:  # noqa: BLE001 - a stranger's code may raise anything
         if _memory(exc):
             raise Failed(f"memory: {what} exceeded the memory cap ({_first_line(exc)})") from None
@@ -155,10 +181,14 @@ def _opacus(net, shape) -> str:
             return f"refused: {str(errors[0]).splitlines()[0][:160]}"
         note = ("accepted after BatchNorm → GroupNorm (DP-SGD applies it; --groupnorm applies "
                 "it under every defense)")
+    import warnings
+
     try:
         gs = GradSampleModule(m)
         out = gs(_inputs(shape, 2))
-        out.float().sum().backward()
+        with warnings.catch_warnings():  # the inputs need no gradient: Opacus' hooks say so
+            warnings.simplefilter("ignore", UserWarning)
+            out.float().sum().backward()
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         return f"refused: per-sample gradients failed ({_first_line(exc)})"
     if any(getattr(p, "grad_sample", None) is None for p in m.parameters() if p.requires_grad):
@@ -212,10 +242,17 @@ def main(argv: list[str]) -> int:
 
     torch.set_num_threads(1)
     _limit_memory(job["memory_mib"])
+    _arm(job["timeout_s"])
     try:
         report = check(job)
     except Failed as exc:
         report = {"error": str(exc)}
+    except TimeUp:  # between two guarded calls
+        report = {"error": f"time: the checks did not finish within {job['timeout_s']:g} s "
+                           "(the --timeout cap)"}
+    import signal
+
+    signal.setitimer(signal.ITIMER_REAL, 0)
     Path(argv[2]).write_text(json.dumps(report))
     return 0
 

@@ -168,6 +168,30 @@ def cost_text(config: Mapping[str, Any], arch: str, width: float,
             f"({c.cpu_based_on}); **{gpu} on {gpu_here}** ({c.gpu_based_on}; compute only).")
 
 
+#: why a registered model is not offered to a visitor of a server reachable beyond loopback
+NOT_OPERATOR = ("registered outside `privlab model add`; a server reachable beyond loopback "
+                "offers only models the operator registered on the command line")
+
+
+def shared_server_choices(choices: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+    """``choices`` (name, reason or None) as this visitor may have them: on a server reachable
+    beyond loopback (:func:`dashboard.auth.beyond_loopback`) a registered model is offered only
+    where the operator registered it with ``privlab model add``; the page never registers or
+    imports code itself."""
+    from core.foundation.parts import ARCHITECTURES
+    from core.models.user import BY_CLI
+    from dashboard import auth
+
+    if not auth.beyond_loopback():
+        return choices
+    out = []
+    for name, reason in choices:
+        by = getattr(ARCHITECTURES.get(name), "registered_by", None)
+        out.append((name, NOT_OPERATOR if reason is None and by not in (None, BY_CLI)
+                    else reason))
+    return out
+
+
 def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
                     where: Any = None) -> dict[str, Any]:
     """The "Architecture" select (titles) and width multiplier of a page whose ``kind`` trains
@@ -187,7 +211,7 @@ def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
     where = st.container() if where is None else where
     facts = _data_facts(config)
     shape = facts[0] if facts else None
-    choices = architecture_choices(config, shape)
+    choices = shared_server_choices(architecture_choices(config, shape))
     default = ModelSpec()
     offered = [n for n, r in choices if r is None]
     refused = [(n, r) for n, r in choices if r is not None]
