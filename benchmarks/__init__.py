@@ -46,4 +46,5 @@ BENCHMARKS: dict[str, str] = {
     "export": "benchmarks.export_bench:main",
     "gpu": "benchmarks.gpu_bench:main",
     "engine": "benchmarks.engine_bench:main",
+    "your_model": "benchmarks.your_model_bench:main",
 }

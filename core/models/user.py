@@ -261,7 +261,7 @@ def add(name: str, source: str, data: dict[str, tuple[tuple[int, ...], int]], *,
     lo, hi = (float(w) for w in widths)
     _in_range("--widths (low)", lo, WIDTH_RANGE[0], 1.0)
     _in_range("--widths (high)", hi, 1.0, WIDTH_RANGE[1])
-    for dname, (shape, _) in data.items():
+    for shape, _ in data.values():
         input_kind(shape)  # a shape the registry can describe (a one-line ValueError)
     body = read_source(path)
     sha = sha256(body)
@@ -338,9 +338,10 @@ _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], Any] = {}
 
 
-def load_factory(path: str, sha: str, factory: str) -> Any:
+def load_factory(path: str, sha: str, factory: str, label: str | None = None) -> Any:
     """The function ``factory`` of the file ``path`` whose bytes must hash to ``sha`` (a
-    changed file is a one-line ModelError); each (path, hash) is imported once per process."""
+    changed file is a one-line ModelError); each (path, hash) is imported once per process.
+    ``label``: the file name tracebacks and syntax errors give (default ``path``)."""
     import importlib.util
 
     with _LOCK:
@@ -356,7 +357,7 @@ def load_factory(path: str, sha: str, factory: str) -> Any:
             mod.__file__ = path
             sys.modules[modname] = mod  # dataclasses and pickling look a class's module up
             try:
-                exec(compile(body, path, "exec"), mod.__dict__)  # noqa: S102 - the user's own model
+                exec(compile(body, label or path, "exec"), mod.__dict__)  # noqa: S102 - the user's own model
             except BaseException:
                 sys.modules.pop(modname, None)
                 raise
@@ -435,7 +436,7 @@ def _part(entry: dict[str, Any]) -> UserArchitecturePart:
     fits = tuple((d, input_kind(v["shape"])[1]) for d, v in entry["data"].items())
     kinds = tuple(dict.fromkeys(input_kind(s)[0] for _, s in fits))
     channels = tuple(sorted({s[0] for _, s in fits if input_kind(s)[0] == "image"})) or None
-    first, info = next(iter(entry["data"].items()))
+    info = next(iter(entry["data"].values()))
     measured = tuple((d, int(entry["params"].get(d, 0)), int(entry["flops"].get(d, 0)))
                      for d in entry["data"])
     lo, hi = entry["widths"]

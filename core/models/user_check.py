@@ -97,7 +97,7 @@ def _load(job: dict[str, Any]):
     from core.models.user import ModelError, load_factory
 
     try:
-        return load_factory(job["path"], job["sha256"], job["factory"])
+        return load_factory(job["path"], job["sha256"], job["factory"], job.get("label"))
     except ModelError as exc:
         raise Failed(str(exc).removeprefix(f"{job['path']}: ")) from None
 
@@ -168,7 +168,6 @@ def _opacus(net, shape) -> str:
     """Opacus' verdict on ``net`` (a copy is trained one per-sample-gradient step)."""
     import copy
 
-    import torch
     from opacus import GradSampleModule
     from opacus.validators import ModuleValidator
 
