@@ -245,3 +245,19 @@ def test_beyond_loopback_only_models_the_operator_registered_are_offered(registr
     # code that was never registered is no architecture at all
     with pytest.raises(ConfigError, match="model.arch: got"):
         parse_config({**TINY, "model": {"arch": f"{d / 'mine.py'}:make"}})
+
+
+def test_one_comparison_puts_the_registered_model_under_each_defense(registry) -> None:
+    """"My network, undefended vs DP-SGD vs RelaxLoss" is one Compare: every sweep of the
+    comparison trains the registered model, its fingerprint in each point's config."""
+    from core.config.schema import parse_config as parse
+    from core.runs.compare import comparison_sweeps, spec_from_dict, spec_to_dict, teaching_spec
+
+    spec = spec_from_dict({**spec_to_dict(teaching_spec()), "model": {"arch": "mine"}})
+    sweeps, _ = comparison_sweeps(spec)
+    kinds = {d.kind if hasattr(d, "kind") else str(d) for d, _ in sweeps}
+    assert len(sweeps) >= 3, kinds
+    fp = user.get_entry("mine")["fingerprint"]
+    for _, sw in sweeps:
+        assert sw["base"]["model"]["arch"] == "mine"
+        assert parse(sw["base"]).model.fingerprint == fp
