@@ -260,3 +260,36 @@ def test_one_comparison_puts_the_registered_model_under_each_defense(registry) -
     for _, sw in sweeps:
         assert sw["base"]["model"]["arch"] == "mine"
         assert parse(sw["base"]).model.fingerprint == fp
+
+
+def test_the_groupnorm_option_replaces_batchnorm_under_every_defense(tmp_path) -> None:
+    from torch import nn
+
+    path = tmp_path / "bn.py"
+    path.write_text("from torch import nn\n"
+                    "def make(in_shape, n_classes, width):\n"
+                    "    return nn.Sequential(nn.Conv2d(in_shape[0], 4, 3), nn.BatchNorm2d(4),\n"
+                    "        nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, n_classes))\n")
+    sha = user.sha256(path.read_bytes())
+    plain = user.UserFactory(str(path), sha, "make")((1, 8, 8), 10, width=1.0)
+    fixed = user.UserFactory(str(path), sha, "make", groupnorm=True)((1, 8, 8), 10, width=1.0)
+    assert any(isinstance(m, nn.BatchNorm2d) for m in plain.modules())
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in fixed.modules())
+    assert any(isinstance(m, nn.GroupNorm) for m in fixed.modules())
+    # a copy whose bytes changed after the check is refused, never imported
+    path.write_text(path.read_text() + "\n# edited\n")
+    with pytest.raises(user.ModelError, match="changed since they were checked"):
+        user.UserFactory(str(path), sha, "make", groupnorm=True)((1, 8, 8), 10, width=1.0)
+
+
+def test_the_dashboard_never_registers_or_imports_a_users_file() -> None:
+    """Registration and the import of a file by path live in core.models.user; no page calls
+    them (a page reaches a registered model only through the architecture registry)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "dashboard"
+    calls = re.compile(r"\b(user\.add|run_checks|load_factory|user_check|UserFactory|"
+                       r"spec_from_file_location|exec\()")
+    hits = [f"{p.name}: {m.group(0)}" for p in root.rglob("*.py")
+            for m in calls.finditer(p.read_text())]
+    assert hits == []

@@ -340,17 +340,20 @@ _LOADED: dict[tuple[str, str], Any] = {}
 
 def load_factory(path: str, sha: str, factory: str, label: str | None = None) -> Any:
     """The function ``factory`` of the file ``path`` whose bytes must hash to ``sha`` (a
-    changed file is a one-line ModelError); each (path, hash) is imported once per process.
+    changed file is a one-line ModelError, checked at every call); each (path, hash) is
+    imported once per process.
     ``label``: the file name tracebacks and syntax errors give (default ``path``)."""
     import importlib.util
 
     with _LOCK:
+        # hashed at every build (a file of at most 1 MiB): a copy changed after the check is
+        # refused even where an earlier build imported it
+        body = read_source(Path(path))
+        if sha256(body) != sha:
+            raise ModelError(f"{path}: file: its contents changed since they were checked; "
+                             "register the model again (privlab model add ... --replace)")
         mod = _LOADED.get((path, sha))
         if mod is None:
-            body = read_source(Path(path))
-            if sha256(body) != sha:
-                raise ModelError(f"{path}: file: its contents changed since they were checked; "
-                                 "register the model again (privlab model add ... --replace)")
             modname = f"privlab_user_model_{sha[:16]}"
             spec = importlib.util.spec_from_loader(modname, loader=None, origin=path)
             mod = importlib.util.module_from_spec(spec)
