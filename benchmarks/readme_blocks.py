@@ -6,7 +6,8 @@ install, a placeholder path; the reason is required). Shell blocks run in ``bash
 pipefail`` with the environment's ``bin/`` first on ``PATH`` (``privlab`` is
 ``.venv/bin/privlab``), Python blocks in a fresh interpreter, both with the repository on
 ``PYTHONPATH``. All blocks share one scratch directory (holding a link to ``examples/``, as the
-repository root does) and one store (``$PRIVLAB_CACHE_DIR``, ``$PRIVLAB_DATA_REGISTRY``), in the
+repository root does) and one store (``$PRIVLAB_CACHE_DIR``, ``$PRIVLAB_DATA_REGISTRY``,
+``$PRIVLAB_MODEL_REGISTRY``), in the
 README's link order, as a reader following the pages would.
 
 ``python -m benchmarks.readme_blocks`` prints ``readme_blocks_executed`` / ``_failed`` /
@@ -89,7 +90,8 @@ def scratch_env(work: Path) -> dict[str, str]:
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "PYTHONPATH": str(ROOT),
             "PRIVLAB_CACHE_DIR": str(work / "store"),
-            "PRIVLAB_DATA_REGISTRY": str(work / "datasets")}
+            "PRIVLAB_DATA_REGISTRY": str(work / "datasets"),
+            "PRIVLAB_MODEL_REGISTRY": str(work / "models")}
 
 
 def run_block(block: Block, work: Path, env: dict[str, str], timeout: float = TIMEOUT_S
