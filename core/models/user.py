@@ -504,10 +504,12 @@ def status(entry: dict[str, Any]) -> str:
             return "tampered"
     except ModelError:
         return "tampered"
+    if not Path(entry["path"]).exists():
+        return "moved"
     try:
         original = read_source(Path(entry["path"]))
-    except ModelError:
-        return "moved"
+    except ModelError:  # now a folder, too large, not text: not the file that was checked
+        return "edited"
     return "ok" if sha256(original) == entry["sha256"] else "edited"
 
 
