@@ -293,3 +293,22 @@ def test_the_dashboard_never_registers_or_imports_a_users_file() -> None:
     hits = [f"{p.name}: {m.group(0)}" for p in root.rglob("*.py")
             for m in calls.finditer(p.read_text())]
     assert hits == []
+
+
+def test_a_moved_file_still_runs_its_checked_copy_and_list_says_so(registry, capsys) -> None:
+    d, _ = registry
+    entry = json.loads((d / "mine.json").read_text())
+    (d / "moved.py").write_bytes((d / "mine.py").read_bytes())
+    (d / "moved.json").write_text(json.dumps({**entry, "name": "moved",
+                                              "path": str(d / "no" / "such.py")}))
+    try:
+        assert parse_config({**TINY, "model": {"arch": "moved"}}).model.fingerprint
+        assert cli_main(["model", "list", "--json"]) == 0
+        rows = {r["name"]: r["status"] for r in json.loads(capsys.readouterr().out)}
+        assert rows["moved"] == "moved" and rows["mine"] == "ok"
+        # the stored copy altered by hand: refused at validation, said so by list
+        (d / "moved.py").write_text("print('not what was checked')\n")
+        with pytest.raises(ConfigError, match="stored copy .* no longer matches"):
+            parse_config({**TINY, "model": {"arch": "moved"}})
+    finally:
+        user.remove("moved")
