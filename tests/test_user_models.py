@@ -276,6 +276,10 @@ def test_the_groupnorm_option_replaces_batchnorm_under_every_defense(tmp_path) -
     assert any(isinstance(m, nn.BatchNorm2d) for m in plain.modules())
     assert not any(isinstance(m, nn.BatchNorm2d) for m in fixed.modules())
     assert any(isinstance(m, nn.GroupNorm) for m in fixed.modules())
+    # its forward is the user's: K copies train through vmap, never as one grouped network
+    from core.models.stacked import groupable
+
+    assert not groupable(fixed) and groupable(fixed.net)
     # a copy whose bytes changed after the check is refused, never imported
     path.write_text(path.read_text() + "\n# edited\n")
     with pytest.raises(user.ModelError, match="changed since they were checked"):
