@@ -37,6 +37,7 @@ from pydantic import (
 
 from core.config.base import Block
 from core.config.files import MAX_DEPTH
+from core.config.trained import TrainedTarget
 from core.foundation.parts import (
     DEFENSES,
     attack_by_config_name,
@@ -628,13 +629,39 @@ class MembershipConfig(_Experiment):
     audit: AuditSpec = AuditSpec()
     projection_points: Annotated[int, Ge(0), Le(5000)] = Field(
         1000, description="pool rows in the t-SNE of the release coloured by membership (0 = none)")
+    target: TrainedTarget | None = Field(
+        None, description="a model trained elsewhere, audited in place of the target privlab "
+                          "trains (privlab audit); None: privlab trains the target")
 
     @model_validator(mode="after")
     def _check_combination(self) -> MembershipConfig:
         check_model_data(self.model, self.data.name)
         # the representation attacks accept representation releases: only Inf2Guard's
         check_combination(self.kind, self.defense.kind, self.attack.attackers)
+        if self.target is not None:
+            check_trained_target(self)
         return self
+
+
+def check_trained_target(cfg: MembershipConfig) -> None:
+    """What a model trained elsewhere allows: plain training as the shadows' recipe (the
+    weights carry no defense privlab could repeat), the data set whole (member indices are its
+    rows), the default model for a scikit-learn estimator (its own class is the model)."""
+    none = baseline_for("membership")
+    if cfg.defense.kind != none:
+        raise ValueError(f"defense.kind: got {cfg.defense.kind!r}; a model trained elsewhere is "
+                         f"audited with shadows trained by plain training ({none!r})")
+    if cfg.data.max_samples is not None:
+        raise ValueError(f"data.max_samples: got {cfg.data.max_samples}; a model trained "
+                         "elsewhere is audited on the whole data set (its members are row "
+                         "indices of it): leave it out")
+    if cfg.audit.enabled and cfg.target.canaries is None:
+        raise ValueError(f"audit.kind: got {cfg.audit.kind!r}; a model trained elsewhere is "
+                         "audited on the canaries its training included (target.canaries); "
+                         "without them leave audit off")
+    if cfg.target.framework == "sklearn" and cfg.model != ModelSpec():
+        raise ValueError(f"model.arch: got {cfg.model.arch!r}; a scikit-learn target is its own "
+                         "model (shadows are sklearn.base.clone copies): leave model out")
 
 
 # ---------------------------------------------------------------------------------------------

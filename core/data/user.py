@@ -838,3 +838,32 @@ def load_user(spec, seed: int = 0) -> RawData:
         attr = Path(entry["attributes"]) if entry.get("attributes") else None
         raw, _ = _read_image_set(p, entry["size"], entry["color"], attr, entry)
     return raw
+
+
+def column(name: str, col: str) -> tuple[np.ndarray, str]:
+    """Column ``col`` of registered CSV set ``name``, one value per row of the data set (the
+    rows the registration keeps), and the registration's fingerprint. ``col`` must be one of
+    its ignored columns: a column the model reads as a feature is no label of membership."""
+    entry = get_entry(name)
+    if entry is None:
+        raise DataError(f"data.name: {name!r} is not registered; registered: "
+                        f"{', '.join(entries()) or 'none'}")
+    if entry["kind"] != "tabular":
+        raise DataError(f"members column {col!r}: data set {name!r} holds images; give the "
+                        "members as a file of row indices")
+    if col not in entry.get("ignore", []):
+        raise DataError(f"members column {col!r}: not an ignored column of {name!r} (ignored: "
+                        f"{', '.join(entry.get('ignore', [])) or 'none'}); register the set "
+                        f"with --ignore {col} so that the model never reads it")
+    fp = current_fingerprint(name)
+    p = Path(entry["path"])
+    scan = _scan_csv(p)
+    if _fingerprint("tabular", scan["sha256"], {"task": entry["task"], "private": list(entry["private"]),
+                                                "ignore": sorted(entry.get("ignore", []))}) != fp:
+        raise _changed(entry, str(p))
+    df = _parse_csv(p, p, utf8=scan["utf8"])
+    _require_columns(df, [col], "members", p)
+    lacking = np.zeros(len(df), dtype=bool)
+    for c in (entry["task"], *entry["private"]):
+        lacking |= cells.missing_mask(df[c])
+    return df[col].to_numpy()[~lacking], fp

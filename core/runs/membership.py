@@ -56,7 +56,7 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
     metrics.update(budget.metrics)
     notes.extend(budget.notes)
     audit = None
-    if cfg.audit.enabled:
+    if cfg.audit.enabled or (ctx.trained is not None and ctx.trained.canaries is not None):
         audit = S.audit_stage(ctx, stages, progress, metrics.get("epsilon_accountant"))
         metrics.update(audit.metrics)
         notes.extend(audit.notes)
@@ -81,6 +81,7 @@ def run_membership(cfg: MembershipConfig, progress: Progress, stages: Stages | N
             "projection_release": "r" if "r_pool" in A else "log_probs"}
     if audit is not None and audit.info:
         info["audit"] = audit.info
+    info.update(S.trained_elsewhere(ctx, notes))
     raised = rep.raised
     fallback = tgt_out.meta.get("accountant_note")
     if fallback:

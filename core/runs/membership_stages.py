@@ -69,14 +69,15 @@ class Context:
     part: dict[str, Any]
     parts: dict[str, Any]
     signals: tuple[str, ...] = ()
+    #: a target trained elsewhere (:class:`core.runs.trained_target.Loaded`), else None
+    trained: Any = None
+    #: a procedure of its own for the shadows (a scikit-learn target's clones), else None
+    fit: Any = None
 
     def factory(self):
         """A fresh ``cfg.model`` network (the global RNG's initialisation; the callers seed
         it): :func:`core.models.build_model` for the data's shape and classes."""
-        from core.models import build_model
-
-        m = self.cfg.model
-        return build_model(m.arch, self.shape, self.n_classes, m.width, data=self.cfg.data.name)
+        return _factory(self.cfg, self.shape, self.n_classes)
 
     def model(self, seed: int):
         """``cfg.model`` initialised from ``torch_stream(seed, "init")`` on the run's device
@@ -88,6 +89,8 @@ class Context:
 
     def train(self, rows: np.ndarray, seed: int):
         """The defense's procedure on ``rows`` (the target's, and each shadow's)."""
+        if self.fit is not None:
+            return self.fit(rows, seed)
         return self.build.train(self.model(seed), self.X[rows], self.y[rows], seed=seed)
 
     def keyed(self, part: dict[str, Any]) -> dict[str, Any]:
@@ -106,6 +109,13 @@ class Context:
         return {SIGNAL_PREFIX + name: np.asarray(load_object(SIGNALS.get(name).function)(
                     predict, X, y, image_shape=self.shape, seed=self.cfg.seed))
                 for name in self.signals}
+
+
+def _factory(cfg: MembershipConfig, shape: tuple[int, int, int], n_classes: int):
+    from core.models import build_model
+
+    m = cfg.model
+    return build_model(m.arch, shape, n_classes, m.width, data=cfg.data.name)
 
 
 def _train_spectrum(ds):
@@ -131,13 +141,23 @@ def context(cfg: MembershipConfig, progress: Progress) -> Context:
     dev = get_device(cfg.device)
     X = torch.tensor(np.asarray(ds.X), dtype=torch.float32, device=dev)
     y = torch.tensor(np.asarray(ds.y), dtype=torch.int64, device=dev)
-    pool, member = _pool(ds, cfg)
-    te, ax = np.array(ds.split("test")), np.array(ds.split("aux"))
-    d0 = np.sort(stream(cfg.seed, "membership", "reference").choice(
-        ax, size=min(len(ax), cfg.train.members), replace=False))
-    z_rows = np.setdiff1d(ax, d0) if len(ax) > len(d0) else ax
     # a mismatch of model and data (channels) is one line before anything trains
-    cfg.model.part.check_input(shape, cfg.data.name)
+    if cfg.target is None or cfg.target.framework == "torch":
+        cfg.model.part.check_input(shape, cfg.data.name)
+    trained = None
+    if cfg.target is None:
+        pool, member = _pool(ds, cfg)
+        te, ax = np.array(ds.split("test")), np.array(ds.split("aux"))
+        d0 = np.sort(stream(cfg.seed, "membership", "reference").choice(
+            ax, size=min(len(ax), cfg.train.members), replace=False))
+        z_rows = np.setdiff1d(ax, d0) if len(ax) > len(d0) else ax
+    else:  # the target's own members; its files checked before anything trains
+        from core.runs import trained_target as TT
+
+        trained = TT.load(cfg, shape, n_classes, ds.n, dev, lambda: _factory(cfg, shape, n_classes))
+        excluded = np.array([], np.int64) if trained.canaries is None else trained.canaries[0]
+        pool, member, te = TT.pool(trained.members, ds.n, cfg.seed, excluded)
+        z_rows = d0 = te
     build = build_defense(
         FAMILY, cfg.defense, image_shape=shape, n_classes=n_classes, train=cfg.train,
         spectrum=lambda: _train_spectrum(ds), reference=X[d0],
@@ -147,10 +167,18 @@ def context(cfg: MembershipConfig, progress: Progress) -> Context:
             "train": cfg.train.model_dump(mode="json")}
     if cfg.model != type(cfg.model)():  # the default model keeps the keys stored runs have
         part["model"] = cfg.model.model_dump(mode="json")
+    fit = None
+    if trained is not None:  # the files' content hashes key every stage
+        part["target"] = cfg.target.model_dump(mode="json")
+        if trained.estimator is not None:
+            from dataclasses import replace
+
+            fit = TT.sklearn_fit(trained.estimator, X, y, n_classes)
+            build = replace(build, train_many=None)
     parts = {a: attack_part(a, FAMILY) for a in cfg.attack.attackers}
     signals = tuple(sorted({s for p in parts.values() for s in p.signals}))
     return Context(cfg, ds, shape, n_classes, dev, X, y, pool, member, te, z_rows, build,
-                   part, parts, signals)
+                   part, parts, signals, trained, fit)
 
 
 def target_stage(ctx: Context, stages: Stages, progress: Progress) -> tuple[StageOutput, str]:
@@ -160,8 +188,14 @@ def target_stage(ctx: Context, stages: Stages, progress: Progress) -> tuple[Stag
     X, y, pool, z_rows = ctx.X, ctx.y, ctx.pool, ctx.z_rows
 
     def compute() -> StageOutput:
-        progress.update(0.05, "training the target")
-        tgt = ctx.train(pool[ctx.member], ctx.cfg.seed)
+        if ctx.trained is not None:  # trained elsewhere: its loaded weights, nothing trains
+            from core.foundation.builds import Trained
+
+            progress.update(0.05, "querying the target trained elsewhere")
+            tgt = Trained(predict=ctx.trained.predict)
+        else:
+            progress.update(0.05, "training the target")
+            tgt = ctx.train(pool[ctx.member], ctx.cfg.seed)
         arrays = {"p_pool": tgt.predict(X[pool]).double().cpu().numpy(),
                   "p_test": tgt.predict(X[ctx.te]).double().cpu().numpy(),
                   "p_z": _true_prob(tgt.predict(X[z_rows]), y[z_rows])}
@@ -176,6 +210,17 @@ def target_stage(ctx: Context, stages: Stages, progress: Progress) -> tuple[Stag
         return StageOutput(arrays=arrays, meta={**meta, "steps": int(tgt.steps)})
 
     return stages.get("target", ctx.keyed(ctx.part), compute)
+
+
+def trained_elsewhere(ctx: Context, notes: list[str]) -> dict[str, Any]:
+    """For a target trained elsewhere: its description for ``info["target"]`` and the note,
+    first of the run's notes, that privlab did not train it; nothing otherwise."""
+    if ctx.trained is None:
+        return {}
+    from core.runs.trained_target import describe, note
+
+    notes.insert(0, note(ctx.cfg))
+    return {"target": describe(ctx.cfg)}
 
 
 def utility_metrics(ctx: Context, A: dict[str, np.ndarray]) -> dict[str, float]:
@@ -196,6 +241,13 @@ def audit_stage(ctx: Context, stages: Stages, progress: Progress, claimed: float
     from core.runs.audit_stage import run_audit_stage
 
     cfg = ctx.cfg
+    if ctx.trained is not None:  # trained elsewhere: the canaries its training included
+        from core.runs.audit_stage import AuditOutcome
+        from core.runs.trained_target import canary_audit
+
+        progress.update(0.15, "auditing the target on its canaries")
+        metrics, info = canary_audit(ctx.trained, ctx.X, cfg.audit)
+        return AuditOutcome(metrics=metrics, info=info)
     progress.update(0.15, f"auditing {cfg.defense.kind} ({cfg.audit.canaries} canaries)")
     outside = np.setdiff1d(np.asarray(ctx.ds.split("train")), ctx.pool)
     rows = ctx.pool[ctx.member]

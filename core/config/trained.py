@@ -1,0 +1,86 @@
+"""The ``target`` block of a membership config: a model trained elsewhere, audited in place of
+the target privlab would train (``privlab audit``; :mod:`core.runs.trained_target`).
+
+The block names the files; their sha256 content hashes are filled in at validation (as a
+registered data set's fingerprint is), so the cache key and every stage key change with the
+files' contents, and a run refuses files whose contents changed since the config was made.
+A config that carries the hashes validates without reading the files (a stored or imported run
+stays readable where the files are not); the run reads and re-hashes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from core.config.base import Block
+
+#: the largest file hashed at validation (the run bounds a weights file by its architecture)
+MAX_HASHED = 4 << 30
+SKOPS_SUFFIX = ".skops"
+
+
+def sha256_file(path: str | Path, what: str, cap: int = MAX_HASHED) -> str:
+    """sha256 of a regular file of at most ``cap`` bytes, streamed in 1 MiB chunks; one line
+    naming ``what`` and the file otherwise."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{what}: {p} is not a regular file")
+        if st.st_size > cap:
+            raise ValueError(f"{what}: {p} has {st.st_size:,} bytes; at most {cap:,}")
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError as exc:
+        raise ValueError(f"{what}: {p}: cannot read ({exc.strerror or exc})") from None
+    return h.hexdigest()
+
+
+class TrainedTarget(Block):
+    """A model trained elsewhere (weights, the rows it trained on, optional canaries)."""
+
+    weights: str = Field(description="the weights file: safetensors, a PyTorch state dict "
+                                     "(read with weights_only=True) or a skops file (.skops)")
+    framework: Literal["torch", "sklearn"] = Field(
+        "torch", description="torch (a network of model.arch) or sklearn (a skops estimator); "
+                             "from the weights file's suffix")
+    weights_sha256: str | None = Field(None, description="filled in at validation")
+    members: str | None = Field(None, description="a file of the member row indices "
+                                                  "(.npy, .json, .txt, .csv)")
+    members_column: str | None = Field(
+        None, description="or: an ignored 0/1 column of the registered CSV data set")
+    members_sha256: str | None = Field(None, description="filled in at validation (file only)")
+    canaries: str | None = Field(
+        None, description="optional CSV index,label,included: canary records the training "
+                          "included at random (one-run audit of this model)")
+    canaries_sha256: str | None = Field(None, description="filled in at validation")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        w = out.get("weights")
+        if isinstance(w, str) and "framework" not in out:
+            out["framework"] = "sklearn" if w.lower().endswith(SKOPS_SUFFIX) else "torch"
+        for f in ("weights", "members", "canaries"):
+            v = out.get(f)
+            if isinstance(v, str) and out.get(f"{f}_sha256") is None:
+                out[f"{f}_sha256"] = sha256_file(v, f)
+        return out
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainedTarget:
+        if (self.members is None) == (self.members_column is None):
+            raise ValueError("members: give exactly one of members (a file of row indices) "
+                             "and members_column (a column of the registered data set)")
+        return self
