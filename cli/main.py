@@ -16,6 +16,8 @@
     privlab datasets [--json]
     privlab parts [--family F] [--json]
     privlab papers [--json] [--preset ID]
+    privlab audit --weights FILE --data NAME (--members FILE | --members-column COL)
+                  [--model ARCH] [--epochs N] [--optimizer O] [--lr X] [--batch-size N] ...
     privlab data add NAME --csv PATH --task COL --private COL [--private COL ...] [--ignore COL ...]
     privlab data add NAME --images DIR [--size 28] [--color gray|rgb] [--attributes CSV]
     privlab data list [--json]
@@ -46,6 +48,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from cli.audit import add_command as add_audit_command
 
 PROG = "privlab"
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -248,10 +252,17 @@ def _notes_and_caveats(result: Any) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from core.config.schema import cache_key, load_config
+    from core.config.schema import load_config
 
     _check_overrides(args.set)
-    cfg = load_config(args.config, args.set)
+    return _run_config(load_config(args.config, args.set), args)[0]
+
+
+def _run_config(cfg: Any, args: argparse.Namespace) -> tuple[int, str | None]:
+    """Compute (or fetch) a validated config and print its metrics, notes and caveats (``run``
+    and ``audit``); returns the exit code and the stored key (None with ``--no-cache``)."""
+    from core.config.schema import cache_key
+
     bar = ProgressBar(args.progress)
     try:
         if args.no_cache:
@@ -265,10 +276,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     key = result.key or cache_key(cfg)
     metrics = {k: _clean(float(v)) for k, v in result.metrics.items()}
     notes, caveats = _notes_and_caveats(result)
+    stored = None if args.no_cache else key
     if args.json:
         _json_out({"key": key, "kind": result.kind, "from_cache": bool(result.from_cache),
                    "metrics": metrics, "notes": notes, "caveats": caveats})
-        return EXIT_OK
+        return EXIT_OK, stored
     if result.from_cache:
         how = "from cache"
     else:
@@ -285,7 +297,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for c in caveats:
         print(f"  caveat [{c['label']}] {', '.join(c['metrics']) or '-'}: {c['text']}")
     print(f"key: {key}")
-    return EXIT_OK
+    return EXIT_OK, stored
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -1037,6 +1049,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="privlab: utility-privacy tradeoff lab (engine CLI)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run_commands(sub)
+    add_audit_command(sub, run=_run_config, store=_store, cache_dir=_cache_dir)
     _add_store_commands(sub)
     _add_catalog_commands(sub)
     _add_maintenance_commands(sub)

@@ -105,9 +105,12 @@ def parse_state_dict(data: bytes, path: str | Path) -> dict[str, torch.Tensor]:
         raise _refuse(path, "format", "neither safetensors nor a PyTorch state dict (save "
                       "model.state_dict() with torch.save or safetensors.torch.save_file)")
     import pickle
+    import warnings
 
     try:
-        obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # its protocol remark: the refusal below says it all
+            warnings.simplefilter("ignore", UserWarning)
+            obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         what = "a pickled object, not a state dict of tensors" if "Weights only load failed" in str(exc) \
             else f"unreadable pickle ({_short(exc)})"

@@ -152,7 +152,13 @@ def _defense_text(result: Any) -> str:
 
 def _run_label(result: Any) -> str:
     data = ((result.config or {}).get("data") or {}).get("name", "?")
-    return f"{_family_title(result.kind)} on {data}, {_defense_text(result)}"
+    label = f"{_family_title(result.kind)} on {data}, {_defense_text(result)}"
+    target = (result.config or {}).get("target")
+    if isinstance(target, dict) and target.get("weights"):
+        # a model trained elsewhere is never presented as one privlab trained
+        label += (f"; target trained elsewhere (weights {Path(str(target['weights'])).name}, "
+                  f"sha256 {str(target.get('weights_sha256'))[:12]}), not by privlab")
+    return label
 
 
 def _arch_text(result: Any) -> str:
@@ -163,10 +169,15 @@ def _arch_text(result: Any) -> str:
     name = model.get("arch")
     if name is None:
         return ""
+    target = (result.config or {}).get("target")
+    if isinstance(target, dict) and target.get("framework") == "sklearn":
+        return "a scikit-learn estimator (skops); its shadows are clones of it"
     part = ARCHITECTURES.get(name) if name in ARCHITECTURES else None
     text = f"architecture {part.title if part is not None else name}"
     width = float(model.get("width", 1.0))
-    return text + (f" at width {width:g}" if width != 1.0 else "")
+    text += f" at width {width:g}" if width != 1.0 else ""
+    return text + (" (the target's; privlab trained only its shadows)"
+                   if isinstance(target, dict) else "")
 
 
 def _get(store: Any, key: str) -> Any:

@@ -154,7 +154,7 @@ def context(cfg: MembershipConfig, progress: Progress) -> Context:
     else:  # the target's own members; its files checked before anything trains
         from core.runs import trained_target as TT
 
-        trained = TT.load(cfg, shape, n_classes, ds.n, dev, lambda: _factory(cfg, shape, n_classes))
+        trained = TT.load(cfg, shape, n_classes, X, lambda: _factory(cfg, shape, n_classes))
         excluded = np.array([], np.int64) if trained.canaries is None else trained.canaries[0]
         pool, member, te = TT.pool(trained.members, ds.n, cfg.seed, excluded)
         z_rows = d0 = te

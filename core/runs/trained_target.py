@@ -129,10 +129,28 @@ def pool(members: np.ndarray, n: int, seed: int, excluded: np.ndarray
     return rows, np.isin(rows, members), np.setdiff1d(outside, chosen)
 
 
-def load(cfg: Any, shape: tuple[int, int, int], n_classes: int, n: int, dev: torch.device,
+def _probe(predict: Callable[[torch.Tensor], torch.Tensor], rows: torch.Tensor,
+           n_classes: int, cfg: Any) -> None:
+    """The loaded model answers two rows of the data with finite probabilities over the
+    data's classes, else one line: the model does not fit the data set."""
+    where = f"weights {cfg.target.weights}: data"
+    try:
+        p = predict(rows)
+    except (RuntimeError, ValueError, IndexError) as exc:
+        raise DataError(f"{where}: the model does not take rows of {cfg.data.name!r} "
+                        f"({' '.join(str(exc).split())[:100]})") from None
+    if tuple(p.shape) != (len(rows), n_classes) or not bool(torch.isfinite(p).all()):
+        raise DataError(f"{where}: the model answers {tuple(p.shape)} for {len(rows)} rows of "
+                        f"{cfg.data.name!r}; expected finite probabilities over its "
+                        f"{n_classes} classes")
+
+
+def load(cfg: Any, shape: tuple[int, int, int], n_classes: int, X: torch.Tensor,
          factory: Callable[[], torch.nn.Module]) -> Loaded:
     """Every file of ``cfg.target`` read and checked (hashes, members, canaries, the weights
-    against the architecture or the estimator against the data): nothing trains before."""
+    against the architecture or the estimator against the data, a query of two rows):
+    nothing trains before."""
+    n, dev = len(X), X.device
     t = cfg.target
     members = member_rows(cfg, n)
     canaries = None if t.canaries is None else canary_rows(
@@ -143,14 +161,18 @@ def load(cfg: Any, shape: tuple[int, int, int], n_classes: int, n: int, dev: tor
         est, digest = SK.load_skops(t.weights)
         _changed("weights_sha256", t.weights, t.weights_sha256, digest)
         SK.check_fits(est, int(np.prod(shape)), n_classes, t.weights, cfg.data.name)
-        return Loaded(SK.predictor(est, n_classes), members, "sklearn", est, canaries)
+        predict = SK.predictor(est, n_classes)
+        _probe(predict, X[:2], n_classes, cfg)
+        return Loaded(predict, members, "sklearn", est, canaries)
     from core.foundation.builds import softmax_predict
     from core.models.weights import load_weights
 
     net = factory()
     digest = load_weights(net, t.weights, cfg.model.arch)
     _changed("weights_sha256", t.weights, t.weights_sha256, digest)
-    return Loaded(softmax_predict(net.to(dev)), members, "torch", None, canaries)
+    predict = softmax_predict(net.to(dev))
+    _probe(predict, X[:2], n_classes, cfg)
+    return Loaded(predict, members, "torch", None, canaries)
 
 
 def sklearn_fit(est: Any, X: torch.Tensor, y: torch.Tensor, n_classes: int):

@@ -1,0 +1,218 @@
+"""``privlab audit``: a model trained elsewhere audited as a membership run's target. The
+example network of ``examples/your_model`` trained by its plain PyTorch script (tiny recipe),
+audited end to end through the CLI (result, note, store, bundle, cache); a skops-saved
+scikit-learn model; and every refusal class: one line naming the file and the check, exit 2,
+nothing stored."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from cli.main import main
+from core.foundation.parts import ARCHITECTURES, ArchitecturePart
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "your_model"
+ARCH = "small_cnn_example"
+RECIPE = ["--epochs", "10", "--batch-size", "16", "--lr", "0.01", "--optimizer", "adam"]
+FAST = ["--shadows", "2", "--set", "projection_points=0", "--set", "attack.rmia_references=1",
+        "--progress", "off"]
+
+
+def _build(shape, n_classes, *, width, role):
+    from small_cnn import SmallCNN
+
+    return SmallCNN(n_classes)
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    """The example network registered as an architecture (what ``privlab model add`` does),
+    trained by the plain script on 100 digits rows for 10 epochs."""
+    sys.path.insert(0, str(EXAMPLE))
+    ARCHITECTURES.register(ARCH, ArchitecturePart(
+        name=ARCH, title="example small CNN", builder=_build, channels=(1,),
+        reference=((1, 8, 8), 10)))
+    out = tmp_path_factory.mktemp("your_model")
+    import train_plain
+
+    train_plain.main(["--out", str(out), "--members", "100", "--epochs", "10",
+                      "--batch-size", "16", "--lr", "0.01"])
+    yield out
+    ARCHITECTURES.unregister(ARCH)
+    sys.path.remove(str(EXAMPLE))
+
+
+def _audit(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["audit", *args])
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def _stored(cache: Path, capsys) -> list:
+    assert main(["list", "--json", "--cache-dir", str(cache)]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_example_is_audited_end_to_end_as_a_run_privlab_did_not_train(example, tmp_path,
+                                                                           capsys):
+    cache, bundle = tmp_path / "cache", tmp_path / "audit.zip"
+    args = ["--model", ARCH, "--weights", str(example / "small_cnn.safetensors"),
+            "--data", "digits", "--members", str(example / "members.txt"), *RECIPE, *FAST,
+            "--cache-dir", str(cache)]
+    code, out, err = _audit(capsys, *args, "--json", "--bundle", str(bundle))
+    assert code == 0, err
+    got = json.loads(out.split("\nwrote ")[0])
+    m = got["metrics"]
+    assert m["members"] == m["nonmembers"] == 100
+    # utility of the loaded weights (the script measured 0.84), not of a fresh network (0.1)
+    assert m["utility_acc"] > 0.7
+    for a in ("loss", "confidence", "entropy", "lira_offline", "lira_online", "rmia",
+              "label_only_noise"):
+        assert 0.0 <= m[f"mia_{a}_auc"] <= 1.0
+    assert got["notes"][0].startswith("target trained elsewhere: privlab loaded its weights")
+    assert bundle.is_file() and bundle.stat().st_size > 0
+    from cache.store import default_store
+
+    r = default_store(str(cache)).get(got["key"])
+    assert r.info["target"]["trained_by"] == "elsewhere"
+    assert r.config["target"]["weights_sha256"] == r.info["target"]["weights_sha256"]
+    assert (r.artifacts["record_member"] == 1).sum() == 100  # per-record exposure
+    # the same files again: served from the store; other members: another key
+    code, out, _ = _audit(capsys, *args, "--json")
+    assert code == 0 and json.loads(out)["from_cache"] is True
+    fewer = tmp_path / "fewer.txt"
+    fewer.write_text("\n".join(example.joinpath("members.txt").read_text().split()[:99]))
+    code, out, err = _audit(capsys, *[fewer.as_posix() if a.endswith("members.txt") else a
+                                      for a in args], "--json")
+    assert code == 0, err
+    assert json.loads(out)["key"] != got["key"]
+
+
+def test_canaries_given_by_the_user_give_the_one_run_audit(example, tmp_path, capsys):
+    rows = np.setdiff1d(np.arange(1797), np.loadtxt(example / "members.txt", dtype=int))[:20]
+    can = tmp_path / "canaries.csv"
+    can.write_text("index,label,included\n" + "".join(
+        f"{r},{(r * 7) % 10},{i % 2}\n" for i, r in enumerate(rows)))
+    code, out, err = _audit(capsys, "--model", ARCH, "--weights",
+                            str(example / "small_cnn.safetensors"), "--data", "digits",
+                            "--members", str(example / "members.txt"), "--canaries", str(can),
+                            "--attackers", "loss", *RECIPE, *FAST, "--no-cache", "--json")
+    assert code == 0, err
+    m = json.loads(out)["metrics"]
+    assert m["audit_canaries"] == 20 and m["audit_epsilon_lower"] >= 0.0
+
+
+def _state_dict_file(tmp_path: Path, name: str, sd) -> Path:
+    p = tmp_path / name
+    torch.save(sd, p)
+    return p
+
+
+def _refusals(example: Path, tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    """Each bad input: (audit arguments, the check its one line names)."""
+    w, mem = example / "small_cnn.safetensors", example / "members.txt"
+    from safetensors.torch import load_file
+
+    sd = load_file(str(w))
+    from core.models import build_model
+
+    mlp = _state_dict_file(tmp_path, "mlp.pt", build_model("mlp", (1, 8, 8), 10).state_dict())
+    trunc_st = tmp_path / "trunc.safetensors"
+    trunc_st.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
+    pt = _state_dict_file(tmp_path, "ok.pt", sd)
+    trunc_pt = tmp_path / "trunc.pt"
+    trunc_pt.write_bytes(pt.read_bytes()[: pt.stat().st_size // 2])
+    whole = tmp_path / "module.pt"
+    torch.save(build_model("mlp", (1, 8, 8), 10), whole)  # a pickled module
+    raw = tmp_path / "object.pt"
+    raw.write_bytes(pickle.dumps({"w": object()}))
+    nan = _state_dict_file(tmp_path, "nan.pt", {k: v * float("nan") for k, v in sd.items()})
+    text = tmp_path / "weights.txt"
+    text.write_text("not weights")
+    idx = np.loadtxt(mem, dtype=int)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("\n".join(map(str, [*idx[:-1], 5000])))
+    dup = tmp_path / "dup.txt"
+    dup.write_text("\n".join(map(str, [*idx, idx[0]])))
+    few = tmp_path / "first50.txt"
+    few.write_text("\n".join(map(str, range(50))))
+    words = tmp_path / "words.json"
+    words.write_text('["a", 1]')
+    base = ["--model", ARCH, "--data", "digits"]
+    return {
+        "another architecture": ([*base, "--weights", str(mlp), "--members", str(mem)],
+                                 "architecture"),
+        "truncated safetensors": ([*base, "--weights", str(trunc_st), "--members", str(mem)],
+                                  "safetensors"),
+        "truncated state dict": ([*base, "--weights", str(trunc_pt), "--members", str(mem)],
+                                 "torch.load"),
+        "pickled module": ([*base, "--weights", str(whole), "--members", str(mem)],
+                           "weights_only"),
+        "pickled object": ([*base, "--weights", str(raw), "--members", str(mem)],
+                           "weights_only"),
+        "non-finite weights": ([*base, "--weights", str(nan), "--members", str(mem)],
+                               "finite"),
+        "not a weights file": ([*base, "--weights", str(text), "--members", str(mem)],
+                               "format"),
+        "members outside the data": ([*base, "--weights", str(w), "--members", str(outside)],
+                                     "range"),
+        "members duplicated": ([*base, "--weights", str(w), "--members", str(dup)],
+                               "duplicates"),
+        "members not indices": ([*base, "--weights", str(w), "--members", str(words)],
+                                "index"),
+        "data the model does not fit": (["--model", ARCH, "--data", "mnist5k", "--weights",
+                                         str(w), "--members", str(mem)], "data"),
+        "data of other classes": (["--model", ARCH, "--data", "faces", "--weights", str(w),
+                                   "--members", str(few)], "architecture"),
+    }
+
+
+def test_each_refusal_is_one_line_naming_the_file_and_the_check_with_nothing_stored(
+        example, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    cases = _refusals(example, tmp_path)
+    for name, (args, check) in cases.items():
+        code, out, err = _audit(capsys, *args, *RECIPE, *FAST, "--cache-dir", str(cache))
+        assert code == 2, (name, out, err)
+        line = err.strip()
+        assert "\n" not in line and line.startswith("privlab: error: "), (name, err)
+        assert f": {check}" in line, (name, line)
+        named = [a for a in args if a.startswith(str(tmp_path)) or a.startswith(str(example))]
+        assert any(n in line for n in named), (name, line)
+    assert _stored(cache, capsys) == []
+
+
+def test_a_skops_saved_scikit_learn_model_is_audited_with_clone_shadows(tmp_path, capsys):
+    import skops.io as sio
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+
+    d = load_digits()
+    members = np.random.default_rng(0).choice(len(d.data), 150, replace=False)
+    est = LogisticRegression(max_iter=200).fit(d.data[members] / 16.0, d.target[members])
+    w = tmp_path / "logreg.skops"
+    sio.dump(est, w)
+    mem = tmp_path / "members.npy"
+    np.save(mem, members)
+    code, out, err = _audit(capsys, "--weights", str(w), "--data", "digits", "--members",
+                            str(mem), "--attackers", "loss,entropy,lira_offline,rmia", *FAST,
+                            "--no-cache", "--json")
+    assert code == 0, err
+    m = json.loads(out)["metrics"]
+    assert m["utility_acc"] > 0.8
+    assert all(0 <= m[f"mia_{a}_auc"] <= 1 for a in ("loss", "entropy", "lira_offline", "rmia"))
+    # a tree model names a type skops does not trust: refused, never unpickled
+    from sklearn.tree import DecisionTreeClassifier
+
+    tree = tmp_path / "tree.skops"
+    sio.dump(DecisionTreeClassifier().fit(d.data[members] / 16.0, d.target[members]), tree)
+    code, _, err = _audit(capsys, "--weights", str(tree), "--data", "digits", "--members",
+                          str(mem), *FAST, "--no-cache")
+    assert code == 2 and "skops trusted types" in err and str(tree) in err
