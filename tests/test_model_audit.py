@@ -184,7 +184,7 @@ def test_each_refusal_is_one_line_naming_the_file_and_the_check_with_nothing_sto
         line = err.strip()
         assert "\n" not in line and line.startswith("privlab: error: "), (name, err)
         assert f": {check}" in line, (name, line)
-        named = [a for a in args if a.startswith(str(tmp_path)) or a.startswith(str(example))]
+        named = [a for a in args if a.startswith((str(tmp_path), str(example)))]
         assert any(n in line for n in named), (name, line)
     assert _stored(cache, capsys) == []
 

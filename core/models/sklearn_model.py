@@ -8,6 +8,7 @@ probabilities as a torch tensor) and re-trained for shadow and reference models 
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,10 @@ from core.models.weights import WeightsError, read_bounded
 
 #: the largest skops file read (a forest of thousands of trees fits)
 MAX_SKOPS_BYTES = 256 << 20
+#: what skops raises on a damaged file: its zip archive, its JSON schema, a type it cannot
+#: construct (its untrusted-types exception is a TypeError)
+_SKOPS_ERRORS = (zipfile.BadZipFile, KeyError, ValueError, TypeError, AttributeError,
+                 ImportError, OSError, EOFError)
 
 
 def load_skops(path: str | Path) -> tuple[Any, str]:
@@ -29,7 +34,7 @@ def load_skops(path: str | Path) -> tuple[Any, str]:
 
     try:
         untrusted = sio.get_untrusted_types(data=data)
-    except Exception as exc:  # skops raises zipfile / JSON / key errors of its own
+    except _SKOPS_ERRORS as exc:
         raise WeightsError(f"weights {path}: skops: unreadable or truncated "
                            f"({' '.join(str(exc).split())[:100]})") from None
     if untrusted:
@@ -37,7 +42,7 @@ def load_skops(path: str | Path) -> tuple[Any, str]:
                            " (only scikit-learn's and numpy's own types are loaded)")
     try:
         est = sio.loads(data)
-    except Exception as exc:
+    except _SKOPS_ERRORS as exc:
         raise WeightsError(f"weights {path}: skops: unreadable ({' '.join(str(exc).split())[:100]})"
                            ) from None
     if not (hasattr(est, "predict_proba") and hasattr(est, "fit")):

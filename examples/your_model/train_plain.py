@@ -20,7 +20,7 @@ from safetensors.torch import save_file
 from sklearn.datasets import load_digits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from small_cnn import SmallCNN  # noqa: E402
+from small_cnn import SmallCNN
 
 
 def main(argv: list[str] | None = None) -> None:
