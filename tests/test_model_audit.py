@@ -7,46 +7,33 @@ nothing stored."""
 from __future__ import annotations
 
 import json
-import pickle
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
+from benchmarks.audit_model_bench import ARCH, example_architecture, refusal_cases
 from cli.main import main
-from core.foundation.parts import ARCHITECTURES, ArchitecturePart
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "your_model"
-ARCH = "small_cnn_example"
 RECIPE = ["--epochs", "10", "--batch-size", "16", "--lr", "0.01", "--optimizer", "adam"]
 FAST = ["--shadows", "2", "--set", "projection_points=0", "--set", "attack.rmia_references=1",
         "--progress", "off"]
-
-
-def _build(shape, n_classes, *, width, role):
-    from small_cnn import SmallCNN
-
-    return SmallCNN(n_classes)
 
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory):
     """The example network registered as an architecture (what ``privlab model add`` does),
     trained by the plain script on 100 digits rows for 10 epochs."""
-    sys.path.insert(0, str(EXAMPLE))
-    ARCHITECTURES.register(ARCH, ArchitecturePart(
-        name=ARCH, title="example small CNN", builder=_build, channels=(1,),
-        reference=((1, 8, 8), 10)))
-    out = tmp_path_factory.mktemp("your_model")
-    import train_plain
+    from core.foundation.threads import thread_limits
 
-    train_plain.main(["--out", str(out), "--members", "100", "--epochs", "10",
-                      "--batch-size", "16", "--lr", "0.01"])
-    yield out
-    ARCHITECTURES.unregister(ARCH)
-    sys.path.remove(str(EXAMPLE))
+    out = tmp_path_factory.mktemp("your_model")
+    with example_architecture():
+        import train_plain
+
+        with thread_limits():  # the runs' thread budget: torch's default oversubscribes 2 cores
+            train_plain.main(["--out", str(out), "--members", "100", "--epochs", "10",
+                              "--batch-size", "16", "--lr", "0.01"])
+        yield out
 
 
 def _audit(capsys, *args: str) -> tuple[int, str, str]:
@@ -109,75 +96,10 @@ def test_canaries_given_by_the_user_give_the_one_run_audit(example, tmp_path, ca
     assert m["audit_canaries"] == 20 and m["audit_epsilon_lower"] >= 0.0
 
 
-def _state_dict_file(tmp_path: Path, name: str, sd) -> Path:
-    p = tmp_path / name
-    torch.save(sd, p)
-    return p
-
-
-def _refusals(example: Path, tmp_path: Path) -> dict[str, tuple[list[str], str]]:
-    """Each bad input: (audit arguments, the check its one line names)."""
-    w, mem = example / "small_cnn.safetensors", example / "members.txt"
-    from safetensors.torch import load_file
-
-    sd = load_file(str(w))
-    from core.models import build_model
-
-    mlp = _state_dict_file(tmp_path, "mlp.pt", build_model("mlp", (1, 8, 8), 10).state_dict())
-    trunc_st = tmp_path / "trunc.safetensors"
-    trunc_st.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
-    pt = _state_dict_file(tmp_path, "ok.pt", sd)
-    trunc_pt = tmp_path / "trunc.pt"
-    trunc_pt.write_bytes(pt.read_bytes()[: pt.stat().st_size // 2])
-    whole = tmp_path / "module.pt"
-    torch.save(build_model("mlp", (1, 8, 8), 10), whole)  # a pickled module
-    raw = tmp_path / "object.pt"
-    raw.write_bytes(pickle.dumps({"w": object()}))
-    nan = _state_dict_file(tmp_path, "nan.pt", {k: v * float("nan") for k, v in sd.items()})
-    text = tmp_path / "weights.txt"
-    text.write_text("not weights")
-    idx = np.loadtxt(mem, dtype=int)
-    outside = tmp_path / "outside.txt"
-    outside.write_text("\n".join(map(str, [*idx[:-1], 5000])))
-    dup = tmp_path / "dup.txt"
-    dup.write_text("\n".join(map(str, [*idx, idx[0]])))
-    few = tmp_path / "first50.txt"
-    few.write_text("\n".join(map(str, range(50))))
-    words = tmp_path / "words.json"
-    words.write_text('["a", 1]')
-    base = ["--model", ARCH, "--data", "digits"]
-    return {
-        "another architecture": ([*base, "--weights", str(mlp), "--members", str(mem)],
-                                 "architecture"),
-        "truncated safetensors": ([*base, "--weights", str(trunc_st), "--members", str(mem)],
-                                  "safetensors"),
-        "truncated state dict": ([*base, "--weights", str(trunc_pt), "--members", str(mem)],
-                                 "torch.load"),
-        "pickled module": ([*base, "--weights", str(whole), "--members", str(mem)],
-                           "weights_only"),
-        "pickled object": ([*base, "--weights", str(raw), "--members", str(mem)],
-                           "weights_only"),
-        "non-finite weights": ([*base, "--weights", str(nan), "--members", str(mem)],
-                               "finite"),
-        "not a weights file": ([*base, "--weights", str(text), "--members", str(mem)],
-                               "format"),
-        "members outside the data": ([*base, "--weights", str(w), "--members", str(outside)],
-                                     "range"),
-        "members duplicated": ([*base, "--weights", str(w), "--members", str(dup)],
-                               "duplicates"),
-        "members not indices": ([*base, "--weights", str(w), "--members", str(words)],
-                                "index"),
-        "data the model does not fit": (["--model", ARCH, "--data", "mnist5k", "--weights",
-                                         str(w), "--members", str(mem)], "data"),
-        "data of other classes": (["--model", ARCH, "--data", "faces", "--weights", str(w),
-                                   "--members", str(few)], "architecture"),
-    }
-
-
 def test_each_refusal_is_one_line_naming_the_file_and_the_check_with_nothing_stored(
         example, tmp_path, capsys):
     cache = tmp_path / "cache"
-    cases = _refusals(example, tmp_path)
+    cases = refusal_cases(example, tmp_path)
     for name, (args, check) in cases.items():
         code, out, err = _audit(capsys, *args, *RECIPE, *FAST, "--cache-dir", str(cache))
         assert code == 2, (name, out, err)

@@ -168,8 +168,10 @@ def context(cfg: MembershipConfig, progress: Progress) -> Context:
     if cfg.model != type(cfg.model)():  # the default model keeps the keys stored runs have
         part["model"] = cfg.model.model_dump(mode="json")
     fit = None
-    if trained is not None:  # the files' content hashes key every stage
-        part["target"] = cfg.target.model_dump(mode="json")
+    if trained is not None:
+        from core.runs.trained_target import stage_part
+
+        part["target"] = stage_part(cfg)
         if trained.estimator is not None:
             from dataclasses import replace
 
@@ -209,7 +211,10 @@ def target_stage(ctx: Context, stages: Stages, progress: Progress) -> tuple[Stag
         meta = {k: v for k, v in tgt.meta.items() if isinstance(v, int | float | str)}
         return StageOutput(arrays=arrays, meta={**meta, "steps": int(tgt.steps)})
 
-    return stages.get("target", ctx.keyed(ctx.part), compute)
+    key = ctx.keyed(ctx.part)
+    if ctx.trained is not None:  # the weights key the target (a network's shadows do not read them)
+        key = {**key, "weights_sha256": ctx.cfg.target.weights_sha256}
+    return stages.get("target", key, compute)
 
 
 def trained_elsewhere(ctx: Context, notes: list[str]) -> dict[str, Any]:

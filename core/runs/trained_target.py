@@ -186,6 +186,20 @@ def sklearn_fit(est: Any, X: torch.Tensor, y: torch.Tensor, n_classes: int):
     return fit
 
 
+def stage_part(cfg: Any) -> dict[str, Any]:
+    """The target's share of every stage key: the content hashes of the files the shadows
+    depend on (the members, the canaries left out of the pool; a scikit-learn target's file,
+    whose estimator the shadows clone), never their paths. A network's weights key only the
+    target stage, so auditing other weights of the same architecture on the same members
+    reuses the shadow models."""
+    t = cfg.target
+    out = {"framework": t.framework, "members_sha256": t.members_sha256,
+           "members_column": t.members_column, "canaries_sha256": t.canaries_sha256}
+    if t.framework == "sklearn":
+        out["weights_sha256"] = t.weights_sha256
+    return out
+
+
 def describe(cfg: Any) -> dict[str, Any]:
     """What the Result records of the target: trained elsewhere, by which files, and the
     recipe the shadows were trained under."""
