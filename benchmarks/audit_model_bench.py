@@ -39,15 +39,16 @@ RECIPE = {"epochs": 30, "batch_size": 64, "lr": 1e-3, "optimizer": "adam"}
 
 
 def _build(shape, n_classes, *, width, role):
-    from small_cnn import SmallCNN
+    from small_cnn import make
 
-    return SmallCNN(n_classes)
+    return make(tuple(shape), n_classes, width)
 
 
 @contextlib.contextmanager
 def example_architecture():
-    """The example network registered as an architecture for the duration (what ``privlab
-    model add`` does for a user's module)."""
+    """The example network registered as an architecture for the duration, in this process
+    (``privlab model add small_cnn --from examples/your_model/small_cnn.py:make --data digits``
+    registers it for good, checked in a child process)."""
     from core.foundation.parts import ARCHITECTURES, ArchitecturePart
 
     sys.path.insert(0, str(EXAMPLE))
@@ -175,11 +176,14 @@ def _own_training(cfg: dict[str, Any], out: Path) -> Path:
     from core.foundation.progress import as_progress
     from core.runs import membership_stages as S
 
+    from core.foundation.threads import thread_limits
+
     c = parse_config(cfg)
-    ctx = S.context(c, as_progress(None))
+    ctx = S.context(c, as_progress(None, None))
     rows = ctx.pool[ctx.member]
     model = ctx.model(c.seed)
-    trained = ctx.build.train(model, ctx.X[rows], ctx.y[rows], seed=c.seed)
+    with thread_limits():  # the runs' thread budget
+        trained = ctx.build.train(model, ctx.X[rows], ctx.y[rows], seed=c.seed)
     net = trained.model if trained.model is not None else model
     inner = getattr(net, "net", net)
     path = out / "privlab_trained.safetensors"
@@ -258,6 +262,7 @@ def main(quick: bool = False) -> dict[str, Any]:
         "audit_refusal_classes": [r["case"] for r in refusals],
         "audit_unhandled": unhandled,
     }
+    shared = own.info["stages"].get("shadows")
     rows = [{"run": "plain script", "utility_acc": script.metrics["utility_acc"],
              **agreement["plain_script"]},
             {"run": "privlab trained", "utility_acc": own.metrics["utility_acc"],
@@ -265,7 +270,7 @@ def main(quick: bool = False) -> dict[str, Any]:
             *({"refusal": r["case"], "exit": r["exit"], "handled": r["handled"],
                "line": r["line"]} for r in refusals)]
     return {"name": "audit_model", "headline": headline, "rows": rows,
-            "sklearn": sk,
+            "sklearn": sk, "privlab_trained_shadows_stage": shared,
             "notes": (f"digits, 400 members of the plain script, recipe {RECIPE}, {shadows} "
                       "shadow models shared by both audits (they do not read the target's "
                       "weights); audit_seconds: the plain script's audit with the shadows "

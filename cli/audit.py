@@ -72,9 +72,14 @@ def audit_config(args: argparse.Namespace) -> dict[str, Any]:
         if getattr(args, field) is not None:
             train[field] = getattr(args, field)
     attackers = args.attackers.split(",") if args.attackers else default_attackers()
+    attack: dict[str, Any] = {"attackers": attackers, "shadows": args.shadows}
+    from core.config.schema import MembershipAttackSpec
+
+    refs = MembershipAttackSpec().rmia_references
+    if args.shadows >= 2 and args.shadows // 2 < refs:  # few shadows: RMIA takes what there is
+        attack["rmia_references"] = args.shadows // 2
     cfg: dict[str, Any] = {"kind": "membership", "seed": args.seed, "data": {"name": args.data},
-                           "train": train, "target": target,
-                           "attack": {"attackers": attackers, "shadows": args.shadows}}
+                           "train": train, "target": target, "attack": attack}
     if not sklearn:
         cfg["model"] = {"arch": args.model}
     return cfg

@@ -16,8 +16,7 @@ from benchmarks.audit_model_bench import ARCH, example_architecture, refusal_cas
 from cli.main import main
 
 RECIPE = ["--epochs", "10", "--batch-size", "16", "--lr", "0.01", "--optimizer", "adam"]
-FAST = ["--shadows", "2", "--set", "projection_points=0", "--set", "attack.rmia_references=1",
-        "--progress", "off"]
+FAST = ["--shadows", "2", "--set", "projection_points=0", "--progress", "off"]
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +79,18 @@ def test_the_example_is_audited_end_to_end_as_a_run_privlab_did_not_train(exampl
                                       for a in args], "--json")
     assert code == 0, err
     assert json.loads(out)["key"] != got["key"]
+    # other weights of the same network on the same members: the shadows are reused
+    from safetensors.torch import load_file, save_file
+
+    other = tmp_path / "other.safetensors"
+    save_file({k: v * 0.5 for k, v in load_file(str(example / "small_cnn.safetensors")).items()},
+              str(other))
+    code, out, err = _audit(capsys, *[str(other) if a.endswith(".safetensors") else a
+                                      for a in args], "--json")
+    assert code == 0, err
+    again = default_store(str(cache)).get(json.loads(out)["key"])
+    assert again.info["stages"]["shadows"] == "hit" and again.info["stages"]["target"] == "computed"
+    assert again.config["target"]["weights_sha256"] != r.config["target"]["weights_sha256"]
 
 
 def test_canaries_given_by_the_user_give_the_one_run_audit(example, tmp_path, capsys):
