@@ -174,9 +174,8 @@ def _own_training(cfg: dict[str, Any], out: Path) -> Path:
 
     from core.config.schema import parse_config
     from core.foundation.progress import as_progress
-    from core.runs import membership_stages as S
-
     from core.foundation.threads import thread_limits
+    from core.runs import membership_stages as S
 
     c = parse_config(cfg)
     ctx = S.context(c, as_progress(None, None))
