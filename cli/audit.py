@@ -5,7 +5,7 @@
     privlab audit --weights FILE --data NAME (--members FILE | --members-column COL)
                   [--model ARCH] [--epochs N] [--optimizer adam|sgd] [--lr X] [--batch-size N]
                   [--shadows K] [--attackers a,b,...] [--canaries CSV] [--seed S]
-                  [--set key=value ...] [--bundle OUT.zip] [--json] [--no-cache]
+                  [--set key=value ...] [--bundle OUT.zip [--no-figures]] [--json] [--no-cache]
 
 The command writes a ``kind: membership`` config whose ``target`` block names the files
 (:mod:`core.config.trained`: their content hashes join the cache key) and runs it as any run:
@@ -20,6 +20,7 @@ file and the check, with nothing stored.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -95,14 +96,20 @@ def make_command(run: Callable[[Any, argparse.Namespace], Any],
 
         if args.bundle is not None and Path(args.bundle).exists() and not args.force:
             raise ValueError(f"--bundle: {args.bundle} exists; give --force to overwrite it")
+        if args.bundle is not None and args.no_cache:
+            raise ValueError("--bundle: a bundle is written from the store; drop --no-cache")
         raw = audit_config(args)
         cfg = parse_config(apply_overrides(raw, args.set) if args.set else raw)
         code, key = run(cfg, args)
         if args.bundle is not None and key is not None:
             from cache.bundle import write_bundle
 
-            info = write_bundle(key, Path(args.bundle), store=store(args), figures=False)
-            print(f"wrote {info.sentence}")
+            figures = not args.no_figures
+            if figures:
+                import dashboard.bundle_figures  # noqa: F401 -- registers the dashboard's figures
+            info = write_bundle(key, Path(args.bundle), store=store(args), figures=figures)
+            # stdout stays one JSON object under --json
+            print(f"wrote {info.sentence}", file=sys.stderr if args.json else sys.stdout)
         return code
 
     return cmd_audit
@@ -140,6 +147,7 @@ def add_command(sub: Any, run: Callable[..., Any], store: Callable[..., Any],
                     help="override a config field, e.g. --set projection_points=0")
     sp.add_argument("--bundle", metavar="OUT.zip", help="also write the run as a bundle")
     sp.add_argument("--force", action="store_true", help="overwrite --bundle")
+    sp.add_argument("--no-figures", action="store_true", help="a --bundle without static figures")
     sp.add_argument("--json", action="store_true", help="print {key, kind, metrics, ...} as JSON")
     sp.add_argument("--no-cache", action="store_true", help="compute afresh; neither read nor "
                     "write the store (no --bundle then)")

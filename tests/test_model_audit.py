@@ -52,9 +52,11 @@ def test_the_example_is_audited_end_to_end_as_a_run_privlab_did_not_train(exampl
     args = ["--model", ARCH, "--weights", str(example / "small_cnn.safetensors"),
             "--data", "digits", "--members", str(example / "members.txt"), *RECIPE, *FAST,
             "--cache-dir", str(cache)]
-    code, out, err = _audit(capsys, *args, "--json", "--bundle", str(bundle))
+    code, out, err = _audit(capsys, *args, "--json", "--bundle", str(bundle),
+                            "--no-figures")
     assert code == 0, err
-    got = json.loads(out.split("\nwrote ")[0])
+    got = json.loads(out)
+    assert "wrote audit.zip: a run bundle" in err
     m = got["metrics"]
     assert m["members"] == m["nonmembers"] == 100
     # utility of the loaded weights (the script measured 0.84), not of a fresh network (0.1)
@@ -149,3 +151,43 @@ def test_a_skops_saved_scikit_learn_model_is_audited_with_clone_shadows(tmp_path
     code, _, err = _audit(capsys, "--weights", str(tree), "--data", "digits", "--members",
                           str(mem), *FAST, "--no-cache")
     assert code == 2 and "skops trusted types" in err and str(tree) in err
+
+
+def test_members_as_an_ignored_column_of_a_registered_csv_set(tmp_path, monkeypatch, capsys):
+    """A tabular user: a CSV registered with its membership column ignored, a scikit-learn
+    pipeline saved with skops; the column marks the members."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from core.data import user
+
+    monkeypatch.setenv(user.ENV_REGISTRY, str(tmp_path / "registry"))
+    rng = np.random.default_rng(0)
+    n = 400
+    X = rng.normal(size=(n, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    g = (X[:, 1] > 0).astype(int)
+    member = np.zeros(n, int)
+    member[rng.choice(n, 150, replace=False)] = 1
+    csv = tmp_path / "table.csv"
+    csv.write_text("a,b,c,d,label,group,member\n" + "".join(
+        f"{r[0]:.5f},{r[1]:.5f},{r[2]:.5f},{r[3]:.5f},{t},{p},{m}\n"
+        for r, t, p, m in zip(X, y, g, member, strict=True)))
+    assert main(["data", "add", "table", "--csv", str(csv), "--task", "label", "--private",
+                 "group", "--ignore", "member"]) == 0
+    est = make_pipeline(StandardScaler(), LogisticRegression()).fit(X[member == 1], y[member == 1])
+    w = tmp_path / "pipe.skops"
+    sio.dump(est, w)
+    capsys.readouterr()
+    code, out, err = _audit(capsys, "--weights", str(w), "--data", "table", "--members-column",
+                            "member", "--attackers", "loss,lira_offline,rmia,entropy", *FAST,
+                            "--no-cache", "--json")
+    assert code == 0, err
+    m = json.loads(out)["metrics"]
+    assert m["members"] == 150 and m["utility_acc"] > 0.7
+    # a column the model reads as a feature is refused
+    code, _, err = _audit(capsys, "--weights", str(w), "--data", "table", "--members-column",
+                          "a", *FAST, "--no-cache")
+    assert code == 2 and "not an ignored column" in err
