@@ -20,6 +20,10 @@ their outputs (which the model-level shadow attacks read). The registered signal
 attacks declare (:data:`core.foundation.parts.SIGNALS`) are computed once per model inside the target and
 shadow stages and reach the attacks as ``release.signals`` / ``release.shadow_signals``.
 
+A model trained elsewhere (``cfg.target``, ``privlab audit``; :mod:`core.runs.trained_target`)
+replaces the target's training by loading its weights: its members make the pool, every other
+stage runs unchanged, and the Result says the target was trained elsewhere.
+
 :func:`run_membership` is glue over the stage functions of :mod:`core.runs.membership_stages`.
 """
 
