@@ -63,7 +63,11 @@ Split = Literal["train", "test", "aux", "all"]
 def _existing_dir(value: str | None) -> str | None:
     """``data_dir`` must name a folder that exists: a download never creates one wherever a
     config points (issue 21)."""
-    if value is not None and not Path(value).expanduser().is_dir():
+    try:
+        missing = value is not None and not Path(value).expanduser().is_dir()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        missing = True
+    if missing:
         from pydantic_core import PydanticCustomError
 
         raise PydanticCustomError("no_such_dir", "no such folder; create it first (privlab "

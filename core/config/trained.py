@@ -31,11 +31,15 @@ def sha256_file(path: str | Path, what: str, cap: int = MAX_HASHED) -> str:
     p = Path(path)
     try:
         st = os.stat(p)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{what}: {p} is not a regular file")
-        if st.st_size > cap:
-            raise ValueError(f"{what}: {p} has {st.st_size:,} bytes; at most {cap:,}")
-        h = hashlib.sha256()
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise ValueError(f"{what}: {p}: cannot read ({getattr(exc, 'strerror', None) or exc})"
+                         ) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{what}: {p} is not a regular file")
+    if st.st_size > cap:
+        raise ValueError(f"{what}: {p} has {st.st_size:,} bytes; at most {cap:,}")
+    h = hashlib.sha256()
+    try:
         with open(p, "rb") as f:
             while chunk := f.read(1 << 20):
                 h.update(chunk)

@@ -31,14 +31,17 @@ MAX_BYTES = 64 << 20
 
 def _read(path: Path) -> tuple[bytes, str]:
     try:
-        if not path.is_file():
-            raise DataError(f"members {path}: not a regular file")
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise DataError(f"members {path}: size: {size:,} bytes; at most {MAX_BYTES:,}")
-        data = path.read_bytes()[: MAX_BYTES + 1]
-    except OSError as exc:
-        raise DataError(f"members {path}: cannot read ({exc.strerror or exc})") from None
+        regular = path.is_file()
+        size = path.stat().st_size if regular else 0
+        data = path.read_bytes()[: MAX_BYTES + 1] if regular and size <= MAX_BYTES else b""
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise DataError(f"members {path}: cannot read "
+                        f"({getattr(exc, 'strerror', None) or exc})") from None
+    if not regular:
+        raise DataError(f"members {path}: not a regular file")
+    if size > MAX_BYTES or len(data) > MAX_BYTES:
+        raise DataError(f"members {path}: size: {max(size, len(data)):,} bytes; at most "
+                        f"{MAX_BYTES:,}")
     return data, hashlib.sha256(data).hexdigest()
 
 

@@ -58,8 +58,9 @@ def read_bounded(path: str | Path, cap: int, what: str = "weights") -> tuple[byt
     p = Path(path)
     try:
         st = os.stat(p)
-    except OSError as exc:
-        raise WeightsError(f"{what} {p}: cannot read ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise WeightsError(f"{what} {p}: cannot read ({getattr(exc, 'strerror', None) or exc})"
+                           ) from None
     if not stat.S_ISREG(st.st_mode):
         raise WeightsError(f"{what} {p}: not a regular file")
     if st.st_size > cap:
@@ -67,13 +68,17 @@ def read_bounded(path: str | Path, cap: int, what: str = "weights") -> tuple[byt
                            "model")
     if st.st_size == 0:
         raise WeightsError(f"{what} {p}: size: empty file")
-    h, chunks = hashlib.sha256(), []
-    with open(p, "rb") as f:
-        while chunk := f.read(1 << 20):
-            chunks.append(chunk)
-            h.update(chunk)
-            if sum(map(len, chunks)) > cap:  # grew while read
-                raise WeightsError(f"{what} {p}: size: changed while read; at most {cap:,}")
+    h, chunks, total = hashlib.sha256(), [], 0
+    try:
+        with open(p, "rb") as f:
+            while chunk := f.read(1 << 20):
+                chunks.append(chunk)
+                h.update(chunk)
+                total += len(chunk)
+                if total > cap:  # grew while read
+                    raise WeightsError(f"{what} {p}: size: changed while read; at most {cap:,}")
+    except OSError as exc:
+        raise WeightsError(f"{what} {p}: cannot read ({exc.strerror or exc})") from None
     return b"".join(chunks), h.hexdigest()
 
 
