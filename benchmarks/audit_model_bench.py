@@ -159,12 +159,13 @@ def _figure(result: Any, attack: str) -> dict[str, float]:
 
 def _config(weights: Path, members: Path, n_members: int, shadows: int) -> dict[str, Any]:
     from cli.audit import default_attackers
+    from core.config.trained import with_hashes
 
     return {"kind": "membership", "data": {"name": "digits"}, "model": {"arch": ARCH},
             "train": {"members": n_members, **RECIPE}, "projection_points": 0,
             "attack": {"attackers": default_attackers(), "shadows": shadows,
                        "rmia_references": max(1, shadows // 4)},
-            "target": {"weights": str(weights), "members": str(members)}}
+            "target": with_hashes({"weights": str(weights), "members": str(members)})}
 
 
 def _own_training(cfg: dict[str, Any], out: Path) -> Path:
@@ -210,6 +211,7 @@ def _sklearn(tmp: Path, shadows: int) -> dict[str, Any]:
     from sklearn.linear_model import LogisticRegression
 
     from cli.audit import default_attackers
+    from core.config.trained import with_hashes
     from core.runs.experiments import run
 
     d = load_digits()
@@ -221,14 +223,15 @@ def _sklearn(tmp: Path, shadows: int) -> dict[str, Any]:
              "train": {"members": 400},
              "attack": {"attackers": default_attackers(), "shadows": shadows,
                         "rmia_references": max(1, shadows // 4)},
-             "target": {"weights": str(tmp / "logreg.skops"),
-                        "members": str(tmp / "logreg_members.npy")}})
+             "target": with_hashes({"weights": str(tmp / "logreg.skops"),
+                                    "members": str(tmp / "logreg_members.npy")})})
     scored = [a for a in default_attackers() if np.isfinite(r.metrics.get(f"mia_{a}_auc", np.nan))]
     return {"attacks": scored, "count": len(scored), "utility_acc": r.metrics["utility_acc"],
             "auc": {a: r.metrics[f"mia_{a}_auc"] for a in scored}}
 
 
 def main(quick: bool = False) -> dict[str, Any]:
+    from core.config.trained import with_hashes
     from core.foundation.stages import MemoryStageStore
     from core.runs.experiments import run
 
@@ -248,8 +251,8 @@ def main(quick: bool = False) -> dict[str, Any]:
         script = run(cfg, stages=stages)
         audit_seconds = time.perf_counter() - t0
         own_weights = _own_training(cfg, tmp)
-        own = run({**cfg, "target": {"weights": str(own_weights), "members": str(members)}},
-                  stages=stages)
+        own = run({**cfg, "target": with_hashes({"weights": str(own_weights),
+                                                  "members": str(members)})}, stages=stages)
         agreement = _agreement(script, own)
         (tmp / "bad").mkdir()
         refusals, unhandled = _refusals(tmp, tmp / "bad")

@@ -68,6 +68,9 @@ def audit_config(args: argparse.Namespace) -> dict[str, Any]:
         target["members_column"] = args.members_column
     if args.canaries is not None:
         target["canaries"] = str(Path(args.canaries).expanduser())
+    from core.config.trained import with_hashes
+
+    target = with_hashes(target)
     train = {"members": _member_count(args)}
     for field in ("epochs", "optimizer", "lr", "batch_size"):
         if getattr(args, field) is not None:
