@@ -47,5 +47,4 @@ BENCHMARKS: dict[str, str] = {
     "gpu": "benchmarks.gpu_bench:main",
     "engine": "benchmarks.engine_bench:main",
     "your_model": "benchmarks.your_model_bench:main",
-    "audit_model": "benchmarks.audit_model_bench:main",
 }

@@ -1,6 +1,6 @@
-"""``python -m benchmarks audit_model``: the audit of a model trained elsewhere (``privlab
-audit``, :mod:`core.runs.trained_target`), measured on the worked example of
-``examples/your_model``.
+"""The audit of a model trained elsewhere (``privlab audit``, :mod:`core.runs.trained_target`),
+measured on the worked example of ``examples/your_model``: :func:`measure`, whose figures
+``python -m benchmarks your_model`` writes into ``results/your_model.json``'s headline.
 
 - ``audit_auc_vs_own_training``: the example network trained by the plain PyTorch script,
   audited; then the same architecture trained by privlab's own engine on the same members with
@@ -34,6 +34,8 @@ import numpy as np
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "your_model"
 ARCH = "small_cnn_example"
+#: the name ``privlab model add`` registers the example under (docs/your_model.md)
+REGISTERED = "small_cnn"
 #: the example's recipe (train_plain.py's defaults), told to privlab for its shadows
 RECIPE = {"epochs": 30, "batch_size": 64, "lr": 1e-3, "optimizer": "adam"}
 
@@ -157,11 +159,12 @@ def _figure(result: Any, attack: str) -> dict[str, float]:
             "tpr_lo": lo, "tpr_hi": hi}
 
 
-def _config(weights: Path, members: Path, n_members: int, shadows: int) -> dict[str, Any]:
+def _config(weights: Path, members: Path, n_members: int, shadows: int,
+            arch: str = ARCH) -> dict[str, Any]:
     from cli.audit import default_attackers
     from core.config.trained import with_hashes
 
-    return {"kind": "membership", "data": {"name": "digits"}, "model": {"arch": ARCH},
+    return {"kind": "membership", "data": {"name": "digits"}, "model": {"arch": arch},
             "train": {"members": n_members, **RECIPE}, "projection_points": 0,
             "attack": {"attackers": default_attackers(), "shadows": shadows,
                        "rmia_references": max(1, shadows // 4)},
@@ -230,32 +233,55 @@ def _sklearn(tmp: Path, shadows: int) -> dict[str, Any]:
             "auc": {a: r.metrics[f"mia_{a}_auc"] for a in scored}}
 
 
-def main(quick: bool = False) -> dict[str, Any]:
+@contextlib.contextmanager
+def registered_example(root: Path):
+    """The example registered as ``privlab model add small_cnn --from
+    examples/your_model/small_cnn.py:make --data digits`` does (checked in a child process,
+    stored by content hash), in a scratch model registry under ``root``."""
+    import os
+
+    from core.models import user
+
+    old = os.environ.get(user.ENV_REGISTRY)
+    os.environ[user.ENV_REGISTRY] = str(root / "model_registry")
+    try:
+        user.add(REGISTERED, f"{EXAMPLE / 'small_cnn.py'}:make", {"digits": ((1, 8, 8), 10)})
+        yield REGISTERED
+    finally:
+        if old is None:
+            os.environ.pop(user.ENV_REGISTRY, None)
+        else:
+            os.environ[user.ENV_REGISTRY] = old
+
+
+def measure(quick: bool = False) -> dict[str, Any]:
+    """The issue's figures (the headline keys below), their rows and notes."""
     from core.config.trained import with_hashes
     from core.foundation.stages import MemoryStageStore
+    from core.foundation.threads import thread_limits
     from core.runs.experiments import run
 
     shadows = 4 if quick else 16
-    with tempfile.TemporaryDirectory() as d, example_architecture():
+    with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        import train_plain
+        with example_architecture():  # the plain script's import path; refusals' in-process arch
+            import train_plain
 
-        from core.foundation.threads import thread_limits
-
-        with contextlib.redirect_stdout(io.StringIO()), thread_limits():
-            train_plain.main(["--out", str(tmp), "--members", "400"])
+            with contextlib.redirect_stdout(io.StringIO()), thread_limits():
+                train_plain.main(["--out", str(tmp), "--members", "400"])
+            (tmp / "bad").mkdir()
+            refusals, unhandled = _refusals(tmp, tmp / "bad")
         members = tmp / "members.txt"
-        cfg = _config(tmp / "small_cnn.safetensors", members, 400, shadows)
-        stages = MemoryStageStore()
-        t0 = time.perf_counter()
-        script = run(cfg, stages=stages)
-        audit_seconds = time.perf_counter() - t0
-        own_weights = _own_training(cfg, tmp)
-        own = run({**cfg, "target": with_hashes({"weights": str(own_weights),
-                                                  "members": str(members)})}, stages=stages)
+        with registered_example(tmp) as arch:
+            cfg = _config(tmp / "small_cnn.safetensors", members, 400, shadows, arch)
+            stages = MemoryStageStore()
+            t0 = time.perf_counter()
+            script = run(cfg, stages=stages)
+            audit_seconds = time.perf_counter() - t0
+            own_weights = _own_training(cfg, tmp)
+            own = run({**cfg, "target": with_hashes({"weights": str(own_weights),
+                                                      "members": str(members)})}, stages=stages)
         agreement = _agreement(script, own)
-        (tmp / "bad").mkdir()
-        refusals, unhandled = _refusals(tmp, tmp / "bad")
         sk = _sklearn(tmp, shadows)
     headline = {
         "audit_auc_vs_own_training": agreement,
@@ -264,16 +290,16 @@ def main(quick: bool = False) -> dict[str, Any]:
         "audit_refusal_classes": [r["case"] for r in refusals],
         "audit_unhandled": unhandled,
     }
-    shared = own.info["stages"].get("shadows")
     rows = [{"run": "plain script", "utility_acc": script.metrics["utility_acc"],
              **agreement["plain_script"]},
             {"run": "privlab trained", "utility_acc": own.metrics["utility_acc"],
              **agreement["privlab_trained"]},
             *({"refusal": r["case"], "exit": r["exit"], "handled": r["handled"],
                "line": r["line"]} for r in refusals)]
-    return {"name": "audit_model", "headline": headline, "rows": rows,
-            "sklearn": sk, "privlab_trained_shadows_stage": shared,
-            "notes": (f"digits, 400 members of the plain script, recipe {RECIPE}, {shadows} "
-                      "shadow models shared by both audits (they do not read the target's "
-                      "weights); audit_seconds: the plain script's audit with the shadows "
-                      "trained cold, in one process with the torch import paid")}
+    notes = (f"the example registered with privlab model add ({REGISTERED}), digits, 400 "
+             f"members of the plain script, recipe {RECIPE}, {shadows} shadow models shared by "
+             "both audits (the second audit's shadows stage: "
+             f"{own.info['stages'].get('shadows')}); audit_seconds: the plain script's audit "
+             "with the shadows trained cold; sklearn: a skops logistic regression, attacks "
+             f"{', '.join(sk['attacks'])}")
+    return {"headline": headline, "rows": rows, "notes": notes, "sklearn": sk}

@@ -17,9 +17,15 @@ registered, refused and run, measured end to end in a scratch registry and resul
   refuses the stale registration), register again: the run key and the model stage's key
   change.
 
+- **Audit of a model trained elsewhere** (:func:`benchmarks.audit_model_bench.measure`):
+  ``privlab audit`` of the worked example of ``examples/your_model``, compared with privlab's
+  own training of the same network on the same members and recipe, a skops model, and the
+  weights / members refusal classes.
+
 Headline: ``user_model_checks`` (the refusal classes refused properly), ``user_model_unhandled``
 (0), ``registered_model_in_every_applicable_runner`` ("all", or the runs that failed),
-``edited_file_changes_key`` (1).
+``edited_file_changes_key`` (1); ``audit_auc_vs_own_training``, ``sklearn_audit_attacks``,
+``audit_seconds``, ``audit_refusal_classes``, ``audit_unhandled`` (0).
 """
 
 from __future__ import annotations
@@ -243,6 +249,9 @@ def edited_key(root: Path) -> dict[str, Any]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
+    from benchmarks.audit_model_bench import measure
+
+    audit = measure(quick)  # privlab audit of the worked example (its own scratch registry)
     with scratch() as root:
         refusals = refusal_cases(root)
         _register_good(root)
@@ -265,9 +274,11 @@ def main(quick: bool = False) -> dict[str, Any]:
             "registered_model_in_every_applicable_runner": (
                 ("all" if not failed else failed) if ran else "not run (--quick)"),
             "edited_file_changes_key": edit["changes_key"],
+            **audit["headline"],
         },
-        "targets": {"user_model_unhandled": 0, "edited_file_changes_key": 1},
-        "rows": refusals + runners + [{"case": "edited file", **edit}],
+        "targets": {"user_model_unhandled": 0, "edited_file_changes_key": 1, "audit_unhandled": 0},
+        "rows": refusals + runners + [{"case": "edited file", **edit}] + audit["rows"],
+        "sklearn_audit": audit["sklearn"],
         "notes": (f"{len(refusals)} refusal classes, {len(unhandled)} unhandled"
                   f"{' (' + ', '.join(unhandled) + ')' if unhandled else ''}; "
                   f"{len(ran)} runs of a registered MLP on digits over "
@@ -275,5 +286,6 @@ def main(quick: bool = False) -> dict[str, Any]:
                   f"{len(failed)} failed; not applicable (validation says why, one line each): "
                   f"{', '.join(skipped) or 'none'}. Inf2Guard's membership defense trains its own "
                   "game networks (the MLP game) for an architecture without encoder / utility / "
-                  f"membership roles, as for LeNet-5. Load average {load}."),
+                  f"membership roles, as for LeNet-5. Audit: {audit['notes']}. "
+                  f"Load average {load}."),
     }
