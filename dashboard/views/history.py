@@ -32,6 +32,7 @@ from dashboard.components.history_diff import (
     pair_figure,
 )
 from dashboard.components.inputs import number_ui
+from dashboard.components.result_info import metrics_shown
 from dashboard.components.run_history import (
     OLDER,
     current_kind,
@@ -44,6 +45,10 @@ from dashboard.components.run_history import (
     short_name,
 )
 from dashboard.widgets import get_store
+
+#: runs listed (twice as many metrics) before their table scrolls inside :data:`ROWS_HEIGHT` px
+ROWS_BEFORE_SCROLL = 10
+ROWS_HEIGHT = 460
 
 
 def created_date(rec) -> dt.date | None:
@@ -117,11 +122,12 @@ if not records:
 table = add_origin_column(pd.DataFrame([run_row(r) for r in records]), records)
 if not table["label"].astype(bool).any():  # no run has a label: no empty column
     table = table.drop(columns=["label"])
-# a fixed height scrolls inside the table, its header row staying visible
-st.dataframe(table, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(table)),
-             column_config={"kind": st.column_config.TextColumn(pinned=True),
-                            "key": st.column_config.TextColumn(pinned=True),
-                            "main metrics": st.column_config.TextColumn(width="large")})
+table["seconds"] = ["n/a" if pd.isna(s) else f"{s:g}" for s in table["seconds"]]
+# a table whose cells wrap, so every column fits the page at 1280 px (a data grid of these
+# columns ran past its box and hid the last ones); many runs scroll inside a fixed height
+with st.container(height=ROWS_HEIGHT if len(table) > ROWS_BEFORE_SCROLL else "content",
+                  border=False):
+    st.table(table, hide_index=True, border="horizontal")
 n_old = int((table["engine"] == OLDER).sum())
 if n_old:
     st.caption(f"{n_old} of {len(records)} runs computed by an older engine; rerun to refresh "
@@ -150,19 +156,16 @@ if not same_engine(rec.engine_version):
 origin_caption(rec)
 recompute_ui(store, rec)
 copy_run(rec.config)
-left, right = st.columns(2)
-with left:
-    st.markdown("**Metrics**")
-    # metrics the run did not produce (NaN: not applicable) make no empty rows
-    shown = {k: v for k, v in rec.metrics.items()
-             if v is not None and not (isinstance(v, float) and math.isnan(v))}
-    frame = metrics_frame(shown, result)
-    st.dataframe(frame, hide_index=True, width="stretch",
-                 height=min(420, 38 + 35 * max(len(frame), 1)),
-                 column_config={"value": st.column_config.NumberColumn(format="%.4g"),
-                                "metric": st.column_config.TextColumn(pinned=True)})
-with right:
-    st.markdown("**Config** (as stored)")
+st.markdown("**Metrics**")
+# metrics the run did not produce (NaN: not applicable) make no empty rows; the page's width
+# and wrapping cells keep each description whole (a half-width grid hid all but the names)
+shown = {k: v for k, v in rec.metrics.items()
+         if v is not None and not (isinstance(v, float) and math.isnan(v))}
+metrics_shown_frame = metrics_shown(metrics_frame(shown, result))
+with st.container(height=ROWS_HEIGHT if len(metrics_shown_frame) > 2 * ROWS_BEFORE_SCROLL
+                  else "content", border=False):
+    st.table(metrics_shown_frame, hide_index=True, border="horizontal")
+with st.expander("Config (as stored)"):
     st.json(rec.config, expanded=2)
 
 if result is not None:
