@@ -332,6 +332,9 @@ def test_history_page_lists_inspects_exports_and_deletes(store):
     assert set(table["engine"]) == {"current"}
     assert len(at.get("download_button")) == 4  # CSV, JSON, the selected run and its bundle
     assert at.json, "config of the selected run not shown"
+    # the selected run's metrics: a wrapping table at the page's width, values as text
+    metrics = next(t.value for t in at.table if "description" in t.value.columns)
+    assert len(metrics) and all(isinstance(v, str) and v for v in metrics["value"])
     at.selectbox(key="history_kind").set_value("attribute_privacy").run()
     assert set(at.table[0].value["kind"]) == {"attribute_privacy"}
     key = at.selectbox(key="history_run").value
