@@ -13,6 +13,8 @@ Layout under ``root`` (argument, else ``$PRIVLAB_CACHE_DIR``, else the user cach
                                          of the same layout with its own index: History,
                                          bundles, reports and Compare read them with their
                                          origin; a run request (get_or_run, peek) never does
+    calibration/<machine>/<engine>.json  this machine's timed training steps, kept per engine
+                                         (core.models.calibration): the cost captions
 
 An entry is served only if its row and files exist, both sha256 checksums match the row and
 the stored key matches. A checksum mismatch is resolved by the entry's own ``sha256.json``:
@@ -53,24 +55,13 @@ from cache.lock import key_lock
 from cache.recover import adopt, entry_dirs, reindex
 from cache.stages import DirStageStore
 from core.config.schema import cache_key, parse_config
+from core.foundation.cache_root import resolve_root
 from core.foundation.progress import CancelToken, Progress, ProgressCallback
 from core.foundation.result import Result
 
-ENV_VAR = "PRIVLAB_CACHE_DIR"
 #: the folder under a store's root that holds the imported runs (:class:`ImportedRuns`)
 IMPORTED_DIR = "imported"
 Runner = Callable[..., Result]
-
-
-def resolve_root(root: str | Path | None = None) -> Path:
-    """``root``, else ``$PRIVLAB_CACHE_DIR``, else ``platformdirs.user_cache_dir('privlab')``."""
-    if root is None:
-        root = os.environ.get(ENV_VAR) or None
-    if root is None:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("privlab")
-    return Path(root).expanduser().resolve()
 
 
 def _now_iso() -> str:

@@ -2,7 +2,10 @@
 
 Streamlit cuts a widget label, a metric label, a navigation entry and a page link with an
 ellipsis, and keeps a multiselect's chips on one scrolled line (at 1280 px the Membership page
-showed one and a half of its four attacks). These rules let them wrap onto more lines; the
+showed one and a half of its four attacks). These rules let them wrap onto more lines. A
+static table's cell passes its wrapping to the paragraph inside it, so a table may let its
+free-text columns break inside a long token (``overflow-wrap: anywhere`` on those cells, as
+History's run list does) without breaking keys and numbers elsewhere; the
 browser pass counts what still overflows its box (:func:`dashboard.browser_check.overflowing`).
 """
 
@@ -30,7 +33,8 @@ CSS = f"""
 [data-testid="stMultiSelect"] [data-baseweb="tag"], [data-testid="stMultiSelect"] span span {{
   max-width: 100% !important; {_WRAP} height: auto !important; }}
 [data-testid="stTable"] th, [data-testid="stTable"] td {{
-  white-space: normal !important; overflow-wrap: anywhere; }}
+  white-space: normal !important; overflow-wrap: break-word; }}
+[data-testid="stTable"] th *, [data-testid="stTable"] td * {{ overflow-wrap: inherit !important; }}
 </style>
 """
 

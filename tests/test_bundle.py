@@ -325,7 +325,7 @@ def test_history_shows_where_an_imported_run_came_from(tmp_path, monkeypatch):
     at = AppTest.from_file(app, default_timeout=60).run()
     at.switch_page("views/history.py").run()
     assert not at.exception, at.exception
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["origin"]) == [f"imported from contract.zip on {table['created (UTC)'][0][:10]}"]
     assert f"Run {key[:12]} was imported from contract.zip" in " ".join(c.value for c in at.caption)
     assert any(b.label == "Bundle (.zip)" for b in at.get("download_button"))

@@ -21,6 +21,7 @@ from core.config.schema import parse_config
 from core.foundation.result import Result
 from core.runs import compare as C
 from dashboard.components._format import display_name
+from dashboard.components.run_history import kind_title
 from dashboard.recommendation_check import recommendation_blocks, two_recommendations
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,23 +229,23 @@ def test_history_filters_diffs_and_exports(store, preset):
     store.get_or_run({"kind": "projection", "data": {"name": "digits"}, "max_points": 200})
     at = open_page("views/history.py")
     assert not at.exception and not at.error
-    table = at.dataframe[0].value
-    assert {"membership", "sweep", "projection"} <= set(table["kind"])
+    table = at.table[0].value
+    assert {kind_title("membership"), "sweep", "projection"} <= set(table["kind"])
     assert len(at.get("download_button")) == 4  # CSV, JSON, the selected run and its bundle
     at.multiselect(key="history_defense").set_value(["dp_sgd"]).run()
-    table = at.dataframe[0].value
-    assert set(table["defense"]) == {"DP-SGD (Opacus)"} and set(table["kind"]) == {"membership", "sweep"}
+    table = at.table[0].value
+    assert set(table["defense"]) == {"DP-SGD (Opacus)"} and set(table["kind"]) == {kind_title("membership"), "sweep"}
     assert len(table) == 5  # 2 knob values × 2 seeds, and their sweep
     at.multiselect(key="history_defense").set_value([]).run()
     at.multiselect(key="history_data").set_value(["digits"]).run()
-    assert len(at.dataframe[0].value) == len(store.list())
+    assert len(at.table[0].value) == len(store.list())
     today = dt.datetime.now(dt.UTC).date()
     at.date_input(key="history_dates").set_value((today - dt.timedelta(days=3),
                                                    today - dt.timedelta(days=2))).run()
     assert "No stored run matches these filters" in " ".join(i.value for i in at.info)
     at.date_input(key="history_dates").set_value((today, today)).run()
     at.selectbox(key="history_kind").set_value("membership").run()
-    assert set(at.dataframe[0].value["kind"]) == {"membership"}
+    assert set(at.table[0].value["kind"]) == {kind_title("membership")}
     # two runs side by side
     at.toggle(key="history_pair").set_value(True).run()
     assert not at.exception

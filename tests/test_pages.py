@@ -22,6 +22,7 @@ from cache.entry import encode, write_atomic
 from cache.index import IndexRow
 from cache.store import default_store
 from core.config.schema import parse_config
+from dashboard.components.run_history import kind_title
 from dashboard.tappfl_settings import build_config, preset_widgets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -327,13 +328,16 @@ def test_history_page_lists_inspects_exports_and_deletes(store):
     store.get_or_run(tappfl_base(tradeoff_lambda=0.25), runner=contract_runner)
     at = open_page("views/history.py")
     assert not at.error
-    table = at.dataframe[0].value
-    assert set(table["kind"]) == {"projection", "attribute_privacy"}
+    table = at.table[0].value
+    assert set(table["kind"]) == {"projection", kind_title("attribute_privacy")}
     assert set(table["engine"]) == {"current"}
     assert len(at.get("download_button")) == 4  # CSV, JSON, the selected run and its bundle
     assert at.json, "config of the selected run not shown"
+    # the selected run's metrics: a wrapping table at the page's width, values as text
+    metrics = next(t.value for t in at.table if "description" in t.value.columns)
+    assert len(metrics) and all(isinstance(v, str) and v for v in metrics["value"])
     at.selectbox(key="history_kind").set_value("attribute_privacy").run()
-    assert set(at.dataframe[0].value["kind"]) == {"attribute_privacy"}
+    assert set(at.table[0].value["kind"]) == {kind_title("attribute_privacy")}
     key = at.selectbox(key="history_run").value
     assert at.button(key="history_delete").disabled
     at.checkbox(key="history_confirm").check().run()
@@ -495,7 +499,7 @@ def test_history_marks_runs_of_an_older_engine(store):
     store.get_or_run(tappfl_base(tradeoff_lambda=1.0), runner=old_runner)
     at = open_page("views/history.py")
     assert not at.exception and not at.error
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert len(table) == 2  # shown, not hidden
     assert sorted(table["engine"]) == ["current", "older engine"]
     assert "computed by an older engine; rerun to refresh" in captions(at)
@@ -527,12 +531,12 @@ def test_history_shows_an_old_shape_config(store):
     store.get_or_run({"kind": "projection", "data": {"name": "digits"}, "max_points": 200})
     at = open_page("views/history.py")
     assert not at.exception and not at.error, [e.value for e in at.error]
-    table = at.dataframe[0].value.set_index("key")
-    assert table.loc[key[:12], "kind"] == "attribute_privacy"
+    table = at.table[0].value.set_index("key")
+    assert table.loc[key[:12], "kind"] == kind_title("attribute_privacy")
     assert table.loc[key[:12], "settings"].startswith("TAPPFL λ=0.25 · 10 devices × 3 rounds")
     assert table.loc[key[:12], "engine"] == "older engine"
     at.selectbox(key="history_kind").set_value("attribute_privacy").run()
-    assert list(at.dataframe[0].value["key"]) == [key[:12]]
+    assert list(at.table[0].value["key"]) == [key[:12]]
     at.selectbox(key="history_run").set_value(key).run()
     assert not at.exception and not at.error
     (text,) = code_blocks(at, "yaml")

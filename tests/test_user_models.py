@@ -219,6 +219,9 @@ def test_the_page_offers_a_registered_model_for_its_data(registry) -> None:
     assert model["arch"] == "mine" and model["fingerprint"] == user.get_entry("mine")["fingerprint"]
     params = 64 * 16 + 16 + 16 * 10 + 10  # the checks' measured count, shown before Run
     assert any(f"{params:,} parameters" in c.value for c in at.caption), [c.value for c in at.caption]
+    # a user's model is never run to price it: its time is the estimate, said to be one
+    cost = next(c.value for c in at.caption if f"{params:,} parameters" in c.value)
+    assert "another machine" in cost and "measured on this machine" not in cost
     # data it was not checked for: not offered, with its reason
     at = _page({**config, "data": {"name": "faces"}})
     assert "mine (your model)" not in at.selectbox(key="t_arch").options

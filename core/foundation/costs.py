@@ -9,7 +9,8 @@ the data, the attacks and the t-SNE are the fixed part.
 The coefficients are fitted (non-negative least squares) on the stored timings of runs of the
 same kind on this machine when there are enough of them (:func:`fit`); otherwise
 :data:`MEASURED` is used: constants measured by timing cold runs on the 2-core development
-machine (shared, so loaded). Either way :class:`CostModel.based_on` says which.
+machine (shared, so loaded), said to be an estimate from another machine. Either way
+:class:`CostModel.based_on` says which.
 """
 
 from __future__ import annotations
@@ -70,10 +71,12 @@ class CostModel:
 MEASURED: dict[tuple[str, str], CostModel] = {
     ("membership", "mnist5k"): CostModel(
         "membership", fixed_s=3.0, per_unit_s=4.65e-5,
-        based_on="two cold mnist5k runs timed on a loaded 2-core CPU"),
+        based_on="an estimate from another machine: two cold mnist5k runs timed on its "
+                 "loaded 2-core CPU"),
     ("membership", "digits"): CostModel(
         "membership", fixed_s=4.9, per_unit_s=5.28e-5,
-        based_on="two cold digits runs timed on a loaded 2-core CPU"),
+        based_on="an estimate from another machine: two cold digits runs timed on its "
+                 "loaded 2-core CPU"),
 }
 #: the data set whose line stands in for one not measured
 REFERENCE_DATA = "mnist5k"

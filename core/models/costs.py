@@ -2,15 +2,18 @@
 (:func:`core.models.forward_flops`), the image passes a config's training makes, and the
 time those take on a CPU and on a GPU.
 
-Time = image passes × 3 × forward FLOPs / FLOP/s (a training step ≈ forward + backward ≈ 3 ×
-the forward; Kaplan et al. 2020's rule). The FLOP/s are measured, never assumed, but on
-the machine that made the committed result files (so an estimate here, said so with the
-files' provenance, :mod:`core.foundation.provenance`): the ``gpu`` benchmark's (per architecture, fp32)
-or else the ``models`` benchmark's training steps of the same architecture, so
-each architecture's own efficiency is kept (an MLP reaches a far smaller fraction of the peak
-than a ResNet). A GPU's time is the ``gpu`` benchmark's CUDA measurement where one was made
-(``gpu.cuda.json``), else an estimate from the FLOPs at :data:`GPU_UTILISATION` of an
-H100-class device's FP32 peak, and labelled so.
+The time on this machine's CPU (and on its GPU where it has one) is image passes ÷ the images
+per second of the architecture's own training steps, timed here on first use and kept per
+machine and engine (:mod:`core.models.calibration`). Until then, or where it is not measured
+(``calibrate=False``), the time is image passes × 3 × forward FLOPs / FLOP/s (a training step
+≈ forward + backward ≈ 3 × the forward; Kaplan et al. 2020's rule) with FLOP/s measured on
+the machine that made the committed result files, said so with the files' provenance
+(:mod:`core.foundation.provenance`): the ``gpu`` benchmark's (per architecture, fp32) or else
+the ``models`` benchmark's training steps of the same architecture, so each architecture's own
+efficiency is kept (an MLP reaches a far smaller fraction of the peak than a ResNet). Without
+a GPU here, a GPU's time is the ``gpu`` benchmark's CUDA measurement on another machine where
+one was made (``gpu.cuda.json``), else an estimate from the FLOPs at :data:`GPU_UTILISATION`
+of an H100-class device's FP32 peak, and labelled so.
 
 Torch-free at import (the dashboard imports it on page load); :func:`arch_cost` builds on the
 meta device.
@@ -30,7 +33,7 @@ from core.foundation.costs import config_value
 
 __all__ = ["GPU_NOMINAL", "GPU_UTILISATION", "ModelCost", "arch_cost", "architecture_choices",
            "cpu_rate", "fastest_images_per_s", "format_count", "format_duration", "gpu_rate",
-           "image_passes", "model_field"]
+           "image_passes", "model_field", "timed_here"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -161,16 +164,19 @@ def fastest_images_per_s() -> float | None:
 
 
 def gpu_rate(arch: str) -> tuple[float, str, bool]:
-    """(FLOP/s on a GPU, from what, measured?): the ``gpu`` benchmark's CUDA row of ``arch``
-    (best precision) where one was run, else :data:`GPU_UTILISATION` × the H100-class FP32
-    peak (an estimate)."""
+    """(FLOP/s on a GPU, from what, measured here?): the ``gpu`` benchmark's CUDA row of
+    ``arch`` (best precision) where one was run, on another machine, else
+    :data:`GPU_UTILISATION` × the H100-class FP32 peak (an estimate); never measured here
+    (:func:`arch_cost` times this machine's GPU)."""
     rows = [r for r in _read("gpu.cuda.json").get("rows", [])
             if isinstance(r, dict) and r.get("arch") == arch and r.get("device") == "cuda"
             and isinstance(r.get("gflops_per_s"), (int, float))]
     if rows:
         best = max(rows, key=lambda r: r["gflops_per_s"])
         return (best["gflops_per_s"] * 1e9,
-                f"measured on {best.get('device_name', 'the GPU')} ({best.get('precision')})", True)
+                (f"an estimate from another machine: its {best.get('device_name', 'GPU')} "
+                 f"({best.get('precision')}) in the gpu benchmark"
+                 + _origin_note(("gpu.cuda.json",))), False)
     name, peak = GPU_NOMINAL
     return (GPU_UTILISATION * peak, (f"estimate: {name} at an assumed {GPU_UTILISATION:.0%} of "
             f"its {peak / 1e12:.0f} TFLOP/s FP32 peak"), False)
@@ -204,27 +210,66 @@ def _counts(arch: str, width: float, in_shape: tuple[int, ...], n_classes: int) 
             forward_flops(arch, in_shape, n_classes, width))
 
 
+def _measured(arch: str, width: float, in_shape: tuple[int, ...], n_classes: int,
+              passes: float, device: str, calibrate: bool) -> tuple[float, str] | None:
+    """(seconds, from what) of ``passes`` image passes at this machine's measured step rate
+    on ``device`` (:func:`core.models.calibration.step_rate`; timed now when ``calibrate``
+    and not yet kept); None when not measured."""
+    from core.models.calibration import step_rate
+
+    rate = step_rate(arch, width, in_shape, n_classes, device, measure=calibrate)
+    return None if rate is None else (float(passes) / rate.images_per_s, rate.text())
+
+
+def timed_here(arch: str) -> bool:
+    """Whether ``arch`` is one of the registry's own architectures (not registered from a
+    user's file, which only a run may execute)."""
+    from core.foundation.parts import ARCHITECTURES
+
+    return arch in ARCHITECTURES and getattr(ARCHITECTURES.get(arch), "registered_by",
+                                             None) is None
+
+
+def _cuda_here() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 def arch_cost(arch: str, width: float, in_shape: tuple[int, ...], n_classes: int,
-              passes: float | None = None) -> ModelCost:
+              passes: float | None = None, *, calibrate: bool = True) -> ModelCost:
     """:class:`ModelCost` of ``arch`` at ``width`` on data of ``in_shape`` with ``n_classes``
-    classes, trained for ``passes`` image passes (None: counts only)."""
+    classes, trained for ``passes`` image passes (None: counts only). ``calibrate``: time the
+    architecture's step on this machine where it is not yet kept (a second or less; the
+    registry's own architectures only: a model registered from a file is never run to price
+    it); off: the kept timing, else the estimate from another machine's files."""
     from core.models import registered_counts
 
+    shape = tuple(int(s) for s in in_shape)
     # a registered model's measured counts are read each time (it may be registered again)
-    params, fwd = (registered_counts(arch, width, in_shape, n_classes)
-                   or _counts(arch, float(width), tuple(int(s) for s in in_shape), int(n_classes)))
+    counted = registered_counts(arch, width, in_shape, n_classes)
+    params, fwd = counted or _counts(arch, float(width), shape, int(n_classes))
+    calibrate = calibrate and counted is None and timed_here(arch)
     cpu_s = gpu_s = None
     cpu_from, gpu_from, measured = "no training-step measurement here", "", False
     if passes is not None:
         work = 3.0 * fwd * float(passes)
-        got = cpu_rate(arch, width)
-        if got is not None:
+        here = _measured(arch, float(width), shape, int(n_classes), passes, "cpu", calibrate)
+        got = None if here is not None else cpu_rate(arch, width)
+        if here is not None:
+            cpu_s, cpu_from = here
+        elif got is not None:
             cpu_s, cpu_from = work / got[0], got[1]
             floor = fastest_images_per_s()
             if floor:
                 cpu_s = max(cpu_s, float(passes) / floor)
-        rate, gpu_from, measured = gpu_rate(arch)
-        gpu_s = work / rate
+        gpu_here = (_measured(arch, float(width), shape, int(n_classes), passes, "cuda",
+                              calibrate) if _cuda_here() else None)
+        if gpu_here is not None:
+            (gpu_s, gpu_from), measured = gpu_here, True
+        else:
+            rate, gpu_from, _ = gpu_rate(arch)
+            gpu_s = work / rate
     return ModelCost(arch, float(width), params, fwd, passes, cpu_s, cpu_from, gpu_s, gpu_from,
                      measured)
 

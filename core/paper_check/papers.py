@@ -202,8 +202,8 @@ def preset_cell(preset_id: str, costs: dict[str, Any], cuda: bool, mark: str = "
     sps = cost.get("seconds_per_step")
     if isinstance(sps, (int, float)) and sps > 0:
         what = cost.get("timed_description") or p.timed_model
-        est = (f"estimate: ≈ {format_hours(sps * p.steps)} on the CPU that timed it "
-               f"({sps:.3g} s per SGD step timed on a synthetic batch {tuple(p.batch_shape)}; "
+        est = (f"an estimate from another machine: ≈ {format_hours(sps * p.steps)} on the "
+               f"CPU that timed it ({sps:.3g} s per SGD step timed on a synthetic batch {tuple(p.batch_shape)}; "
                f"timed: {what}; × {p.steps:,} steps: {p.steps_note})")
     else:
         est = "estimate not measured: python -m benchmarks.papers_check"

@@ -11,6 +11,7 @@ import streamlit as st
 from core.attacks import lira_reference as L
 from core.foundation.parts import ARCHITECTURES, attack_titles
 from core.models.costs import format_count, format_duration
+from dashboard.components.part_controls import first_timing
 
 __all__ = ["comparison_table", "lira_reference_panel"]
 
@@ -38,7 +39,8 @@ def lira_reference_panel(key: str = "mi_lira_ref") -> None:
     from dashboard.widgets import run_with_progress
 
     cfg = L.reference_config()
-    c = L.cost()
+    with first_timing(cfg.model.arch, float(cfg.model.width), (3, 32, 32), 10):
+        c = L.cost()
     arch = ARCHITECTURES.get(cfg.model.arch).title
     with st.expander("Paper preset: the LiRA reference setting (Carlini et al. 2022)"):
         st.markdown(

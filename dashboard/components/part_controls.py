@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import streamlit as st
@@ -143,16 +144,32 @@ def _on_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def first_timing(arch: str, width: float, shape: tuple[int, ...], classes: int) -> Any:
+    """A spinner while this machine times ``arch``'s training step for the first time
+    (:mod:`core.models.calibration`, a second or less, kept per machine and engine); a
+    context doing nothing once it is kept."""
+    from core.foundation.parts import architecture
+    from core.models.calibration import cached_rate
+    from core.models.costs import timed_here
+
+    if not timed_here(arch) or cached_rate(arch, width, shape, classes) is not None:
+        return nullcontext()
+    return st.spinner(f"Timing a few training steps of {architecture(arch).title} on this "
+                      "machine (once per machine and engine) ...")
+
+
 def cost_text(config: Mapping[str, Any], arch: str, width: float,
               facts: tuple[tuple[int, ...], int, int]) -> str:
     """The line under the architecture control: parameters, forward FLOPs and the estimated
-    training time of this run here and on a GPU (:mod:`core.models.costs`)."""
+    training time of this run here and on a GPU (:mod:`core.models.costs`; this machine's
+    step timed on first use, :func:`first_timing`)."""
     from core.foundation.parts import architecture
     from core.models.costs import arch_cost, format_count, format_duration, image_passes
 
     shape, classes, n_train = facts
     passes = image_passes(config, n_train)
-    c = arch_cost(arch, width, shape, classes, passes)
+    with first_timing(arch, width, shape, classes) if passes is not None else nullcontext():
+        c = arch_cost(arch, width, shape, classes, passes)
     part = architecture(arch)
     resized = len(shape) == 3 and part.net_shape(tuple(shape)) != tuple(shape)
     head = (f"{part.width_label(width)}: **{c.params:,} parameters**, "

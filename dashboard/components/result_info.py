@@ -103,6 +103,15 @@ def metrics_frame(metrics: dict[str, float | None], result: Any | None = None) -
     return df
 
 
+def metrics_shown(df: pd.DataFrame) -> pd.DataFrame:
+    """:func:`metrics_frame` as text for a static table (``st.table``, whose cells wrap):
+    values to four significant figures, an unknown count blank."""
+    out = df.copy()
+    out["value"] = ["n/a" if v is None or pd.isna(v) else f"{float(v):.4g}" for v in df["value"]]
+    out["n"] = ["" if pd.isna(n) else f"{int(n):,}" for n in df["n"]]
+    return out
+
+
 def metrics_table(result: Any, *, height: int | None = None) -> None:
     from dashboard.components.caveats import grey_flagged
 

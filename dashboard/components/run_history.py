@@ -29,6 +29,15 @@ def current_kind(kind: str) -> str:
     return RENAMED_KINDS.get(kind, kind)
 
 
+def kind_title(kind: str) -> str:
+    """A stored kind as a reader sees it: its family's title (``membership inference``), the
+    kind itself where none is registered (``sweep``, ``projection``)."""
+    from core.foundation.parts import FAMILIES
+
+    kind = current_kind(kind)
+    return FAMILIES.get(kind).title if kind in FAMILIES else kind
+
+
 def stored_kinds(kind: str) -> list[str]:
     """The names runs of ``kind`` may be stored under (its current name and former ones)."""
     return [kind, *(old for old, new in RENAMED_KINDS.items() if new == kind)]
@@ -64,10 +73,7 @@ def setting(kind: str, cfg: dict) -> str:
         base = cfg.get("base", {})
         grid = cfg.get("grid", {})
         what = ", ".join(f"{p} ({len(v)})" for p, v in grid.items()) or "seeds only"
-        from core.foundation.parts import FAMILIES
-
-        bk = current_kind(str(base.get("kind", "?")))
-        bk = FAMILIES.get(bk).title if bk in FAMILIES else bk
+        bk = kind_title(str(base.get("kind", "?")))
         return (f"{bk} · {defense_summary(base.get('defense', ''))} · "
                 f"over {what} × {len(cfg.get('seeds', []))} seeds")
     if isinstance(cfg.get("defense"), dict):
@@ -133,7 +139,7 @@ def run_row(rec) -> dict[str, Any]:
     """One table row of an index record."""
     cfg = migrate(rec.config)[0]
     return {
-        "kind": current_kind(rec.kind),
+        "kind": kind_title(rec.kind),
         "key": rec.key[:12],
         "created (UTC)": rec.created.replace("T", " ")[:19],
         "engine": engine_label(rec.engine_version),

@@ -32,18 +32,42 @@ from dashboard.components.history_diff import (
     pair_figure,
 )
 from dashboard.components.inputs import number_ui
+from dashboard.components.result_info import metrics_shown
 from dashboard.components.run_history import (
     OLDER,
     current_kind,
     data_name,
     defense_name,
     defense_title,
+    kind_title,
     records_of,
     run_row,
     setting,
     short_name,
 )
 from dashboard.widgets import get_store
+
+#: runs listed (twice as many metrics) before their table scrolls inside :data:`ROWS_HEIGHT` px
+ROWS_BEFORE_SCROLL = 10
+ROWS_HEIGHT = 460
+#: the run list's free-text columns
+WRAP_ANYWHERE = ("kind", "defense", "settings", "main metrics", "label", "origin")
+#: the longest label of the run select (its box holds about 110 characters at 1280 px)
+RUN_LABEL_CHARS = 96
+
+
+def run_label(rec) -> str:
+    """The run select's line: key, kind, creation minute and setting, within
+    :data:`RUN_LABEL_CHARS` (the setting cut at a word, marked "…"; the table above has it
+    whole)."""
+    head = (f"{rec.key[:12]} · {kind_title(rec.kind)} · "
+            f"{rec.created[:16].replace('T', ' ')}")
+    tail = " · imported" if rec.origin else ""
+    what = setting(rec.kind, rec.config)
+    room = RUN_LABEL_CHARS - len(head) - len(tail) - 3
+    if len(what) > room:
+        what = what[:max(room - 1, 0)].rsplit(" ", 1)[0] + "…"
+    return head + (f" · {what}" if what else "") + tail
 
 
 def created_date(rec) -> dt.date | None:
@@ -117,11 +141,16 @@ if not records:
 table = add_origin_column(pd.DataFrame([run_row(r) for r in records]), records)
 if not table["label"].astype(bool).any():  # no run has a label: no empty column
     table = table.drop(columns=["label"])
-# a fixed height scrolls inside the table, its header row staying visible
-st.dataframe(table, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(table)),
-             column_config={"kind": st.column_config.TextColumn(pinned=True),
-                            "key": st.column_config.TextColumn(pinned=True),
-                            "main metrics": st.column_config.TextColumn(width="large")})
+table["seconds"] = ["n/a" if pd.isna(s) else f"{s:g}" for s in table["seconds"]]
+# a table whose cells wrap, so every column fits the page at 1280 px (a data grid of these
+# columns ran past its box and hid the last ones); many runs scroll inside a fixed height
+with st.container(height=ROWS_HEIGHT if len(table) > ROWS_BEFORE_SCROLL else "content",
+                  border=False):
+    # the free-text columns may break inside a long token (a sweep's config path) rather
+    # than widen the table past the page; keys, dates and numbers keep whole
+    st.table(table.style.set_properties(subset=[c for c in WRAP_ANYWHERE if c in table],
+                                        **{"overflow-wrap": "anywhere"}),
+             hide_index=True, border="horizontal")
 n_old = int((table["engine"] == OLDER).sum())
 if n_old:
     st.caption(f"{n_old} of {len(records)} runs computed by an older engine; rerun to refresh "
@@ -137,10 +166,7 @@ st.subheader("One run")
 # an imported run may share its key with a run computed here: each row is its own choice
 by_id = {r.key + (" imported" if r.origin else ""): r for r in records}
 chosen = st.selectbox("Run", list(by_id), key="history_run",
-                      format_func=lambda i: f"{i[:12]} · {current_kind(by_id[i].kind)} · "
-                                            f"{by_id[i].created[:19].replace('T', ' ')} · "
-                                            f"{setting(by_id[i].kind, by_id[i].config)}"
-                                            + (" · imported" if by_id[i].origin else ""))
+                      format_func=lambda i: run_label(by_id[i]))
 rec = by_id[chosen]
 key = rec.key
 result = read_run(store, rec)
@@ -150,19 +176,16 @@ if not same_engine(rec.engine_version):
 origin_caption(rec)
 recompute_ui(store, rec)
 copy_run(rec.config)
-left, right = st.columns(2)
-with left:
-    st.markdown("**Metrics**")
-    # metrics the run did not produce (NaN: not applicable) make no empty rows
-    shown = {k: v for k, v in rec.metrics.items()
-             if v is not None and not (isinstance(v, float) and math.isnan(v))}
-    frame = metrics_frame(shown, result)
-    st.dataframe(frame, hide_index=True, width="stretch",
-                 height=min(420, 38 + 35 * max(len(frame), 1)),
-                 column_config={"value": st.column_config.NumberColumn(format="%.4g"),
-                                "metric": st.column_config.TextColumn(pinned=True)})
-with right:
-    st.markdown("**Config** (as stored)")
+st.markdown("**Metrics**")
+# metrics the run did not produce (NaN: not applicable) make no empty rows; the page's width
+# and wrapping cells keep each description whole (a half-width grid hid all but the names)
+shown = {k: v for k, v in rec.metrics.items()
+         if v is not None and not (isinstance(v, float) and math.isnan(v))}
+metrics_shown_frame = metrics_shown(metrics_frame(shown, result))
+with st.container(height=ROWS_HEIGHT if len(metrics_shown_frame) > 2 * ROWS_BEFORE_SCROLL
+                  else "content", border=False):
+    st.table(metrics_shown_frame, hide_index=True, border="horizontal")
+with st.expander("Config (as stored)"):
     st.json(rec.config, expanded=2)
 
 if result is not None:
