@@ -33,7 +33,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from core.defenses.tappfl_step import tappfl_module_loss, tappfl_round_metrics
+from core.defenses.tappfl_step import (
+    step_features,
+    tappfl_module_loss,
+    tappfl_module_turn,
+    tappfl_round_metrics,
+)
 from core.fl.types import DeviceBatch, Params, StackedBatch
 from core.models.nn import AttributeAdversary, MICritic, jsd_mi
 from core.models.stacked import GroupedNet, SeededDropout
@@ -226,17 +231,30 @@ class ConvTappflObjective:
         return stats
 
     # -- reference form: plain modules, one device ------------------------------------------
+    def _skips(self, batch: DeviceBatch) -> bool:
+        return len(batch.fields["x"]) < self.min_rows
+
+    def module_turn(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
+                    a: int, lr: float) -> dict[str, Tensor]:
+        if self._skips(batch):  # no step of Ψ, Ω; the step counts no rows
+            if a:
+                return {}
+            x = batch.fields["x"]
+            zero = torch.zeros((), dtype=x.dtype, device=x.device)
+            return {"ce_sum": zero, "jsd_sum": zero, "rows": zero,
+                    "correct_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device),
+                    "rows_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device)}
+        r = step_features(batch, lambda: theta(batch.fields["x"]))
+        return tappfl_module_turn(self, r, private, batch, a, lr)
+
     def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
                     lr: float) -> tuple[Tensor, dict[str, Tensor]]:
-        x = batch.fields["x"]
-        if len(x) < self.min_rows:
-            zero = torch.zeros((), dtype=x.dtype, device=x.device)
+        if self._skips(batch):
+            x = batch.fields["x"]
             # a loss that reaches no parameter of Θ: no gradient, so the engine's SGD skips Θ
-            return torch.zeros((), dtype=x.dtype, device=x.device, requires_grad=True), {
-                "ce_sum": zero, "jsd_sum": zero, "rows": zero,
-                "correct_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device),
-                "rows_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device)}
-        return tappfl_module_loss(self, theta(x), theta, private, batch, lr)
+            return torch.zeros((), dtype=x.dtype, device=x.device, requires_grad=True), {}
+        r = step_features(batch, lambda: theta(batch.fields["x"]))
+        return tappfl_module_loss(self, r, private, batch)
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
         return tappfl_round_metrics(totals)
