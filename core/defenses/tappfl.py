@@ -66,7 +66,10 @@ PRETRAIN_LR = 1e-3
 
 
 class TappflObjective:
-    """TAPPFL's local update (module docstring) for :func:`core.fl.fedavg.run_fedavg`.
+    """TAPPFL's local update (module docstring) for :func:`core.fl.fedavg.run_fedavg`, a game:
+    ``adversary_steps`` turns of Ψ (Ω with the last) per local step, in each form
+    (:meth:`stacked_turn`, :meth:`module_turn`), which the engine's loops take before Θ's step
+    (:meth:`stacked_step`, :meth:`module_loss`).
 
     Statistics per step (sums over valid rows, from the adversary's first pass on r.detach()
     before its update, i.e. on data it has not yet trained on in this step):

@@ -9,8 +9,8 @@ A :class:`Hook` overrides any of:
   label smoothing, a game's utility-minus-adversary term); return None to leave it alone. In
   the batched form ``logits`` is (K, b, C), ``y`` (K, b) and the hook returns the K models'
   losses (K,), their mean over each model's own rows taken with :meth:`StepState.mean`;
-- ``before_step(state)``: before the main forward pass (a game's adversary step on its own
-  networks and optimiser);
+- ``before_step(state)``: before the main forward pass and before any game's adversary turns
+  (the step's inputs the turns and the model's step share);
 - ``gradient(state)``: after the backward pass, before the optimiser step (canary terms);
 - ``epoch_end(state)``: after each epoch;
 - ``step(state)``: the whole step in place of the loop's forward, backward and optimiser
@@ -108,7 +108,7 @@ class Hook:
         return x
 
     def before_step(self, state: StepState) -> None:
-        """Before the main forward pass of every step (a game's adversary step)."""
+        """Before the main forward pass of every step, before the games' adversary turns."""
 
     def loss(self, logits: Tensor, y: Tensor, state: StepState) -> Tensor | None:
         """The step's objective in place of the cross-entropy, or None."""
