@@ -11,6 +11,10 @@ Every figure is counted by an AST walk of the repository, so it moves only when 
 - ``edits_to_add_attack``: source files a temporary attack is defined in when the test of
   ``tests/test_registry_dispatch.py`` registers it and finds it in the config's allowed names,
   the metric schema, the page's attacker list and ``privlab parts`` (and runs it end to end);
+- ``edits_to_add_defense_label_smoothing`` / ``edits_to_add_game_defense``: files that differ
+  from this tree in a copy of it where label smoothing's / adversarial regularisation's module
+  was written once more under a new name, when every surface sees the copy
+  (:func:`benchmarks.declaration_counts.edits_to_add_by_copy`; ``tests/test_defense_copy.py``);
 - ``seed_mixers``: seed-mixing implementations in ``core/``: :mod:`core.foundation.seeds` plus every
   other place that builds a ``SeedSequence``, calls ``default_rng`` on a list or tuple, hands a
   function a list or tuple holding a seed (``[seed, 11]``), or does arithmetic on a seed
@@ -770,6 +774,17 @@ def edits_to_add_attack() -> tuple[int | None, dict[str, Any]]:
                                           "files": sorted(_rel(Path(f)) for f in files)}
 
 
+def defense_edits_by_copy(name: str) -> tuple[int | None, dict[str, Any], int | None, list[str]]:
+    """For ``core/catalog/<name>.py``: (files by experiment, its details, files by the history
+    of the commits that added it, their paths) (:mod:`benchmarks.declaration_counts`)."""
+    from benchmarks.declaration_counts import edits_to_add_by_copy, edits_when_added
+
+    module = f"core/catalog/{name}.py"
+    edits, details = edits_to_add_by_copy(module, f"copy_of_{name}")
+    history, files = edits_when_added(module)
+    return edits, details, history, files
+
+
 def main(quick: bool = False) -> dict[str, Any]:
     from benchmarks.declaration_counts import (
         edits_when_added,
@@ -787,8 +802,9 @@ def main(quick: bool = False) -> dict[str, Any]:
     literals = defense_name_literals_outside_parts()
     defense_edits, defense_files = edits_when_added("core/catalog/relaxloss.py")
     signal_edits, signal_files = edits_when_added("core/catalog/label_only.py")
-    smoothing_edits, smoothing_files = edits_when_added("core/catalog/label_smoothing.py")
-    game_edits, game_files = edits_when_added("core/catalog/adversarial_regularization.py")
+    (smoothing_edits, smoothing_copy, smoothing_history, smoothing_files), (
+        game_edits, game_copy, game_history, game_files) = (
+        defense_edits_by_copy(m) for m in ("label_smoothing", "adversarial_regularization"))
     smoothing_lines = len((ROOT / "core/catalog/label_smoothing.py").read_text().splitlines())
     knob_places = knob_range_declarations()
     scaffolds = page_run_scaffold_list()
@@ -838,8 +854,16 @@ def main(quick: bool = False) -> dict[str, Any]:
              "benchmarks/declaration_counts.py) and git history; seed_mixers and range_checkers "
              "count core/foundation/seeds.py and core/foundation/checks.py as the one each. "
              f"Private range checkers besides core/foundation/checks.py: {len(checkers)}. "
-             "edits_to_add_defense / _attack_new_signal (and _label_smoothing, _game_defense): files outside tests/ and benchmarks/ "
-             "changed by the commit that added core/catalog/relaxloss.py / label_only.py / label_smoothing.py / adversarial_regularization.py (not later moves of the whole tree). "
+             "edits_to_add_defense / _attack_new_signal: files outside tests/ and benchmarks/ "
+             "changed by the commit that added core/catalog/relaxloss.py / label_only.py (not later moves of the whole tree). "
+             "edits_to_add_defense_label_smoothing / edits_to_add_game_defense: by experiment "
+             "(benchmarks/declaration_counts.py:edits_to_add_by_copy): label_smoothing.py / "
+             "adversarial_regularization.py copied under a new name into a copy of the working "
+             "tree, nothing else written; the files that differ from this tree when privlab "
+             "parts, the Membership page, Compare's choices and sweeps, the advisor and a tiny "
+             "privlab run all see the copy (null when one misses it); the history figure of "
+             f"the commits that added them is {smoothing_history} / {game_history} (details; "
+             "those commits also built the engine's hook and game protocol). "
              "validations_per_run: validations of the run's config in the script run where Run "
              "is clicked on the Membership page (AppTest, tiny settings). "
              f"longest_runner_function_lines: {runner}. "
@@ -858,6 +882,8 @@ def main(quick: bool = False) -> dict[str, Any]:
                         "edits_to_add_attack": 1, "seed_mixers": 1, "range_checkers": 1,
                         "layer_violations": 0, "edits_to_add_defense": 1,
                         "edits_to_add_attack_new_signal": 1, "knob_range_declarations_max": 1,
+                        "edits_to_add_defense_label_smoothing": 1,
+                        "edits_to_add_game_defense": 1,
                         "validations_per_run": 1, "defense_name_literals_outside_parts": 0,
                         "page_run_scaffolds": 1, "upward_imports": 0, "import_cycles": 0,
                         "longest_runner_function_lines": "< 100",
@@ -872,6 +898,9 @@ def main(quick: bool = False) -> dict[str, Any]:
                         "name_literals": literals, "temporary_attack": seen,
                         "defense_files": defense_files, "signal_attack_files": signal_files,
                         "label_smoothing_files": smoothing_files, "game_defense_files": game_files,
+                        "edits_when_added": {"label_smoothing": smoothing_history,
+                                             "adversarial_regularization": game_history},
+                        "label_smoothing_copy": smoothing_copy, "game_defense_copy": game_copy,
                         "knob_range_places": knob_places, "page_run_scaffolds": scaffolds,
                         "longest_runner_function": runner,
                         "unresolved_dotted_strings": unresolved,

@@ -57,17 +57,20 @@ def inference_network(n_classes: int, hidden: int = 64) -> Any:
 
 
 class AdversarialGame(Game):
-    """Algorithm 1 as the engine's hooks: ``before_step`` takes h's k steps (member and
-    reference minibatches drawn from ``generator``), ``loss`` the classifier's CE + λ·gain;
-    curves ``inference_gain`` (G on h's last batch) and ``inference_acc`` (its accuracy there,
-    members and reference rows equally many)."""
+    """Algorithm 1 as an engine :class:`~core.engine.hooks.Game`: ``adversary_steps`` = k, and
+    each of h's k turns before a classifier step (:meth:`adversary_turn`, taken by the
+    engine's loop) one ascent step on a member and a reference minibatch drawn from
+    ``generator``; ``loss`` the classifier's CE + λ·gain; curves ``inference_gain`` (G on h's
+    last batch) and ``inference_acc`` (its accuracy there, members and reference rows equally
+    many)."""
 
     def __init__(self, h: Any, model: Any, members: tuple[Any, Any], reference: tuple[Any, Any],
                  *, lam: float, steps: int, recipe: Any, generator: Any,
                  image_shape: tuple[int, ...]) -> None:
-        super().__init__([h], recipe, curves=("inference_gain", "inference_acc"))
+        super().__init__([h], recipe, curves=("inference_gain", "inference_acc"),
+                         adversary_steps=steps)
         self.h, self.model, self.members, self.reference = h, model, members, reference
-        self.lam, self.k, self.generator, self.shape = float(lam), int(steps), generator, image_shape
+        self.lam, self.generator, self.shape = float(lam), generator, image_shape
 
     def logit(self, probs: Any, y: Any) -> Any:
         """h's member logit of prediction vectors ``probs`` (n, C) with labels ``y`` (n,)."""
@@ -95,18 +98,18 @@ class AdversarialGame(Game):
         idx = torch.randperm(len(X), generator=self.generator)[:b].to(X.device)
         return X[idx], y[idx]
 
-    def before_step(self, state: StepState) -> None:
+    def adversary_turn(self, state: StepState, a: int) -> None:
         import torch.nn.functional as F
 
         b = state.batch_size
-        for _ in range(self.k):
-            (xm, ym), (xr, yr) = self._draw(self.members, b), self._draw(self.reference, b)
-            z_in, z_out = self.logit(self.released_probs(xm), ym), self.logit(
-                self.released_probs(xr), yr)
-            gain = F.logsigmoid(z_in).mean() + F.logsigmoid(-z_out).mean()
-            self.adversary_step(-gain)
-        hits = (z_in > 0).float().mean() + (z_out <= 0).float().mean()
-        self.record(inference_gain=float(gain.detach()), inference_acc=float(hits) / 2)
+        (xm, ym), (xr, yr) = self._draw(self.members, b), self._draw(self.reference, b)
+        z_in, z_out = self.logit(self.released_probs(xm), ym), self.logit(
+            self.released_probs(xr), yr)
+        gain = F.logsigmoid(z_in).mean() + F.logsigmoid(-z_out).mean()
+        self.adversary_step(-gain)
+        if a == self.adversary_steps - 1:  # h's last batch of this classifier step
+            hits = (z_in > 0).float().mean() + (z_out <= 0).float().mean()
+            self.record(inference_gain=float(gain.detach()), inference_acc=float(hits) / 2)
 
     def loss(self, logits: Any, y: Any, state: StepState) -> Any:
         import torch

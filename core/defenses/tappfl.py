@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,7 +34,12 @@ from torch import Tensor, nn
 from core.config.schema import ConfigError, TappflConfig
 from core.data.base import Dataset
 from core.defenses.tappfl_presets import paper_preset, quick_preset  # noqa: F401  (re-exported: torch-free home)
-from core.defenses.tappfl_step import tappfl_module_loss, tappfl_round_metrics
+from core.defenses.tappfl_step import (
+    step_features,
+    tappfl_module_loss,
+    tappfl_module_turn,
+    tappfl_round_metrics,
+)
 from core.fl.fedavg import run_fedavg
 from core.fl.types import DeviceBatch, FedAvgState, Params, StackedBatch, UploadTransform
 from core.foundation.checks import range_error
@@ -60,7 +66,10 @@ PRETRAIN_LR = 1e-3
 
 
 class TappflObjective:
-    """TAPPFL's local update (module docstring) for :func:`core.fl.fedavg.run_fedavg`.
+    """TAPPFL's local update (module docstring) for :func:`core.fl.fedavg.run_fedavg`, a game:
+    ``adversary_steps`` turns of Ψ (Ω with the last) per local step, in each form
+    (:meth:`stacked_turn`, :meth:`module_turn`), which the engine's loops take before Θ's step
+    (:meth:`stacked_step`, :meth:`module_loss`).
 
     Statistics per step (sums over valid rows, from the adversary's first pass on r.detach()
     before its update, i.e. on data it has not yet trained on in this step):
@@ -79,47 +88,71 @@ class TappflObjective:
         self.n_values = critic.n_values
 
     # -- vectorised form ------------------------------------------------------------------
-    def stacked_step(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
-                     lr: float) -> dict[str, Tensor]:
-        """All K devices' step at once. Gradients come from autograd w.r.t. each stacked
-        linear layer's output, and SGD is applied fused into the weights
-        (:func:`core.models.nn.record_linear` / :func:`core.models.nn.sgd_from_records`); the parameters
-        themselves never require grad."""
-        enc, advm, crit = self.shared, self.private["adversary"], self.private["critic"]
+    def _stacked_features(self, theta: Params, batch: StackedBatch) -> dict[str, Any]:
+        """The step's r = f(x; Θ) of all K devices with the extractor's recorded linear layers
+        (for Θ's fused update) and the one-hot attribute, computed once per local step (by
+        the first adversary turn) in ``batch.scratch``."""
+        sc = batch.scratch
+        if "r" not in sc:
+            x, u = batch.fields["x"], batch.fields["u"]
+            sc["oh"] = F.one_hot(u, self.n_values).to(x.dtype)
+            with record_linear() as enc_rec:
+                sc["r"] = self.shared.fforward(theta, x, batch.dropout)
+            if not enc_rec:
+                raise NotImplementedError(
+                    "the vectorised TAPPFL step needs an MLP extractor built from "
+                    "core.models.nn.flinear (core.models.nn.Encoder); set fl.vectorised=false "
+                    "for other extractors")
+            sc["enc_rec"] = enc_rec
+        return sc
+
+    def stacked_turn(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
+                     a: int, lr: float) -> dict[str, Tensor]:
+        """All K devices' a-th adversary turn (steps 1-2 of the module docstring): Ψ's SGD step
+        on r.detach(), Ω's with it at the last turn. Gradients come from autograd w.r.t. each
+        stacked linear layer's output, and SGD is applied fused into the weights
+        (:func:`core.models.nn.record_linear` / :func:`core.models.nn.sgd_from_records`); the
+        parameters themselves never require grad."""
+        advm, crit = self.private["adversary"], self.private["critic"]
         adv, cri = private["adversary"], private["critic"]
         x, u, w, mask = batch.fields["x"], batch.fields["u"], batch.weight, batch.mask
         k, b = u.shape
-        oh = F.one_hot(u, self.n_values).to(x.dtype)
-        with record_linear() as enc_rec:
-            r = enc.fforward(theta, x, batch.dropout)
-        if not enc_rec:
-            raise NotImplementedError(
-                "the vectorised TAPPFL step needs an MLP extractor built from core.models.nn.flinear "
-                "(core.models.nn.Encoder); set fl.vectorised=false for other extractors")
-        rd = r.detach()
+        sc = self._stacked_features(theta, batch)
+        rd, oh = sc["r"].detach(), sc["oh"]
+        last = a == self.adversary_steps - 1
         stats: dict[str, Tensor] = {}
-        for a in range(self.adversary_steps):
-            last = a == self.adversary_steps - 1
-            with record_linear() as rec:
-                logits = advm.fforward(adv, rd)
-                ce_rows = F.cross_entropy(logits.reshape(k * b, -1), u.reshape(-1), reduction="none").view(k, b)
-                loss = self.adv_scale * (ce_rows * w).sum()
-                if last:
-                    jsd = jsd_mi(*crit.fscore_pair(cri, crit.fembed_x(cri, x), crit.fembed_r(cri, rd), oh,
-                                                    batch.roll), w)
-                    loss = loss - jsd.sum()
-            if a == 0:
-                with torch.no_grad():
-                    hit = (logits.argmax(-1) == u).to(x.dtype) * mask
-                    stats["ce_sum"] = (ce_rows * mask).sum(1)
-                    stats["rows"] = mask.sum(1)
-                    stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(1)
-                    stats["rows_by_class"] = (oh * mask.unsqueeze(-1)).sum(1)
+        with record_linear() as rec:
+            logits = advm.fforward(adv, rd)
+            ce_rows = F.cross_entropy(logits.reshape(k * b, -1), u.reshape(-1), reduction="none").view(k, b)
+            loss = self.adv_scale * (ce_rows * w).sum()
             if last:
-                stats["jsd_sum"] = jsd.detach() * mask.sum(1)
-            ys = [y for *_, y in rec]
-            sgd_from_records(rec, torch.autograd.grad(loss, ys, allow_unused=True), lr)
-        # extractor step with the updated Ψ, Ω: minimise −λ·CE − (1−λ)·I_JSD
+                jsd = jsd_mi(*crit.fscore_pair(cri, crit.fembed_x(cri, x), crit.fembed_r(cri, rd), oh,
+                                                batch.roll), w)
+                loss = loss - jsd.sum()
+        if a == 0:
+            with torch.no_grad():
+                hit = (logits.argmax(-1) == u).to(x.dtype) * mask
+                stats["ce_sum"] = (ce_rows * mask).sum(1)
+                stats["rows"] = mask.sum(1)
+                stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(1)
+                stats["rows_by_class"] = (oh * mask.unsqueeze(-1)).sum(1)
+        if last:
+            stats["jsd_sum"] = jsd.detach() * mask.sum(1)
+        ys = [y for *_, y in rec]
+        sgd_from_records(rec, torch.autograd.grad(loss, ys, allow_unused=True), lr)
+        return stats
+
+    def stacked_step(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
+                     lr: float) -> dict[str, Tensor]:
+        """All K devices' extractor step (step 3) with the Ψ, Ω their turns left: minimise
+        −λ·CE − (1−λ)·I_JSD, SGD fused into Θ's recorded layers (no statistics: the turns
+        report them)."""
+        advm, crit = self.private["adversary"], self.private["critic"]
+        adv, cri = private["adversary"], private["critic"]
+        x, u, w = batch.fields["x"], batch.fields["u"], batch.weight
+        k, b = u.shape
+        sc = self._stacked_features(theta, batch)
+        r, oh = sc["r"], sc["oh"]
         loss = torch.zeros((), dtype=x.dtype, device=x.device)
         if self.lam > 0:
             logits = advm.fforward(adv, r)
@@ -131,15 +164,21 @@ class TappflObjective:
             er = crit.fembed_r(cri, r)
             jsd = jsd_mi(*crit.fscore_pair(cri, ex, er, oh, batch.roll), w)
             loss = loss - (1 - self.lam) * jsd.sum()
-        ys = [y for *_, y in enc_rec]
-        sgd_from_records(enc_rec, torch.autograd.grad(loss, ys, allow_unused=True), lr)
-        return stats
+        ys = [y for *_, y in sc["enc_rec"]]
+        sgd_from_records(sc["enc_rec"], torch.autograd.grad(loss, ys, allow_unused=True), lr)
+        return {}
 
     # -- reference form: plain modules, one device ----------------------------------------
+    def _features(self, theta: nn.Module, batch: DeviceBatch) -> Tensor:
+        return step_features(batch, lambda: theta(batch.fields["x"], batch.dropout))
+
+    def module_turn(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
+                    a: int, lr: float) -> dict[str, Tensor]:
+        return tappfl_module_turn(self, self._features(theta, batch), private, batch, a, lr)
+
     def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
                     lr: float) -> tuple[Tensor, dict[str, Tensor]]:
-        return tappfl_module_loss(self, theta(batch.fields["x"], batch.dropout), theta, private,
-                                  batch, lr)
+        return tappfl_module_loss(self, self._features(theta, batch), private, batch)
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
         return tappfl_round_metrics(totals)

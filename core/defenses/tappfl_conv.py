@@ -8,8 +8,8 @@ Appendix B / Table 3: TAPPFL's CIFAR-10 extractor is ``tappfl_cifar``'s ``encode
   tabular runs use; the critic T_Ω is the MLP critic :class:`core.models.nn.MICritic` on flat x and
   r (the paper's conv utility network is not built: the critic is never released nor attacked).
 - **Local step** (:class:`ConvTappflObjective`): the same three updates in the same order as
-  :class:`core.defenses.tappfl.TappflObjective` (Ψ on r.detach(), then Ω with the last Ψ step,
-  then Θ on −λ·CE − (1−λ)·I_JSD). All K sampled devices run at once as one grouped network
+  :class:`core.defenses.tappfl.TappflObjective` (Ψ on r.detach(), then Ω with the last Ψ step:
+  the game's k adversary turns, which the engine takes; then Θ on −λ·CE − (1−λ)·I_JSD). All K sampled devices run at once as one grouped network
   (:class:`core.models.stacked.GroupedNet`: the K extractors' and adversaries' convolutions
   as grouped convolutions, the shadow trainer's layout), with autograd on the stacked
   tensors. BatchNorm uses each device's own batch statistics, so a device never sees another's
@@ -21,6 +21,9 @@ Appendix B / Table 3: TAPPFL's CIFAR-10 extractor is ``tappfl_cifar``'s ``encode
   device's Ψ_k statistics from its own rows' representations (:func:`calibrate`). The
   authors' code averages the devices' BN buffers with the weights instead.
 - **Dropout** masks come from a local generator seeded by the run (:class:`SeededDropout`).
+  The engine takes the adversary's turns of all devices before Θ's step, so at a step with
+  several batch sizes the adversary's masks are drawn turn by turn over the groups (each
+  group's first turn, then each group's second, ..., then Θ's step group by group).
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from core.defenses.tappfl_step import tappfl_module_loss, tappfl_round_metrics
+from core.defenses.tappfl_step import (
+    step_features,
+    tappfl_module_loss,
+    tappfl_module_turn,
+    tappfl_round_metrics,
+)
 from core.fl.types import DeviceBatch, Params, StackedBatch
 from core.models.nn import AttributeAdversary, MICritic, jsd_mi
 from core.models.stacked import GroupedNet, SeededDropout
@@ -145,30 +153,55 @@ class ConvTappflObjective:
                               generator=gens[0] if gens else None)
 
     # -- all sampled devices at once --------------------------------------------------------
-    def stacked_step(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
-                     lr: float) -> dict[str, Tensor]:
+    def _groups(self, theta: Params, batch: StackedBatch) -> list[dict]:
+        """The step's device groups of equal batch size c (K, c rows each, gathered copies of
+        their parameters unless the group is every device) with their representations r,
+        computed once per local step (by the first adversary turn) in ``batch.scratch``; a
+        size under ``min_rows`` is left out (its devices take no step)."""
+        sc = batch.scratch
+        if "groups" in sc:
+            return sc["groups"]
         x, u, mask = batch.fields["x"], batch.fields["u"], batch.mask
         k = u.shape[0]
         counts = mask.sum(1).to(torch.long)
-        stats = {"ce_sum": torch.zeros(k, dtype=x.dtype, device=x.device),
-                 "jsd_sum": torch.zeros(k, dtype=x.dtype, device=x.device),
-                 "rows": mask.sum(1),
-                 "correct_by_class": torch.zeros(k, self.n_values, dtype=x.dtype, device=x.device),
-                 "rows_by_class": torch.zeros(k, self.n_values, dtype=x.dtype, device=x.device)}
+        sc["skipped"], sc["groups"] = [], []
         for c in torch.unique(counts[counts > 0]).tolist():
             ks = torch.nonzero(counts == c).view(-1)
             if c < self.min_rows:
-                stats["rows"][ks] = 0.0
+                sc["skipped"].append(ks)
                 continue
             whole = len(ks) == k
             th = theta if whole else {n: v[ks] for n, v in theta.items()}
+            th_l = _leaves(th)
+            sc["groups"].append({"ks": ks, "whole": whole, "c": c, "th": th, "th_l": th_l,
+                                 "r": self.enc(_views(th_l), {}, x[ks, :c]),
+                                 "x": x[ks, :c], "u": u[ks, :c], "roll": batch.roll[ks, :c]})
+        return sc["groups"]
+
+    def stacked_turn(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
+                     a: int, lr: float) -> dict[str, Tensor]:
+        """All K devices' a-th adversary turn (Ψ on r.detach(), Ω with it at the last turn),
+        group by group; the first turn's statistics and the last turn's JSD estimate."""
+        x, mask = batch.fields["x"], batch.mask
+        k = mask.shape[0]
+        groups = self._groups(theta, batch)
+        last = a == self.adversary_steps - 1
+        z = {"ce_sum": (k,), "correct_by_class": (k, self.n_values),
+             "rows_by_class": (k, self.n_values)} if a == 0 else {}
+        stats = {n: torch.zeros(shape, dtype=x.dtype, device=x.device) for n, shape in z.items()}
+        if last:
+            stats["jsd_sum"] = torch.zeros(k, dtype=x.dtype, device=x.device)
+        if a == 0:
+            stats["rows"] = mask.sum(1)
+            for ks in batch.scratch["skipped"]:
+                stats["rows"][ks] = 0.0
+        for g in groups:
+            ks, whole = g["ks"], g["whole"]
             pv = private if whole else {m: {n: v[ks] for n, v in p.items()}
                                         for m, p in private.items()}
-            st = self._step(th, pv, x[ks, :c], u[ks, :c], batch.roll[ks, :c], lr)
+            st = self._turn(g, pv, a, last, lr)
             with torch.no_grad():
                 if not whole:
-                    for n, v in th.items():
-                        theta[n][ks] = v
                     for m, p in pv.items():
                         for n, v in p.items():
                             private[m][n][ks] = v
@@ -176,67 +209,95 @@ class ConvTappflObjective:
                     stats[n][ks] = v
         return stats
 
-    def _step(self, theta: Params, private: dict[str, Params], x: Tensor, u: Tensor,
-              roll: Tensor, lr: float) -> dict[str, Tensor]:
-        """One step of K devices with full batches of c rows each: (K, c, d), (K, c)."""
+    def _turn(self, g: dict, private: dict[str, Params], a: int, last: bool,
+              lr: float) -> dict[str, Tensor]:
+        """One adversary turn of a group of K devices with full batches of c rows each."""
         crit = self.private["critic"]
         adv, cri = private["adversary"], private["critic"]
-        k, c = u.shape
+        x, u, roll, c = g["x"], g["u"], g["roll"], g["c"]
+        k = u.shape[0]
         oh = F.one_hot(u, self.n_values).to(x.dtype)
-        th_l = _leaves(theta)
-        r = self.enc(_views(th_l), {}, x)
-        rd = r.detach()
+        rd = g["r"].detach()
         stats: dict[str, Tensor] = {}
-        for a in range(self.adversary_steps):
-            last = a == self.adversary_steps - 1
-            adv_l = _leaves(adv)
-            logits = self.adv(_views(adv_l), {}, rd)
-            ce_rows = F.cross_entropy(logits.reshape(k * c, -1), u.reshape(-1),
-                                      reduction="none").view(k, c)
-            loss = self.adv_scale * ce_rows.mean(1).sum()
-            cri_l: Params = {}
-            if last:
-                cri_l = _leaves(cri)
-                jsd = jsd_mi(*crit.fscore_pair(cri_l, crit.fembed_x(cri_l, x),
-                                               crit.fembed_r(cri_l, rd), oh, roll))
-                loss = loss - jsd.sum()
-                stats["jsd_sum"] = jsd.detach() * c
-            if a == 0:
-                with torch.no_grad():
-                    hit = (logits.argmax(-1) == u).to(x.dtype)
-                    stats["ce_sum"] = ce_rows.sum(1)
-                    stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(1)
-                    stats["rows_by_class"] = oh.sum(1)
-            grads = torch.autograd.grad(loss, [*adv_l.values(), *cri_l.values()],
-                                        allow_unused=True)
-            _sgd(adv, adv_l, grads[:len(adv_l)], lr)
-            _sgd(cri, cri_l, grads[len(adv_l):], lr)
-        # the extractor's step with the updated Ψ, Ω: minimise −λ·CE − (1−λ)·I_JSD
-        loss = torch.zeros((), dtype=x.dtype, device=x.device)
-        if self.lam > 0:
-            logits = self.adv(_views(adv), {}, r)
-            ce = F.cross_entropy(logits.reshape(k * c, -1), u.reshape(-1), reduction="none")
-            loss = loss - self.lam * ce.view(k, c).mean(1).sum()
-        if self.lam < 1:
+        adv_l = _leaves(adv)
+        logits = self.adv(_views(adv_l), {}, rd)
+        ce_rows = F.cross_entropy(logits.reshape(k * c, -1), u.reshape(-1),
+                                  reduction="none").view(k, c)
+        loss = self.adv_scale * ce_rows.mean(1).sum()
+        cri_l: Params = {}
+        if last:
+            cri_l = _leaves(cri)
+            jsd = jsd_mi(*crit.fscore_pair(cri_l, crit.fembed_x(cri_l, x),
+                                           crit.fembed_r(cri_l, rd), oh, roll))
+            loss = loss - jsd.sum()
+            stats["jsd_sum"] = jsd.detach() * c
+        if a == 0:
             with torch.no_grad():
-                ex = crit.fembed_x(cri, x)
-            jsd = jsd_mi(*crit.fscore_pair(cri, ex, crit.fembed_r(cri, r), oh, roll))
-            loss = loss - (1 - self.lam) * jsd.sum()
-        _sgd(theta, th_l, torch.autograd.grad(loss, list(th_l.values()), allow_unused=True), lr)
+                hit = (logits.argmax(-1) == u).to(x.dtype)
+                stats["ce_sum"] = ce_rows.sum(1)
+                stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(1)
+                stats["rows_by_class"] = oh.sum(1)
+        grads = torch.autograd.grad(loss, [*adv_l.values(), *cri_l.values()],
+                                    allow_unused=True)
+        _sgd(adv, adv_l, grads[:len(adv_l)], lr)
+        _sgd(cri, cri_l, grads[len(adv_l):], lr)
         return stats
 
+    def stacked_step(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
+                     lr: float) -> dict[str, Tensor]:
+        """All K devices' extractor step with the Ψ, Ω their turns left, group by group:
+        minimise −λ·CE − (1−λ)·I_JSD (no statistics: the turns report them)."""
+        crit = self.private["critic"]
+        for g in self._groups(theta, batch):
+            ks, whole, c, th, th_l, r = g["ks"], g["whole"], g["c"], g["th"], g["th_l"], g["r"]
+            x, u = g["x"], g["u"]
+            k = u.shape[0]
+            adv, cri = ({m: private[m] for m in ("adversary", "critic")} if whole else
+                        {m: {n: v[ks] for n, v in private[m].items()}
+                         for m in ("adversary", "critic")}).values()
+            oh = F.one_hot(u, self.n_values).to(x.dtype)
+            loss = torch.zeros((), dtype=x.dtype, device=x.device)
+            if self.lam > 0:
+                logits = self.adv(_views(adv), {}, r)
+                ce = F.cross_entropy(logits.reshape(k * c, -1), u.reshape(-1), reduction="none")
+                loss = loss - self.lam * ce.view(k, c).mean(1).sum()
+            if self.lam < 1:
+                with torch.no_grad():
+                    ex = crit.fembed_x(cri, x)
+                jsd = jsd_mi(*crit.fscore_pair(cri, ex, crit.fembed_r(cri, r), oh, g["roll"]))
+                loss = loss - (1 - self.lam) * jsd.sum()
+            _sgd(th, th_l, torch.autograd.grad(loss, list(th_l.values()), allow_unused=True), lr)
+            if not whole:
+                with torch.no_grad():
+                    for n, v in th.items():
+                        theta[n][ks] = v
+        return {}
+
     # -- reference form: plain modules, one device ------------------------------------------
+    def _skips(self, batch: DeviceBatch) -> bool:
+        return len(batch.fields["x"]) < self.min_rows
+
+    def module_turn(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
+                    a: int, lr: float) -> dict[str, Tensor]:
+        if self._skips(batch):  # no step of Ψ, Ω; the step counts no rows
+            if a:
+                return {}
+            x = batch.fields["x"]
+            zero = torch.zeros((), dtype=x.dtype, device=x.device)
+            return {"ce_sum": zero, "jsd_sum": zero, "rows": zero,
+                    "correct_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device),
+                    "rows_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device)}
+        r = step_features(batch, lambda: theta(batch.fields["x"]))
+        return tappfl_module_turn(self, r, private, batch, a, lr)
+
     def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch,
                     lr: float) -> tuple[Tensor, dict[str, Tensor]]:
-        x = batch.fields["x"]
-        if len(x) < self.min_rows:
-            zero = torch.zeros((), dtype=x.dtype, device=x.device)
+        if self._skips(batch):
+            x = batch.fields["x"]
             # a loss that reaches no parameter of Θ: no gradient, so the engine's SGD skips Θ
-            return torch.zeros((), dtype=x.dtype, device=x.device, requires_grad=True), {
-                "ce_sum": zero, "jsd_sum": zero, "rows": zero,
-                "correct_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device),
-                "rows_by_class": torch.zeros(self.n_values, dtype=x.dtype, device=x.device)}
-        return tappfl_module_loss(self, theta(x), theta, private, batch, lr)
+            return torch.zeros((), dtype=x.dtype, device=x.device, requires_grad=True), {}
+        r = step_features(batch, lambda: theta(batch.fields["x"]))
+        return tappfl_module_loss(self, r, private, batch)
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]:
         return tappfl_round_metrics(totals)

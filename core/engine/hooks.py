@@ -9,8 +9,8 @@ A :class:`Hook` overrides any of:
   label smoothing, a game's utility-minus-adversary term); return None to leave it alone. In
   the batched form ``logits`` is (K, b, C), ``y`` (K, b) and the hook returns the K models'
   losses (K,), their mean over each model's own rows taken with :meth:`StepState.mean`;
-- ``before_step(state)``: before the main forward pass (a game's adversary step on its own
-  networks and optimiser);
+- ``before_step(state)``: before the main forward pass and before any game's adversary turns
+  (the step's inputs the turns and the model's step share);
 - ``gradient(state)``: after the backward pass, before the optimiser step (canary terms);
 - ``epoch_end(state)``: after each epoch;
 - ``step(state)``: the whole step in place of the loop's forward, backward and optimiser
@@ -18,11 +18,13 @@ A :class:`Hook` overrides any of:
   recorded linear layers, a game's per-device adversary and critic); only the batched step
   driver (:mod:`core.engine.steps`) runs it, and one hook at most may take the step.
 
-A game defense (Inf2Guard, adversarial regularisation) is a :class:`Game`: a hook that declares
-its adversary's networks and their :class:`~core.engine.recipe.Recipe` and takes the adversary's
-steps on its own optimiser from these methods: ``before_step`` for steps that precede the
-model's (k inference steps per classifier step), ``loss`` or ``gradient`` for a step on the
-features of the model's own forward pass.
+A game defense (Inf2Guard, adversarial regularisation, TAPPFL's local step) is a :class:`Game`:
+a hook that declares its adversary's networks, their :class:`~core.engine.recipe.Recipe`, its
+``adversary_steps`` k and its ``adversary_turn(state, a)``, one adversary step (the a-th of
+k, 0-based). The engine alternates: per model step, after the hooks' ``before_step``, it takes
+the k turns of every game (:func:`games`), then the model's step. A game whose adversary steps
+on the features of the model's own forward pass takes that step from ``loss`` or
+``gradient`` instead (k = 0: Inf2Guard).
 
 ``per_example`` says whether the hook's terms act on each model's own rows only, so that K
 models train together in the batched form (label smoothing, RelaxLoss); a hook that needs one
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 
     from core.engine.recipe import Recipe
 
-__all__ = ["CanaryHook", "Game", "Hook", "StepState"]
+__all__ = ["CanaryHook", "Game", "Hook", "StepState", "games"]
 
 
 @dataclass(kw_only=True)
@@ -106,7 +108,7 @@ class Hook:
         return x
 
     def before_step(self, state: StepState) -> None:
-        """Before the main forward pass of every step (a game's adversary step)."""
+        """Before the main forward pass of every step, before the games' adversary turns."""
 
     def loss(self, logits: Tensor, y: Tensor, state: StepState) -> Tensor | None:
         """The step's objective in place of the cross-entropy, or None."""
@@ -168,13 +170,17 @@ class CanaryHook(Hook):
 class Game(Hook):
     """A min-max game's hook: the adversary's ``networks`` trained by their own ``recipe``
     (its optimiser built in :meth:`prepare`, or ``optimizer`` carried over from a warm-up),
-    beside the model the loop trains. Subclasses call :meth:`adversary_step` where their
-    algorithm puts it and :meth:`record` once per step; the means of the recorded values per
-    epoch are :attr:`curves` (named up front by ``curves``, empty until an epoch ends)."""
+    beside the model the loop trains. ``adversary_steps`` k: the adversary's steps per model
+    step, each one :meth:`adversary_turn`, taken by the engine's loop before the model's step
+    (0: the game steps from its ``loss`` or ``gradient`` hook). :meth:`adversary_step` is one
+    step of its optimiser; :meth:`record` the step's values once per model step, whose means
+    per epoch are :attr:`curves` (named up front by ``curves``, empty until an epoch ends)."""
 
-    def __init__(self, networks: Sequence[nn.Module], recipe: Recipe, *,
-                 optimizer: Any = None, curves: Sequence[str] = ()) -> None:
+    def __init__(self, networks: Sequence[nn.Module], recipe: Recipe | None, *,
+                 optimizer: Any = None, curves: Sequence[str] = (),
+                 adversary_steps: int = 0) -> None:
         self.networks, self.recipe, self.optimizer = tuple(networks), recipe, optimizer
+        self.adversary_steps = int(adversary_steps)
         self.curves: dict[str, list[float]] = {k: [] for k in curves}
         self._sums: dict[str, float] = {}
         self._steps = 0
@@ -184,8 +190,13 @@ class Game(Hook):
         return [p for net in self.networks for p in net.parameters() if p.requires_grad]
 
     def prepare(self, state: StepState) -> None:
-        if self.optimizer is None:
+        if self.optimizer is None and self.recipe is not None:
             self.optimizer = self.recipe.optimizer_for(self.adversary_params())
+
+    def adversary_turn(self, state: StepState, a: int) -> None:
+        """The adversary's a-th step (0 ≤ a < ``adversary_steps``) before the model's step."""
+        raise NotImplementedError(f"{type(self).__name__} declares adversary_steps = "
+                                  f"{self.adversary_steps} but no adversary_turn")
 
     def adversary_step(self, loss: Tensor) -> None:
         """One step of the adversary's optimiser descending ``loss``."""
@@ -204,3 +215,8 @@ class Game(Hook):
             self.curves.setdefault(k, []).append(v / max(1, self._steps))
         self._sums, self._steps = {}, 0
 
+
+def games(hooks: Sequence[Hook]) -> list[Game]:
+    """The hooks whose adversary takes turns before each model step (``adversary_steps`` > 0),
+    in the hooks' order: the engine's loops take their turns."""
+    return [h for h in hooks if isinstance(h, Game) and h.adversary_steps > 0]

@@ -5,7 +5,8 @@ generator from :mod:`core.foundation.seeds`; the global torch RNG is never touch
 minibatches of the recipe's batch size, the last one smaller; another
 :class:`core.engine.order.Order` may choose the rows instead (:class:`~core.engine.order.Poisson`
 sampling for DP-SGD, whose steps may be empty). Per step: the hooks'
-``before_step``, the task's objective (a :class:`Supervised` classifier's cross-entropy unless
+``before_step``, the k adversary turns of every game among them
+(:class:`core.engine.hooks.Game`: k = its ``adversary_steps``), the task's objective (a :class:`Supervised` classifier's cross-entropy unless
 a loss hook replaces it, or any ``objective(rows)`` of an :class:`Objective`), the backward
 pass, the hooks' ``gradient``, the optimiser step (:class:`core.engine.recipe.Recipe`; a
 prepare hook may wrap it, as Opacus' DPOptimizer does). The epoch's loss is summed on the
@@ -32,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from core.engine.hooks import Hook, StepState
+from core.engine.hooks import Game, Hook, StepState, games
 from core.engine.options import autocast_for, prepare_model
 from core.engine.order import Order, Shuffle
 from core.engine.recipe import Recipe
@@ -175,10 +176,12 @@ class _BestEpoch:
 
 
 def _epoch_steps(state: StepState, task: Supervised | Objective, net: Any,
-                 hooks: Sequence[Hook], batches: Order, *, label: str, progress: Any,
+                 hooks: Sequence[Hook], players: Sequence[Game], batches: Order, *,
+                 label: str, progress: Any,
                  cancel_check: Callable[[], None] | None) -> tuple[Tensor, int]:
     """The steps of epoch ``state.epoch``: (the loss summed over the rows taken, a float64
-    device scalar; the rows taken)."""
+    device scalar; the rows taken). Before each model step, the adversary turns of the
+    ``players`` (the games among the hooks), k of each."""
     n, b, ep, epochs, opt = state.n, state.batch_size, state.epoch, state.epochs, state.optimizer
     per_epoch = batches.steps(n, b)
     every = max(1, per_epoch // 5)
@@ -189,6 +192,9 @@ def _epoch_steps(state: StepState, task: Supervised | Objective, net: Any,
         state.idx, state.rows, state.reported = idx, rows, None
         for h in hooks:
             h.before_step(state)
+        for g in players:
+            for a in range(g.adversary_steps):
+                g.adversary_turn(state, a)
         loss = task.objective(state, hooks, net)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -239,6 +245,7 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
     batches = order if isinstance(order, Order) else Shuffle(order)
     net = prepare_model(module) if (module is not None and isinstance(task, Supervised)
                                     and task.forward is None) else module
+    players = games(hooks)
     log = TrainLog()
     keep = _BestEpoch(module, params, min_delta, patience)
     t0 = time.perf_counter()
@@ -247,7 +254,7 @@ def fit(model: nn.Module | Iterable[Tensor], task: Supervised | Objective, *, re
         if module is not None:
             module.train()
         t_ep = time.perf_counter()
-        tot, seen = _epoch_steps(state, task, net, hooks, batches, label=label,
+        tot, seen = _epoch_steps(state, task, net, hooks, players, batches, label=label,
                                  progress=progress, cancel_check=cancel_check)
         if sched is not None:
             sched.step()

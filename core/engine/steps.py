@@ -6,12 +6,15 @@ than others) hand it :class:`Steps`: for each of T steps each model's rows (K, b
 validity (padding rows point anywhere and weigh 0). Per step it owns the cancel check, the
 :class:`~core.engine.hooks.StepState` (``idx`` (K, b); ``weights`` (K, b), each model's
 row weights summing to 1 over its own rows, 0 for a model without rows; ``rows`` the largest
-count), the hooks' ``before_step``, the step itself and the progress a few times per pass.
+count), the hooks' ``before_step``, the k adversary turns of every game among the hooks
+(:class:`~core.engine.hooks.Game`), the step itself and the progress a few times per pass.
 
 The step is the loop's own (forward, backward, per-model optimiser update) unless one hook
 takes the whole step (:meth:`core.engine.hooks.Hook.step`): an FL objective's local step whose
 update is its own (SGD fused into recorded linear layers, a game's adversary and critic ascent
-on per-device networks) runs there, between the same cancel checks and progress as any step.
+on per-device networks) runs there, between the same cancel checks and progress as any step;
+a game's adversary turns (TAPPFL's k steps of the attribute adversary per local step) run
+before it, here.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from core.engine.hooks import Hook, StepState
+from core.engine.hooks import Hook, StepState, games
 
 __all__ = ["Steps", "run_steps", "step_hook"]
 
@@ -65,6 +68,7 @@ def run_steps(state: StepState, steps: Steps, hooks: Sequence[Hook],
     if taker is None and step is None:
         raise ValueError("step: got none and no hook takes the step; allowed: a step function "
                          "or one hook overriding Hook.step")
+    players = games(hooks)
     for j in range(len(steps)):
         if cancel_check is not None:
             cancel_check()
@@ -74,6 +78,9 @@ def run_steps(state: StepState, steps: Steps, hooks: Sequence[Hook],
         state.weights = vj.to(dtype) / counts.clamp(min=1).unsqueeze(1).to(dtype)
         for h in hooks:
             h.before_step(state)
+        for g in players:
+            for a in range(g.adversary_steps):
+                g.adversary_turn(state, a)
         if taker is not None:
             taker.step(state)
         else:

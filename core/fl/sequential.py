@@ -3,8 +3,9 @@
 Each sampled device loads the global Θ into the shared module and its own Ψ_k, Ω_k into the
 private modules, then trains through the engine's loop (:func:`core.engine.loop.fit`) on
 exactly the batches of the round plan (:class:`core.engine.order.Planned`: valid rows only,
-same order; the same x' roll and dropout masks). Per step the objective's ``module_loss`` runs
-any private networks' own steps (TAPPFL's adversary and critic) and gives Θ's loss, and the
+same order; the same x' roll and dropout masks). Per step the engine's loop takes a game
+objective's k adversary turns (``module_turn``: TAPPFL's adversary and critic steps on the
+device's private networks), then the objective's ``module_loss`` gives Θ's loss and the
 engine's plain SGD at the round's learning rate updates Θ. It must give the same global model
 as :mod:`core.fl.vectorised` (tests/test_fedavg.py checks this); it is also the speed
 baseline of benchmarks/fedavg_speed.py and what a Flower client runs.
@@ -15,11 +16,18 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from core.engine.hooks import Hook, StepState
+from core.engine.hooks import Game, StepState
 from core.engine.loop import Objective, fit
 from core.engine.order import Planned
 from core.engine.recipe import Recipe
-from core.fl.types import DeviceBatch, FedAvgState, LocalObjective, Params, RoundPlan
+from core.fl.types import (
+    DeviceBatch,
+    FedAvgState,
+    LocalObjective,
+    Params,
+    RoundPlan,
+    adversary_turns,
+)
 from core.foundation.progress import Progress
 
 
@@ -29,14 +37,18 @@ def _load(module: torch.nn.Module, params: Params, row: int | None = None) -> No
         p.copy_(params[n] if row is None else params[n][row])
 
 
-class ModuleLocalStep(Hook):
+class ModuleLocalStep(Game):
     """One device's batches of the round plan for :func:`fit`: before each step the device's
-    :class:`DeviceBatch` (rows, x' roll, dropout masks of step ``state.step``), and
-    :meth:`objective` the objective's ``module_loss`` on it. The step's statistics add up in
-    ``totals`` over the round, device after device."""
+    :class:`DeviceBatch` (rows, x' roll, dropout masks of step ``state.step``); a game
+    objective's k ``module_turn`` steps of the device's private networks as this game's turns
+    (their SGD is the objective's own); :meth:`objective` the objective's ``module_loss`` on
+    the batch. The step's statistics add up in ``totals`` over the round, device after
+    device."""
 
     def __init__(self, objective: LocalObjective, plan: RoundPlan, data: dict[str, Tensor],
                  lr: float) -> None:
+        super().__init__(tuple(objective.private.values()), None,
+                         adversary_steps=adversary_turns(objective, "module_turn"))
         self.local, self.plan, self.data, self.lr = objective, plan, data, lr
         self.device = 0
         self.batch: DeviceBatch | None = None
@@ -50,11 +62,18 @@ class ModuleLocalStep(Hook):
             dropout=None if plan.dropout is None else plan.dropout[i, s, :m],
         )
 
+    def _add(self, stats: dict[str, Tensor]) -> None:
+        for n, v in stats.items():
+            self.totals[n] = self.totals[n] + v if n in self.totals else v
+
+    def adversary_turn(self, state: StepState, a: int) -> None:
+        obj = self.local
+        self._add(obj.module_turn(obj.shared, obj.private, self.batch, a, self.lr))
+
     def objective(self, rows: Tensor) -> Tensor:
         obj = self.local
         loss, stats = obj.module_loss(obj.shared, obj.private, self.batch, self.lr)
-        for n, v in stats.items():
-            self.totals[n] = self.totals[n] + v if n in self.totals else v
+        self._add(stats)
         return loss
 
 

@@ -9,7 +9,7 @@ from here, and this module imports nothing of ``core.fl``. The names are re-expo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 __all__ = [
     "DeviceBatch", "FedAvgState", "LocalObjective", "Params", "RoundPlan", "StackedBatch",
-    "UploadTransform", "identity_transform",
+    "UploadTransform", "adversary_turns", "identity_transform",
 ]
 
 Params = dict[str, Tensor]
@@ -68,22 +68,26 @@ class RoundPlan:
 @dataclass
 class StackedBatch:
     """One local step of K devices: ``fields`` (K, B, ...), ``mask`` (K, B) float,
-    ``weight`` = mask / max(count, 1) (a per-device mean over valid rows), ``roll`` (K, B)."""
+    ``weight`` = mask / max(count, 1) (a per-device mean over valid rows), ``roll`` (K, B);
+    ``scratch``: what a game objective's adversary turns share with its step (the features)."""
 
     fields: dict[str, Tensor]
     mask: Tensor
     weight: Tensor
     roll: Tensor
     dropout: Tensor | None
+    scratch: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class DeviceBatch:
-    """One local step of one device: ``fields`` (m, ...) of the m valid rows, ``roll`` (m,)."""
+    """One local step of one device: ``fields`` (m, ...) of the m valid rows, ``roll`` (m,);
+    ``scratch`` as in :class:`StackedBatch`."""
 
     fields: dict[str, Tensor]
     roll: Tensor
     dropout: Tensor | None
+    scratch: dict[str, Any] = field(default_factory=dict)
 
 
 class LocalObjective(Protocol):
@@ -104,6 +108,14 @@ class LocalObjective(Protocol):
     (:func:`core.models.nn.to_batched_layout`); the objective computes its gradients as it likes
     (TAPPFL: autograd w.r.t. layer outputs + fused updates, :func:`core.models.nn.record_linear`).
     ``module_loss`` receives the ordinary modules loaded with one device's parameters.
+
+    A game objective (TAPPFL: per-device adversary networks trained against Θ) also declares
+    ``adversary_steps`` k and its adversary's one step in each form, ``stacked_turn(theta,
+    private, batch, a, lr)`` and ``module_turn(theta, private, batch, a, lr)`` (the a-th of k,
+    returning its statistics); the engine's loops take the k turns before every local step
+    (:class:`core.engine.hooks.Game`), and ``stacked_step`` / ``module_loss`` are then Θ's
+    step alone, with the updated private networks (what the turns computed for the step, the
+    features, is in ``batch.scratch``). An objective without them has no adversary turns.
     """
 
     shared: nn.Module
@@ -114,6 +126,12 @@ class LocalObjective(Protocol):
     def module_loss(self, theta: nn.Module, private: dict[str, nn.Module], batch: DeviceBatch, lr: float) -> tuple[Tensor, dict[str, Tensor]]: ...
 
     def round_metrics(self, totals: dict[str, Tensor]) -> dict[str, float]: ...
+
+
+def adversary_turns(objective: LocalObjective, turn: str) -> int:
+    """The objective's adversary steps per local step where it declares its ``turn`` method
+    (``stacked_turn`` / ``module_turn``), else 0."""
+    return int(getattr(objective, "adversary_steps", 0)) if hasattr(objective, turn) else 0
 
 
 @dataclass

@@ -21,7 +21,9 @@ exactly "no update", so the result equals the sequential reference (:mod:`core.f
 The steps run through the engine's batched step driver (:func:`core.engine.steps.run_steps`,
 as :func:`core.engine.batched.fit_batched`'s do) with the round plan as the order; the
 objective's ``stacked_step`` is its whole-step hook (:class:`StackedLocalStep`), since its
-update (fused into recorded layers, or per-device adversary networks) is its own.
+update (fused into recorded layers, or per-device adversary networks) is its own; a game
+objective's k adversary turns per local step (TAPPFL's ``stacked_turn``) are the hook's
+:class:`~core.engine.hooks.Game` turns, which the driver takes before each step.
 """
 
 from __future__ import annotations
@@ -30,10 +32,17 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from core.engine.hooks import Hook, StepState
+from core.engine.hooks import Game, StepState
 from core.engine.recipe import Recipe
 from core.engine.steps import Steps, run_steps
-from core.fl.types import FedAvgState, LocalObjective, Params, RoundPlan, StackedBatch
+from core.fl.types import (
+    FedAvgState,
+    LocalObjective,
+    Params,
+    RoundPlan,
+    StackedBatch,
+    adversary_turns,
+)
 from core.foundation.progress import Progress
 from core.models.nn import from_batched_layout, to_batched_layout
 
@@ -105,31 +114,44 @@ def train_round_vectorised(
     return local, totals
 
 
-class StackedLocalStep(Hook):
+class StackedLocalStep(Game):
     """The objective's ``stacked_step`` as the whole step of the engine's batched step driver
     (:func:`core.engine.steps.run_steps`): the update stays the objective's own (fused SGD on
-    recorded linear layers, TAPPFL's adversary and critic ascent on the per-device networks),
-    the driver owns the plan's order, the cancel check and the progress. Each device's terms
-    act on its own rows; the per-device statistics add up in ``state.meta``."""
+    recorded linear layers), the driver owns the plan's order, the cancel check and the
+    progress. A game objective's per-device adversary networks take their k ``stacked_turn``
+    steps as this game's turns (plain SGD on the stacked private parameters, the objective's
+    own update: no optimiser of the game's). Each device's terms act on its own rows; the
+    per-device statistics add up in ``state.meta``."""
 
     per_example = True
 
     def __init__(self, objective: LocalObjective, theta: Params, private: dict[str, Params],
                  data: dict[str, Tensor], mask: Tensor, roll: Tensor, dropout: Tensor | None,
                  lr: float) -> None:
+        super().__init__(tuple(objective.private.values()), None,
+                         adversary_steps=adversary_turns(objective, "stacked_turn"))
         self.objective, self.theta, self.private, self.data = objective, theta, private, data
         self.mask, self.roll, self.dropout, self.lr = mask, roll, dropout, lr
+        self.batch: StackedBatch | None = None
 
-    def step(self, state: StepState) -> None:
+    def before_step(self, state: StepState) -> None:
         s, idx = state.step, state.idx
-        batch = StackedBatch(
+        self.batch = StackedBatch(
             fields={n: v[idx] for n, v in self.data.items()},
             mask=self.mask[:, s],
             weight=state.weights,
             roll=self.roll[:, s],
             dropout=None if self.dropout is None else self.dropout[:, s],
         )
-        stats = self.objective.stacked_step(self.theta, self.private, batch, self.lr)
+
+    def adversary_turn(self, state: StepState, a: int) -> None:
+        stats = self.objective.stacked_turn(self.theta, self.private, self.batch, a, self.lr)
+        for n, v in stats.items():
+            state.count(n, v)
+
+    def step(self, state: StepState) -> None:
+        stats = self.objective.stacked_step(self.theta, self.private, self.batch, self.lr)
+        self.batch = None
         for n, v in stats.items():
             state.count(n, v)
 

@@ -199,30 +199,61 @@ def victim_uploads(cfg: GradientLeakageConfig, model, params: dict[str, Tensor],
     - an uploaded-gradient channel (``dp = (z, S)``, DP-SGD's): :func:`_dp_uploads`, the
       steps through the DP-SGD every training uses.
 
-    Without a channel all T targets go at once (torch.func vmap). Returns (upload name ->
-    (T, *shape), the noisy images of the first step (T, b, C, H, W))."""
-    from torch.func import grad, vmap
-
+    Without a channel all T targets go at once (torch.func vmap): T models, each step on its
+    whole batch, through the engine's step driver (:func:`_local_steps`). Returns
+    (upload name -> (T, *shape), the noisy images of the first step (T, b, C, H, W))."""
     a = cfg.attack
     gen = torch_stream(cfg.seed, "victim", "uploads", device=x.device)
-    steps = a.local_steps if a.observation == "fedavg" else 1
-    fixed = build.perturb is not None and build.noise_mode == "fixed"
-    T = x.shape[0]
     x_noisy = _noisy(x, build.perturb, gen)
     if dp is not None:
         return _dp_uploads(cfg, model, params, x, y, dp), x_noisy.detach()
+    W, g = _local_steps(cfg, model, params, x, y, build, x_noisy, gen)
+    if a.observation == "gradient":
+        return {n: v.detach() for n, v in g.items()}, x_noisy.detach()
+    upd = {n: (W[n] - params[n].detach().unsqueeze(0)).detach() for n in W}
+    return upd, x_noisy.detach()
+
+
+def _local_steps(cfg: GradientLeakageConfig, model, params: dict[str, Tensor], x: Tensor,
+                 y: Tensor, build: DefenseBuild, x_first: Tensor, gen: torch.Generator
+                 ) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+    """The T devices' local steps from the global ``params``, run by the engine's step driver
+    (:func:`core.engine.steps.run_steps`) over T models whose every step takes its whole batch
+    of b rows: W ← W − lr·∇_W CE(W; x̃, y) (one vmap of the per-device gradient), x̃ the
+    batch through the defense's transform, redrawn each step (``x_first`` at the first) unless
+    its noise is fixed; one step for the gradient observation, which reads the gradient and
+    takes no update. Returns (W (T, *shape), the last step's gradient)."""
+    import numpy as np
+    from torch.func import grad, vmap
+
+    from core.engine.hooks import StepState
+    from core.engine.recipe import Recipe
+    from core.engine.steps import Steps, run_steps
+
+    a = cfg.attack
+    T, b = x.shape[:2]
+    n_steps = a.local_steps if a.observation == "fedavg" else 1
+    fixed = build.perturb is not None and build.noise_mode == "fixed"
     W = {n: p.detach().unsqueeze(0).expand(T, *p.shape).clone() for n, p in params.items()}
     batch_grad = vmap(grad(lambda p, xb, yb: _ce(model, p, xb, yb)))
-    x_first = x_noisy
-    for s in range(steps):
-        if s > 0 and not fixed:
-            x_noisy = _noisy(x, build.perturb, gen)
-        g = batch_grad(W, x_noisy, y)
-        if a.observation == "gradient":
-            return {n: v.detach() for n, v in g.items()}, x_first.detach()
-        W = {n: W[n] - a.local_lr * g[n] for n in W}
-    upd = {n: (W[n] - params[n].detach().unsqueeze(0)).detach() for n in W}
-    return upd, x_first.detach()
+    last: dict[str, Any] = {"x": x_first}
+
+    def step(state: StepState, j: int) -> None:
+        if j > 0 and not fixed:
+            last["x"] = _noisy(x, build.perturb, gen)
+        g = batch_grad(W, last["x"], y)
+        last["g"] = g
+        if a.observation == "fedavg":
+            W.update({n: w - a.local_lr * g[n] for n, w in W.items()})
+
+    rows = torch.arange(T * b, device=x.device).view(1, T, b).expand(n_steps, T, b)
+    steps = Steps(index=rows, valid=torch.ones(n_steps, T, b, dtype=torch.bool, device=x.device),
+                  counts=np.full((n_steps, T), b))
+    state = StepState(model=model, params=list(W.values()), optimizer=None,
+                      recipe=Recipe(epochs=1, batch_size=b, lr=a.local_lr, optimizer="sgd"),
+                      n=b, device=x.device, models=T)
+    run_steps(state, steps, (), step, dtype=x.dtype)
+    return W, last["g"]
 
 
 def _dp_uploads(cfg: GradientLeakageConfig, model, params: dict[str, Tensor], x: Tensor,
