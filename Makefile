@@ -24,7 +24,7 @@ STAMP_DEV  := $(VENV)/.installed-dev-$(HASH)
 .PHONY: run test install install-dev chromium clean-stamps
 
 run: install
-	@$(PY) -m dashboard.serve_check --host "$(HOST)"
+	@$(PY) -m dashboard.base.serve_check --host "$(HOST)"
 	$(PY) -m streamlit run dashboard/server.py --server.address $(HOST) --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 

@@ -184,7 +184,7 @@ _BUNDLES = ("cache.bundle",)
 #: the one seam to the figures a bundle carries: the dashboard draws them (plotly, without
 #: streamlit), a layer above the store, so the store cannot load them itself; resolved on the
 #: first bundle, not at ``import privlab``
-_FIGURE_BUILDER = ("dashboard.bundle_figures", "figures_for")
+_FIGURE_BUILDER = ("dashboard.components.bundle_figures", "figures_for")
 
 
 def _figure_builder() -> Callable[[Any], Any]:

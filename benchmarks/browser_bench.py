@@ -14,7 +14,7 @@ Then, page by page (Home, Data & projections, the six pages with a knob, Compare
 open it, press its Run button with the defaults untouched (Compare runs its teaching preset by
 itself), wait for the result, and record the seconds to the result, any exception box, the
 lesson panel's measured sentence, the registered metric keys in the visible text
-(:func:`dashboard.components._format.raw_metric_keys_visible` over the body text and the plots'
+(:func:`dashboard.base.format.raw_metric_keys_visible` over the body text and the plots'
 SVG text), requests leaving the machine, failed responses and console errors; then save a
 full-page screenshot (capped height, palette PNG).
 

@@ -89,7 +89,7 @@ def _parts(path: Path) -> dict[str, int]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    import dashboard.bundle_figures  # noqa: F401 -- registers the dashboard's figures
+    import dashboard.components.bundle_figures  # noqa: F401 -- registers the figures
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:

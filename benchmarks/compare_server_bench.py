@@ -135,7 +135,7 @@ def main(port: int = 8610, job_nice: int | None = None, serial: bool = True) -> 
     with tempfile.TemporaryDirectory(prefix="privlab_compare_server_") as tmp:
         store_dir = Path(tmp) / "store"
         env = {"PYTHONPATH": str(ROOT), "PRIVLAB_PREWARM": "1"}
-        if job_nice is not None:  # the runs' priority (dashboard.jobs; the pool inherits it)
+        if job_nice is not None:  # the runs' priority (dashboard.base.jobs; the pool inherits it)
             env["PRIVLAB_JOB_NICE"] = str(job_nice)
         with B.serve(store_dir, Path(tmp) / "server.log", env_extra=env, port=port,
                      on_start=lambda p: server.update(proc=p)) as url, \

@@ -77,7 +77,7 @@ NOTEBOOK_STORES = (
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    import dashboard.bundle_figures  # noqa: F401 -- registers the dashboard's figures
+    import dashboard.components.bundle_figures  # noqa: F401 -- registers the figures
     from benchmarks.advisor_bench import _cases
     from benchmarks.exposure_bench import families
     from benchmarks.report_bench import mismatched

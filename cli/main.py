@@ -464,7 +464,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     target = args.key if args.comparison is None else load_spec(args.comparison)
     figures = not args.no_figures
     if figures:
-        import dashboard.bundle_figures  # noqa: F401 -- registers the dashboard's figures
+        import dashboard.components.bundle_figures  # noqa: F401 -- registers the figures
     info = write_bundle(target, out, store=_store(args), figures=figures)
     print(f"wrote {info.sentence}")
     for note in info.notes:

@@ -24,11 +24,11 @@ from streamlit import config as st_config
 
 from cache.errors import StoreError
 from core.runs.pool import prewarm_in_background
-from dashboard.auth import gate, restrict_error_details
-from dashboard.jobs import default_nice
+from dashboard.base.auth import gate, restrict_error_details
+from dashboard.base.jobs import default_nice
+from dashboard.base.widgets import get_store
 from dashboard.sidebar import render_sidebar
 from dashboard.style import apply_style
-from dashboard.widgets import get_store
 
 # Streamlit runs a full gc.collect(2) after every script run. With torch, scikit-learn and
 # plotly in the process that is ~0.15 s of CPU, holding the GIL, per page view and per widget
@@ -42,7 +42,7 @@ if not st_config.is_manually_set("runner.postScriptGC") and st_config.get_option
 st.set_page_config(page_title="privlab", page_icon="🛡️", layout="wide")
 apply_style()  # labels, chips and tables wrap instead of being cut
 # before the sidebar and any page: a password (PRIVLAB_PASSWORD) or OIDC login on a shared
-# server, loopback only otherwise; errors show no detail beyond loopback (dashboard.auth)
+# server, loopback only otherwise; errors show no detail beyond loopback (dashboard.base.auth)
 restrict_error_details()
 gate()
 # the Compare page runs its points on the process's local pool: start its workers now, in the
@@ -77,7 +77,7 @@ PAGES = [
 ]
 
 nav = st.navigation(PAGES)
-# numbers this session's full runs (dashboard.widgets tells the page's own runs from others)
+# numbers this session's full runs (dashboard.base.widgets tells the page's own runs from others)
 st.session_state["_privlab_run"] = st.session_state.get("_privlab_run", 0) + 1
 render_sidebar()
 try:

@@ -183,7 +183,7 @@ def reader_text(page) -> str:
 
 
 def raw_keys(page) -> list[str]:
-    from dashboard.components._format import raw_metric_keys_visible
+    from dashboard.base.format import raw_metric_keys_visible
 
     return raw_metric_keys_visible(visible_text(page))
 
@@ -292,13 +292,13 @@ def undrawable(text: str) -> list[str]:
 def raw_identifiers(page) -> list[str]:
     """Registered identifiers (metric keys, attack, defense and family names) where a title
     exists, in the visible text, tables included
-    (:func:`dashboard.components._format.raw_identifiers_visible`)."""
+    (:func:`dashboard.base.format.raw_identifiers_visible`)."""
     return raw_identifiers_text(reader_text(page))
 
 
 def raw_identifiers_text(text: str) -> list[str]:
     """:func:`raw_identifiers` of a text already read (a report's, a note's)."""
-    from dashboard.components._format import raw_identifiers_visible
+    from dashboard.base.format import raw_identifiers_visible
 
     return raw_identifiers_visible(text)
 

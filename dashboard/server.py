@@ -20,7 +20,7 @@ from starlette.middleware import Middleware
 
 from core.runs.pool import prewarm_in_background
 from dashboard import warmup
-from dashboard.jobs import default_nice
+from dashboard.base.jobs import default_nice
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

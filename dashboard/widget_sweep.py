@@ -126,8 +126,8 @@ def nonfinite_on_screen(at: Any) -> list[str]:
 
 def raw_identifiers(at: Any) -> list[str]:
     """Registered identifiers in the page's text and table cells where a title exists
-    (:func:`dashboard.components._format.raw_identifiers_visible`)."""
-    from dashboard.components._format import raw_identifiers_visible
+    (:func:`dashboard.base.format.raw_identifiers_visible`)."""
+    from dashboard.base.format import raw_identifiers_visible
 
     text = [page_text(at)]
     for d in [*at.dataframe, *at.table]:
@@ -277,7 +277,7 @@ def _kind_of(w: Any, kind: str, ranges: Mapping[str, Any]) -> str:
 
 
 class TinyRuns:
-    """``dashboard.widgets.run_with_progress`` runs a page's config shrunk by
+    """``dashboard.base.widgets.run_with_progress`` runs a page's config shrunk by
     :data:`caveat_check.TINY` in this process (no queue), remembered per config; sweeps and
     projections go through the real function (sweeps only when a sweep button is pressed,
     which this pass never does). ``run=False``: nothing starts at all."""
@@ -290,7 +290,7 @@ class TinyRuns:
         self.errors: list[str] = []
 
     def __enter__(self) -> Self:
-        import dashboard.widgets as w
+        import dashboard.base.widgets as w
 
         self._saved = w.run_with_progress
         real = w.run_with_progress
@@ -338,7 +338,7 @@ class TinyRuns:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import dashboard.widgets as w
+        import dashboard.base.widgets as w
 
         w.run_with_progress = self._saved
 

@@ -173,7 +173,7 @@ def test_advice_on_a_comparison_read_from_a_store(store):
 def test_compare_page_advisor_panel(store, monkeypatch):
     from test_compare_page import chart, open_page, populate, tiny_preset
 
-    from dashboard.components._format import display_name
+    from dashboard.base.format import display_name
 
     monkeypatch.setattr(C, "PRESETS", {"teaching: tiny": tiny_preset, **C.PRESETS})
     populate(store, tiny_preset())

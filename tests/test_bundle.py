@@ -172,7 +172,7 @@ def test_comparison_roundtrip_reads_the_same_curves(filled, tmp_path):
 
 
 def test_figures_open_offline_as_html_and_png(filled, tmp_path):
-    import dashboard.bundle_figures  # noqa: F401 -- registers the dashboard's figures
+    import dashboard.components.bundle_figures  # noqa: F401 -- registers the figures
 
     store, cmp, sweep = filled
     key = cmp.curves[0].keys[0][0]
@@ -183,7 +183,7 @@ def test_figures_open_offline_as_html_and_png(filled, tmp_path):
         png = zf.read("figures/roc_log.png")
     assert "<script src=" not in html and "Plotly.newPlot" in html and len(html) > 1_000_000
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
-    from dashboard.bundle_figures import figures_for
+    from dashboard.components.bundle_figures import figures_for
 
     assert list(figures_for(sweep)) == ["sweep"] and list(figures_for(cmp)) == ["comparison"]
     assert "curves" in figures_for(store.get(sweep.info["rows"][0]["key"]))

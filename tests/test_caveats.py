@@ -110,7 +110,7 @@ def test_an_old_result_without_recorded_caveats_gets_them_derived():
 
 
 def test_format_value_and_raw_keys():
-    from dashboard.components._format import display_name, format_value, raw_metric_keys_visible
+    from dashboard.base.format import display_name, format_value, raw_metric_keys_visible
 
     assert format_value(7.55e-10, 4) == "< 1e-9"
     assert format_value(0.0, 4) == "0.0000"
@@ -127,7 +127,7 @@ def test_display_names_keep_formulas_whole():
     """A caveat names its numbers by display name: a formula's parenthesis or the ";" inside
     I(u; r) must not cut the name ("K-ary bound 1 −")."""
     from core.foundation import metric_schema
-    from dashboard.components._format import display_name
+    from dashboard.base.format import display_name
 
     assert display_name("bound_pia_fano").startswith("K-ary bound 1 − (H − 1)/log₂(K − 1)")
     for spec in metric_schema.all_specs():
@@ -137,7 +137,7 @@ def test_display_names_keep_formulas_whole():
 
 
 def test_log_axes_read_powers_of_ten():
-    from dashboard import plots
+    from dashboard.base import plots
 
     fig = plots.membership_roc_figure([("loss", (0.0, 0.001, 1.0), (0.0, 0.01, 1.0))], log=True,
                                       grey_below=0.06)
@@ -184,7 +184,7 @@ def test_every_caveat_key_is_rendered_by_its_page():
 
 
 def test_history_pair_figure_puts_a_knob_on_a_numeric_axis_and_labels_by_name():
-    from dashboard.components._format import display_name, raw_metric_keys_visible
+    from dashboard.base.format import display_name, raw_metric_keys_visible
     from dashboard.components.history_diff import metric_rows, pair_figure
 
     def run(eps: float, auc: float) -> Result:
@@ -206,7 +206,7 @@ def test_history_pair_figure_puts_a_knob_on_a_numeric_axis_and_labels_by_name():
 
 def test_chance_label_and_flagged_tradeoff_points():
     from core.report.tradeoff import TradeoffPoint
-    from dashboard import plots
+    from dashboard.base import plots
 
     pts = [TradeoffPoint(knob=k, utility=0.8, attack=0.1 * k, attack_lo=None, attack_hi=None,
                          series="s") for k in (1.0, 2.0)]
@@ -218,8 +218,8 @@ def test_chance_label_and_flagged_tradeoff_points():
 
 def test_tradeoff_points_carry_their_own_series_knob_and_names_keep_greek_letters():
     from core.report.tradeoff import TradeoffPoint
-    from dashboard import plots
-    from dashboard.components._format import display_name
+    from dashboard.base import plots
+    from dashboard.base.format import display_name
 
     pts = [TradeoffPoint(knob=k, utility=0.8, attack=0.1 * k, attack_lo=None, attack_hi=None,
                          series=s) for k in (1.0, 2.0) for s in ("κ channel", "DP-SGD")]

@@ -20,7 +20,7 @@ from cache.store import default_store
 from core.config.schema import parse_config
 from core.foundation.result import Result
 from core.runs import compare as C
-from dashboard.components._format import display_name
+from dashboard.base.format import display_name
 from dashboard.components.run_history import kind_title
 from dashboard.recommendation_check import recommendation_blocks, two_recommendations
 
@@ -261,7 +261,7 @@ def test_history_filters_diffs_and_exports(store, preset):
     metrics = next(f for f in frames if "B − A" in getattr(f, "columns", []))
     diff = next(f for f in frames if "field" in getattr(f, "columns", []))
     assert set(diff["field"]) == {"defense.target_epsilon", "seed"}
-    from dashboard.components._format import display_name  # headers read names, not keys
+    from dashboard.base.format import display_name  # headers read names, not keys
 
     row = metrics.set_index("metric").loc[display_name("mia_auc_best")]
     assert row["A 95 % interval"] and row["B 95 % interval"] and row["B − A"].startswith("-")

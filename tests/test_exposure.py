@@ -305,7 +305,7 @@ def _component_script() -> None:
 
     import numpy as np
 
-    import dashboard.widgets
+    import dashboard.base.widgets
     from dashboard.components.exposure import exposure_ui, overlap_ui
     from tests.test_exposure import _mia
 
@@ -313,7 +313,7 @@ def _component_script() -> None:
     b = _mia({i: float(100 - i) if i % 2 else -float(i) for i in range(30)},
              {"kind": "dp_sgd", "target_epsilon": 8.0})
     exposure_ui(a, key="t_exposure")
-    dashboard.widgets.get_store = lambda: SimpleNamespace(get={"ka": a, "kb": b}.get)
+    dashboard.base.widgets.get_store = lambda: SimpleNamespace(get={"ka": a, "kb": b}.get)
     curves = [SimpleNamespace(name="no defense", knob_field=None, symbol=None,
                               knob=np.array([np.nan]), seeds=[0], keys=[["ka"]]),
               SimpleNamespace(name="DP-SGD", knob_field="target_epsilon", symbol="ε",
@@ -326,13 +326,13 @@ def _component_script() -> None:
 def test_components_draw_records_sentence_and_overlap():
     from streamlit.testing.v1 import AppTest
 
-    import dashboard.widgets
+    import dashboard.base.widgets
 
-    keep = dashboard.widgets.get_store
+    keep = dashboard.base.widgets.get_store
     try:
         at = AppTest.from_function(_component_script, default_timeout=60).run()
     finally:
-        dashboard.widgets.get_store = keep
+        dashboard.base.widgets.get_store = keep
     assert not at.exception, at.exception
     text = " ".join(m.value for m in at.markdown)
     assert "the 10 most exposed of 30 scored records" in text and "records 0, 1, 2" in text

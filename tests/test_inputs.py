@@ -56,7 +56,7 @@ MEMBERSHIP = [("mi_members", "Members"), ("mi_epochs", "Epochs"), ("mi_shadows",
 @pytest.mark.parametrize("key, name", MEMBERSHIP)
 @pytest.mark.parametrize("entry", ["", "abc", "100001"])
 def test_membership_bad_entry_errors_disables_run_starts_nothing(store, key, name, entry):  # noqa: F811
-    from dashboard.jobs import get_queue
+    from dashboard.base.jobs import get_queue
 
     at = open_page("views/membership.py")
     before = get_queue().counts()
@@ -103,7 +103,7 @@ BAD = ("", "12abc", "-5")
 
 @pytest.mark.parametrize("page", list(PAGES))
 def test_every_number_box_of_a_page_refuses_bad_entries(store, page):  # noqa: F811
-    from dashboard.jobs import get_queue
+    from dashboard.base.jobs import get_queue
 
     run_key, keys = PAGES[page]
     at = open_page(page)

@@ -27,7 +27,7 @@ def _starts_a_job(b) -> bool:
 @pytest.mark.parametrize("page, data_key, run_key", ADULT_PAGES)
 def test_every_job_button_is_off_when_adult_is_missing(store, tmp_path, monkeypatch,  # noqa: F811
                                                        page, data_key, run_key):
-    from dashboard.jobs import get_queue
+    from dashboard.base.jobs import get_queue
 
     no_real_data(monkeypatch, tmp_path / "empty")
     at = open_page(page)
@@ -78,9 +78,9 @@ def test_result_section_sweep_buttons_are_off_when_adult_is_missing(
     missing: the result sections' sweep and audit buttons are off like Run, saying why."""
     import copy
 
-    import dashboard.widgets as w
+    import dashboard.base.widgets as w
+    from dashboard.base.jobs import get_queue
     from dashboard.components.caveat_check import _base_result, _Patched
-    from dashboard.jobs import get_queue
 
     no_real_data(monkeypatch, tmp_path / "empty")
     with _Patched(kind) as p:

@@ -1,4 +1,4 @@
-"""The dashboard's process-wide job queue (dashboard/jobs.py), without Streamlit.
+"""The dashboard's process-wide job queue (dashboard/base/jobs.py), without Streamlit.
 
 Fake runners block on an Event (or loop until cancelled), so every state of the queue can be
 held still and looked at; store-backed jobs use a real ResultStore in a tmp dir, so "nothing
@@ -16,7 +16,7 @@ from cache.store import ResultStore
 from core.config.schema import cache_key, parse_config
 from core.foundation.progress import Cancelled
 from core.foundation.result import Result
-from dashboard.jobs import DONE, QUEUED, RUNNING, JobQueue, default_max_jobs, ordinal
+from dashboard.base.jobs import DONE, QUEUED, RUNNING, JobQueue, default_max_jobs, ordinal
 
 WAIT = 10.0
 

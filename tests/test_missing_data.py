@@ -22,7 +22,7 @@ def _says_how_to_get_adult(at, where) -> None:
 ])
 def test_page_on_missing_adult_says_how_and_keeps_run_off(store, tmp_path, monkeypatch,  # noqa: F811
                                                           page, data_key, run_key):
-    from dashboard.jobs import get_queue
+    from dashboard.base.jobs import get_queue
 
     no_real_data(monkeypatch, tmp_path / "empty")
     at = open_page(page)

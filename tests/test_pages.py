@@ -547,14 +547,14 @@ def test_history_shows_an_old_shape_config(store):
 
 
 # --------------------------------------------------------------------------------------------
-# the shared job queue (dashboard/jobs.py)
+# the shared job queue (dashboard/base/jobs.py)
 
 
 def test_a_queued_run_shows_its_place_in_line_and_cancels_before_starting(store):
     """Every session's runs share one bounded queue: with the only run slot busy and one job
     already waiting, the Data page's projection is 2nd in line; Cancel takes it out of the line
     and it never runs."""
-    from dashboard import jobs
+    from dashboard.base import jobs
 
     gate = threading.Event()
     queue = jobs.reset_queue(max_jobs=1)

@@ -120,7 +120,7 @@ def test_headline_of_a_run_is_its_kinds_headline_with_intervals(tiny):
 
 
 def test_bundle_and_report_delegate_or_say_they_are_missing(tiny, store, monkeypatch, tmp_path):
-    from dashboard.bundle_figures import figures_for
+    from dashboard.components.bundle_figures import figures_for
 
     for module in ("cache.bundle", "core.bundle", "core.report"):
         monkeypatch.setitem(sys.modules, module, None)  # import fails
@@ -160,7 +160,7 @@ def test_bundle_as_the_readme_calls_it_carries_the_dashboards_figures(store, tmp
 
 def test_import_privlab_loads_neither_streamlit_nor_the_figures():
     code = ("import sys, privlab\n"
-            "print(sorted(m for m in ('streamlit', 'dashboard.bundle_figures', 'plotly')"
+            "print(sorted(m for m in ('streamlit', 'dashboard.components.bundle_figures', 'plotly')"
             " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})

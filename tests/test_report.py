@@ -365,8 +365,8 @@ def test_the_compare_hook_shows_one_sentence_for_the_comparison(comparison, stor
     def page() -> None:
         from benchmarks.report_bench import tiny_comparison
         from core.runs.compare import read_comparison
+        from dashboard.base.widgets import get_store
         from dashboard.components.report_button import report_button
-        from dashboard.widgets import get_store
 
         report_button(read_comparison(tiny_comparison(), get_store()), key="cmp")
 

@@ -73,7 +73,7 @@ def test_network_address_without_login_shows_nothing(isolated, bound, monkeypatc
 
 
 def test_check_password_is_constant_time_comparison():
-    from dashboard import auth
+    from dashboard.base import auth
 
     src = Path(auth.__file__).read_text()
     assert "hmac.compare_digest" in src
@@ -83,7 +83,7 @@ def test_check_password_is_constant_time_comparison():
 
 def test_errors_are_one_line_with_details_on_loopback_only(isolated, bound):
     def script():
-        from dashboard.widgets import _show_error
+        from dashboard.base.widgets import _show_error
 
         _show_error("crash", "ValueError: boom\nsecond line", "Traceback (most recent)...", "Run")
 
@@ -92,7 +92,7 @@ def test_errors_are_one_line_with_details_on_loopback_only(isolated, bound):
     assert "\n" not in err.value.split(" Nothing was stored")[0] and "boom second line" in err.value
     assert len(at.expander) == 1 and "Traceback" in at.code[0].value
     bound("0.0.0.0")
-    from dashboard.auth import restrict_error_details
+    from dashboard.base.auth import restrict_error_details
 
     restrict_error_details()
     at = AppTest.from_function(script).run()
@@ -102,7 +102,7 @@ def test_errors_are_one_line_with_details_on_loopback_only(isolated, bound):
 # -- make run: a network address needs a login --------------------------------------------------
 
 def test_serve_check_policy(monkeypatch, tmp_path):
-    from dashboard import serve_check as sc
+    from dashboard.base import serve_check as sc
 
     monkeypatch.setattr(sc, "SECRETS", (tmp_path / "secrets.toml",))
     assert sc.decide("127.0.0.1", {})[0] and sc.decide("localhost", {})[0] and sc.decide("::1", {})[0]
@@ -126,7 +126,7 @@ def _fake_make_env(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     fake = tmp_path / "fakepy"
     fake.write_text(f"""#!/bin/sh
 case "$*" in
-  *dashboard.serve_check*) PYTHONPATH={ROOT} exec {sys.executable} "$@" ;;
+  *dashboard.base.serve_check*) PYTHONPATH={ROOT} exec {sys.executable} "$@" ;;
   *streamlit*) echo "STREAMLIT insecure=$PRIVLAB_INSECURE $*"; exit 0 ;;
   *) exit 0 ;;
 esac

@@ -14,7 +14,7 @@ from core.foundation import metric_schema
 from core.foundation.parts import DEFENSES
 from core.foundation.result import Result
 from core.report import teaching
-from dashboard.components._format import titled
+from dashboard.base.format import titled
 from tests.test_pages import store  # noqa: F401  (fixture)
 
 

@@ -38,7 +38,8 @@ def build_figures(figures: bool | FigureBuilder | Mapping[str, Any], target: Any
     if figures is True:
         if _BUILDER is None:
             raise BundleError("figures: no figure builder is registered (the dashboard's is "
-                              "dashboard.bundle_figures); pass figures=False or a builder")
+                              "dashboard.components.bundle_figures); pass figures=False or a "
+                              "builder")
         made = _BUILDER(target)
     elif callable(figures):
         made = figures(target)

@@ -16,7 +16,7 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.caching.cache_errors import UnhashableParamError
 
-from dashboard import plots
+from dashboard.base import plots
 
 MAX_FIGURES = 512
 
@@ -27,7 +27,7 @@ def _cached(name: str, args: tuple, kwargs: tuple) -> Any:
 
 
 def figure(name: str, *args: Any, **kwargs: Any) -> Any:
-    """``dashboard.plots.<name>(*args, **kwargs)``, built once per distinct arguments."""
+    """``dashboard.base.plots.<name>(*args, **kwargs)``, built once per distinct arguments."""
     try:
         return _cached(name, args, tuple(sorted(kwargs.items())))
     except UnhashableParamError:  # pragma: no cover - every caller passes plain data

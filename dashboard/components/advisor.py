@@ -21,10 +21,10 @@ from core.foundation.parts import DEFENSES
 from core.foundation.wording import counted
 from core.report import advisor as A
 from core.runs import compare as C
-from dashboard.components._format import display_name
+from dashboard.base.format import display_name
+from dashboard.base.widgets import get_store, run_job_with_progress
 from dashboard.components.compare_plot import Highlight, short_name
 from dashboard.components.inputs import number_ui
-from dashboard.widgets import get_store, run_job_with_progress
 
 SHARE, ABSOLUTE = "share of the undefended utility", "absolute utility"
 #: the floor's default share of the undefended utility

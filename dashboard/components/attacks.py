@@ -10,8 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.components._figures import figure
-from dashboard.components._format import (
+from dashboard.base.format import (
     fmt,
     fmt_interval,
     fmt_with_interval,
@@ -20,6 +19,7 @@ from dashboard.components._format import (
     n_scored,
     near_chance_text,
 )
+from dashboard.components._figures import figure
 from dashboard.components.caveats import flag_rows, metric_tile, roc_grey_below
 
 MEASURES = {"acc": "accuracy", "bacc": "balanced acc", "auc": "AUC", "adv": "advantage"}

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from dashboard.base.format import fmt, fmt_interval, interval, metric
 from dashboard.components._figures import figure
-from dashboard.components._format import fmt, fmt_interval, interval, metric
 from dashboard.components.caveats import flag_for, flag_text, for_metrics, metric_tile, sentence
 
 

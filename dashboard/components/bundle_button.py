@@ -36,9 +36,9 @@ def _identity(target: Any) -> tuple:
 def bundle_bytes(target: Any) -> bytes:
     """The bundle of ``target`` (a run or sweep key, or a ComparisonSpec) from the dashboard's
     store, with the dashboard's figures; built once per target and kept."""
-    import dashboard.bundle_figures  # noqa: F401 -- registers the figures a bundle carries
+    import dashboard.components.bundle_figures  # noqa: F401 -- registers its figures
     from cache.bundle import write_bundle
-    from dashboard.widgets import get_store
+    from dashboard.base.widgets import get_store
 
     ident = _identity(target)
     with _LOCK:

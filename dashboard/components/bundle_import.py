@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 from streamlit import config as st_config
 
-from dashboard import auth
+from dashboard.base import auth
 
 
 def upload_limit_mb() -> int:
@@ -93,7 +93,7 @@ def recompute_ui(store: Any, rec: Any) -> None:
     if not rec.origin:
         return
     from cache.bundle.recompute import recompute
-    from dashboard.widgets import run_job_with_progress
+    from dashboard.base.widgets import run_job_with_progress
 
     clicked = st.button("Recompute here", key="history_recompute",
                         help="Run this config with this engine (stored as a run of its own) "
@@ -106,7 +106,7 @@ def recompute_ui(store: Any, rec: Any) -> None:
     if got is None:
         return
     (st.success if got.agree else st.warning)(got.sentence)
-    from dashboard.components._format import display_name
+    from dashboard.base.format import display_name
 
     st.dataframe(pd.DataFrame([{"metric": display_name(c.name), "bundle": c.imported, "here": c.here,
                                 "interval": "" if c.interval is None else

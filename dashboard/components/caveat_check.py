@@ -170,14 +170,14 @@ SCENARIOS: list[tuple[str, str, Patch]] = [
 
 
 class _Patched:
-    """``run_with_progress`` and ``peek`` of :mod:`dashboard.widgets` replaced while a page
+    """``run_with_progress`` and ``peek`` of :mod:`dashboard.base.widgets` replaced while a page
     draws: the page's own config is recorded, and ``result`` is what its run returns."""
 
     def __init__(self, kind: str) -> None:
         self.kind, self.result, self.config = kind, None, None
 
     def __enter__(self) -> _Patched:  # noqa: PYI034
-        import dashboard.widgets as w
+        import dashboard.base.widgets as w
 
         self._saved = (w.run_with_progress, w.peek)
 
@@ -193,7 +193,7 @@ class _Patched:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import dashboard.widgets as w
+        import dashboard.base.widgets as w
 
         w.run_with_progress, w.peek = self._saved
 
@@ -240,7 +240,7 @@ def caveat_keys_rendered(kinds: list[str] | None = None, *, timeout: int = 120) 
 
     kinds = kinds or list(PAGES)
     total = sorted(k for k in caveats.REGISTRY if set(caveats.REGISTRY[k].kinds) & set(kinds))
-    from dashboard.components._format import raw_metric_keys_visible
+    from dashboard.base.format import raw_metric_keys_visible
 
     rendered: set[str] = set()
     raw_keys: set[str] = set()

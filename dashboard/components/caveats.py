@@ -122,7 +122,7 @@ def plot_caption(result: Any, plot: str) -> None:
 
 def caveat_list(result: Any) -> None:
     """Every caveat of ``result`` in full, with the numbers it qualifies by display name."""
-    from dashboard.components._format import display_name
+    from dashboard.base.format import display_name
 
     cavs = caveats_of(result)
     if not cavs:

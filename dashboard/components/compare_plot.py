@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from core.foundation.parts import is_baseline
-from dashboard.components._format import display_name
+from dashboard.base.format import display_name
 
 PALETTE = qualitative.Plotly + qualitative.D3
 

@@ -71,7 +71,7 @@ def _overlap(points: tuple[tuple[str, str], ...], k: int) -> ExposureOverlap | s
     """The overlap of the stored runs ``points`` ((name, key), ...), once per set of points
     (stored runs never change under their key); a string says why there is none. LookupError
     (not cached) while fewer than two are stored."""
-    from dashboard.widgets import get_store
+    from dashboard.base.widgets import get_store
 
     store = get_store()
     results = {name: r for name, key in points if (r := store.get(key)) is not None}

@@ -1,5 +1,5 @@
 """Figures of the Fisher information page built once per distinct input (the same reasoning as
-:mod:`dashboard.components._figures`, over :mod:`dashboard.fil_plots`)."""
+:mod:`dashboard.components._figures`, over :mod:`dashboard.base.fil_plots`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.caching.cache_errors import UnhashableParamError
 
-from dashboard import fil_plots
+from dashboard.base import fil_plots
 
 MAX_FIGURES = 256
 
@@ -19,7 +19,7 @@ def _cached(name: str, args: tuple, kwargs: tuple) -> Any:
 
 
 def fil_figure(name: str, *args: Any, **kwargs: Any) -> Any:
-    """``dashboard.fil_plots.<name>(*args, **kwargs)``, built once per distinct arguments
+    """``dashboard.base.fil_plots.<name>(*args, **kwargs)``, built once per distinct arguments
     (never modify the returned figure: it is shared)."""
     try:
         return _cached(name, args, tuple(sorted(kwargs.items())))

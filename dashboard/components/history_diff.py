@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from cache.export import flatten
 from core.foundation import metric_schema as S
-from dashboard.components._format import display_name
+from dashboard.base.format import display_name
 
 _MISSING = "—"
 

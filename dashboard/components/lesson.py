@@ -3,7 +3,7 @@ page's figures (:func:`core.report.teaching.figures`, read from its stored teach
 of those figures (every number of a sentence is one of them), and a "Run the teaching sweep"
 button that queues the sweep (and its reference runs) as one job of the shared queue, with
 progress and cancel
-(:func:`dashboard.widgets.run_many_with_progress`; every point is stored on its own). Once the
+(:func:`dashboard.base.widgets.run_many_with_progress`; every point is stored on its own). Once the
 sweep is stored, the lesson comes from the store at once.
 
 One call per page: ``lesson_panel(page, config, key=...)``; the Compare page hands in its
@@ -29,7 +29,7 @@ from core.report.teaching import (
 
 
 def _peek(config: Mapping[str, Any]):
-    from dashboard.widgets import peek
+    from dashboard.base.widgets import peek
 
     try:
         return peek(config)
@@ -40,7 +40,7 @@ def _peek(config: Mapping[str, Any]):
 def _sentences(les: Lesson) -> None:
     """The lesson's sentences, parts named by their titles (the engine's sentences keep the
     registered names, which the number check and the README read)."""
-    from dashboard.components._format import titled
+    from dashboard.base.format import titled
 
     for s in les.sentences:
         if s in les.contradictions:
@@ -54,7 +54,7 @@ def figures_table(rows: list[dict[str, str]]) -> None:
     :meth:`core.report.teaching.Figures.rows`)."""
     import pandas as pd
 
-    from dashboard.components._format import titled
+    from dashboard.base.format import titled
 
     shown = [{k: titled(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
     with st.expander("The figures this lesson reads", icon=":material/table:"):
@@ -65,8 +65,8 @@ def sweep_button(spec: TeachingSweep, *, key: str, dim: int | None = None,
                  missing: int | None = None) -> bool:
     """The "Run the teaching sweep" button and its job (one job: the sweep, then the reference
     runs). True when the sweep has just finished (the caller reads the store again)."""
+    from dashboard.base.widgets import run_many_with_progress
     from dashboard.components.inputs import blocked_reason
-    from dashboard.widgets import run_many_with_progress
 
     grid = ", ".join(f"{v:g}" for v in spec.values(dim))
     sym = spec.knob.symbol

@@ -36,7 +36,7 @@ def comparison_table(result: Any = None) -> list[dict[str, str]]:
 def lira_reference_panel(key: str = "mi_lira_ref") -> None:
     """An expander: the reference setting, its cost, published vs ours, and Run."""
     from core.data.errors import DataError
-    from dashboard.widgets import run_with_progress
+    from dashboard.base.widgets import run_with_progress
 
     cfg = L.reference_config()
     with first_timing(cfg.model.arch, float(cfg.model.width), (3, 32, 32), 10):

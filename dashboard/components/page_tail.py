@@ -31,7 +31,7 @@ HISTORY_ROWS = 8
 
 def notes(result: Any) -> None:
     """The run's notes, one caption each."""
-    from dashboard.components._format import titled
+    from dashboard.base.format import titled
 
     for note in result.info.get("notes", []):  # parts by title: the CLI keeps the names
         st.caption(f"note: {titled(str(note), getattr(result, 'kind', None))}")
@@ -52,7 +52,7 @@ def history_box(kind: str, *, key: str, current: str | None = None,
                             key=f"{key}_show_history",
                             icon=":material/history:")):
         return
-    from dashboard.widgets import get_store
+    from dashboard.base.widgets import get_store
 
     with box:
         try:

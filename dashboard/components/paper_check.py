@@ -54,7 +54,7 @@ def _stored_runs() -> list[dict[str, Any]]:
     """Preset runs in the result store (none when the store cannot be read: the table still
     shows the benchmark numbers)."""
     from cache.errors import StoreError
-    from dashboard.widgets import get_store
+    from dashboard.base.widgets import get_store
 
     try:
         return papers.runs_from_records(get_store().list())

@@ -102,7 +102,7 @@ def _arch_titled(text: str, kind: str | None = None) -> str:
     import re
 
     from core.foundation.parts import ARCHITECTURES
-    from dashboard.components._format import titled
+    from dashboard.base.format import titled
 
     # architectures first: a defense may share an architecture's name (Inf2Guard's DRA)
     for name, part in ARCHITECTURES.items():

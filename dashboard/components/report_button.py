@@ -35,7 +35,7 @@ def report_button(target: Any, *, key: str, store_target: Any | None = None,
         return
     source = store_target if store_target is not None else (
         getattr(target, "spec", None) or getattr(target, "key", None))
-    from dashboard.widgets import get_store
+    from dashboard.base.widgets import get_store
 
     try:
         rec = recommend(target, store=get_store(), level=_level(key))

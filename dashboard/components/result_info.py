@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.components._format import (
+from dashboard.base.format import (
     describe,
     display_name,
     fmt,

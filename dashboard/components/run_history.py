@@ -14,7 +14,7 @@ from core.config.migrations import RENAMED_KINDS, migrate
 from core.foundation.fingerprint import same_engine
 from core.foundation.metric_schema import HEADLINES
 from core.foundation.parts import DEFENSES
-from dashboard.components._format import display_name, format_value
+from dashboard.base.format import display_name, format_value
 
 OLDER = "older engine"
 #: metrics shown in the table beside each kind's headline utility and attack

@@ -8,7 +8,7 @@ Every page that runs an experiment ends with one call::
               label=lambda run: ..., show=show_result, idle="No stored result ...")
 
 and draws its own panels in the hooks, which receive a :class:`PageRun`. The config is
-validated here, once, into its typed model (:func:`dashboard.widgets.validate`); the model,
+validated here, once, into its typed model (:func:`dashboard.base.widgets.validate`); the model,
 never a re-parsed copy, goes to the queue, the store and the runner. What the scaffold draws,
 in order:
 
@@ -23,7 +23,7 @@ in order:
    (what it returns is :attr:`PageRun.extra`);
 4. the copy box (the config as YAML / a CLI command), then ``jobs(run)``: the jobs the page's
    own buttons start (a sweep);
-5. the run (:func:`dashboard.widgets.run_with_progress`: a stored result at once, else progress
+5. the run (:func:`dashboard.base.widgets.run_with_progress`: a stored result at once, else progress
    and Cancel, a failure in one line); ``auto(run)`` starts it without a click;
 6. the page's lesson (:func:`dashboard.components.lesson.lesson_panel`);
 7. ``show(run)`` with a result (``fallback(run)`` may offer one, e.g. the nearest stored grid
@@ -84,7 +84,7 @@ def run_panel(config: Mapping[str, Any], *, kind: str, page: str, key: str, titl
     ``kind``: the experiment kind (the closing section's history); ``page``: the lesson's page
     name (:mod:`core.report.teaching`); ``key``: the page's widget-key prefix; ``title``: the page's
     name in messages; ``label``: the job's label (a text or a function of the run)."""
-    from dashboard.widgets import run_with_progress, running_jobs_panel, validate
+    from dashboard.base.widgets import run_with_progress, running_jobs_panel, validate
 
     # the architecture the run trains, on every page whose kind takes one (its cost before Run)
     config = architecture_ui(config, kind=kind, key=key)

@@ -30,8 +30,8 @@ _IGNORED = ("device",)
 
 def _normal(config: Any) -> dict[str, Any] | None:
     """``config`` validated, as a mapping with defaults filled in (a page's config model is
-    dumped as it is; a mapping goes through :func:`dashboard.widgets.typed`)."""
-    from dashboard.widgets import typed
+    dumped as it is; a mapping goes through :func:`dashboard.base.widgets.typed`)."""
+    from dashboard.base.widgets import typed
 
     try:
         return typed(config if isinstance(config, BaseModel) else dict(config)).model_dump(
@@ -53,7 +53,7 @@ def stored_runs(config: Mapping[str, Any], field: str, *, limit: int = MAX_RECOR
     """Knob value -> the stored Result of every run of ``config``'s kind whose settings equal
     ``config``'s except ``defense.<field>`` (the same seed, data, defense and attackers):
     every point the page can draw, whichever sweep or run stored it."""
-    from dashboard.widgets import get_store, peek
+    from dashboard.base.widgets import get_store, peek
 
     want = _normal(config)
     if want is None:

@@ -29,6 +29,8 @@ from core.foundation.parts import (
 )
 from core.report.tradeoff import nearest_point, tradeoff_points
 from dashboard import state
+from dashboard.base.format import metric
+from dashboard.base.widgets import peek, run_with_progress
 from dashboard.components import (
     attack_table,
     bounds_panel,
@@ -40,7 +42,6 @@ from dashboard.components import (
     tradeoff_plot,
     utility_panel,
 )
-from dashboard.components._format import metric
 from dashboard.components.exposure import exposure_ui
 from dashboard.components.inputs import blocked_reason, number_ui, stop_if_invalid
 from dashboard.components.part_controls import controls_ui, knob_control
@@ -56,7 +57,6 @@ from dashboard.tappfl_settings import (
     with_knob,
 )
 from dashboard.tappfl_settings import build_config as build_tappfl_config
-from dashboard.widgets import peek, run_with_progress
 
 KIND = "attribute_privacy"
 DATASETS = ["synthetic", "adult", "digits", "mnist5k"]

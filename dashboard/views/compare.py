@@ -26,7 +26,8 @@ from core.report.advisor import Advice
 from core.runs import compare as C
 from core.runs.experiments import RUNNERS
 from dashboard import state
-from dashboard.components._format import display_name
+from dashboard.base.format import display_name
+from dashboard.base.widgets import get_store, run_job_with_progress, running_jobs_panel
 from dashboard.components.advisor import advice_sections, advisor_ui, highlights, last_advice
 from dashboard.components.bundle_button import bundle_button
 from dashboard.components.compare_plot import (
@@ -42,7 +43,6 @@ from dashboard.components.lesson import compare_lesson_panel
 from dashboard.components.part_controls import architecture_ui
 from dashboard.components.report_button import report_button
 from dashboard.sidebar import require_data
-from dashboard.widgets import get_store, run_job_with_progress, running_jobs_panel
 
 
 def _family_title(family: str) -> str:

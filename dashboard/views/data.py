@@ -13,11 +13,11 @@ import streamlit as st
 from core.config.schema import ConfigError, parse_config
 from core.data import DataError, load_dataset
 from dashboard import state
+from dashboard.base.widgets import run_with_progress, running_jobs_panel
 from dashboard.components import page_tail, result_caption
 from dashboard.components._figures import figure
 from dashboard.components.inputs import inputs_ok
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
-from dashboard.widgets import run_with_progress, running_jobs_panel
 
 N_SAMPLES = 24
 GRID_COLS = 12

@@ -24,8 +24,9 @@ from core.config.schema import FilAttackSpec, FilDataSpec, IRFILSpec
 from core.foundation.parts import ATTACKS, attack_titles, attacks_for, config_names
 from core.runs.fisher_information import closed_form, fit_part
 from dashboard import state
+from dashboard.base.format import fmt, fmt_with_interval, metric
+from dashboard.base.widgets import peek
 from dashboard.components import result_caption, threat_card_lines
-from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.caveats import (
     caveats_of,
     flag_rows,
@@ -40,7 +41,6 @@ from dashboard.components.inputs import number_ui
 from dashboard.components.knob import knob_ui
 from dashboard.components.run_panel import run_panel
 from dashboard.sidebar import require_data
-from dashboard.widgets import peek
 
 KIND = "fisher_information"
 DATASETS = {"digits": "digits · two classes, PCA 20", "mnist5k": "mnist5k · two classes, PCA 20",

@@ -21,6 +21,7 @@ from cache.export import write_table
 from core.config.migrations import migrate
 from core.foundation.fingerprint import same_engine
 from core.foundation.wording import counted
+from dashboard.base.widgets import get_store
 from dashboard.components import copy_run, metrics_frame
 from dashboard.components.bundle_button import add_origin_column, bundle_button, origin_caption
 from dashboard.components.bundle_import import import_ui, read_run, recompute_ui
@@ -45,7 +46,6 @@ from dashboard.components.run_history import (
     setting,
     short_name,
 )
-from dashboard.widgets import get_store
 
 #: runs listed (twice as many metrics) before their table scrolls inside :data:`ROWS_HEIGHT` px
 ROWS_BEFORE_SCROLL = 10
@@ -252,7 +252,7 @@ def pair_section(store, records: list) -> None:
         st.markdown(f"**Config diff** ({len(diff)} field{'' if len(diff) == 1 else 's'} "
                     f"differ{'s' if len(diff) == 1 else ''})")
         if diff:
-            from dashboard.components._format import titled
+            from dashboard.base.format import titled
 
             # values by title (the field column keeps the config's path a user types)
             # a sweep's attacks are its base's kind's

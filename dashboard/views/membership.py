@@ -22,9 +22,10 @@ from core.foundation.metric_schema import HEADLINES
 from core.foundation.parts import DEFENSES, attack_titles, attacks_for, defenses_for
 from core.report.tradeoff import tradeoff_points
 from dashboard import state
+from dashboard.base.format import fmt, fmt_with_interval, format_value, metric
+from dashboard.base.widgets import peek, run_with_progress
 from dashboard.components import result_caption, threat_card_lines
 from dashboard.components._figures import figure
-from dashboard.components._format import fmt, fmt_with_interval, format_value, metric
 from dashboard.components.caveats import (
     flag_for,
     flag_rows,
@@ -40,7 +41,6 @@ from dashboard.components.part_controls import defense_block_ui
 from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
-from dashboard.widgets import peek, run_with_progress
 
 KIND = "membership"
 #: test rows embedded (t-SNE) for the release's projection panel
@@ -156,7 +156,7 @@ def pre_run_info(run) -> None:
 def stored_timings() -> list[tuple[dict, float]]:
     """(config, seconds) of the stored membership runs of the current engine (the cost fit)."""
     from core.foundation.fingerprint import same_engine
-    from dashboard.widgets import get_store
+    from dashboard.base.widgets import get_store
 
     try:
         return [(r.config, r.seconds) for r in get_store().list(kind=KIND, limit=200)

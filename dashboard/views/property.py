@@ -20,9 +20,10 @@ from core.config.schema import PropertySubsetSpec, PropertyTrainSpec
 from core.foundation.parts import DEFENSES, attack_by_config_name, attack_titles, config_names
 from core.report.tradeoff import tradeoff_points
 from dashboard import state
+from dashboard.base.format import fmt, fmt_with_interval, interval, metric, near_chance_text
+from dashboard.base.widgets import peek, run_with_progress
 from dashboard.components import projection_pair, result_caption
 from dashboard.components._figures import figure
-from dashboard.components._format import fmt, fmt_with_interval, interval, metric, near_chance_text
 from dashboard.components.caveats import flag_for, for_metrics, sentence
 from dashboard.components.inputs import blocked_reason, number_ui
 from dashboard.components.knob import knob_ui
@@ -30,7 +31,6 @@ from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.property_settings import DEFAULTS, PRESETS
 from dashboard.sidebar import dataset_label, dataset_rows, require_data
-from dashboard.widgets import peek, run_with_progress
 
 KIND = "property"
 #: subsets embedded (t-SNE, raw and released) for the projection panel

@@ -32,9 +32,10 @@ from core.foundation.parts import (
 )
 from core.report.tradeoff import tradeoff_points
 from dashboard import state
+from dashboard.base.format import fmt, fmt_with_interval, format_value, metric, titled
+from dashboard.base.widgets import peek, run_with_progress
 from dashboard.components import deferred, result_caption
 from dashboard.components._figures import figure
-from dashboard.components._format import fmt, fmt_with_interval, format_value, metric, titled
 from dashboard.components.caveats import flag_rows, flagged_caption, metric_tile, plot_caveats
 from dashboard.components.exposure import exposure_ui
 from dashboard.components.inputs import blocked_reason, number_ui
@@ -54,7 +55,6 @@ from dashboard.reconstruction_settings import (
     sweep_configs,
 )
 from dashboard.sidebar import dataset_label, dataset_rows
-from dashboard.widgets import peek, run_with_progress
 
 KIND = "gradient_leakage"
 DATASETS = ["digits", "mnist5k", "faces"]

@@ -22,16 +22,16 @@ from core.foundation.metric_schema import HEADLINES
 from core.foundation.parts import ATTACKS, attack_titles, config_names
 from core.report.tradeoff import tradeoff_points
 from dashboard import state
+from dashboard.base.format import fmt, fmt_with_interval, metric
+from dashboard.base.widgets import peek, run_with_progress
 from dashboard.components import result_caption
 from dashboard.components._figures import figure
-from dashboard.components._format import fmt, fmt_with_interval, metric
 from dashboard.components.caveats import caveats_of, flag_rows, plot_caption
 from dashboard.components.inputs import blocked_reason, number_ui
 from dashboard.components.knob import knob_of, knob_ui
 from dashboard.components.run_panel import run_panel
 from dashboard.components.tradeoff import filled, tradeoff_plot
 from dashboard.sidebar import dataset_label, dataset_rows
-from dashboard.widgets import peek, run_with_progress
 
 KIND = "repr_reconstruction"
 CHANNEL_TITLES = {"learned": "learned δ = ε·tanh(u) (Inf2Guard)", "gaussian": "Gaussian N(0, ε²)",

@@ -1,11 +1,11 @@
 """The background-job runner: run an experiment with progress and cancel (no plots here:
-figures are in :mod:`dashboard.plots`, components that draw a Result in
-:mod:`dashboard.components`); the Streamlit layer over :mod:`dashboard.jobs`.
+figures are in :mod:`dashboard.base.plots`, components that draw a Result in
+:mod:`dashboard.components`); the Streamlit layer over :mod:`dashboard.base.jobs`.
 
 :func:`run_with_progress` is the one way a page gets a Result. It takes the config's model as
 it is (a mapping is validated here, once per script run: :func:`typed`), shows a
 cached Result at once (``store.peek``, without touching the queue), and otherwise submits
-``store.get_or_run`` to the process-wide :class:`dashboard.jobs.JobQueue`, shared by every
+``store.get_or_run`` to the process-wide :class:`dashboard.base.jobs.JobQueue`, shared by every
 browser session: at most ``$PRIVLAB_MAX_JOBS`` (default: the usable cores) run at once, the
 same config asked for by two sessions runs once (the second follows the first's job).
 
@@ -36,7 +36,7 @@ import streamlit as st
 from core.config.schema import CONFIG_MODELS, ConfigError, cache_key, parse_config
 from core.foundation.progress import Cancelled
 from core.foundation.result import Result
-from dashboard.jobs import QUEUED, Job, Ticket, get_queue, ordinal
+from dashboard.base.jobs import QUEUED, Job, Ticket, get_queue, ordinal
 
 __all__ = [
     "Job", "Ticket", "get_store", "is_data_error", "is_running", "peek", "queue_caption",
@@ -122,8 +122,8 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 def _show_error(kind: str, message: str, trace: str, label: str) -> None:
     """One line for every visitor; the traceback in an expander only for a visitor on
-    loopback (dashboard.auth.show_details): a shared server never shows its internals."""
-    from dashboard.auth import show_details
+    loopback (dashboard.base.auth.show_details): a shared server never shows its internals."""
+    from dashboard.base.auth import show_details
 
     if kind in ("config", "data", "store"):
         st.error(f"{label}: {_one_line(message)} Nothing was stored.")
@@ -313,7 +313,7 @@ def validate(config: Any, *, label: str = "settings") -> Any | None:
     try:
         return typed(config)
     except ConfigError as exc:
-        from dashboard.components._format import titled
+        from dashboard.base.format import titled
 
         kind = config.get("kind") if isinstance(config, Mapping) else getattr(config, "kind", None)
         st.error(f"{label}: invalid settings: {titled(str(exc), kind)}\n\nNothing was stored.")

@@ -11,7 +11,7 @@ shared servers).
 - else the lab is served only to loopback: a server bound to another address, or a visitor
   from another machine, gets a one-line refusal unless ``PRIVLAB_INSECURE=1`` says the
   operator chose to serve it openly. (``make run`` refuses to start such a server in the first
-  place: :mod:`dashboard.serve_check`.)
+  place: :mod:`dashboard.base.serve_check`.)
 
 :func:`show_details` decides whether an error's detail (its traceback) may be shown: only to
 a visitor on loopback, and only while Streamlit's ``client.showErrorDetails`` is ``full``;
@@ -28,7 +28,7 @@ import time
 import streamlit as st
 from streamlit import config as st_config
 
-from dashboard.serve_check import is_loopback
+from dashboard.base.serve_check import is_loopback
 
 PASSWORD_ENV = "PRIVLAB_PASSWORD"
 INSECURE_ENV = "PRIVLAB_INSECURE"
@@ -123,7 +123,7 @@ def restrict_error_details() -> None:
     """On a server bound beyond loopback, Streamlit's own uncaught-exception display shows no
     message or traceback (``client.showErrorDetails = none``) unless the operator set it."""
     if _bound_elsewhere() and not st_config.is_manually_set("client.showErrorDetails"):
-        st_config.set_option("client.showErrorDetails", "none", "dashboard/auth.py")
+        st_config.set_option("client.showErrorDetails", "none", "dashboard/base/auth.py")
 
 
 def show_details() -> bool:

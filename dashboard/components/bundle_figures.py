@@ -1,5 +1,5 @@
 """The figures a bundle carries (:mod:`cache.bundle`), drawn by the dashboard's own figure
-functions (:mod:`dashboard.plots`, :func:`dashboard.components.compare_plot.comparison_figure`)
+functions (:mod:`dashboard.base.plots`, :func:`dashboard.components.compare_plot.comparison_figure`)
 without Streamlit: the CLI builds bundles too.
 
 For a run: its per-round/epoch curves (one figure per series length) and its membership ROC
@@ -14,7 +14,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from dashboard import plots
+from dashboard.base import plots
 
 
 def _attack_title(name: str) -> str:

@@ -1,4 +1,4 @@
-"""``python -m dashboard.serve_check --host HOST``: may ``make run`` serve the dashboard there?
+"""``python -m dashboard.base.serve_check --host HOST``: may ``make run`` serve the dashboard there?
 
 Loopback (``127.0.0.1``, ``::1``, ``localhost``) always may. Any other address (``0.0.0.0``,
 a LAN address) needs a login: ``PRIVLAB_PASSWORD`` set, or Streamlit's OIDC login configured
@@ -17,7 +17,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-SECRETS = (Path(__file__).resolve().parent / ".streamlit" / "secrets.toml",
+SECRETS = (Path(__file__).resolve().parents[1] / ".streamlit" / "secrets.toml",
            Path.cwd() / ".streamlit" / "secrets.toml",
            Path.home() / ".streamlit" / "secrets.toml")
 
@@ -64,7 +64,7 @@ def decide(host: str, env: dict[str, str] | None = None) -> tuple[bool, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dashboard.serve_check")
+    p = argparse.ArgumentParser(prog="python -m dashboard.base.serve_check")
     p.add_argument("--host", required=True)
     args = p.parse_args(argv)
     ok, why = decide(args.host)

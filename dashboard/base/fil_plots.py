@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.foundation.parts import attack_titles
-from dashboard.plots import PALETTE
+from dashboard.base.plots import PALETTE
 
 _MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
 
