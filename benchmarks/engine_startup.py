@@ -6,14 +6,13 @@ JSON; :func:`measure` returns the same dict (``benchmarks/engine_bench.py`` read
   torch and builds one Adam optimiser (which imports torch._dynamo: every run pays it).
   Alternating repeats, the ratio of the medians.
 - ``first_page_open_s``: headless Chromium opens the Membership page on a freshly started
-  ``streamlit run dashboard/server.py`` (empty store, no page opened before) once the server
-  has settled: it answers its health check and it and its pool's workers have used no CPU for
-  1.5 s (their background start done, as a user who opens the page a little after starting
-  the server finds it: dashboard.warmup's pages phase ended, its runs phase waiting for a
-  first page); seconds from navigation until the page has drawn its content (its
-  heading and Run button shown, its script run ended). ``first_page.at_answer_s``: the same
-  on another fresh server, opened the moment it answers (its background start still running),
-  and ``first_page.spawn_to_drawn_s`` from that server's spawn.
+  ``streamlit run dashboard/server.py`` (empty store, no page opened before) the moment the
+  server answers its health check, its background start (dashboard.warmup, the local pool's
+  workers) still running: seconds from navigation until the page has drawn its content (its
+  heading and Run button shown, its script run ended); ``first_page.spawn_to_drawn_s`` from
+  the server's spawn. ``first_page.settled_s``: the same on another fresh server once it has
+  settled (it and its pool's workers used no CPU for 1.5 s, as a user who opens the page a
+  while after starting the server finds it).
 - ``compare_cold_from_navigation_s``: the same for Compare on a settled fresh server, until
   its teaching comparison (run by the page itself on the server's local pool) is drawn: the
   plane plotted and the page's ``computed now in X s`` line shown (``points_s``: that X).
@@ -176,12 +175,12 @@ def _membership_drawn(page) -> None:
 
 
 def first_page_open() -> dict[str, Any]:
-    """The Membership page on a settled fresh server, and on one opened as it answers."""
-    out = _open("/membership", _membership_drawn)
+    """The Membership page on a fresh server opened as it answers, and on one settled."""
+    out = _open("/membership", _membership_drawn, settle=False)
     out.pop("text")
-    now = _open("/membership", _membership_drawn, settle=False)
-    out.update(at_answer_s=now["seconds"], at_answer=now)
-    now.pop("text")
+    settled = _open("/membership", _membership_drawn)
+    settled.pop("text")
+    out.update(settled_s=settled["seconds"], settled=settled)
     return out
 
 

@@ -1,54 +1,66 @@
 """The dashboard server's warm start: the modules its pages import, then those a run imports,
-imported once in a background thread when the server starts, so the first page a user opens
-does not pay them (torch, pydantic's models, pandas and pyarrow, plotly: seconds of CPU).
+imported in one background thread from the server's start, so the first page a user opens
+pays only for its own imports, and those mostly done already (torch, pydantic's models, pandas
+and pyarrow, plotly: seconds of CPU).
 
-Two phases, in one daemon thread per process:
+One daemon thread per process imports, one module at a time, from one queue:
 
-1. **pages**: the top-level imports of ``dashboard/app.py`` and of every page script in
-   ``dashboard/views/`` (read from their source, so a page's new import is warmed without a
-   list to keep), and :data:`PAGE_LAZY`, the heavy modules a page's first draw imports
-   inside functions. ``app.py`` waits for this phase (:func:`wait_pages`) before it imports
-   anything itself: the page and the thread never import the same modules at once (two
-   threads importing one circular group of modules can stop each other: Python's import locks
-   then raise a deadlock error in one of them).
-2. **runs**: what a run imports lazily (:data:`core.runs.pool.WARM_MODULES`: the engine, the
+1. **asked for**: the modules a page needs now (:func:`need`): ``app.py``'s own imports
+   when a script run starts, then the imports of the page it is about to run and the modules
+   that page's first draw imports inside functions (:func:`view_modules`). These jump the
+   queue, and the page waits for them alone. The page never imports them beside the thread
+   (two threads importing one circular group of modules can stop each other: Python's import
+   locks then raise a deadlock error in one of them): it waits until the thread has.
+2. **pages**: the rest of ``app.py``'s and every page script's top-level imports (read from
+   their source, so a page's new import is warmed without a list to keep) and their lazy
+   modules, the default page first. Only while no script run is drawing a page
+   (:func:`drawing`): a background import holds the GIL and would slow the page by as much.
+3. **runs**: what a run imports lazily (:data:`core.runs.pool.WARM_MODULES`: the engine, the
    runners, torch._dynamo, which the first optimiser pulls in, and Opacus), so a first Run
-   does not pay them either. It starts once a page has been drawn (:func:`page_drawn`) or
-   :data:`RUNS_AFTER_S` after the pages phase, whichever comes first: a page opened while
-   the server starts is not drawn beside these imports (they hold the GIL). A job that starts
-   meanwhile imports what it needs itself.
+   does not pay them either. It starts once a page has been drawn or :data:`RUNS_AFTER_S`
+   after the pages phase, whichever comes first, and also pauses while a page draws. A job
+   that starts meanwhile imports what it needs itself.
 
-``PRIVLAB_PREWARM=0`` turns it off (as it does the local pool's start). A module that fails
-to import here is skipped and kept in :func:`status`; the page that needs it then raises the
-error itself, as it would without the warm start.
+``PRIVLAB_PREWARM=0`` turns it off (as it does the local pool's start); a page then imports
+for itself. A module that fails to import here is skipped and kept in :func:`status`; the page
+that needs it then raises the error itself, as it would without the warm start.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 DASHBOARD = Path(__file__).resolve().parent
 PREWARM_ENV = "PRIVLAB_PREWARM"
-#: seconds a page waits for the pages phase before it imports for itself
+#: seconds a page waits for the modules it asked for before it imports for itself
 PAGE_WAIT_S = 120.0
 #: the page a server is most often opened on comes first (Home is the default page)
 FIRST_VIEWS = ("home.py", "membership.py", "compare.py")
-#: imported inside functions by a page's first draw: its figures (plotly's graph objects), and
-#: torch._dynamo, which building a model on the meta device for a cost estimate pulls in
-#: (torch._refs; Membership's LiRA panel): about 1.2 s of CPU of Membership's first draw
-PAGE_LAZY = ("plotly.graph_objects", "plotly.subplots", "torch._dynamo")
+#: imported inside functions by every page's first draw: its figures (plotly's graph objects)
+PAGE_LAZY = ("plotly.graph_objects", "plotly.subplots")
+#: imported inside functions by the first draw of a page that imports the key: torch._dynamo,
+#: which building a model on the meta device for the architecture's cost pulls in (torch._refs;
+#: the run panel's architecture choice): about 1.2 s of CPU
+LAZY_BY_IMPORT = {"dashboard.components.run_panel": ("torch._dynamo",),
+                  "dashboard.components.part_controls": ("torch._dynamo",)}
 #: seconds after the pages phase at which the runs phase starts if no page was drawn before
 RUNS_AFTER_S = 10.0
 
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}
+#: the thread's queue and what it has imported (or failed on), guarded by _COND
+_COND = threading.Condition()
+_ASKED: list[str] = []
+_DONE: set[str] = set()
+_DRAWING = [0]  # script runs drawing a page now
 _PAGES_DONE = threading.Event()
 _PAGE_DRAWN = threading.Event()
 
@@ -59,24 +71,48 @@ def enabled() -> bool:
 
 
 def script_imports(path: Path) -> list[str]:
-    """Modules a script imports at its top level (``import a.b``, ``from a.b import c``:
-    ``a.b``), in order; relative imports are left out."""
+    """Modules a script imports outside its functions and classes (``import a.b``,
+    ``from a.b import c``: ``a.b``), in order, those in a ``with``, ``try`` or ``if`` block
+    included; relative imports are left out."""
     out: list[str] = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Import):
-            out.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            out.append(node.module)
-    return out
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                out.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                out.append(node.module)
+            elif isinstance(node, ast.With | ast.Try | ast.If):
+                for field in ("body", "handlers", "orelse", "finalbody"):
+                    for child in getattr(node, field, []):
+                        visit(child.body if isinstance(child, ast.ExceptHandler) else [child])
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return [m for m in dict.fromkeys(out) if m != "__future__"]
+
+
+def view_modules(view: str, root: Path = DASHBOARD) -> tuple[str, ...]:
+    """What the page script ``views/<view>`` needs before it draws: its imports, then the
+    modules its first draw imports inside functions (:data:`PAGE_LAZY`,
+    :data:`LAZY_BY_IMPORT`)."""
+    mods = script_imports(root / "views" / view)
+    lazy = [m for key in mods for m in LAZY_BY_IMPORT.get(key, ())]
+    return tuple(dict.fromkeys((*mods, *PAGE_LAZY, *lazy)))
+
+
+def app_modules(root: Path = DASHBOARD) -> tuple[str, ...]:
+    """``app.py``'s own imports (what every script run needs before its page)."""
+    return tuple(script_imports(root / "app.py"))
 
 
 def page_modules(root: Path = DASHBOARD) -> tuple[str, ...]:
-    """The pages phase's modules: ``app.py``'s imports, then every view's, then
-    :data:`PAGE_LAZY`, each once."""
+    """The pages phase's modules: ``app.py``'s imports, then every view's
+    (:func:`view_modules`, :data:`FIRST_VIEWS` first), each once."""
     first = [root / "views" / n for n in FIRST_VIEWS]
     views = [*first, *sorted(set((root / "views").glob("*.py")) - set(first))]
-    mods = [m for p in (root / "app.py", *views) if p.exists() for m in script_imports(p)]
-    return tuple(dict.fromkeys(m for m in (*mods, *PAGE_LAZY) if m != "__future__"))
+    mods = [*app_modules(root), *(m for p in views if p.exists()
+                                  for m in view_modules(p.name, root))]
+    return tuple(dict.fromkeys(mods))
 
 
 def run_modules() -> tuple[str, ...]:
@@ -86,14 +122,58 @@ def run_modules() -> tuple[str, ...]:
     return WARM_MODULES
 
 
+def _import(name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - the page that needs it raises it itself
+        _STATE.setdefault("failed", {})[name] = f"{type(exc).__name__}: {exc}"
+    with _COND:
+        _DONE.add(name)
+        _COND.notify_all()
+
+
+def _next(background: list[str]) -> str | None:
+    """The next module to import: the first one asked for, else (while no page draws) the
+    first of ``background`` not imported yet; None when ``background`` is used up."""
+    with _COND:
+        while True:
+            while _ASKED:
+                name = _ASKED.pop(0)
+                if name not in _DONE:
+                    return name
+            while background and background[0] in _DONE:
+                background.pop(0)
+            if not background:
+                return None
+            if not _DRAWING[0]:
+                return background.pop(0)
+            _COND.wait()
+
+
 def _import_all(names: Iterable[str], phase: str) -> None:
+    """Import ``names`` in order (what pages ask for first), timing the phase."""
     t0 = time.perf_counter()
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - the page that needs it raises it itself
-            _STATE.setdefault("failed", {})[name] = f"{type(exc).__name__}: {exc}"
+    background = list(names)
+    while (name := _next(background)) is not None:
+        _import(name)
     _STATE[f"{phase}_s"] = round(time.perf_counter() - t0, 3)
+
+
+def _serve_asks(until: threading.Event, timeout: float | None) -> None:
+    """Import what pages ask for until ``until`` is set or ``timeout`` seconds passed (None:
+    for ever)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not until.is_set():
+        with _COND:
+            if not _ASKED:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return
+                _COND.wait(left)
+                continue
+            name = _ASKED.pop(0)
+        if name not in _DONE:
+            _import(name)
 
 
 def _warm() -> None:
@@ -101,9 +181,10 @@ def _warm() -> None:
         _import_all(page_modules(), "pages")
     finally:
         _PAGES_DONE.set()
-    _PAGE_DRAWN.wait(RUNS_AFTER_S)
+    _serve_asks(_PAGE_DRAWN, RUNS_AFTER_S)
     _import_all(run_modules(), "runs")
     _STATE["done"] = True
+    _serve_asks(threading.Event(), None)  # a module of no list a page asks for later
 
 
 def start() -> threading.Thread | None:
@@ -119,6 +200,25 @@ def start() -> threading.Thread | None:
         return t
 
 
+def need(modules: Iterable[str], timeout: float = PAGE_WAIT_S) -> bool:
+    """Block until the warm start has imported ``modules`` (put first in its queue; at once
+    when no warm start runs): the page then imports them from ``sys.modules``. False when
+    ``timeout`` passed first (the page then imports what is left itself)."""
+    if _STATE.get("thread") is None:
+        return True
+    wanted = list(dict.fromkeys(modules))
+    deadline = time.monotonic() + timeout
+    with _COND:
+        _ASKED[:0] = [m for m in wanted if m not in _DONE]
+        _COND.notify_all()
+        while not all(m in _DONE for m in wanted):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            _COND.wait(left)
+    return True
+
+
 def wait_pages(timeout: float = PAGE_WAIT_S) -> bool:
     """Block until the pages phase has ended (at once when no warm start runs); False when
     ``timeout`` passed first."""
@@ -127,9 +227,25 @@ def wait_pages(timeout: float = PAGE_WAIT_S) -> bool:
     return _PAGES_DONE.wait(timeout)
 
 
+@contextlib.contextmanager
+def drawing() -> Iterator[None]:
+    """A script run drawing a page: meanwhile the warm start imports only what a page asks
+    for (:func:`need`); once it ends, the runs phase need not wait for a page any more."""
+    with _COND:
+        _DRAWING[0] += 1
+    try:
+        yield
+    finally:
+        with _COND:
+            _DRAWING[0] -= 1
+        page_drawn()
+
+
 def page_drawn() -> None:
-    """A script run has ended (app.py says so after each page): the runs phase may start."""
-    _PAGE_DRAWN.set()
+    """A page has been drawn: the runs phase may start."""
+    with _COND:
+        _PAGE_DRAWN.set()
+        _COND.notify_all()
 
 
 def status() -> dict[str, Any]:

@@ -64,6 +64,37 @@ def test_page_modules_are_the_views_top_level_imports():
     assert "core.runs.experiments" in warmup.run_modules()
 
 
+def test_a_page_needs_its_own_imports_and_lazy_modules_only():
+    from dashboard import warmup
+
+    app = warmup.app_modules()
+    # app.py's imports inside its ``with warmup.drawing():`` block count
+    assert app[0] == "streamlit" and {"dashboard.sidebar", "cache.errors"} <= set(app)
+    membership, home = warmup.view_modules("membership.py"), warmup.view_modules("home.py")
+    assert "dashboard.components.run_panel" in membership and "torch._dynamo" in membership
+    assert "torch._dynamo" not in home and "plotly.graph_objects" in home
+    assert "dashboard.components.run_panel" not in home
+
+
+def test_a_drawing_page_gets_what_it_asks_for_first_and_nothing_else():
+    got = _python("""
+        import json, sys
+        from dashboard import warmup
+        warmup.RUNS_AFTER_S = 300.0
+        with warmup.drawing():
+            warmup.start()
+            ok = warmup.need(["core.foundation.checks"], timeout=300)
+            asked = "core.foundation.checks" in sys.modules
+            # the background waits while the page draws: none of the pages' other modules
+            others = [m for m in ("torch", "plotly.subplots", "pandas", "dashboard.sidebar")
+                      if m in sys.modules]
+        assert warmup.wait_pages(300)
+        pages = [m for m in warmup.page_modules() if m not in sys.modules]
+        print(json.dumps({"ok": ok, "asked": asked, "others": others, "pages": pages}))
+    """, PRIVLAB_PREWARM="1")
+    assert got == {"ok": True, "asked": True, "others": [], "pages": []}
+
+
 def test_warm_start_imports_the_pages_then_after_a_page_the_runs():
     got = _python("""
         import json, sys, time
@@ -92,9 +123,10 @@ def test_warm_start_off_waits_for_nothing():
         import json, sys
         from dashboard import warmup
         print(json.dumps({"thread": warmup.start() is None, "wait": warmup.wait_pages(0.0),
+                          "need": warmup.need(["torch"], timeout=0.0),
                           "torch": "torch" in sys.modules}))
     """, PRIVLAB_PREWARM="0")
-    assert got == {"thread": True, "wait": True, "torch": False}
+    assert got == {"thread": True, "wait": True, "need": True, "torch": False}
 
 
 def test_a_failing_module_is_skipped_and_kept():
