@@ -203,8 +203,10 @@ def start() -> threading.Thread | None:
 def need(modules: Iterable[str], timeout: float = PAGE_WAIT_S) -> bool:
     """Block until the warm start has imported ``modules`` (put first in its queue; at once
     when no warm start runs): the page then imports them from ``sys.modules``. False when
-    ``timeout`` passed first (the page then imports what is left itself)."""
-    if _STATE.get("thread") is None:
+    ``timeout`` passed first or the thread has stopped (the page then imports what is left
+    itself)."""
+    thread = _STATE.get("thread")
+    if thread is None:
         return True
     wanted = list(dict.fromkeys(modules))
     deadline = time.monotonic() + timeout
@@ -213,9 +215,9 @@ def need(modules: Iterable[str], timeout: float = PAGE_WAIT_S) -> bool:
         _COND.notify_all()
         while not all(m in _DONE for m in wanted):
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or not thread.is_alive():  # a thread that died imports nothing more
                 return False
-            _COND.wait(left)
+            _COND.wait(min(left, 1.0))
     return True
 
 
