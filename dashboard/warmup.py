@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib
 import os
 import threading
@@ -73,7 +74,13 @@ def enabled() -> bool:
 def script_imports(path: Path) -> list[str]:
     """Modules a script imports outside its functions and classes (``import a.b``,
     ``from a.b import c``: ``a.b``), in order, those in a ``with``, ``try`` or ``if`` block
-    included; relative imports are left out."""
+    included; relative imports are left out. Read once per version of the file (every script
+    run asks)."""
+    return list(_imports_of(Path(path), Path(path).stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=64)
+def _imports_of(path: Path, mtime_ns: int) -> tuple[str, ...]:
     out: list[str] = []
 
     def visit(nodes: list[ast.stmt]) -> None:
@@ -88,7 +95,7 @@ def script_imports(path: Path) -> list[str]:
                         visit(child.body if isinstance(child, ast.ExceptHandler) else [child])
 
     visit(ast.parse(path.read_text(encoding="utf-8")).body)
-    return [m for m in dict.fromkeys(out) if m != "__future__"]
+    return tuple(m for m in dict.fromkeys(out) if m != "__future__")
 
 
 def view_modules(view: str, root: Path = DASHBOARD) -> tuple[str, ...]:
