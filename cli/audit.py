@@ -109,7 +109,7 @@ def make_command(run: Callable[[Any, argparse.Namespace], Any],
 
             figures = not args.no_figures
             if figures:
-                import dashboard.bundle_figures  # noqa: F401 -- registers the dashboard's figures
+                import dashboard.components.bundle_figures  # noqa: F401 -- registers the figures
             info = write_bundle(key, Path(args.bundle), store=store(args), figures=figures)
             # stdout stays one JSON object under --json
             print(f"wrote {info.sentence}", file=sys.stderr if args.json else sys.stdout)

@@ -192,12 +192,12 @@ NOT_OPERATOR = ("registered outside `privlab model add`; a server reachable beyo
 
 def shared_server_choices(choices: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
     """``choices`` (name, reason or None) as this visitor may have them: on a server reachable
-    beyond loopback (:func:`dashboard.auth.beyond_loopback`) a registered model is offered only
+    beyond loopback (:func:`dashboard.base.auth.beyond_loopback`) a registered model is offered only
     where the operator registered it with ``privlab model add``; the page never registers or
     imports code itself."""
     from core.foundation.parts import ARCHITECTURES
     from core.models.user import BY_CLI
-    from dashboard import auth
+    from dashboard.base import auth
 
     if not auth.beyond_loopback():
         return choices
