@@ -109,14 +109,16 @@ def parse_state_dict(data: bytes, path: str | Path) -> dict[str, torch.Tensor]:
     if fmt != "torch":
         raise _refuse(path, "format", "neither safetensors nor a PyTorch state dict (save "
                       "model.state_dict() with torch.save or safetensors.torch.save_file)")
-    import pickle
     import warnings
+    # the exception class only: torch's restricted unpickler raises it for any object beyond
+    # tensors and containers (nothing here unpickles)
+    from pickle import UnpicklingError
 
     try:
         with warnings.catch_warnings():  # its protocol remark: the refusal below says it all
             warnings.simplefilter("ignore", UserWarning)
             obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
+    except UnpicklingError as exc:
         what = "a pickled object, not a state dict of tensors" if "Weights only load failed" in str(exc) \
             else f"unreadable pickle ({_short(exc)})"
         raise _refuse(path, "weights_only", f"{what}; save model.state_dict(), not the model"
