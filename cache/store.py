@@ -14,7 +14,7 @@ Layout under ``root`` (argument, else ``$PRIVLAB_CACHE_DIR``, else the user cach
                                          bundles, reports and Compare read them with their
                                          origin; a run request (get_or_run, peek) never does
     calibration/<machine>/<engine>.json  this machine's timed training steps, kept per engine
-                                         (core.models.calibration): the cost captions
+                                         (core.engine.calibration): the cost captions
 
 An entry is served only if its row and files exist, both sha256 checksums match the row and
 the stored key matches. A checksum mismatch is resolved by the entry's own ``sha256.json``:

@@ -35,7 +35,7 @@ def data_facts(names: list[str]) -> dict[str, tuple[tuple[int, ...], int]]:
 
 
 def _flops(n: int) -> str:
-    from core.models.costs import format_count
+    from core.engine.costs import format_count
 
     return f"{format_count(n)}FLOPs"
 

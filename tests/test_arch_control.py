@@ -60,7 +60,7 @@ def test_each_image_page_offers_the_architecture_with_its_cost(store, page, key)
     assert box.options and set(box.options) <= titles  # titles, never registered names
     (cost,) = _cost_captions(at)
     assert "on a CPU" in cost and "on a GPU" in cost
-    # the CPU rate is this machine's, its step timed on first use (core.models.calibration),
+    # the CPU rate is this machine's, its step timed on first use (core.engine.calibration),
     # and says so; no repository path, no file from another machine
     assert "measured on this machine: " in cost and "another machine" not in cost
     assert "benchmarks/results" not in cost and "refresh with" not in cost

@@ -1,4 +1,4 @@
-"""The cost captions' step rate measured on this machine (core.models.calibration): a fresh cache
+"""The cost captions' step rate measured on this machine (core.engine.calibration): a fresh cache
 times the step, a second call reads what it kept, another engine or machine times it again, and
 the caption says "measured on this machine" only once it was, else "another machine"."""
 
@@ -9,8 +9,8 @@ import json
 import pytest
 
 from core.foundation import fingerprint
-from core.models import calibration as C
-from core.models import costs
+from core.engine import calibration as C
+from core.engine import costs
 
 ARCH, WIDTH, SHAPE, CLASSES = "lenet5", 0.5, (1, 28, 28), 10
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from core.foundation.parts import ARCHITECTURES
-from core.models import costs as model_costs
+from core.engine import costs as model_costs
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 
 from core.foundation import provenance
 from core.foundation.fingerprint import engine_id
-from core.models import costs as model_costs
+from core.engine import costs as model_costs
 from core.paper_check import provenance_scan
 from core.paper_check.claims import CLAIMS
 from core.paper_check.papers import PAPERS_JSON

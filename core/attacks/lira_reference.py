@@ -6,7 +6,7 @@ the 50,000 training images, 16 shadow models, LiRA online and offline.
 of :func:`reference_config` on CIFAR-10 shows ours beside them (:func:`comparison_rows`).
 CIFAR-10 is read from ``$PRIVLAB_DATA_DIR/cifar10`` (torchvision layout) and never downloaded
 here: :func:`check_data` is the one-line refusal naming where to put it. :func:`cost` is the
-estimate (:mod:`core.models.costs`): on this CPU from the measured training steps of a WRN-28-2,
+estimate (:mod:`core.engine.costs`): on this CPU from the measured training steps of a WRN-28-2,
 on an H100-class GPU from its FLOPs at a stated assumed utilisation.
 
 What our runner does differently from the reference code, stated with the figures: plain SGD
@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from core.models.costs import ModelCost, arch_cost, image_passes
+from core.engine.costs import ModelCost, arch_cost, image_passes
 
 __all__ = [
     "DATA",
@@ -136,7 +136,7 @@ def preset_yaml() -> str:
     published figures, the differences and the estimated cost."""
     import yaml
 
-    from core.models.costs import format_duration
+    from core.engine.costs import format_duration
 
     c = cost()
     pub = "; ".join(f"{a}: AUC {p['auc']}, TPR {p['tpr_at_0p1pct_fpr']:.2%} at 0.1 % FPR"

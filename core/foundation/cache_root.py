@@ -1,5 +1,5 @@
 """Where privlab keeps what it computed on this machine: the result store's root and the
-machine's cost calibration (:mod:`core.models.calibration`) live under it."""
+machine's cost calibration (:mod:`core.engine.calibration`) live under it."""
 
 from __future__ import annotations
 

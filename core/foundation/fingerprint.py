@@ -59,7 +59,7 @@ def _cpu_model() -> str:
 def machine_fingerprint() -> str:
     """sha256 over what a timing on this machine depends on besides the engine: the host's
     name, its CPU model and core count, the OS and architecture, and the torch build; 64 hex
-    chars. A measured cost (:mod:`core.models.calibration`) is kept under it."""
+    chars. A measured cost (:mod:`core.engine.calibration`) is kept under it."""
     import os
     import platform
     from importlib import metadata

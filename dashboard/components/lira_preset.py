@@ -10,7 +10,7 @@ import streamlit as st
 
 from core.attacks import lira_reference as L
 from core.foundation.parts import ARCHITECTURES, attack_titles
-from core.models.costs import format_count, format_duration
+from core.engine.costs import format_count, format_duration
 from dashboard.components.part_controls import first_timing
 
 __all__ = ["comparison_table", "lira_reference_panel"]

@@ -146,11 +146,11 @@ def _on_gpu() -> bool:
 
 def first_timing(arch: str, width: float, shape: tuple[int, ...], classes: int) -> Any:
     """A spinner while this machine times ``arch``'s training step for the first time
-    (:mod:`core.models.calibration`, a second or less, kept per machine and engine); a
+    (:mod:`core.engine.calibration`, a second or less, kept per machine and engine); a
     context doing nothing once it is kept."""
     from core.foundation.parts import architecture
-    from core.models.calibration import cached_rate
-    from core.models.costs import timed_here
+    from core.engine.calibration import cached_rate
+    from core.engine.costs import timed_here
 
     if not timed_here(arch) or cached_rate(arch, width, shape, classes) is not None:
         return nullcontext()
@@ -161,10 +161,10 @@ def first_timing(arch: str, width: float, shape: tuple[int, ...], classes: int) 
 def cost_text(config: Mapping[str, Any], arch: str, width: float,
               facts: tuple[tuple[int, ...], int, int]) -> str:
     """The line under the architecture control: parameters, forward FLOPs and the estimated
-    training time of this run here and on a GPU (:mod:`core.models.costs`; this machine's
+    training time of this run here and on a GPU (:mod:`core.engine.costs`; this machine's
     step timed on first use, :func:`first_timing`)."""
     from core.foundation.parts import architecture
-    from core.models.costs import arch_cost, format_count, format_duration, image_passes
+    from core.engine.costs import arch_cost, format_count, format_duration, image_passes
 
     shape, classes, n_train = facts
     passes = image_passes(config, n_train)
@@ -213,7 +213,7 @@ def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
                     where: Any = None) -> dict[str, Any]:
     """The "Architecture" select (titles) and width multiplier of a page whose ``kind`` trains
     a registered architecture (``model: {arch, width}``), offering those the config takes on
-    its data (:func:`core.models.costs.architecture_choices`; the others listed with their
+    its data (:func:`core.engine.costs.architecture_choices`; the others listed with their
     one-line reason) and the run's cost before Run. Widget keys ``<key>_arch`` /
     ``<key>_width``. Returns ``config`` with ``model`` set where it is not the default (the
     default model leaves the config, and so its stored runs, as they were); ``config``
@@ -221,7 +221,7 @@ def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
     reason other than the data."""
     from core.config.schema import ModelSpec
     from core.foundation.parts import ARCHITECTURES, architecture
-    from core.models.costs import architecture_choices, model_field
+    from core.engine.costs import architecture_choices, model_field
 
     if not model_field(kind):
         return dict(config)

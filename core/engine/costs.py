@@ -4,7 +4,7 @@ time those take on a CPU and on a GPU.
 
 The time on this machine's CPU (and on its GPU where it has one) is image passes ÷ the images
 per second of the architecture's own training steps, timed here on first use and kept per
-machine and engine (:mod:`core.models.calibration`). Until then, or where it is not measured
+machine and engine (:mod:`core.engine.calibration`). Until then, or where it is not measured
 (``calibrate=False``), the time is image passes × 3 × forward FLOPs / FLOP/s (a training step
 ≈ forward + backward ≈ 3 × the forward; Kaplan et al. 2020's rule) with FLOP/s measured on
 the machine that made the committed result files, said so with the files' provenance
@@ -213,9 +213,9 @@ def _counts(arch: str, width: float, in_shape: tuple[int, ...], n_classes: int) 
 def _measured(arch: str, width: float, in_shape: tuple[int, ...], n_classes: int,
               passes: float, device: str, calibrate: bool) -> tuple[float, str] | None:
     """(seconds, from what) of ``passes`` image passes at this machine's measured step rate
-    on ``device`` (:func:`core.models.calibration.step_rate`; timed now when ``calibrate``
+    on ``device`` (:func:`core.engine.calibration.step_rate`; timed now when ``calibrate``
     and not yet kept); None when not measured."""
-    from core.models.calibration import step_rate
+    from core.engine.calibration import step_rate
 
     rate = step_rate(arch, width, in_shape, n_classes, device, measure=calibrate)
     return None if rate is None else (float(passes) / rate.images_per_s, rate.text())
