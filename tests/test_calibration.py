@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from core.foundation import fingerprint
 from core.engine import calibration as C
 from core.engine import costs
+from core.foundation import fingerprint
 
 ARCH, WIDTH, SHAPE, CLASSES = "lenet5", 0.5, (1, 28, 28), 10
 

@@ -10,8 +10,8 @@ import time
 import pytest
 import torch
 
-from core.foundation.parts import ARCHITECTURES
 from core.engine import costs as model_costs
+from core.foundation.parts import ARCHITECTURES
 
 
 @pytest.fixture(scope="module")

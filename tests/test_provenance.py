@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from core.engine import costs as model_costs
 from core.foundation import provenance
 from core.foundation.fingerprint import engine_id
-from core.engine import costs as model_costs
 from core.paper_check import provenance_scan
 from core.paper_check.claims import CLAIMS
 from core.paper_check.papers import PAPERS_JSON

@@ -110,6 +110,7 @@ def parse_state_dict(data: bytes, path: str | Path) -> dict[str, torch.Tensor]:
         raise _refuse(path, "format", "neither safetensors nor a PyTorch state dict (save "
                       "model.state_dict() with torch.save or safetensors.torch.save_file)")
     import warnings
+
     # the exception class only: torch's restricted unpickler raises it for any object beyond
     # tensors and containers (nothing here unpickles)
     from pickle import UnpicklingError

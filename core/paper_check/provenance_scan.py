@@ -13,8 +13,8 @@ from core.foundation.provenance import ROOT, origin, source_files
 def shown_figures(root: Path = ROOT) -> list[tuple[str, list[str]]]:
     """(text shown, files it was read from) for every figure the paper check (first column,
     paper-architecture column, preset estimates) and the architecture cost captions show."""
-    from core.foundation.parts import ARCHITECTURES
     from core.engine import costs as model_costs
+    from core.foundation.parts import ARCHITECTURES
     from core.paper_check import papers
 
     out: list[tuple[str, list[str]]] = []

@@ -9,8 +9,8 @@ from typing import Any
 import streamlit as st
 
 from core.attacks import lira_reference as L
-from core.foundation.parts import ARCHITECTURES, attack_titles
 from core.engine.costs import format_count, format_duration
+from core.foundation.parts import ARCHITECTURES, attack_titles
 from dashboard.components.part_controls import first_timing
 
 __all__ = ["comparison_table", "lira_reference_panel"]

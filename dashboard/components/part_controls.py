@@ -148,9 +148,9 @@ def first_timing(arch: str, width: float, shape: tuple[int, ...], classes: int) 
     """A spinner while this machine times ``arch``'s training step for the first time
     (:mod:`core.engine.calibration`, a second or less, kept per machine and engine); a
     context doing nothing once it is kept."""
-    from core.foundation.parts import architecture
     from core.engine.calibration import cached_rate
     from core.engine.costs import timed_here
+    from core.foundation.parts import architecture
 
     if not timed_here(arch) or cached_rate(arch, width, shape, classes) is not None:
         return nullcontext()
@@ -163,8 +163,8 @@ def cost_text(config: Mapping[str, Any], arch: str, width: float,
     """The line under the architecture control: parameters, forward FLOPs and the estimated
     training time of this run here and on a GPU (:mod:`core.engine.costs`; this machine's
     step timed on first use, :func:`first_timing`)."""
-    from core.foundation.parts import architecture
     from core.engine.costs import arch_cost, format_count, format_duration, image_passes
+    from core.foundation.parts import architecture
 
     shape, classes, n_train = facts
     passes = image_passes(config, n_train)
@@ -220,8 +220,8 @@ def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
     unchanged for a kind without a ``model`` block or where only the default fits for a
     reason other than the data."""
     from core.config.schema import ModelSpec
-    from core.foundation.parts import ARCHITECTURES, architecture
     from core.engine.costs import architecture_choices, model_field
+    from core.foundation.parts import ARCHITECTURES, architecture
 
     if not model_field(kind):
         return dict(config)
