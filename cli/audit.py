@@ -50,9 +50,12 @@ def _member_count(args: argparse.Namespace) -> int:
     return len(members_from_flags(flags, f"column {args.members_column!r}"))
 
 
-def audit_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The membership config ``privlab audit`` runs (before ``--set`` overrides)."""
-    from core.config.trained import SKOPS_SUFFIX
+def target_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The trained model the arguments name: ``target`` (the files with their sha256),
+    ``members`` (their count), ``model`` (None for a .skops file), ``data`` and ``recipe``
+    (the training fields given): what :func:`core.config.trained.audit_config` takes, and
+    what ``privlab model add-weights`` registers."""
+    from core.config.trained import RECIPE_FIELDS, SKOPS_SUFFIX, with_hashes
 
     sklearn = args.weights.lower().endswith(SKOPS_SUFFIX)
     if sklearn and args.model is not None:
@@ -68,25 +71,18 @@ def audit_config(args: argparse.Namespace) -> dict[str, Any]:
         target["members_column"] = args.members_column
     if args.canaries is not None:
         target["canaries"] = str(Path(args.canaries).expanduser())
-    from core.config.trained import with_hashes
+    return {"data": args.data, "model": None if sklearn else args.model,
+            "target": with_hashes(target), "members": _member_count(args),
+            "recipe": {f: getattr(args, f) for f in RECIPE_FIELDS
+                       if getattr(args, f) is not None}}
 
-    target = with_hashes(target)
-    train = {"members": _member_count(args)}
-    for field in ("epochs", "optimizer", "lr", "batch_size"):
-        if getattr(args, field) is not None:
-            train[field] = getattr(args, field)
+
+def audit_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The membership config ``privlab audit`` runs (before ``--set`` overrides)."""
+    from core.config.trained import audit_config as config
+
     attackers = args.attackers.split(",") if args.attackers else default_attackers()
-    attack: dict[str, Any] = {"attackers": attackers, "shadows": args.shadows}
-    from core.config.schema import MembershipAttackSpec
-
-    refs = MembershipAttackSpec().rmia_references
-    if args.shadows >= 2 and args.shadows // 2 < refs:  # few shadows: RMIA takes what there is
-        attack["rmia_references"] = args.shadows // 2
-    cfg: dict[str, Any] = {"kind": "membership", "seed": args.seed, "data": {"name": args.data},
-                           "train": train, "target": target, "attack": attack}
-    if not sklearn:
-        cfg["model"] = {"arch": args.model}
-    return cfg
+    return config(**target_of(args), attackers=attackers, shadows=args.shadows, seed=args.seed)
 
 
 def make_command(run: Callable[[Any, argparse.Namespace], Any],
@@ -118,11 +114,9 @@ def make_command(run: Callable[[Any, argparse.Namespace], Any],
     return cmd_audit
 
 
-def add_command(sub: Any, run: Callable[..., Any], store: Callable[..., Any],
-                cache_dir: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register ``privlab audit`` on the CLI's subparsers."""
-    sp = sub.add_parser("audit", help="membership audit of a model trained elsewhere (its "
-                                      "weights and the rows it trained on)")
+def add_target_args(sp: argparse.ArgumentParser) -> None:
+    """The arguments naming a model trained elsewhere: its files, data set and recipe
+    (``privlab audit`` and ``privlab model add-weights``)."""
     sp.add_argument("--weights", required=True, metavar="FILE",
                     help="safetensors, a PyTorch state dict (.pt, read with weights_only) or a "
                          "scikit-learn model saved with skops (.skops)")
@@ -134,17 +128,25 @@ def add_command(sub: Any, run: Callable[..., Any], store: Callable[..., Any],
                      ".json, .txt, .csv)")
     who.add_argument("--members-column", metavar="COL", help="an ignored 0/1 column of the "
                      "registered CSV data set marking the rows it trained on")
+    sp.add_argument("--canaries", metavar="CSV", help="index,label,included: canary records "
+                    "its training included at random (the one-run audit)")
     rec = sp.add_argument_group("training recipe of the shadow models (what the attacker is "
                                 "assumed to know; default: privlab's membership recipe)")
     rec.add_argument("--epochs", type=int)
     rec.add_argument("--optimizer", choices=["adam", "sgd"])
     rec.add_argument("--lr", type=float)
     rec.add_argument("--batch-size", type=int)
+
+
+def add_command(sub: Any, run: Callable[..., Any], store: Callable[..., Any],
+                cache_dir: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Register ``privlab audit`` on the CLI's subparsers."""
+    sp = sub.add_parser("audit", help="membership audit of a model trained elsewhere (its "
+                                      "weights and the rows it trained on)")
+    add_target_args(sp)
     sp.add_argument("--shadows", type=int, default=16, help="shadow / reference models (even)")
     sp.add_argument("--attackers", metavar="A,B,...", help="default: every membership attack "
                     "that reads a model")
-    sp.add_argument("--canaries", metavar="CSV", help="index,label,included: canary records "
-                    "its training included at random (the one-run audit)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config field, e.g. --set projection_points=0")

@@ -7,6 +7,13 @@
                       [--timeout S] [--memory MIB] [--widths LO HI] [--groupnorm] [--replace]
     privlab model list [--json]
     privlab model remove NAME
+    privlab model add-weights NAME --weights FILE [--model ARCH] --data D --members FILE
+                      [--epochs N] [--optimizer adam|sgd] [--lr X] [--batch-size N] [--replace]
+    privlab model list-weights [--json]
+    privlab model remove-weights NAME
+
+``add-weights`` registers a model trained elsewhere (:mod:`core.models.trained_registry`) for
+the Membership page's target control, after every check ``privlab audit`` runs on its files.
 """
 
 from __future__ import annotations
@@ -102,6 +109,66 @@ def cmd_model_remove(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_weights_add(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from cli.audit import target_of
+    from core.config.schema import parse_config
+    from core.config.trained import audit_config
+    from core.models import trained_registry as TR
+    from core.runs.membership_stages import check_target
+
+    TR.check_name(args.name, replace=args.replace)
+    for f in ("weights", "members", "canaries"):  # the registration names files absolutely
+        if getattr(args, f) is not None:
+            setattr(args, f, str(Path(getattr(args, f)).expanduser().resolve()))
+    spec = target_of(args)
+    # the config privlab audit builds, checked as its target stage checks it: nothing trains
+    cfg = parse_config(audit_config(**spec, attackers=["loss"], shadows=2))
+    loaded = check_target(cfg)
+    entry = TR.add(args.name, spec, replace=args.replace, by=TR.BY_CLI)
+    what = entry["model"] or "scikit-learn estimator (skops)"
+    print(f"registered trained model {entry['name']}: {what} on {entry['data']}, "
+          f"{len(loaded.members)} members; weights {entry['target']['weights']} "
+          f"(sha256 {entry['target']['weights_sha256'][:12]})")
+    print("  offered on the Membership page as its target for data "
+          f"{entry['data']} (Target: a trained model)")
+    return EXIT_OK
+
+
+def cmd_weights_list(args: argparse.Namespace) -> int:
+    from core.models import trained_registry as TR
+
+    rows = []
+    for name, e in TR.entries(with_broken=True).items():
+        why = TR.problem(e)
+        rows.append({"name": name, "status": "ok" if why is None else "refused",
+                     "data": e.get("data", ""), "model": e.get("model") or "skops",
+                     "members": e.get("members", ""),
+                     "weights": e.get("target", {}).get("weights", ""),
+                     "registered": e.get("registered"), "reason": why or ""})
+    if args.json:
+        _json_out(rows)
+        return EXIT_OK
+    if not rows:
+        print(f"no registered trained models in {TR.registry_dir()} (privlab model add-weights "
+              "NAME --model ARCH --weights FILE --data D --members FILE)")
+        return EXIT_OK
+    print(_table(rows, ["name", "status", "data", "model", "members", "weights"]))
+    for r in rows:
+        if r["reason"]:
+            print(r["reason"])
+    return EXIT_OK
+
+
+def cmd_weights_remove(args: argparse.Namespace) -> int:
+    from core.models import trained_registry as TR
+
+    path = TR.remove(args.name)
+    print(f"removed trained model {args.name} ({path}; its files are untouched)")
+    return EXIT_OK
+
+
 def _float_pair(text: str) -> float:
     try:
         return float(text)
@@ -140,3 +207,20 @@ def add_commands(sub: Any) -> None:
     a = msub.add_parser("remove", help="forget a registration (your file stays)")
     a.add_argument("name")
     a.set_defaults(func=cmd_model_remove)
+    from cli.audit import add_target_args
+
+    a = msub.add_parser("add-weights", help="register a model trained elsewhere (its weights "
+                        "and members, checked as privlab audit checks them) for the Membership "
+                        "page")
+    a.add_argument("name")
+    add_target_args(a)
+    a.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    a.add_argument("--replace", action="store_true", help="replace a registration of this name")
+    a.set_defaults(func=cmd_weights_add)
+    a = msub.add_parser("list-weights", help="registered trained models and whether their "
+                                             "files changed")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=cmd_weights_list)
+    a = msub.add_parser("remove-weights", help="forget a trained model (its files stay)")
+    a.add_argument("name")
+    a.set_defaults(func=cmd_weights_remove)

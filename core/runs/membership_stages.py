@@ -126,6 +126,22 @@ def _train_spectrum(ds):
     return image_spectrum(np.asarray(ds.X)[ds.split("train")])
 
 
+def check_target(cfg: MembershipConfig):
+    """Every check the target stage runs on ``cfg.target`` (the files, their hashes, the
+    members against the data, the weights against the architecture, a query of two rows), on
+    the CPU, training nothing: a registration of a trained model runs these before storing
+    it. Returns the :class:`core.runs.trained_target.Loaded` target."""
+    from core.data import load_dataset
+    from core.runs import trained_target as TT
+
+    ds = load_dataset(cfg.data, cfg.seed)
+    shape, n_classes = _shape(ds), len(ds.label_names)
+    if cfg.target.framework == "torch":
+        cfg.model.part.check_input(shape, cfg.data.name)
+    X = torch.tensor(np.asarray(ds.X), dtype=torch.float32)
+    return TT.load(cfg, shape, n_classes, X, lambda: _factory(cfg, shape, n_classes))
+
+
 def context(cfg: MembershipConfig, progress: Progress) -> Context:
     """Load the data, draw the pool and the reference rows, build the defense."""
     from core.attacks.protocol import attack_part
