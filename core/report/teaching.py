@@ -108,6 +108,9 @@ class TeachingSweep:
         defense of this family that has a knob, the lesson is that knob's (its teaching grid);
         when it runs this defense, its block's other fields are kept."""
         cfg = copy.deepcopy(dict(config))
+        if cfg.get("target"):
+            raise ValueError("target: a model trained elsewhere; no defense applies to it, so "
+                             "there is no knob to sweep")
         kind = (cfg.get("defense") or {}).get("kind")
         part = DEFENSES.get(kind) if kind in DEFENSES else None
         if (kind != self.defense and part is not None and part.knob is not None

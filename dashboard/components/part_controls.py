@@ -226,6 +226,12 @@ def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
     if not model_field(kind):
         return dict(config)
     where = st.container() if where is None else where
+    if config.get("target"):  # a model trained elsewhere: its weights fix the architecture
+        arch = (config.get("model") or {}).get("arch")
+        where.caption(f"Architecture: **{ARCHITECTURES.get(arch).title}**, fixed by the trained "
+                      "model's weights." if arch else "Architecture: the trained model's own "
+                      "scikit-learn estimator (shadows are clones of it).")
+        return dict(config)
     facts = _data_facts(config)
     shape = facts[0] if facts else None
     choices = shared_server_choices(architecture_choices(config, shape))

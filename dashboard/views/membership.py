@@ -138,6 +138,10 @@ def pre_run_text(config: dict[str, Any], runs: list[tuple[dict, float]] = ()) ->
     from core.foundation.costs import estimate, format_seconds
 
     tr, at = config["train"], config["attack"]
+    if config.get("target"):
+        return (f"No stored audit for these settings yet. Press **Run** ({config['data']['name']}"
+                f", a target trained elsewhere: {tr['members']:,} members; privlab trains "
+                f"{at['shadows']} shadow models under its recipe). Runs are stored.")
     what = (f"{config['data']['name']}, {tr['members']:,} members, {tr['epochs']} epochs, "
             f"{at['shadows']} shadow models, {at['targets']} target(s) pooled")
     est = estimate(KIND, config, runs)
@@ -165,12 +169,80 @@ def stored_timings() -> list[tuple[dict, float]]:
         return []
 
 
+#: the target control's choices: privlab trains the target here, or a registered trained model
+TARGETS = {"here": "train here", "trained": "a trained model"}
+#: how to register a trained model (the dashboard never registers or reads files itself)
+REGISTER_CMD = ("privlab model add-weights NAME --model ARCH --weights FILE --data {data} "
+                "--members FILE")
+
+
+def target_ui(data: str, where: Any) -> dict[str, Any] | None:
+    """The target: trained here (None) or a trained model registered from the command line
+    for ``data`` (:mod:`core.models.trained_registry`; beyond loopback only the operator's
+    ``privlab model add-weights`` registrations), its files re-hashed first: a file changed
+    since registration is refused in one line and nothing is shown or served."""
+    from core.models import trained_registry as TR
+    from dashboard import auth
+
+    st.session_state.setdefault("mi_target", "here")
+    kind = where.radio("Target", list(TARGETS), key="mi_target", format_func=TARGETS.get,
+                       horizontal=True, help="Train the target here (with a defense), or audit "
+                       "a model trained elsewhere that the operator registered on the command "
+                       "line for this data set.")
+    if kind == "here":
+        return None
+    regs = TR.for_data(data, operator_only=auth.beyond_loopback())
+    if not regs:
+        where.info(f"No trained model is registered for data {data!r}. Register one on the "
+                   f"command line: `{REGISTER_CMD.format(data=data)}`")
+        st.stop()
+    name = where.selectbox("Trained model", list(regs), key="mi_trained",
+                           format_func=lambda n: f"{n}: {regs[n]['model'] or 'scikit-learn (skops)'}"
+                                                 f", {regs[n]['members']:,} members")
+    why = TR.problem(regs[name])
+    if why is not None:
+        st.error(why)
+        st.stop()
+    return regs[name]
+
+
+def trained_attack_ui(entry: dict[str, Any]) -> dict[str, Any]:
+    """The attacks and shadows of an audit of ``entry``: the shadow and reference models
+    train here under its registered recipe; members and training are the file's."""
+    releases = set(DEFENSES.get("none").releases_for(KIND))
+    ok = [a.key for a in attacks_for(KIND) if a.selectable and releases & set(a.accepts)]
+    kept = [a for a in st.session_state.get("mi_attackers", []) if a in ok]
+    if kept != st.session_state.get("mi_attackers"):
+        st.session_state["mi_attackers"] = kept
+    c1, c2 = st.columns([4, 1])
+    chosen = c1.multiselect("Attacks", ok, key="mi_attackers", format_func=TITLES.get)
+    shadows = number_ui("Shadows", key="mi_shadows", default=DEFAULTS["mi_shadows"], where=c2,
+                        field=(MembershipAttackSpec, "shadows"),
+                        help="Shadow / reference models privlab trains under the trained "
+                             "model's registered recipe on halves of the pool.")
+    return {"attackers": list(chosen), "shadows": shadows}
+
+
 def controls() -> dict[str, Any]:
     _init_state()
     s = state.settings()
     top = st.columns([1, 2.5])
     with top[0]:
         name = data_ui()
+        trained = target_ui(name, st)
+    if trained is not None:
+        top[1].caption(f"**Target trained elsewhere**: {trained['name']}, weights "
+                       f"`{trained['target']['weights']}`. privlab loads it and trains only "
+                       "the shadow and reference models. Defenses do not apply: the weights "
+                       "carry whatever training they had.")
+        from core.models.trained_registry import audit_config
+
+        got = trained_attack_ui(trained)
+        # an invalid Shadows box blocks Run (stop_if_invalid) before this config is validated
+        shadows = got["shadows"] if got["shadows"] is not None else DEFAULTS["mi_shadows"]
+        return {**audit_config(trained, attackers=got["attackers"], shadows=shadows,
+                               seed=s.seed),
+                "device": s.device, "projection_points": PROJECTION_POINTS}
     with top[1]:
         defense = defense_ui()
     rest = attack_ui(defense["kind"])
@@ -346,7 +418,18 @@ def projection_section(result) -> None:
                "which needs the label as well).")
 
 
+def trained_elsewhere_note(result) -> None:
+    """A target trained elsewhere said plainly above its numbers (the run's own note)."""
+    if (result.info or {}).get("target", {}).get("trained_by") != "elsewhere":
+        return
+    note = next((str(n) for n in result.info.get("notes", [])
+                 if str(n).startswith("target trained elsewhere")), None)
+    st.info("**The target was trained elsewhere, not by privlab.** "
+            + (note[0].upper() + note[1:] + "." if note else ""))
+
+
 def show_result(config, result) -> None:
+    trained_elsewhere_note(result)
     result_caption(result)
     c = st.columns(4)
     c[0].metric("utility (test accuracy)", fmt(metric(result, "utility_acc"), 3),
@@ -381,6 +464,8 @@ def show_result(config, result) -> None:
     roc_section(result)
     exposure_ui(result, key="mi_exposure")
     projection_section(result)
+    if config.get("target"):  # no defense knob or DP-SGD audit for weights trained elsewhere
+        return
     tradeoff_section(config, result)
     audit_section(config)
 
@@ -389,9 +474,13 @@ st.title("Membership inference")
 st.caption("Can an attacker tell whether a record was in the training set? Loss and confidence "
            "thresholds, LiRA (shadow models trained the target's way) and RMIA (reference "
            "models against population samples) attack a model trained under Inf2Guard (λ), "
-           "DP-SGD (z, ε from the accountant) or the κ channel.")
+           "DP-SGD (z, ε from the accountant) or the κ channel. The target can also be a "
+           "model trained elsewhere that the operator registered on the command line "
+           "(`privlab model add-weights`).")
 lira_reference_panel()
 run_panel(controls(), kind=KIND, page="membership", key="mi", title="Membership",
-          label=lambda run: f"{DEFENSES.get(run.cfg.defense.kind).title} on {run.cfg.data.name}",
+          label=lambda run: (f"trained model on {run.cfg.data.name}" if run.cfg.target
+                             else f"{DEFENSES.get(run.cfg.defense.kind).title} on "
+                                  f"{run.cfg.data.name}"),
           show=lambda run: show_result(run.config, run.result),
           idle=pre_run_info)
