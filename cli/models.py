@@ -214,7 +214,6 @@ def add_commands(sub: Any) -> None:
                         "page")
     a.add_argument("name")
     add_target_args(a)
-    a.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     a.add_argument("--replace", action="store_true", help="replace a registration of this name")
     a.set_defaults(func=cmd_weights_add)
     a = msub.add_parser("list-weights", help="registered trained models and whether their "

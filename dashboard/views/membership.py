@@ -8,6 +8,7 @@ ROC curves (linear and log-log) with the DP region, and the tradeoff over the de
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -231,10 +232,10 @@ def controls() -> dict[str, Any]:
         name = data_ui()
         trained = target_ui(name, st)
     if trained is not None:
-        top[1].caption(f"**Target trained elsewhere**: {trained['name']}, weights "
-                       f"`{trained['target']['weights']}`. privlab loads it and trains only "
-                       "the shadow and reference models. Defenses do not apply: the weights "
-                       "carry whatever training they had.")
+        weights = Path(trained["target"]["weights"]).name
+        top[1].caption(f"**Target trained elsewhere**: {trained['name']}, weights `{weights}`. "
+                       "privlab loads it and trains only the shadow and reference models. "
+                       "Defenses do not apply: the weights carry whatever training they had.")
         from core.models.trained_registry import audit_config
 
         got = trained_attack_ui(trained)
