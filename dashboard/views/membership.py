@@ -423,10 +423,10 @@ def trained_elsewhere_note(result) -> None:
     """A target trained elsewhere said plainly above its numbers (the run's own note)."""
     if (result.info or {}).get("target", {}).get("trained_by") != "elsewhere":
         return
-    note = next((str(n) for n in result.info.get("notes", [])
-                 if str(n).startswith("target trained elsewhere")), None)
-    st.info("**The target was trained elsewhere, not by privlab.** "
-            + (note[0].upper() + note[1:] + "." if note else ""))
+    prefix = "target trained elsewhere: "
+    note = next((str(n) for n in result.info.get("notes", []) if str(n).startswith(prefix)), "")
+    st.info("**The target was trained elsewhere, not by privlab**"
+            + (f": {note.removeprefix(prefix)}." if note else "."))
 
 
 def show_result(config, result) -> None:
