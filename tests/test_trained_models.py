@@ -108,7 +108,7 @@ def test_cli_registers_lists_and_removes_and_refuses_an_edited_file(trained, reg
 
 
 def test_page_offers_it_for_its_data_only_and_runs_it_as_trained_elsewhere(
-        trained, registry, store):  # noqa: F811
+        trained, registry, store, capsys):  # noqa: F811
     assert _register(trained) == 0
     at = open_page("views/membership.py")
     at.selectbox(key="mi_dataset").set_value("digits").run()
@@ -129,6 +129,14 @@ def test_page_offers_it_for_its_data_only_and_runs_it_as_trained_elsewhere(
     assert got.config["attack"]["shadows"] == 2 and got.config["train"]["members"] == 100
     registered = json.loads((registry / "mine.json").read_text())["target"]
     assert {k: got.config["target"][k] for k in registered} == registered
+    # the config privlab audit builds: the same command line is served this run from the store
+    capsys.readouterr()
+    assert main(["audit", "--model", "mlp", "--weights", str(trained / "mlp.safetensors"),
+                 "--data", "digits", "--members", str(trained / "members.txt"), *RECIPE,
+                 "--shadows", "2", "--attackers", "loss,lira_offline", "--set",
+                 "projection_points=300", "--progress", "off", "--json"]) == 0
+    served = json.loads(capsys.readouterr().out)
+    assert served["key"] == r.key and served["from_cache"] is True
     said = [i.value for i in at.info if "trained elsewhere, not by privlab" in i.value]
     assert said and "privlab trained only the shadow and reference models" in said[0]
     # another data set: the model trained on digits is not offered
@@ -150,7 +158,7 @@ def test_page_refuses_an_edited_weights_file_in_one_line_and_serves_nothing(
     assert not [b for b in at.button if b.key == "mi_run"]
     assert store.list() == []
     # beyond loopback only the operator's command-line registrations are offered
-    from dashboard import auth
+    from dashboard.base import auth
 
     TR.add("api", {**TR.get("edited"), "target": TR.get("edited")["target"]}, by="python")
     monkeypatch.setattr(auth, "beyond_loopback", lambda: True)

@@ -183,7 +183,7 @@ def target_ui(data: str, where: Any) -> dict[str, Any] | None:
     ``privlab model add-weights`` registrations), its files re-hashed first: a file changed
     since registration is refused in one line and nothing is shown or served."""
     from core.models import trained_registry as TR
-    from dashboard import auth
+    from dashboard.base import auth
 
     st.session_state.setdefault("mi_target", "here")
     kind = where.radio("Target", list(TARGETS), key="mi_target", format_func=TARGETS.get,
