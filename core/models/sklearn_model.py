@@ -89,7 +89,9 @@ def fit_clone(est: Any, X: torch.Tensor, y: torch.Tensor, seed: int) -> Any:
     a ``random_state`` it left unset gets ``seed``, so shadows are reproducible."""
     from sklearn.base import clone
 
+    from core.foundation.seeds import derive
+
     c = clone(est)
     if "random_state" in c.get_params() and c.get_params()["random_state"] is None:
-        c.set_params(random_state=int(seed) % (2**32))
+        c.set_params(random_state=derive(seed, "sklearn_clone"))
     return c.fit(X.detach().cpu().numpy().reshape(len(X), -1), y.detach().cpu().numpy())
