@@ -2,8 +2,8 @@
 kept per machine and engine (:func:`core.foundation.fingerprint.machine_fingerprint`,
 :func:`~core.foundation.fingerprint.engine_fingerprint`).
 
-A calibration times a few training steps (forward, cross-entropy, backward, SGD) of the
-architecture itself, at the width and on the input shape the caption is about, on random data
+A calibration times a few of the engine's training steps (forward, cross-entropy, backward,
+SGD; :func:`core.engine.loop.fit`) of the architecture itself, at the width and on the input shape the caption is about, on random data
 of a batch of up to :data:`BATCH` images, under the run's thread budget
 (:func:`core.foundation.threads.thread_limits`). Timing the architecture itself rather than one
 reference network scaled by FLOPs keeps what FLOPs alone miss: the committed step rates differ
@@ -135,43 +135,45 @@ def _load() -> float | None:
         return None
 
 
+class _Enough(Exception):
+    """Raised from the engine's epoch callback once the timed steps are enough."""
+
+
 def _measure(arch: str, width: float, in_shape: tuple[int, ...], n_classes: int,
              device: str) -> StepRate:
-    """Time training steps of a fresh ``arch`` network on random data (see the module)."""
+    """Time training steps of a fresh ``arch`` network on random data (see the module): the
+    engine's own steps (:func:`core.engine.loop.fit`, one step per epoch over one batch, so
+    a step costs what a run's step costs), the first one untimed."""
     import torch
-    import torch.nn.functional as F
 
-    from core.engine import autocast_for, prepare_model
+    from core.engine.loop import Supervised, fit
+    from core.engine.recipe import Recipe
     from core.foundation.threads import thread_limits
     from core.models import build_model, forward_flops
 
     dev = torch.device(device)
     per_image = 3.0 * forward_flops(arch, in_shape, n_classes, width)
     batch = int(max(2, min(BATCH, STEP_FLOPS // max(per_image, 1.0))))
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    ends: list[float] = []
+
+    def on_epoch(epoch: int, log: Any) -> None:
+        # the epoch's loss was read back to the host, so its device work has finished
+        ends.append(time.perf_counter())
+        if len(ends) > 1 and ends[-1] - ends[0] >= MIN_SECONDS:
+            raise _Enough
+
     with thread_limits() as threads:
-        net = build_model(arch, in_shape, n_classes, width, seed=0).to(dev).train()
-        fwd = prepare_model(net)
-        opt = torch.optim.SGD(net.parameters(), lr=1e-3)
+        net = build_model(arch, in_shape, n_classes, width, seed=0).to(dev)
         g = torch.Generator().manual_seed(0)
         x = torch.rand(batch, *in_shape, generator=g).to(dev)
         y = torch.randint(0, n_classes, (batch,), generator=g).to(dev)
-
-        def step() -> None:
-            opt.zero_grad(set_to_none=True)
-            with autocast_for(dev):
-                loss = F.cross_entropy(fwd(x), y)
-            loss.backward()
-            opt.step()
-
-        step()  # the first step allocates and picks kernels: not timed
-        sync()
-        steps, t0 = 0, time.perf_counter()
-        while steps < MAX_STEPS and (steps == 0 or time.perf_counter() - t0 < MIN_SECONDS):
-            step()
-            sync()
-            steps += 1
-        seconds = time.perf_counter() - t0
+        recipe = Recipe(epochs=1 + MAX_STEPS, batch_size=batch, lr=1e-3, optimizer="sgd")
+        try:
+            fit(net, Supervised(x.reshape(batch, -1), y, shape=tuple(in_shape)),
+                recipe=recipe, order=torch.Generator().manual_seed(0), on_epoch=on_epoch)
+        except _Enough:
+            pass
+    steps, seconds = len(ends) - 1, ends[-1] - ends[0]
     name = "CPU" if dev.type == "cpu" else torch.cuda.get_device_name(dev)
     return StepRate(round(batch * steps / seconds, 2), batch, steps, round(seconds, 4),
                     int(threads), _load(), device, name)
