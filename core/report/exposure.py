@@ -84,6 +84,8 @@ def defense_label(result: Result) -> str:
     """The run's defense as a reader names it: its title and its knob's value."""
     from core.foundation.parts import DEFENSES
 
+    if result.config.get("target"):  # weights trained elsewhere: privlab chose no defense
+        return "the target's own training (trained elsewhere, not by privlab)"
     block = result.config.get("defense") or {}
     kind = str(block.get("kind", ""))
     if kind not in DEFENSES:
