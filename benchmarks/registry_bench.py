@@ -554,17 +554,27 @@ def _grad_names(fn: ast.AST | None) -> set[str]:
     return out
 
 
-def _gradient_line(node: ast.AST, grads: set[str], steps: set[str]) -> int | None:
+def _calls_one_of(call: ast.Call, names: set[str], local: set[str]) -> bool:
+    """Whether ``call`` calls a function of ``names`` (by its last name: a module's function or
+    a method) or of ``local`` (functions defined inside the enclosing function: by bare name
+    only, so a nested ``step`` is not every ``.step()``)."""
+    return (_call_name(call).split(".")[-1] in names
+            or isinstance(call.func, ast.Name) and call.func.id in local)
+
+
+def _gradient_line(node: ast.AST, grads: set[str], steps: set[str],
+                   local: set[str] | frozenset[str] = frozenset()) -> int | None:
     """The first line in ``node`` that computes a gradient: ``.backward()``,
     ``torch.autograd.grad``, a torch.func gradient of ``grads``, or a call of a step function
-    of ``steps`` (a function that computes a gradient and updates: an objective's local step)."""
+    of ``steps`` / ``local`` (a function that computes a gradient and updates: an objective's
+    local step)."""
     lines = []
     for n in ast.walk(node):
         if isinstance(n, ast.Call):
             name = _call_name(n)
             last = name.split(".")[-1]
             if (last == "backward" or name.endswith("autograd.grad") or name in grads
-                    or last in steps):
+                    or _calls_one_of(n, steps, local)):
                 lines.append(n.lineno)
     return min(lines) if lines else None
 
@@ -579,16 +589,18 @@ def _mentions_lr(node: ast.AST) -> bool:
                for n in ast.walk(node))
 
 
-def _updates_after(node: ast.AST, line: int, steps: set[str]) -> bool:
-    """Whether ``node`` steps an optimiser (``.step()``, a step function of ``steps``) or
-    updates tensors at or after ``line`` (in place, or ``w - lr * g``)."""
+def _updates_after(node: ast.AST, line: int, steps: set[str],
+                   local: set[str] | frozenset[str] = frozenset()) -> bool:
+    """Whether ``node`` steps an optimiser (``.step()``, a step or update function of
+    ``steps`` / ``local``, :func:`_update_functions`) or updates tensors at or after ``line``
+    (in place, or ``w - lr * g``)."""
     for n in ast.walk(node):
         if getattr(n, "lineno", 0) < line:
             continue
         if isinstance(n, ast.Call):
             last = _call_name(n).split(".")[-1]
-            if (last.endswith("step") or last.startswith("sgd") or last in _UPDATES
-                    or last in steps):
+            if (last.endswith("step") or last.lstrip("_").startswith("sgd") or last in _UPDATES
+                    or _calls_one_of(n, steps, local)):
                 return True
         if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Sub):
             return True
@@ -596,6 +608,39 @@ def _updates_after(node: ast.AST, line: int, steps: set[str]) -> bool:
                 and _mentions_lr(n.right)):
             return True
     return False
+
+
+def _lr_update(node: ast.AST) -> bool:
+    """Whether ``node`` changes tensors in place by a learning rate (``p.sub_(g, alpha=lr)``,
+    ``_foreach_add_(ps, gs, alpha=-lr)``, ``w -= lr * g``)."""
+    if isinstance(node, ast.Call):
+        return _call_name(node).split(".")[-1] in _UPDATES and _mentions_lr(node)
+    return (isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Sub)
+            and _mentions_lr(node.value))
+
+
+def _functions(root: Path) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]]:
+    """Every function under ``root`` with whether it is defined inside another function."""
+    def visit(node: ast.AST, nested: bool) -> Iterator:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield child, nested
+                yield from visit(child, True)
+            else:
+                yield from visit(child, nested)
+
+    for path in _py(root):
+        yield from visit(_tree(path), False)
+
+
+def _update_functions(root: Path) -> set[str]:
+    """Names of the module-level functions and methods under ``root`` that compute no gradient
+    and update tensors in place by a learning rate (:func:`_lr_update`: a hand-written SGD
+    helper such as ``_sgd_(params, grads, lr)``): calling one after a gradient is an update,
+    whatever its name."""
+    return {fn.name for fn, nested in _functions(root) if not nested
+            and _gradient_line(fn, _grad_names(fn), set()) is None
+            and any(_lr_update(n) for n in ast.walk(fn))}
 
 
 #: modules that optimise an attack's inputs throughout (gradient inversion: dummy data through
@@ -622,21 +667,28 @@ def _optimises_inputs(fn: ast.AST) -> bool:
     return False
 
 
-def _step_functions(root: Path) -> set[str]:
-    """Names of the functions under ``root`` that compute a gradient and update without a
-    loop of their own (an FL objective's ``module_step`` / ``stacked_step``): a loop calling
-    one is a training loop."""
-    out = set()
-    for path in _py(root):
-        for fn in ast.walk(_tree(path)):
-            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            if any(isinstance(n, ast.For | ast.While) for n in ast.walk(fn)):
-                continue
-            line = _gradient_line(fn, _grad_names(fn), set())
-            if line is not None and _updates_after(fn, line, set()):
-                out.add(fn.name)
-    return out
+def _is_step(fn: ast.AST, updates: set[str]) -> bool:
+    """Whether ``fn`` computes a gradient and updates (``updates``: update functions) without
+    a loop of its own."""
+    if any(isinstance(n, ast.For | ast.While) for n in ast.walk(fn)):
+        return False
+    line = _gradient_line(fn, _grad_names(fn), set())
+    return line is not None and _updates_after(fn, line, updates)
+
+
+def _step_functions(root: Path, updates: set[str]) -> set[str]:
+    """Names of the module-level functions and methods under ``root`` that compute a gradient
+    and update without a loop of their own (an FL objective's ``module_step`` /
+    ``stacked_step``): a loop calling one is a training loop. A function defined inside
+    another is a local name, matched only there (:func:`_local_steps`)."""
+    return {fn.name for fn, nested in _functions(root) if not nested and _is_step(fn, updates)}
+
+
+def _local_steps(fn: ast.AST | None, updates: set[str]) -> set[str]:
+    """Names of the step functions (:func:`_is_step`) defined inside ``fn``."""
+    return {n.name for n in ast.walk(fn) if n is not fn
+            and isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            and _is_step(n, updates)} if fn is not None else set()
 
 
 def _without_nested_functions(node: ast.AST) -> ast.AST:
@@ -660,14 +712,15 @@ def training_loop_list(root: Path = CORE) -> dict[str, list[str]]:
     :func:`_updates_after`; the innermost such loop of a nest counts once), and those left out
     because their function optimises an attack's inputs (:func:`_optimises_inputs`)."""
     out: dict[str, list[str]] = {"loops": [], "excluded": []}
-    steps = _step_functions(root)
+    updates = _update_functions(root)
+    steps = _step_functions(root, updates)
 
-    def trains(loop: ast.AST, grads: set[str]) -> bool:
+    def trains(loop: ast.AST, grads: set[str], local: set[str]) -> bool:
         # a function defined inside a loop is not that loop's step: its body runs where the
         # function is called (the batched form's epoch loop defines the step its driver runs)
         loop = _without_nested_functions(loop)
-        line = _gradient_line(loop, grads, steps)
-        return line is not None and _updates_after(loop, line, steps)
+        line = _gradient_line(loop, grads, steps, local)
+        return line is not None and _updates_after(loop, line, steps | updates, local)
 
     def visit(node: ast.AST, fn: ast.AST | None, name: str, path: Path) -> None:
         for child in ast.iter_child_nodes(node):
@@ -675,10 +728,10 @@ def training_loop_list(root: Path = CORE) -> dict[str, list[str]]:
                 visit(child, child, child.name if fn is None else f"{name}.{child.name}", path)
                 continue
             if isinstance(child, ast.For | ast.While):
-                grads = _grad_names(fn)
+                grads, local = _grad_names(fn), _local_steps(fn, updates)
                 inner = [n for n in ast.walk(child) if n is not child
-                         and isinstance(n, ast.For | ast.While) and trains(n, grads)]
-                if trains(child, grads) and not inner:
+                         and isinstance(n, ast.For | ast.While) and trains(n, grads, local)]
+                if trains(child, grads, local) and not inner:
                     where = f"{_rel(path)}:{name}:{child.lineno}"
                     bad = (_rel(path) in INPUT_OPTIMISERS
                            or fn is not None and _optimises_inputs(fn))

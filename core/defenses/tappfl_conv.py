@@ -14,7 +14,9 @@ Appendix B / Table 3: TAPPFL's CIFAR-10 extractor is ``tappfl_cifar``'s ``encode
   as grouped convolutions, the shadow trainer's layout), with autograd on the stacked
   tensors. BatchNorm uses each device's own batch statistics, so a device never sees another's
   rows nor a padding row: at a step where devices hold batches of different sizes (a partial
-  last batch) devices of equal size run together.
+  last batch) devices of equal size run together, and an adversary turn or Θ's step sums
+  the groups' losses (a device's parameters are in one group: its gradient is its own
+  loss's) and takes one gradient and one update.
 - **BatchNorm running statistics**: FedAvg averages Θ (the parameters) only; the statistics
   the released encoder evaluates with are re-estimated after each round from the devices'
   training rows with the global Θ (one pass, cumulative average: "precise BN"), and each
@@ -123,6 +125,12 @@ def _leaves(params: Params) -> Params:
     return {n: v.detach().requires_grad_(True) for n, v in params.items()}
 
 
+def _rows(params: Params, ks: Tensor) -> Params:
+    """The devices ``ks``' rows of every tensor of ``params`` (gathered: differentiable, so a
+    gradient reaches only those rows of a leaf)."""
+    return {n: v[ks] for n, v in params.items()}
+
+
 @torch.no_grad()
 def _sgd(params: Params, leaves: Params, grads, lr: float) -> None:
     for (n, v), g in zip(leaves.items(), grads):
@@ -154,34 +162,35 @@ class ConvTappflObjective:
 
     # -- all sampled devices at once --------------------------------------------------------
     def _groups(self, theta: Params, batch: StackedBatch) -> list[dict]:
-        """The step's device groups of equal batch size c (K, c rows each, gathered copies of
-        their parameters unless the group is every device) with their representations r,
-        computed once per local step (by the first adversary turn) in ``batch.scratch``; a
-        size under ``min_rows`` is left out (its devices take no step)."""
+        """The step's device groups of equal batch size c (K, c rows each: their rows of Θ's
+        leaves ``batch.scratch["th_l"]``, gathered unless the group is every device) with
+        their representations r, computed once per local step (by the first adversary turn) in
+        ``batch.scratch``; a size under ``min_rows`` is left out (its devices take no step)."""
         sc = batch.scratch
         if "groups" in sc:
             return sc["groups"]
         x, u, mask = batch.fields["x"], batch.fields["u"], batch.mask
         k = u.shape[0]
         counts = mask.sum(1).to(torch.long)
-        sc["skipped"], sc["groups"] = [], []
+        sc["skipped"], sc["groups"], sc["th_l"] = [], [], _leaves(theta)
         for c in torch.unique(counts[counts > 0]).tolist():
             ks = torch.nonzero(counts == c).view(-1)
             if c < self.min_rows:
                 sc["skipped"].append(ks)
                 continue
             whole = len(ks) == k
-            th = theta if whole else {n: v[ks] for n, v in theta.items()}
-            th_l = _leaves(th)
-            sc["groups"].append({"ks": ks, "whole": whole, "c": c, "th": th, "th_l": th_l,
-                                 "r": self.enc(_views(th_l), {}, x[ks, :c]),
+            th = sc["th_l"] if whole else _rows(sc["th_l"], ks)
+            sc["groups"].append({"ks": ks, "whole": whole, "c": c,
+                                 "r": self.enc(_views(th), {}, x[ks, :c]),
                                  "x": x[ks, :c], "u": u[ks, :c], "roll": batch.roll[ks, :c]})
         return sc["groups"]
 
     def stacked_turn(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
                      a: int, lr: float) -> dict[str, Tensor]:
-        """All K devices' a-th adversary turn (Ψ on r.detach(), Ω with it at the last turn),
-        group by group; the first turn's statistics and the last turn's JSD estimate."""
+        """All K devices' a-th adversary turn (Ψ on r.detach(), Ω with it at the last turn):
+        one loss summed over the groups (each device's Ψ, Ω are in one group, so its gradient
+        is its own loss's), one gradient, one SGD update; the first turn's statistics and the
+        last turn's JSD estimate."""
         x, mask = batch.fields["x"], batch.mask
         k = mask.shape[0]
         groups = self._groups(theta, batch)
@@ -195,40 +204,41 @@ class ConvTappflObjective:
             stats["rows"] = mask.sum(1)
             for ks in batch.scratch["skipped"]:
                 stats["rows"][ks] = 0.0
-        for g in groups:
+        adv_l = _leaves(private["adversary"])
+        cri_l = _leaves(private["critic"]) if last else {}
+        losses = []
+        for g in groups:  # the groups' losses in order: the adversary's dropout draws' order
             ks, whole = g["ks"], g["whole"]
-            pv = private if whole else {m: {n: v[ks] for n, v in p.items()}
-                                        for m, p in private.items()}
-            st = self._turn(g, pv, a, last, lr)
+            loss, st = self._turn_loss(g, adv_l if whole else _rows(adv_l, ks),
+                                       cri_l if whole else _rows(cri_l, ks), a, last)
+            losses.append(loss)
             with torch.no_grad():
-                if not whole:
-                    for m, p in pv.items():
-                        for n, v in p.items():
-                            private[m][n][ks] = v
                 for n, v in st.items():
                     stats[n][ks] = v
+        if losses:
+            grads = torch.autograd.grad(sum(losses[1:], losses[0]),
+                                        [*adv_l.values(), *cri_l.values()], allow_unused=True)
+            _sgd(private["adversary"], adv_l, grads[:len(adv_l)], lr)
+            _sgd(private["critic"], cri_l, grads[len(adv_l):], lr)
         return stats
 
-    def _turn(self, g: dict, private: dict[str, Params], a: int, last: bool,
-              lr: float) -> dict[str, Tensor]:
-        """One adversary turn of a group of K devices with full batches of c rows each."""
+    def _turn_loss(self, g: dict, adv: Params, cri: Params, a: int, last: bool
+                   ) -> tuple[Tensor, dict[str, Tensor]]:
+        """One adversary turn's loss of a group of K devices with full batches of c rows each
+        (Ψ's ``adv``, and Ω's ``cri`` at the last turn) and its statistics."""
         crit = self.private["critic"]
-        adv, cri = private["adversary"], private["critic"]
         x, u, roll, c = g["x"], g["u"], g["roll"], g["c"]
         k = u.shape[0]
         oh = F.one_hot(u, self.n_values).to(x.dtype)
         rd = g["r"].detach()
         stats: dict[str, Tensor] = {}
-        adv_l = _leaves(adv)
-        logits = self.adv(_views(adv_l), {}, rd)
+        logits = self.adv(_views(adv), {}, rd)
         ce_rows = F.cross_entropy(logits.reshape(k * c, -1), u.reshape(-1),
                                   reduction="none").view(k, c)
         loss = self.adv_scale * ce_rows.mean(1).sum()
-        cri_l: Params = {}
         if last:
-            cri_l = _leaves(cri)
-            jsd = jsd_mi(*crit.fscore_pair(cri_l, crit.fembed_x(cri_l, x),
-                                           crit.fembed_r(cri_l, rd), oh, roll))
+            jsd = jsd_mi(*crit.fscore_pair(cri, crit.fembed_x(cri, x),
+                                           crit.fembed_r(cri, rd), oh, roll))
             loss = loss - jsd.sum()
             stats["jsd_sum"] = jsd.detach() * c
         if a == 0:
@@ -237,41 +247,44 @@ class ConvTappflObjective:
                 stats["ce_sum"] = ce_rows.sum(1)
                 stats["correct_by_class"] = (oh * hit.unsqueeze(-1)).sum(1)
                 stats["rows_by_class"] = oh.sum(1)
-        grads = torch.autograd.grad(loss, [*adv_l.values(), *cri_l.values()],
-                                    allow_unused=True)
-        _sgd(adv, adv_l, grads[:len(adv_l)], lr)
-        _sgd(cri, cri_l, grads[len(adv_l):], lr)
-        return stats
+        return loss, stats
 
     def stacked_step(self, theta: Params, private: dict[str, Params], batch: StackedBatch,
                      lr: float) -> dict[str, Tensor]:
-        """All K devices' extractor step with the Ψ, Ω their turns left, group by group:
-        minimise −λ·CE − (1−λ)·I_JSD (no statistics: the turns report them)."""
-        crit = self.private["critic"]
+        """All K devices' extractor step with the Ψ, Ω their turns left: minimise
+        −λ·CE − (1−λ)·I_JSD, one loss summed over the groups, one gradient, one SGD update (no
+        statistics: the turns report them)."""
+        losses = []
         for g in self._groups(theta, batch):
-            ks, whole, c, th, th_l, r = g["ks"], g["whole"], g["c"], g["th"], g["th_l"], g["r"]
-            x, u = g["x"], g["u"]
-            k = u.shape[0]
-            adv, cri = ({m: private[m] for m in ("adversary", "critic")} if whole else
-                        {m: {n: v[ks] for n, v in private[m].items()}
-                         for m in ("adversary", "critic")}).values()
-            oh = F.one_hot(u, self.n_values).to(x.dtype)
-            loss = torch.zeros((), dtype=x.dtype, device=x.device)
-            if self.lam > 0:
-                logits = self.adv(_views(adv), {}, r)
-                ce = F.cross_entropy(logits.reshape(k * c, -1), u.reshape(-1), reduction="none")
-                loss = loss - self.lam * ce.view(k, c).mean(1).sum()
-            if self.lam < 1:
-                with torch.no_grad():
-                    ex = crit.fembed_x(cri, x)
-                jsd = jsd_mi(*crit.fscore_pair(cri, ex, crit.fembed_r(cri, r), oh, g["roll"]))
-                loss = loss - (1 - self.lam) * jsd.sum()
-            _sgd(th, th_l, torch.autograd.grad(loss, list(th_l.values()), allow_unused=True), lr)
-            if not whole:
-                with torch.no_grad():
-                    for n, v in th.items():
-                        theta[n][ks] = v
+            ks = g["ks"]
+            pv = private if g["whole"] else {m: _rows(private[m], ks)
+                                             for m in ("adversary", "critic")}
+            losses.append(self._theta_loss(g, pv["adversary"], pv["critic"]))
+        if losses:
+            th_l = batch.scratch["th_l"]
+            grads = torch.autograd.grad(sum(losses[1:], losses[0]), list(th_l.values()),
+                                        allow_unused=True)
+            _sgd(theta, th_l, grads, lr)
         return {}
+
+    def _theta_loss(self, g: dict, adv: Params, cri: Params) -> Tensor:
+        """−λ·CE − (1−λ)·I_JSD of a group of K devices with full batches of c rows each, on
+        their representations r (Θ's graph) and their Ψ, Ω as constants."""
+        crit = self.private["critic"]
+        x, u, c, r = g["x"], g["u"], g["c"], g["r"]
+        k = u.shape[0]
+        oh = F.one_hot(u, self.n_values).to(x.dtype)
+        loss = torch.zeros((), dtype=x.dtype, device=x.device)
+        if self.lam > 0:
+            logits = self.adv(_views(adv), {}, r)
+            ce = F.cross_entropy(logits.reshape(k * c, -1), u.reshape(-1), reduction="none")
+            loss = loss - self.lam * ce.view(k, c).mean(1).sum()
+        if self.lam < 1:
+            with torch.no_grad():
+                ex = crit.fembed_x(cri, x)
+            jsd = jsd_mi(*crit.fscore_pair(cri, ex, crit.fembed_r(cri, r), oh, g["roll"]))
+            loss = loss - (1 - self.lam) * jsd.sum()
+        return loss
 
     # -- reference form: plain modules, one device ------------------------------------------
     def _skips(self, batch: DeviceBatch) -> bool:
