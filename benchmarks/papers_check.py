@@ -40,7 +40,8 @@ STEPS = 3
 TRUST_JSON = "benchmarks/results/trust.json"
 #: papers.json's headline (the counts also go to trust.json's headline)
 HEADLINE_KEYS = ("paper_claims_checked", "paper_claims_holds", "paper_claims_does_not_hold",
-                 "paper_claims_not_resolved", "claims_with_interval_verdict")
+                 "paper_claims_not_resolved", "claims_with_interval_verdict",
+                 "paper_claims_without_interval")
 
 
 #: what each timed model is, and what of the paper's training it leaves out (so the estimate
@@ -245,7 +246,7 @@ def record(root: Path | None = None) -> dict[str, Any]:
     """Rewrite ``papers.json``'s rows, headline and verdict log from the stored benchmark files
     without re-timing the presets (their costs are kept), and the paper-claim counts in
     ``trust.json``'s headline."""
-    from core.paper_check.papers import PAPERS_JSON, ROOT, build_table, headline
+    from core.paper_check.papers import PAPERS_JSON, ROOT, build_table, headline, open_claims
 
     root = root or ROOT
     path = root / PAPERS_JSON
@@ -261,7 +262,7 @@ def record(root: Path | None = None) -> dict[str, Any]:
                                            if "CUDA presets" in notes else "")
     ah = paper_arch.headline(rows, PAPER)
     out = {**old, "name": "papers", "headline": {k: h[k] for k in HEADLINE_KEYS},
-           "counts": h, "paper_arch": {**ah, "notes": _arch_notes(ah, rows)},
+           "counts": h, "open_claims": open_claims(rows), "paper_arch": {**ah, "notes": _arch_notes(ah, rows)},
            "rows": flat_rows(rows), "verdict_changes": _changes(old, rows, when),
            "cost_notes": cost_notes, "notes": _notes(h, rows) + (" " + cost_notes
                                                                    if cost_notes else "")}
@@ -345,7 +346,14 @@ def write_provenance_trust(root: Path | None = None) -> dict[str, int]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    from core.paper_check.papers import PAPERS_JSON, ROOT, build_table, format_hours, headline
+    from core.paper_check.papers import (
+        PAPERS_JSON,
+        ROOT,
+        build_table,
+        format_hours,
+        headline,
+        open_claims,
+    )
 
     t0 = time.perf_counter()
     costs = measure_costs(quick)
@@ -368,6 +376,7 @@ def main(quick: bool = False) -> dict[str, Any]:
         write_trust(h)
         write_models(ah)
     return {"name": "papers", "headline": {k: h[k] for k in HEADLINE_KEYS}, "counts": h,
+            "open_claims": open_claims(rows),
             "paper_arch": {**ah, "notes": _arch_notes(ah, rows)},
             "rows": flat_rows(rows), "preset_costs": costs,
             "verdict_changes": _changes(old, rows, datetime.now(UTC).isoformat(timespec="seconds")),

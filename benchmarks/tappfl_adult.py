@@ -16,14 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from cache import default_store
-from core.config.schema import (
-    AttributePrivacyConfig,
-    DataSpec,
-    DPGaussianDefense,
-    DPLaplaceDefense,
-    PruningDefense,
-    TappflDefense,
-)
+from core.catalog.dp_gaussian import DPGaussianDefense
+from core.catalog.dp_laplace import DPLaplaceDefense
+from core.catalog.pruning import PruningDefense
+from core.catalog.tappfl import TappflDefense
+from core.config.schema import AttributePrivacyConfig, DataSpec
 from core.defenses.tappfl import paper_preset, quick_preset
 from core.runs.compare import beats_at_level, match_attack_level
 

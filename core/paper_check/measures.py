@@ -233,6 +233,23 @@ class Points:
 
 
 @dataclass(frozen=True)
+class FirstMeasured:
+    """The first of ``measures`` whose reading is measured (a per-seed file before the one-run
+    file it supersedes); the last one's reading when none is."""
+
+    measures: tuple[Any, ...]
+
+    def read(self, root: Path) -> Reading:
+        r = None
+        for m in self.measures:
+            r = m.read(root)
+            if r.measured:
+                return r
+        assert r is not None, "FirstMeasured needs at least one measure"
+        return r
+
+
+@dataclass(frozen=True)
 class NotMeasured:
     """A result the engine can measure but no stored benchmark holds yet."""
 
@@ -411,5 +428,26 @@ def equal_level_utility(file: str, base: str, test: str, key: str = "utility_per
         if None in knobs:
             return Reading(None, None, None, srcs, "no equal-LiRA point stored")
         return row_lists(file, ("points",), flts[0], flts[1], key).read(root)
+
+    return Custom(fn, (file,))
+
+
+def seed_values(file: str, path: tuple[Any, ...], constant: float, what: str) -> Custom:
+    """A per-seed list of the compared quantity itself (e.g. one ratio per seed) stored at
+    ``path``, against a constant: the t-interval over seeds of value − constant."""
+
+    def fn(root: Path) -> Reading:
+        from core.paper_check.verdicts import t_interval
+
+        src = [_src(file, path)]
+        vals = dig(load(f"{RESULTS}/{file}", root), path)
+        if not isinstance(vals, list):
+            return Reading(None, None, None, src, "file or per-seed values missing")
+        v = [x for x in (num(y) for y in vals) if x is not None]
+        if not v:
+            return Reading(None, None, None, src, "no finite per-seed value")
+        iv = t_interval([x - constant for x in v],
+                        f"Student-t over {len(v)} seeds of {what} − {constant:g}")
+        return Reading(constant, _mean(v), iv, src, "" if iv else "fewer than two seeds")
 
     return Custom(fn, (file,))

@@ -389,7 +389,7 @@ def build_table(root: Path = ROOT, *, costs: dict[str, Any] | None = None,
 
 
 TRUST_KEYS = ("paper_claims_holds", "paper_claims_does_not_hold", "paper_claims_not_resolved",
-              "claims_with_interval_verdict")
+              "claims_with_interval_verdict", "paper_claims_without_interval")
 
 
 def headline(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -416,11 +416,37 @@ def headline(rows: list[dict[str, Any]]) -> dict[str, int]:
         "paper_claims_with_interval": sum(
             1 for r in paper for c in r["cells"]
             if c.get("setting") == r["decided_by"] and c.get("interval")),
+        "paper_claims_without_interval": len(open_claims(paper)["without_interval"]),
         "own_findings": len(own),
         "own_findings_holds": sum(r["verdict"] == HOLDS for r in own),
         "own_findings_does_not_hold": sum(r["verdict"] == FAILS for r in own),
         "own_findings_not_resolved": sum(r["verdict"] == UNRESOLVED for r in own),
     }
+
+
+def _deciding(row: dict[str, Any]) -> dict[str, Any] | None:
+    return next((c for c in row["cells"] if c.get("setting") == row["decided_by"]), None)
+
+
+def open_claims(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
+    """The paper claims left open, each with its reason: ``without_interval``, those whose
+    deciding cell has no computed interval (not measured, or points only: the reason is the
+    reading's); ``not_resolved``, every "not resolved" verdict, with either that reason or,
+    where an interval exists, that it contains 0 (the data at this scale cannot decide)."""
+    paper = [r for r in rows if r["origin"] == PAPER]
+    without, unresolved = [], []
+    for r in paper:
+        iv = (_deciding(r) or {}).get("interval")
+        if not iv:
+            without.append({"claim_id": r["claim_id"], "reason": r["why"] or "no interval"})
+        if r["verdict"] != UNRESOLVED:
+            continue
+        reason = (r["why"] or "no interval") if not iv else (
+            f"the 95 % interval of test − base, {fmt_value(iv['estimate'])} "
+            f"[{fmt_value(iv['lo'])}, {fmt_value(iv['hi'])}] ({iv['method']}), contains 0: "
+            "the data at this scale cannot decide")
+        unresolved.append({"claim_id": r["claim_id"], "reason": reason})
+    return {"without_interval": without, "not_resolved": unresolved}
 
 
 def counts_sentence(head: dict[str, int]) -> str:
