@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "shadow_speed": "benchmarks.shadow_speed:main",
     "property": "benchmarks.property_bench:main",
     "repr_reconstruction": "benchmarks.repr_reconstruction_bench:main",
+    "dra_lambda": "benchmarks.dra_lambda:main",
     "fil": "benchmarks.fil_bench:main",
     "compare": "benchmarks.compare_bench:main",
     "registry": "benchmarks.registry_bench:main",
