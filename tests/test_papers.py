@@ -67,7 +67,7 @@ def test_table_builds_from_fixtures_with_interval_verdicts(tmp_path):
     miss = rows["kappa_psnr"]
     assert miss["verdict"] == UNRESOLVED and miss["decided_by"] is None
     assert miss["ours_default"]["text"].startswith(NOT_MEASURED)
-    assert "python -m benchmarks.gradient_leakage" in miss["ours_default"]["text"]
+    assert "python -m benchmarks kappa_channels" in miss["ours_default"]["text"]
     h = headline(list(rows.values()))
     n_paper = sum(c.origin == "paper" for c in CLAIMS)
     assert h["paper_claims_checked"] == n_paper
@@ -84,17 +84,16 @@ def test_overlapping_seeds_and_points_read_not_resolved(tmp_path):
     _put(root, "benchmarks/results/faithfulness_raw/repr_mia_runner.json", {"summary": {
         "0": {"representation_lira_auc": {"values": [0.72, 0.73]}},
         "0.5": {"representation_lira_auc": {"values": [0.68, 0.71]}}}})
-    _put(root, "benchmarks/results/tappfl_adult.json", {"rows": [
-        {"attribute": "sex", "defense": "tappfl", "adversary": "5 step(s), lr x10",
-         "lambda": lam, "in_acc": acc, "utility": 0.8} for lam, acc in ((0.0, 0.9), (1.0, 0.5))]})
+    _put(root, "benchmarks/results/tappfl_adult.json", {"tuned_baselines": {"pruning": {
+        "baseline_best_utility_at_or_below_target": 0.5, "tappfl_utility": 0.9}}})
     rows = _rows(root)
     lam = rows["inf2guard_mia_lambda"]
     assert lam["verdict"] == UNRESOLVED and lam["ours_default"]["interval"]["lo"] < 0 \
         < lam["ours_default"]["interval"]["hi"]
     # a large point difference with no interval is still not a verdict, and says why
-    tin = rows["tappfl_lambda_in_training"]
-    assert tin["ours_default"]["value"] == [0.9, 0.5] and tin["verdict"] == UNRESOLVED
-    assert "without an interval" in tin["why"] and "no interval" in tin["ours_default"]["text"]
+    tin = rows["tappfl_beats_pruning"]
+    assert tin["ours_default"]["value"] == [0.5, 0.9] and tin["verdict"] == UNRESOLVED
+    assert "one tuned run" in tin["why"] and "no interval" in tin["ours_default"]["text"]
 
 
 def test_the_larger_scale_decides_even_against_a_resolved_smaller_one(tmp_path):
@@ -249,13 +248,13 @@ def test_fig14_channel_ordering_reads_every_seed_and_kappa_cell(tmp_path):
                          "kappa_per_dim": k, "mse": nat * white_over_natural(seed, i)}]
         return {"rows": out}
 
-    _put(root, "benchmarks/results/gradient_leakage.json", rows(lambda s, i: 2.0 + 0.1 * i))
+    _put(root, "benchmarks/results/kappa_channels.json", rows(lambda s, i: 2.0 + 0.1 * i))
     row = _rows(root)["kappa_white_over_natural_mse"]
     assert row["verdict"] == HOLDS and row["ours_default"]["interval"]["n"] == 9
     assert math.isclose(row["ours_default"]["value"][1], (2.0 * 2.1 * 2.2) ** (1 / 3))
     # the ratio flips with κ inside every seed: the seed means agree, the cells do not
-    _put(root, "benchmarks/results/gradient_leakage.json", rows(lambda s, i: (0.5, 1.1, 2.0)[i]))
+    _put(root, "benchmarks/results/kappa_channels.json", rows(lambda s, i: (0.5, 1.1, 2.0)[i]))
     assert _rows(root)["kappa_white_over_natural_mse"]["verdict"] == UNRESOLVED
     # wholly below 1: the paper's ordering does not hold
-    _put(root, "benchmarks/results/gradient_leakage.json", rows(lambda s, i: 0.8 - 0.05 * i))
+    _put(root, "benchmarks/results/kappa_channels.json", rows(lambda s, i: 0.8 - 0.05 * i))
     assert _rows(root)["kappa_white_over_natural_mse"]["verdict"] == FAILS

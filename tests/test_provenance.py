@@ -28,7 +28,9 @@ def read_files() -> set[str]:
     out = {Path(PAPERS_JSON).name, "gpu.json", "models.json", "gpu.cuda.json"}
     for c in CLAIMS:
         for m in [s.measure for s in c.scales] + ([c.arch.measure] if c.arch else []):
-            out.update(f for f in [getattr(m, "file", None), *getattr(m, "files", ())] if f)
+            for one in getattr(m, "measures", (m,)):  # FirstMeasured: each of its readers
+                out.update(f for f in [getattr(one, "file", None), *getattr(one, "files", ())]
+                           if f)
         if c.arch and c.arch.file:
             out.add(c.arch.file)
     return {f for f in out if (RESULTS / f).is_file()}
