@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, str] = {
     "models": "benchmarks.models_bench:main",
     "audit_cache": "benchmarks.audit_cache_bench:main",
     "widget_sweep": "benchmarks.widget_sweep_bench:main",
+    "page_fit": "benchmarks.page_fit:main",
     "bundle": "benchmarks.bundle_bench:main",
     "bundle_trust": "benchmarks.bundle_trust:main",
     "notebook": "benchmarks.notebook_bench:main",
