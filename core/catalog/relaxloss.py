@@ -19,18 +19,18 @@ block's constraints), its budget metric and the registration are the part's one 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import torch
-import torch.nn.functional as F
 from annotated_types import Ge, Gt, Le
 from pydantic import Field
-from torch import Tensor
 
 from core.config.base import Block
 from core.engine.hooks import Hook, StepState
 from core.engine.recipe import Recipe
 from core.foundation.parts import DEFENSES, DefensePart, Knob, PageSpec
+
+if TYPE_CHECKING:  # the declaration is read without torch (the config schema, the pages)
+    from torch import Tensor
 
 
 class RelaxLossDefense(Block):
@@ -86,6 +86,8 @@ class RelaxLossHook(Hook):
         return (epoch - 1) % 2 == 0 if self.parity == "reference" else epoch % 2 == 0
 
     def _ce(self, logits: Tensor, target: Tensor, state: StepState) -> Tensor:
+        import torch.nn.functional as F
+
         if not state.batched:
             return F.cross_entropy(logits, target)
         c = logits.shape[-1]
@@ -94,6 +96,8 @@ class RelaxLossHook(Hook):
         return state.mean(rows.view(logits.shape[:-1]))
 
     def loss(self, logits: Tensor, y: Tensor, state: StepState) -> Tensor:
+        import torch
+
         ce = self._ce(logits, y, state)
         below = ce.detach().double() < self.alpha
         if self.ascends(state.epoch):
@@ -108,6 +112,9 @@ class RelaxLossHook(Hook):
         return torch.where(below, relaxed, ce)
 
     def _flattened(self, logits: Tensor, y: Tensor) -> Tensor:
+        import torch
+        import torch.nn.functional as F
+
         c = logits.shape[-1]
         p = torch.softmax(logits, -1)
         p_y = p.gather(-1, y.unsqueeze(-1))

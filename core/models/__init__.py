@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
-
-# torch.nn is named in full here: ``nn`` is this package's submodule core.models.nn
-import torch
+from typing import TYPE_CHECKING, Any
 
 from core.foundation.checks import check_int
-from core.models.common import Adapted, ImageInput
+
+if TYPE_CHECKING:  # torch is imported where a network is built: reading the declarations
+    # (core.models.user's registrations, the config schema) does not pay for it
+    import torch
 
 __all__ = ["build_encoder", "build_model", "describe_costs", "forward_flops", "param_count",
            "registered_counts", "role_input_shape"]
@@ -49,6 +49,8 @@ def build_model(arch: Any, in_shape: Iterable[int], n_classes: int, width: float
     net_shape = part.net_shape(shape) if part.adapt else shape
     net = load_object(part.builder)(net_shape, n_classes, width=w, role=role)
     if part.adapt and role in part.image_roles:
+        from core.models.common import Adapted, ImageInput
+
         net = Adapted(ImageInput(shape, part.side, part.resize), net)
     if seed is not None:
         from core.models.nn import seeded
@@ -62,6 +64,8 @@ def build_encoder(arch: Any, in_shape: Iterable[int], n_classes: int, width: flo
     """``arch``'s ``encoder`` role with its output flattened (one r row per input, what the
     representation runners aggregate, perturb and attack) and r's dimension. Unseeded: the
     caller seeds it (:func:`core.models.nn.seeded`)."""
+    import torch
+
     enc = build_model(arch, in_shape, n_classes, width, role="encoder", data=data)
     r_shape = role_input_shape(arch, in_shape, n_classes, width, role="utility")
     return torch.nn.Sequential(enc, torch.nn.Flatten()), int(math.prod(r_shape))
@@ -70,6 +74,8 @@ def build_encoder(arch: Any, in_shape: Iterable[int], n_classes: int, width: flo
 def param_count(arch: Any, in_shape: Iterable[int], n_classes: int, width: float = 1.0, *,
                 role: str = "classifier") -> int:
     """Trainable parameters of :func:`build_model`'s network, built on the meta device."""
+    import torch
+
     with torch.device("meta"):
         net = build_model(arch, in_shape, n_classes, width, role=role)
     return sum(p.numel() for p in net.parameters() if p.requires_grad)
@@ -79,6 +85,8 @@ def role_input_shape(arch: Any, in_shape: Iterable[int], n_classes: int, width: 
                      role: str = "classifier") -> tuple[int, ...]:
     """The shape of one input of ``role`` (without the batch dimension): flat rows for the
     image roles, the encoder's output (r) for the networks on representations."""
+    import torch
+
     part = _part(arch)
     shape = part.check_input(in_shape)
     if role in part.image_roles:
@@ -96,6 +104,7 @@ def forward_flops(arch: Any, in_shape: Iterable[int], n_classes: int, width: flo
     ``torch.utils.flop_counter.FlopCounterMode`` on the meta device in eval mode (batch 2,
     halved: BatchNorm needs no batch statistics in eval mode, a batch of 2 keeps every layer
     on its batched path)."""
+    import torch
     from torch.utils.flop_counter import FlopCounterMode
 
     x_shape = role_input_shape(arch, in_shape, n_classes, width, role=role)
