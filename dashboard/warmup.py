@@ -47,11 +47,10 @@ PAGE_WAIT_S = 120.0
 FIRST_VIEWS = ("home.py", "membership.py", "compare.py")
 #: imported inside functions by every page's first draw: its figures (plotly's graph objects)
 PAGE_LAZY = ("plotly.graph_objects", "plotly.subplots")
-#: imported inside functions by the first draw of a page that imports the key: torch._dynamo,
-#: which building a model on the meta device for the architecture's cost pulls in (torch._refs;
-#: the run panel's architecture choice): about 1.2 s of CPU
-LAZY_BY_IMPORT = {"dashboard.components.run_panel": ("torch._dynamo",),
-                  "dashboard.components.part_controls": ("torch._dynamo",)}
+#: imported inside functions by the first draw of a page that imports the key. None today: the
+#: architecture's cost (torch's FLOP counter, torch._dynamo) is drawn after the page
+#: (dashboard.components.cost_later), which a page's first draw does not wait for
+LAZY_BY_IMPORT: dict[str, tuple[str, ...]] = {}
 #: seconds after the pages phase at which the runs phase starts if no page was drawn before
 RUNS_AFTER_S = 10.0
 

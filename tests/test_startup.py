@@ -71,8 +71,10 @@ def test_a_page_needs_its_own_imports_and_lazy_modules_only():
     # app.py's imports inside its ``with warmup.drawing():`` block count
     assert app[0] == "streamlit" and {"dashboard.sidebar", "cache.errors"} <= set(app)
     membership, home = warmup.view_modules("membership.py"), warmup.view_modules("home.py")
-    assert "dashboard.components.run_panel" in membership and "torch._dynamo" in membership
-    assert "torch._dynamo" not in home and "plotly.graph_objects" in home
+    assert "dashboard.components.run_panel" in membership and "plotly.graph_objects" in membership
+    # the architecture's cost line is drawn after the page: its first draw waits on no torch
+    assert not any(m.split(".")[0] == "torch" for m in membership + home)
+    assert "plotly.graph_objects" in home
     assert "dashboard.components.run_panel" not in home
 
 
@@ -160,3 +162,53 @@ def test_pages_draw_with_the_warm_start_running(tmp_path):
     """, PRIVLAB_PREWARM="1", PRIVLAB_CACHE_DIR=str(tmp_path))
     assert got["errors"] == []
     assert got["status"]["done"] and "failed" not in got["status"], got["status"]
+
+
+def test_the_membership_pages_imports_leave_torch_out():
+    """``app.py``'s and the Membership page's imports (the config schema, the catalog's
+    declarations, the cache store, the components) read declarations only: none imports torch,
+    so a first page never waits on it."""
+    got = _python("""
+        import importlib, json, sys
+        from dashboard import warmup
+        for m in (*warmup.app_modules(), *warmup.view_modules("membership.py")):
+            importlib.import_module(m)
+        print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "torch")[:5]))
+    """, PRIVLAB_PREWARM="0")
+    assert got == []
+
+
+def test_the_membership_page_draws_before_its_cost_line(tmp_path):
+    """The Membership page's first draw imports no torch: its architecture's cost line (FLOP
+    counting, the step timed here) is left to the background, a caption saying so in its
+    place; once that is done the next run draws the cost line itself."""
+    got = _python(f"""
+        import json, sys, threading
+        from streamlit.testing.v1 import AppTest
+        from dashboard.components import cost_later
+        gate, started = threading.Event(), []
+        real = cost_later._warm
+
+        def held(key):
+            started.append(key[0])
+            gate.wait(300)
+            real(key)
+
+        cost_later._warm = held
+        at = AppTest.from_file({str(ROOT / "dashboard" / "app.py")!r}, default_timeout=300)
+        at.switch_page("views/membership.py").run()
+        torch_at_draw = "torch" in sys.modules
+        heading = [h.value for h in at.title] + [h.value for h in at.header]
+        waiting = [c.value for c in at.caption if c.value.startswith("Counting the parameters")]
+        gate.set()
+        cost_later._POOL[0].shutdown(wait=True)
+        at.run()
+        costs = [c.value for c in at.caption if "parameters**" in c.value and "FLOPs" in c.value]
+        print(json.dumps(dict(torch=torch_at_draw, started=started, waiting=waiting,
+                              exc=[str(e.value) for e in at.exception], heading=heading,
+                              costs=costs)))
+    """, PRIVLAB_PREWARM="0", PRIVLAB_CACHE_DIR=str(tmp_path / "cache"))
+    assert not got["exc"], got["exc"]
+    assert got["torch"] is False and got["started"] and got["waiting"] and got["heading"], got
+    assert "timing a few of its training steps" in got["waiting"][0]
+    assert len(got["costs"]) == 1 and "measured on this machine: " in got["costs"][0], got

@@ -11,7 +11,6 @@ import streamlit as st
 from core.attacks import lira_reference as L
 from core.engine.costs import format_count, format_duration
 from core.foundation.parts import ARCHITECTURES, attack_titles
-from dashboard.components.part_controls import first_timing
 
 __all__ = ["comparison_table", "lira_reference_panel"]
 
@@ -33,23 +32,30 @@ def comparison_table(result: Any = None) -> list[dict[str, str]]:
             for r in L.comparison_rows(result)]
 
 
-def lira_reference_panel(key: str = "mi_lira_ref") -> None:
-    """An expander: the reference setting, its cost, published vs ours, and Run."""
-    from core.data.errors import DataError
-    from dashboard.base.widgets import run_with_progress
-
-    cfg = L.reference_config()
-    with first_timing(cfg.model.arch, float(cfg.model.width), (3, 32, 32), 10):
-        c = L.cost()
+def setting_text(cfg: Any) -> str:
+    """The preset's setting and its estimated training cost (:func:`core.attacks.lira_reference.cost`:
+    measured on this machine or estimated, as its caption says)."""
+    c = L.cost()
     arch = ARCHITECTURES.get(cfg.model.arch).title
-    with st.expander("Paper preset: the LiRA reference setting (Carlini et al. 2022)"):
-        st.markdown(
-            f"CIFAR-10, **{arch}** ({c.params:,} parameters, {format_count(c.forward_flops)}FLOPs "
+    return (f"CIFAR-10, **{arch}** ({c.params:,} parameters, {format_count(c.forward_flops)}FLOPs "
             f"forward per image), {cfg.train.members:,} members, {cfg.train.epochs} epochs, "
             f"{cfg.attack.shadows} shadow models, LiRA online and offline. Estimated training "
             f"({format_count(c.passes or 0)} images): **{format_duration(c.cpu_seconds)} on a "
             f"CPU** ({c.cpu_based_on}); **{format_duration(c.gpu_seconds)} on a GPU** "
             f"({c.gpu_based_on}).")
+
+
+def lira_reference_panel(key: str = "mi_lira_ref") -> None:
+    """An expander: the reference setting, its cost, published vs ours, and Run."""
+    from core.data.errors import DataError
+    from dashboard.base.widgets import run_with_progress
+    from dashboard.components.cost_later import cost_or_placeholder
+
+    cfg = L.reference_config()
+    with st.expander("Paper preset: the LiRA reference setting (Carlini et al. 2022)"):
+        cost_or_placeholder(st.container(), lambda: setting_text(cfg), arch=cfg.model.arch,
+                            width=float(cfg.model.width), shape=(3, 32, 32), classes=10,
+                            timed=True, draw=st.markdown)
         st.caption(f"Differences from the reference code: {L.DIFFERENCES}.")
         try:
             L.check_data()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from typing import Any
 
 import streamlit as st
@@ -144,32 +143,17 @@ def _on_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def first_timing(arch: str, width: float, shape: tuple[int, ...], classes: int) -> Any:
-    """A spinner while this machine times ``arch``'s training step for the first time
-    (:mod:`core.engine.calibration`, a second or less, kept per machine and engine); a
-    context doing nothing once it is kept."""
-    from core.engine.calibration import cached_rate
-    from core.engine.costs import timed_here
-    from core.foundation.parts import architecture
-
-    if not timed_here(arch) or cached_rate(arch, width, shape, classes) is not None:
-        return nullcontext()
-    return st.spinner(f"Timing a few training steps of {architecture(arch).title} on this "
-                      "machine (once per machine and engine) ...")
-
-
 def cost_text(config: Mapping[str, Any], arch: str, width: float,
               facts: tuple[tuple[int, ...], int, int]) -> str:
     """The line under the architecture control: parameters, forward FLOPs and the estimated
     training time of this run here and on a GPU (:mod:`core.engine.costs`; this machine's
-    step timed on first use, :func:`first_timing`)."""
+    step timed on first use, in the background: :mod:`dashboard.components.cost_later`)."""
     from core.engine.costs import arch_cost, format_count, format_duration, image_passes
     from core.foundation.parts import architecture
 
     shape, classes, n_train = facts
     passes = image_passes(config, n_train)
-    with first_timing(arch, width, shape, classes) if passes is not None else nullcontext():
-        c = arch_cost(arch, width, shape, classes, passes)
+    c = arch_cost(arch, width, shape, classes, passes)
     part = architecture(arch)
     resized = len(shape) == 3 and part.net_shape(tuple(shape)) != tuple(shape)
     head = (f"{part.width_label(width)}: **{c.params:,} parameters**, "
@@ -269,7 +253,12 @@ def architecture_ui(config: Mapping[str, Any], *, kind: str, key: str,
         format="%g", help=f"Width multiplier, [{lo:g}, {hi:g}]: 1 is the architecture as "
                           f"published; a CPU run uses {part.cpu_width:g}."))
     if facts is not None:
-        cols[2].caption(cost_text(config, arch, width, facts))
+        from core.engine.costs import image_passes
+        from dashboard.components.cost_later import cost_or_placeholder
+
+        cost_or_placeholder(cols[2], lambda: cost_text(config, arch, width, facts), arch=arch,
+                            width=width, shape=facts[0], classes=facts[1],
+                            timed=image_passes(config, facts[2]) is not None, draw=st.caption)
     if refused:
         lines = "\n".join(f"- {ARCHITECTURES.get(n).title}: {_reason(r, kind)}"
                           for n, r in refused)
