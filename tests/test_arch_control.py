@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from cache.store import default_store
 from core.config.schema import ModelSpec
 from core.foundation.parts import ARCHITECTURES
+from dashboard.components import cost_later
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -41,6 +42,11 @@ def _arch_box(at: AppTest, key: str):
 
 
 def _cost_captions(at: AppTest) -> list[str]:
+    """The cost lines, once the background work a first draw left them to is done."""
+    if any(c.value.startswith("Counting the parameters") for c in at.caption):
+        assert cost_later.settle()
+        at.run()
+        assert not at.exception, at.exception
     return [c.value for c in at.caption if "parameters" in c.value and "FLOPs" in c.value]
 
 

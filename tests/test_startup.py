@@ -201,7 +201,7 @@ def test_the_membership_page_draws_before_its_cost_line(tmp_path):
         heading = [h.value for h in at.title] + [h.value for h in at.header]
         waiting = [c.value for c in at.caption if c.value.startswith("Counting the parameters")]
         gate.set()
-        cost_later._POOL[0].shutdown(wait=True)
+        assert cost_later.settle()
         at.run()
         costs = [c.value for c in at.caption if "parameters**" in c.value and "FLOPs" in c.value]
         print(json.dumps(dict(torch=torch_at_draw, started=started, waiting=waiting,

@@ -121,3 +121,17 @@ def cost_or_placeholder(where: Any, compute: Callable[[], str], *, arch: str, wi
 
     with where:
         _wait()
+
+
+def settle(timeout: float = 300.0) -> bool:
+    """Block until the background work started so far is done (False when ``timeout`` passed
+    first): a test, or a caller that wants the page's next run to draw every cost line."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with _LOCK:
+            if _STARTED <= _DONE:
+                return True
+        time.sleep(0.05)
+    return False
