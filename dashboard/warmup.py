@@ -249,6 +249,19 @@ def drawing() -> Iterator[None]:
         page_drawn()
 
 
+def wait_idle(timeout: float = PAGE_WAIT_S) -> bool:
+    """Block until no script run is drawing a page (False when ``timeout`` passed first): work
+    a page leaves to the background starts after its draw, not beside it."""
+    deadline = time.monotonic() + timeout
+    with _COND:
+        while _DRAWING[0] > 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            _COND.wait(min(left, 1.0))
+    return True
+
+
 def page_drawn() -> None:
     """A page has been drawn: the runs phase may start."""
     with _COND:

@@ -25,6 +25,9 @@ COST_MODULES = ("torch", "torch._dynamo", "torch.utils.flop_counter", "core.mode
                 "core.models.common", "core.models.nn", "core.engine.calibration",
                 "core.engine.costs")
 
+#: seconds the work waits for the pages being drawn to end before it starts beside them
+IDLE_WAIT_S = 30.0
+
 Key = tuple[str, float, tuple[int, ...], int, bool]
 
 _LOCK = threading.Lock()
@@ -57,13 +60,14 @@ def ready(arch: str, width: float, shape: tuple[int, ...], classes: int, timed: 
 
 
 def _warm(key: Key) -> None:
-    """Import what the cost needs (through the warm start), count the network and time its
-    step (kept on disk by :mod:`core.engine.calibration`, the counts by
+    """Once no page is drawing, import what the cost needs (through the warm start), count the
+    network and time its step (kept on disk by :mod:`core.engine.calibration`, the counts by
     :func:`core.engine.costs.arch_cost`'s cache). A failure is left for the page: its own
     computation raises it as it would have."""
     from dashboard import warmup
 
     try:
+        warmup.wait_idle(IDLE_WAIT_S)
         from core.foundation.parts import architecture
 
         builder = architecture(key[0]).builder
