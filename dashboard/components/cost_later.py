@@ -9,10 +9,10 @@ work; a fragment polls for it and reruns the page, whose cost line is then compu
 
 from __future__ import annotations
 
+import queue
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import streamlit as st
@@ -31,7 +31,8 @@ IDLE_WAIT_S = 30.0
 Key = tuple[str, float, tuple[int, ...], int, bool]
 
 _LOCK = threading.Lock()
-_POOL: list[ThreadPoolExecutor] = []
+_QUEUE: queue.Queue[Key] = queue.Queue()
+_THREAD: list[threading.Thread] = []
 _STARTED: set[Key] = set()
 _DONE: set[Key] = set()
 
@@ -90,9 +91,15 @@ def start(arch: str, width: float, shape: tuple[int, ...], classes: int, timed: 
         if key in _STARTED:
             return
         _STARTED.add(key)
-        if not _POOL:
-            _POOL.append(ThreadPoolExecutor(1, thread_name_prefix="privlab-cost"))
-        _POOL[0].submit(_warm, key)
+        _QUEUE.put(key)
+        if not _THREAD:  # a daemon: a process that exits does not wait for a timing
+            _THREAD.append(threading.Thread(target=_serve, name="privlab-cost", daemon=True))
+            _THREAD[0].start()
+
+
+def _serve() -> None:
+    while True:
+        _warm(_QUEUE.get())
 
 
 def cost_or_placeholder(where: Any, compute: Callable[[], str], *, arch: str, width: float,
