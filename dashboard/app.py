@@ -28,6 +28,7 @@ with warmup.drawing():
     from dashboard.base.auth import gate, restrict_error_details
     from dashboard.base.jobs import default_nice
     from dashboard.base.widgets import get_store
+    from dashboard.components import cost_later
     from dashboard.sidebar import render_sidebar
     from dashboard.style import apply_style
 
@@ -39,6 +40,9 @@ with warmup.drawing():
     if not st_config.is_manually_set("runner.postScriptGC") and st_config.get_option(
             "runner.postScriptGC"):
         st_config.set_option("runner.postScriptGC", False, "dashboard/app.py")
+
+    # a cost line left to the background starts after the draw, its imports by the warm start
+    cost_later.HOOKS.update(wait_idle=warmup.wait_idle, need=warmup.need)
 
     st.set_page_config(page_title="privlab", page_icon="🛡️", layout="wide")
     apply_style()  # labels, chips and tables wrap instead of being cut

@@ -28,6 +28,10 @@ COST_MODULES = ("torch", "torch._dynamo", "torch.utils.flop_counter", "core.mode
 #: seconds the work waits for the pages being drawn to end before it starts beside them
 IDLE_WAIT_S = 30.0
 
+#: the server's warm start (dashboard.warmup, handed over by app.py: this module sits below
+#: it): ``wait_idle(seconds)`` until no page draws, ``need(modules)`` imported by its thread
+HOOKS: dict[str, Callable[..., Any]] = {}
+
 Key = tuple[str, float, tuple[int, ...], int, bool]
 
 _LOCK = threading.Lock()
@@ -65,15 +69,15 @@ def _warm(key: Key) -> None:
     network and time its step (kept on disk by :mod:`core.engine.calibration`, the counts by
     :func:`core.engine.costs.arch_cost`'s cache). A failure is left for the page: its own
     computation raises it as it would have."""
-    from dashboard import warmup
-
     try:
-        warmup.wait_idle(IDLE_WAIT_S)
+        if "wait_idle" in HOOKS:
+            HOOKS["wait_idle"](IDLE_WAIT_S)
         from core.foundation.parts import architecture
 
         builder = architecture(key[0]).builder
         own = (builder.partition(":")[0],) if isinstance(builder, str) else ()
-        warmup.need((*COST_MODULES, *own))
+        if "need" in HOOKS:
+            HOOKS["need"]((*COST_MODULES, *own))
         from core.engine.costs import arch_cost
 
         arch_cost(key[0], key[1], key[2], key[3], 1.0 if key[4] else None)
