@@ -53,7 +53,7 @@ def _member_count(args: argparse.Namespace) -> int:
 def target_of(args: argparse.Namespace) -> dict[str, Any]:
     """The trained model the arguments name: ``target`` (the files with their sha256),
     ``members`` (their count), ``model`` (None for a .skops file), ``data`` and ``recipe``
-    (the training fields given): what :func:`core.config.trained.audit_config` takes, and
+    (the training fields given): what :func:`core.config.audit.audit_config` takes, and
     what ``privlab model add-weights`` registers."""
     from core.config.trained import RECIPE_FIELDS, SKOPS_SUFFIX, with_hashes
 
@@ -79,7 +79,7 @@ def target_of(args: argparse.Namespace) -> dict[str, Any]:
 
 def audit_config(args: argparse.Namespace) -> dict[str, Any]:
     """The membership config ``privlab audit`` runs (before ``--set`` overrides)."""
-    from core.config.trained import audit_config as config
+    from core.config.audit import audit_config as config
 
     attackers = args.attackers.split(",") if args.attackers else default_attackers()
     return config(**target_of(args), attackers=attackers, shadows=args.shadows, seed=args.seed)

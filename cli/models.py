@@ -12,7 +12,7 @@
     privlab model list-weights [--json]
     privlab model remove-weights NAME
 
-``add-weights`` registers a model trained elsewhere (:mod:`core.models.trained_registry`) for
+``add-weights`` registers a model trained elsewhere (:mod:`core.config.trained_registry`) for
 the Membership page's target control, after every check ``privlab audit`` runs on its files.
 """
 
@@ -113,9 +113,9 @@ def cmd_weights_add(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from cli.audit import target_of
+    from core.config import trained_registry as TR
+    from core.config.audit import audit_config
     from core.config.schema import parse_config
-    from core.config.trained import audit_config
-    from core.models import trained_registry as TR
     from core.runs.membership_stages import check_target
 
     TR.check_name(args.name, replace=args.replace)
@@ -137,7 +137,7 @@ def cmd_weights_add(args: argparse.Namespace) -> int:
 
 
 def cmd_weights_list(args: argparse.Namespace) -> int:
-    from core.models import trained_registry as TR
+    from core.config import trained_registry as TR
 
     rows = []
     for name, e in TR.entries(with_broken=True).items():
@@ -162,7 +162,7 @@ def cmd_weights_list(args: argparse.Namespace) -> int:
 
 
 def cmd_weights_remove(args: argparse.Namespace) -> int:
-    from core.models import trained_registry as TR
+    from core.config import trained_registry as TR
 
     path = TR.remove(args.name)
     print(f"removed trained model {args.name} ({path}; its files are untouched)")

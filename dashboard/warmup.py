@@ -62,6 +62,7 @@ _ASKED: list[str] = []
 _DONE: set[str] = set()
 _DRAWING = [0]  # script runs drawing a page now
 _PAGES_DONE = threading.Event()
+_RUNS_DONE = threading.Event()  # set once the runs phase ended (the thread goes on serving asks)
 _PAGE_DRAWN = threading.Event()
 
 
@@ -190,6 +191,7 @@ def _warm() -> None:
     _serve_asks(_PAGE_DRAWN, RUNS_AFTER_S)
     _import_all(run_modules(), "runs")
     _STATE["done"] = True
+    _RUNS_DONE.set()
     _serve_asks(threading.Event(), None)  # a module of no list a page asks for later
 
 
@@ -267,6 +269,12 @@ def page_drawn() -> None:
     with _COND:
         _PAGE_DRAWN.set()
         _COND.notify_all()
+
+
+def wait_runs(timeout: float) -> bool:
+    """Wait until the runs phase has ended (the thread itself never exits: it goes on
+    importing what a page asks for); False after ``timeout`` seconds."""
+    return _RUNS_DONE.wait(timeout)
 
 
 def status() -> dict[str, Any]:

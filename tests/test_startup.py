@@ -110,7 +110,7 @@ def test_warm_start_imports_the_pages_then_after_a_page_the_runs():
         time.sleep(1.0)
         early = [m for m in ("opacus", "core.runs.attribute_privacy") if m in sys.modules]
         warmup.page_drawn()
-        t.join(300)
+        assert warmup.wait_runs(300)
         runs = [m for m in warmup.run_modules() if m not in sys.modules]
         print(json.dumps({"pages": pages, "early": early, "runs": runs,
                           "status": warmup.status()}))
@@ -157,7 +157,8 @@ def test_pages_draw_with_the_warm_start_running(tmp_path):
             at = AppTest.from_file({str(ROOT / "dashboard" / "app.py")!r}, default_timeout=300)
             at.switch_page(page).run()
             errors += [str(e.value) for e in at.exception]
-        warmup.start().join(300)
+        warmup.start()
+        assert warmup.wait_runs(300)
         print(json.dumps({{"errors": errors, "status": warmup.status()}}))
     """, PRIVLAB_PREWARM="1", PRIVLAB_CACHE_DIR=str(tmp_path))
     assert got["errors"] == []

@@ -1,5 +1,5 @@
 """Trained models registered from the command line (``privlab model add-weights``,
-:mod:`core.models.trained_registry`) and the Membership page's target control: a registered
+:mod:`core.config.trained_registry`) and the Membership page's target control: a registered
 model is offered for its data set only, runs as the audit ``privlab audit`` would, says it was
 trained elsewhere, and a weights file edited since registration is refused in one line."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cli.main import main
-from core.models import trained_registry as TR
+from core.config import trained_registry as TR
 from tests.test_pages import open_page, store  # noqa: F401  (fixture)
 
 RECIPE = ["--epochs", "3", "--batch-size", "32", "--lr", "0.01"]

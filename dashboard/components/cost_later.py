@@ -9,6 +9,7 @@ work; a fragment polls for it and reruns the page, whose cost line is then compu
 
 from __future__ import annotations
 
+import atexit
 import queue
 import sys
 import threading
@@ -37,6 +38,8 @@ Key = tuple[str, float, tuple[int, ...], int, bool]
 _LOCK = threading.Lock()
 _QUEUE: queue.Queue[Key] = queue.Queue()
 _THREAD: list[threading.Thread] = []
+#: seconds a process that exits waits for the cost work in flight
+EXIT_WAIT_S = 30.0
 _STARTED: set[Key] = set()
 _DONE: set[Key] = set()
 
@@ -96,9 +99,12 @@ def start(arch: str, width: float, shape: tuple[int, ...], classes: int, timed: 
             return
         _STARTED.add(key)
         _QUEUE.put(key)
-        if not _THREAD:  # a daemon: a process that exits does not wait for a timing
+        if not _THREAD:  # a daemon: a process that exits waits at most EXIT_WAIT_S for it
             _THREAD.append(threading.Thread(target=_serve, name="privlab-cost", daemon=True))
             _THREAD[0].start()
+            # a daemon thread inside torch's C++ code when the interpreter finalises aborts
+            # the process (std::terminate): let a timing in flight finish first
+            atexit.register(settle, EXIT_WAIT_S)
 
 
 def _serve() -> None:

@@ -179,10 +179,10 @@ REGISTER_CMD = ("privlab model add-weights NAME --model ARCH --weights FILE --da
 
 def target_ui(data: str, where: Any) -> dict[str, Any] | None:
     """The target: trained here (None) or a trained model registered from the command line
-    for ``data`` (:mod:`core.models.trained_registry`; beyond loopback only the operator's
+    for ``data`` (:mod:`core.config.trained_registry`; beyond loopback only the operator's
     ``privlab model add-weights`` registrations), its files re-hashed first: a file changed
     since registration is refused in one line and nothing is shown or served."""
-    from core.models import trained_registry as TR
+    from core.config import trained_registry as TR
     from dashboard.base import auth
 
     st.session_state.setdefault("mi_target", "here")
@@ -236,7 +236,7 @@ def controls() -> dict[str, Any]:
         top[1].caption(f"**Target trained elsewhere**: {trained['name']}, weights `{weights}`. "
                        "privlab loads it and trains only the shadow and reference models. "
                        "Defenses do not apply: the weights carry whatever training they had.")
-        from core.models.trained_registry import audit_config
+        from core.config.trained_registry import audit_config
 
         got = trained_attack_ui(trained)
         # an invalid Shadows box blocks Run (stop_if_invalid) before this config is validated

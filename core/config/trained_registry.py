@@ -4,7 +4,7 @@ target. The model registry's twin (:mod:`core.models.user`): ``<registry>/<name>
 the registry is ``$PRIVLAB_TRAINED_REGISTRY``, else platformdirs' user config dir
 ``.../privlab/trained``.
 
-A registration holds the arguments of :func:`core.config.trained.audit_config` (the ``target``
+A registration holds the arguments of :func:`core.config.audit.audit_config` (the ``target``
 block with the files' sha256, the members' count, the data set, the architecture, the recipe)
 and who registered it (:data:`BY_CLI`: ``privlab model add-weights``, which runs every check
 of the audit's target stage before :func:`add` stores anything). The files stay where they
@@ -100,7 +100,7 @@ def check_name(name: str, *, replace: bool = False) -> None:
 def add(name: str, spec: dict[str, Any], *, replace: bool = False,
         by: str = "python") -> dict[str, Any]:
     """Store ``spec`` (``data``, ``model``, ``target`` with its hashes, ``members``,
-    ``recipe``: :func:`core.config.trained.audit_config`'s arguments) as ``name``. The caller
+    ``recipe``: :func:`core.config.audit.audit_config`'s arguments) as ``name``. The caller
     has run the target stage's checks (``privlab model add-weights`` does)."""
     check_name(name, replace=replace)
     target = spec["target"]
@@ -176,8 +176,8 @@ def for_data(data: str, *, operator_only: bool = False) -> dict[str, dict[str, A
 def audit_config(entry: dict[str, Any], *, attackers: list[str], shadows: int,
                  seed: int = 0) -> dict[str, Any]:
     """The config ``privlab audit`` builds for the registered model
-    (:func:`core.config.trained.audit_config`)."""
-    from core.config.trained import audit_config as config
+    (:func:`core.config.audit.audit_config`)."""
+    from core.config.audit import audit_config as config
 
     return config(data=entry["data"], target=entry["target"], members=entry["members"],
                   model=entry["model"], recipe=entry["recipe"], attackers=attackers,
