@@ -254,7 +254,10 @@ class ModelSpec(_Model):
         if isinstance(data, dict) and data.get("fingerprint") is None:
             from core.foundation.parts import ARCHITECTURES
 
-            part = ARCHITECTURES.get(data["arch"]) if data.get("arch") in ARCHITECTURES else None
+            arch = data.get("arch")
+            # a non-string arch is left for the field's own one-line type error
+            part = (ARCHITECTURES.get(arch) if isinstance(arch, str) and arch in ARCHITECTURES
+                    else None)
             if getattr(part, "fingerprint", None):
                 data = {**data, "fingerprint": part.fingerprint}
         return data

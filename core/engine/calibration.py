@@ -175,7 +175,7 @@ def _measure(arch: str, width: float, in_shape: tuple[int, ...], n_classes: int,
             pass
     steps, seconds = len(ends) - 1, ends[-1] - ends[0]
     name = "CPU" if dev.type == "cpu" else torch.cuda.get_device_name(dev)
-    return StepRate(round(batch * steps / seconds, 2), batch, steps, round(seconds, 4),
+    return StepRate(round(batch * steps / seconds, 2), batch, steps, round(seconds, 6),
                     int(threads), _load(), device, name)
 
 

@@ -242,3 +242,15 @@ def canary_audit(loaded: Loaded, X: torch.Tensor, spec: Any) -> tuple[dict[str, 
                "audit_confidence": float(res.confidence)}
     info = {**res.to_dict(), "claimed": False, "canaries_given": True}
     return metrics, info
+
+
+def trained_elsewhere_text(result: Any) -> str | None:
+    """The sentence a page opens a trained-elsewhere run with (its own note, whole); None for
+    a target privlab trained."""
+    info = getattr(result, "info", None) or {}
+    if (info.get("target") or {}).get("trained_by") != "elsewhere":
+        return None
+    prefix = "target trained elsewhere: "
+    note = next((str(n) for n in info.get("notes", []) if str(n).startswith(prefix)), "")
+    return ("**The target was trained elsewhere, not by privlab**"
+            + (f": {note.removeprefix(prefix)}." if note else "."))

@@ -421,12 +421,11 @@ def projection_section(result) -> None:
 
 def trained_elsewhere_note(result) -> None:
     """A target trained elsewhere said plainly above its numbers (the run's own note)."""
-    if (result.info or {}).get("target", {}).get("trained_by") != "elsewhere":
-        return
-    prefix = "target trained elsewhere: "
-    note = next((str(n) for n in result.info.get("notes", []) if str(n).startswith(prefix)), "")
-    st.info("**The target was trained elsewhere, not by privlab**"
-            + (f": {note.removeprefix(prefix)}." if note else "."))
+    from core.runs.trained_target import trained_elsewhere_text
+
+    text = trained_elsewhere_text(result)
+    if text is not None:
+        st.info(text)
 
 
 def show_result(config, result) -> None:
