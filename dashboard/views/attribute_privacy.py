@@ -95,12 +95,17 @@ def field_key(defense: str, field: str) -> str:
 
 
 def _apply_preset() -> None:
-    st.session_state.update(preset_widgets(st.session_state["ap_preset"]))
+    preset = st.session_state.get("ap_preset")
+    if preset is None:  # the control lost its value (a run interrupted mid-draw): keep the widgets
+        st.session_state["ap_preset"] = "quick"
+        return
+    st.session_state.update(preset_widgets(preset))
 
 
 def _init_state() -> None:
     ss = st.session_state
-    ss.setdefault("ap_preset", "quick")
+    if ss.get("ap_preset") is None:
+        ss["ap_preset"] = "quick"
     for k, v in preset_widgets(ss["ap_preset"]).items():
         ss.setdefault(k, v)
     ss.setdefault("ap_defense", "tappfl")
