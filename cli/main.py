@@ -42,7 +42,6 @@ user cache dir. Heavy modules are imported only by the commands that need them.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -50,14 +49,19 @@ from pathlib import Path
 from typing import Any
 
 from cli.audit import add_command as add_audit_command
+from cli.output import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    _fmt_num,
+    _json_out,
+    _table,
+)
 
 PROG = "privlab"
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEBUG_ENV = "PRIVLAB_DEBUG"
-
-
-class UsageError(Exception):
-    """Bad command-line input; becomes ``privlab: error: <message>`` and exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,31 +81,6 @@ def _one_line(text: str) -> str:
 
 def _err(message: str) -> None:
     print(f"{PROG}: error: {_one_line(message)}", file=sys.stderr, flush=True)
-
-
-def _fmt_num(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if v == int(v) and abs(v) < 1e15:
-            return str(int(v))
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
-    """Left-aligned text table with a header row."""
-    cells = [[_fmt_num(r.get(c)) for c in cols] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()]
-    lines += ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in cells]
-    return "\n".join(lines)
 
 
 def _fitted(rows: list[dict[str, Any]], cols: list[str], width: int | None) -> str:
@@ -128,22 +107,6 @@ def _width(args: argparse.Namespace) -> int | None:
     if getattr(args, "wide", False):
         return None
     return max(40, shutil.get_terminal_size((100, 24)).columns)
-
-
-def _json_out(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, sort_keys=False, allow_nan=False, default=_json_default))
-
-
-def _json_default(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def _clean(v: Any) -> Any:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cli.main import EXIT_OK, UsageError, _json_out, _table
+from cli.output import EXIT_OK, UsageError, _json_out, _table
 
 
 def data_facts(names: list[str]) -> dict[str, tuple[tuple[int, ...], int]]:
