@@ -36,12 +36,9 @@ class TrainedError(ValueError):
 
 def registry_dir() -> Path:
     """``$PRIVLAB_TRAINED_REGISTRY``, else the user config dir ``.../privlab/trained``."""
-    env = os.environ.get(ENV_REGISTRY)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
+    from core.foundation.cache_root import registry_dir as user_registry
 
-    return Path(platformdirs.user_config_dir("privlab")) / "trained"
+    return user_registry(ENV_REGISTRY, "trained")
 
 
 def _path(name: str) -> Path:

@@ -118,12 +118,9 @@ _KEYS = {"name", "kind", "path", "fingerprint", "rows", "classes", "private"}
 
 def registry_dir() -> Path:
     """``$PRIVLAB_DATA_REGISTRY``, else the user config dir ``.../privlab/datasets``."""
-    env = os.environ.get(ENV_REGISTRY)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
+    from core.foundation.cache_root import registry_dir as user_registry
 
-    return Path(platformdirs.user_config_dir("privlab")) / "datasets"
+    return user_registry(ENV_REGISTRY, "datasets")
 
 
 def _entry_path(name: str) -> Path:

@@ -18,3 +18,14 @@ def resolve_root(root: str | Path | None = None) -> Path:
 
         root = platformdirs.user_cache_dir("privlab")
     return Path(root).expanduser().resolve()
+
+
+def registry_dir(env_var: str, sub: str) -> Path:
+    """A user registry's directory (data sets, models, trained models): ``$env_var``, else
+    ``platformdirs.user_config_dir('privlab') / sub``."""
+    env = os.environ.get(env_var)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("privlab")) / sub

@@ -80,12 +80,9 @@ class ModelError(ValueError):
 
 def registry_dir() -> Path:
     """``$PRIVLAB_MODEL_REGISTRY``, else the user config dir ``.../privlab/models``."""
-    env = os.environ.get(ENV_REGISTRY)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
+    from core.foundation.cache_root import registry_dir as user_registry
 
-    return Path(platformdirs.user_config_dir("privlab")) / "models"
+    return user_registry(ENV_REGISTRY, "models")
 
 
 def _entry_path(name: str) -> Path:
